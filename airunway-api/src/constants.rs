@@ -1,0 +1,244 @@
+//! Names shared by every AI Runway component: API group, annotations, labels, finalizers, field
+//! managers, condition types and reasons, event reasons and the spec's exact messages.
+//!
+//! Anything a user or a provider author can observe on an object is named here once, so the core,
+//! the provider SDK and the tests agree on spelling.
+
+/// The API group of both AI Runway kinds.
+pub const GROUP: &str = "airunway.ai";
+/// The API version of both AI Runway kinds.
+pub const VERSION: &str = "v1alpha1";
+/// `<group>/<version>`, the `apiVersion` of both kinds.
+pub const API_VERSION: &str = "airunway.ai/v1alpha1";
+
+/// Annotations AI Runway reads.
+pub mod annotations {
+    /// `"true"` stops every AI Runway controller from writing anything for this deployment.
+    pub const RECONCILE_PAUSED: &str = "airunway.ai/reconcile-paused";
+    /// On an upstream object: hash of the rendered desired state (drift vs. spec change).
+    pub const SPEC_HASH: &str = "airunway.ai/spec-hash";
+    /// On an upstream object: hash of the deployment's identity fields (recreate on change).
+    pub const IDENTITY_HASH: &str = "airunway.ai/identity-hash";
+}
+
+/// Labels AI Runway writes.
+pub mod labels {
+    /// Prefix of the deployment labels that are copied to upstream objects.
+    pub const PROPAGATED_PREFIX: &str = "airunway.ai/";
+    /// Set on every upstream object a provider creates.
+    pub const MANAGED_BY: &str = "airunway.ai/managed-by";
+    /// Value of [`MANAGED_BY`].
+    pub const MANAGED_BY_VALUE: &str = "airunway";
+    /// Set on upstream objects: the name of the owning ModelDeployment.
+    pub const DEPLOYMENT: &str = "airunway.ai/deployment";
+}
+
+/// Server-side apply field managers.
+pub mod field_managers {
+    /// The core controller: owns selection, validation and gateway status.
+    pub const CORE: &str = "airunway-core";
+    /// The core's webhook CA injector (owns `caBundle` of the webhook configurations).
+    pub const CORE_CA_INJECTOR: &str = "airunway-core-ca-injector";
+
+    /// The field manager of provider `name`: `<name>-provider`.
+    pub fn provider(name: &str) -> String {
+        format!("{name}-provider")
+    }
+}
+
+/// Finalizers.
+pub mod finalizers {
+    /// The finalizer of provider `name`: `airunway.ai/<name>-provider`.
+    pub fn provider(name: &str) -> String {
+        format!("airunway.ai/{name}-provider")
+    }
+}
+
+/// Condition types on a ModelDeployment and an InferenceProviderConfig.
+pub mod condition_types {
+    /// Core: spec validation result.
+    pub const VALIDATED: &str = "Validated";
+    /// Core: engine resolution result.
+    pub const ENGINE_SELECTED: &str = "EngineSelected";
+    /// Core: provider selection result.
+    pub const PROVIDER_SELECTED: &str = "ProviderSelected";
+    /// Core: whether the selected provider is alive (heartbeat and probe).
+    pub const PROVIDER_HEALTHY: &str = "ProviderHealthy";
+    /// Core: gateway route active.
+    pub const GATEWAY_READY: &str = "GatewayReady";
+    /// Provider: engine/mode compatibility check.
+    pub const PROVIDER_COMPATIBLE: &str = "ProviderCompatible";
+    /// Provider: upstream resource creation.
+    pub const RESOURCE_CREATED: &str = "ResourceCreated";
+    /// Provider: overall readiness.
+    pub const READY: &str = "Ready";
+
+    /// InferenceProviderConfig, written by the provider: its upstream CRD is installed and usable.
+    pub const UPSTREAM_AVAILABLE: &str = "UpstreamAvailable";
+    /// InferenceProviderConfig, written by the core: heartbeat fresh and probe answering.
+    pub const AVAILABLE: &str = "Available";
+    /// InferenceProviderConfig, written by the core: selection rules evaluate without errors.
+    pub const SELECTION_RULES_VALID: &str = "SelectionRulesValid";
+
+    /// Condition types the core owns on a ModelDeployment (server-side apply manager `airunway-core`).
+    pub const CORE_OWNED: [&str; 5] = [
+        VALIDATED,
+        ENGINE_SELECTED,
+        PROVIDER_SELECTED,
+        PROVIDER_HEALTHY,
+        GATEWAY_READY,
+    ];
+    /// Condition types a provider owns on a ModelDeployment (manager `<name>-provider`).
+    pub const PROVIDER_OWNED: [&str; 3] = [PROVIDER_COMPATIBLE, RESOURCE_CREATED, READY];
+}
+
+/// Condition reasons.
+pub mod reasons {
+    /// Validated=True.
+    pub const VALIDATION_PASSED: &str = "ValidationPassed";
+    /// Validated=False.
+    pub const VALIDATION_FAILED: &str = "ValidationFailed";
+    /// EngineSelected/ProviderSelected=True from the spec.
+    pub const EXPLICIT_SELECTION: &str = "ExplicitSelection";
+    /// EngineSelected/ProviderSelected=True by the core's selection.
+    pub const AUTO_SELECTED: &str = "AutoSelected";
+    /// ProviderSelected=True, set by another selector (custom selector mechanism).
+    pub const EXTERNALLY_SELECTED: &str = "ExternallySelected";
+    /// EngineSelected=False.
+    pub const NO_ENGINE_AVAILABLE: &str = "NoEngineAvailable";
+    /// ProviderSelected=False: the selector is disabled and no provider is named.
+    pub const SELECTOR_DISABLED: &str = "SelectorDisabled";
+    /// ProviderSelected=False: no provider is ready.
+    pub const NO_HEALTHY_PROVIDERS: &str = "NoHealthyProviders";
+    /// ProviderSelected=False: providers are ready but none fits.
+    pub const NO_COMPATIBLE_PROVIDER: &str = "NoCompatibleProvider";
+    /// ProviderSelected=False: selection waits for the spec to validate.
+    pub const WAITING_FOR_VALIDATION: &str = "WaitingForValidation";
+    /// ProviderSelected=False: selection waits for an engine.
+    pub const WAITING_FOR_ENGINE: &str = "WaitingForEngine";
+    /// ProviderHealthy=True.
+    pub const PROVIDER_AVAILABLE: &str = "ProviderAvailable";
+    /// ProviderHealthy=False: the provider stopped heart-beating or answering its probe.
+    pub const PROVIDER_STALE: &str = "ProviderStale";
+    /// ProviderHealthy=False: the provider reports itself not ready.
+    pub const PROVIDER_NOT_READY: &str = "ProviderNotReady";
+    /// ProviderHealthy=False: no InferenceProviderConfig exists for the named provider.
+    pub const PROVIDER_NOT_REGISTERED: &str = "ProviderNotRegistered";
+
+    /// ProviderCompatible=True.
+    pub const COMPATIBILITY_VERIFIED: &str = "CompatibilityVerified";
+    /// ProviderCompatible=False: the provider cannot serve this configuration.
+    pub const INCOMPATIBLE_CONFIGURATION: &str = "IncompatibleConfiguration";
+    /// ProviderCompatible=False: the installed upstream CRD schema is not one the provider knows.
+    pub const UNSUPPORTED_SCHEMA: &str = "UnsupportedSchema";
+    /// ProviderCompatible=False / ResourceCreated=False: `provider.overrides` has a wrong type.
+    pub const INVALID_OVERRIDES: &str = "InvalidOverrides";
+    /// ResourceCreated=True.
+    pub const RESOURCE_CREATED: &str = "ResourceCreated";
+    /// ResourceCreated=False: the upstream CRD is not installed.
+    pub const UPSTREAM_CRD_NOT_INSTALLED: &str = "UpstreamCRDNotInstalled";
+    /// ResourceCreated=False: the API server refused the upstream object.
+    pub const APPLY_FAILED: &str = "ApplyFailed";
+    /// ResourceCreated=False: the upstream object is being recreated (identity change).
+    pub const RECREATING: &str = "Recreating";
+    /// Ready=True.
+    pub const DEPLOYMENT_READY: &str = "DeploymentReady";
+    /// Ready=False while the upstream operator works.
+    pub const DEPLOYMENT_PROGRESSING: &str = "DeploymentProgressing";
+    /// Ready=False: the upstream reports an error.
+    pub const DEPLOYMENT_FAILED: &str = "DeploymentFailed";
+    /// Ready=False: the deployment cannot start (incompatible, schema, CRD missing).
+    pub const NOT_DEPLOYED: &str = "NotDeployed";
+
+    /// IPC UpstreamAvailable=True.
+    pub const UPSTREAM_CRD_ESTABLISHED: &str = "UpstreamCRDEstablished";
+    /// IPC UpstreamAvailable=False: the CRD exists but is not Established.
+    pub const UPSTREAM_CRD_NOT_ESTABLISHED: &str = "UpstreamCRDNotEstablished";
+    /// IPC UpstreamAvailable=False: the provider is shutting down.
+    pub const SHUTTING_DOWN: &str = "ShuttingDown";
+    /// IPC Available=True.
+    pub const HEALTHY: &str = "Healthy";
+    /// IPC Available=False: heartbeat older than the threshold.
+    pub const HEARTBEAT_STALE: &str = "HeartbeatStale";
+    /// IPC Available=False: the probe failed repeatedly.
+    pub const PROBE_FAILED: &str = "ProbeFailed";
+    /// IPC Available=False: the provider reports `ready: false`.
+    pub const NOT_READY: &str = "NotReady";
+    /// IPC SelectionRulesValid=True.
+    pub const RULES_EVALUATED: &str = "RulesEvaluated";
+    /// IPC SelectionRulesValid=False.
+    pub const RULE_RUNTIME_ERROR: &str = "RuleRuntimeError";
+}
+
+/// Event reasons (design doc §9).
+pub mod event_reasons {
+    /// Normal: the core selected a provider.
+    pub const PROVIDER_SELECTED: &str = "ProviderSelected";
+    /// Warning: the spec does not validate.
+    pub const VALIDATION_FAILED: &str = "ValidationFailed";
+    /// Warning: no provider could be selected.
+    pub const PROVIDER_SELECTION_FAILED: &str = "ProviderSelectionFailed";
+    /// Warning: no engine could be selected.
+    pub const ENGINE_SELECTION_FAILED: &str = "EngineSelectionFailed";
+    /// Warning: the selected provider became stale.
+    pub const PROVIDER_UNHEALTHY: &str = "ProviderUnhealthy";
+    /// Normal: the selected provider recovered.
+    pub const PROVIDER_RECOVERED: &str = "ProviderRecovered";
+    /// Normal: a provider created its upstream resource.
+    pub const RESOURCE_CREATED: &str = "ResourceCreated";
+    /// Normal: a provider deleted its upstream resource to recreate it (identity change).
+    pub const RESOURCE_RECREATED: &str = "ResourceRecreated";
+    /// Warning: the upstream resource reports an error.
+    pub const PROVIDER_ERROR: &str = "ProviderError";
+    /// Warning: somebody edited the upstream resource; it is being restored.
+    pub const DRIFT_DETECTED: &str = "DriftDetected";
+    /// Warning: cleanup timed out and the finalizer was removed.
+    pub const FINALIZER_TIMEOUT: &str = "FinalizerTimeout";
+    /// Warning: the provider cannot serve this configuration.
+    pub const PROVIDER_INCOMPATIBLE: &str = "ProviderIncompatible";
+    /// Warning: `provider.overrides` has a key the provider does not know.
+    pub const UNKNOWN_OVERRIDE: &str = "UnknownOverride";
+    /// Warning: a setting is ignored by the engine or provider.
+    pub const SETTING_IGNORED: &str = "SettingIgnored";
+    /// Warning: a selection rule failed to evaluate.
+    pub const SELECTION_RULE_ERROR: &str = "SelectionRuleError";
+}
+
+/// The spec's exact validation messages (design doc §8, spec `000` "Validation Webhook").
+pub mod messages {
+    /// vLLM without GPU.
+    pub const VLLM_REQUIRES_GPU: &str = "vLLM engine requires GPU (set resources.gpu.count > 0)";
+    /// SGLang without GPU.
+    pub const SGLANG_REQUIRES_GPU: &str =
+        "SGLang engine requires GPU (set resources.gpu.count > 0)";
+    /// TensorRT-LLM without GPU.
+    pub const TRTLLM_REQUIRES_GPU: &str =
+        "TensorRT-LLM engine requires GPU (set resources.gpu.count > 0)";
+    /// Disaggregated mode with `resources.gpu`.
+    pub const DISAGGREGATED_GPU_CONFLICT: &str =
+        "Cannot specify both resources.gpu and scaling.prefill/decode";
+    /// Disaggregated mode without prefill or decode.
+    pub const DISAGGREGATED_REQUIRES_COMPONENTS: &str =
+        "Disaggregated mode requires scaling.prefill and scaling.decode";
+    /// Disaggregated mode without prefill GPUs.
+    pub const DISAGGREGATED_REQUIRES_PREFILL_GPU: &str =
+        "Disaggregated mode requires scaling.prefill.gpu.count";
+    /// Disaggregated mode without decode GPUs.
+    pub const DISAGGREGATED_REQUIRES_DECODE_GPU: &str =
+        "Disaggregated mode requires scaling.decode.gpu.count";
+    /// No engine given and none can be chosen.
+    pub const ENGINE_TYPE_REQUIRED: &str = "engine.type is required";
+    /// Hugging Face source without a model id.
+    pub const MODEL_ID_REQUIRED: &str = "model.id is required when source is huggingface";
+    /// Warning: servedName with a custom source.
+    pub const SERVED_NAME_IGNORED: &str = "servedName is ignored for custom source";
+    /// Selector disabled and no provider named.
+    pub const SELECTOR_DISABLED: &str = "No provider specified and provider-selector not installed";
+    /// No ready provider at all.
+    pub const NO_HEALTHY_PROVIDERS: &str = "No healthy providers available";
+
+    /// `Provider '<name>' CRD not installed in cluster`.
+    pub fn provider_crd_not_installed(name: &str) -> String {
+        format!("Provider '{name}' CRD not installed in cluster")
+    }
+}

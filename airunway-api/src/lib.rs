@@ -1,0 +1,29 @@
+//! # airunway-api
+//!
+//! The one crate every AI Runway binary shares, and the crate third parties build providers on.
+//!
+//! - [`v1alpha1`]: the `ModelDeployment` and `InferenceProviderConfig` kinds (group
+//!   `airunway.ai`), with their CRD schemas, defaults and CEL validation rules.
+//! - [`constants`]: annotations, labels, finalizers, field managers, condition types and
+//!   reasons, event reasons and the spec's exact messages.
+//! - [`resolve`] and [`conditions`]: pure helpers over the types.
+//! - `probe` feature: the generated gRPC bindings of the provider probe
+//!   (`proto/airunway/provider/v1/provider.proto`).
+//! - `runtime` feature: operational plumbing shared by the binaries (client, telemetry,
+//!   metrics, health endpoints, leader election).
+//! - `provider-sdk` feature: write a provider as a handful of pure functions (see `provider`).
+//!
+//! The plain types need only kube's `derive` side: no client, no async runtime.
+//!
+//! `kube`, `k8s_openapi` and `schemars` are re-exported so dependents build against exactly the
+//! versions these types were built with.
+
+pub use k8s_openapi;
+pub use kube;
+pub use schemars;
+
+pub mod conditions;
+pub mod constants;
+pub mod resolve;
+pub mod schema;
+pub mod v1alpha1;

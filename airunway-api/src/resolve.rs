@@ -1,0 +1,336 @@
+//! Pure helpers that resolve what a deployment means once defaults and the core's choices are
+//! taken into account. No I/O, no clock.
+
+use std::collections::BTreeMap;
+
+use crate::constants::{annotations, labels};
+use crate::v1alpha1::{
+    ComponentScaling, EngineType, GpuSpec, ModelDeployment, ModelDeploymentSpec, ModelSource,
+    ScalingSpec, ServingMode, ServingSpec,
+};
+
+/// The default GPU extended resource name.
+pub const DEFAULT_GPU_TYPE: &str = "nvidia.com/gpu";
+
+impl ModelDeploymentSpec {
+    /// `model.source`, defaulting to `huggingface`.
+    pub fn model_source(&self) -> ModelSource {
+        self.model.source.unwrap_or(ModelSource::Huggingface)
+    }
+
+    /// `serving.mode`, defaulting to `aggregated`.
+    pub fn serving_mode(&self) -> ServingMode {
+        self.serving
+            .as_ref()
+            .and_then(|s| s.mode)
+            .unwrap_or(ServingMode::Aggregated)
+    }
+
+    /// `scaling.replicas`, defaulting to 1.
+    pub fn replicas(&self) -> i32 {
+        self.scaling.as_ref().and_then(|s| s.replicas).unwrap_or(1)
+    }
+
+    /// `engine.type` as written by the user.
+    pub fn explicit_engine(&self) -> Option<EngineType> {
+        self.engine.as_ref().and_then(|e| e.engine_type)
+    }
+
+    /// `provider.name` as written by the user (empty strings count as absent).
+    pub fn explicit_provider(&self) -> Option<&str> {
+        self.provider
+            .as_ref()
+            .and_then(|p| p.name.as_deref())
+            .filter(|n| !n.is_empty())
+    }
+
+    /// GPUs per aggregated worker (`resources.gpu.count`, 0 when omitted).
+    pub fn gpu_count(&self) -> i32 {
+        self.resources
+            .as_ref()
+            .and_then(|r| r.gpu.as_ref())
+            .and_then(|g| g.count)
+            .unwrap_or(0)
+    }
+
+    /// The GPU extended resource name for aggregated workers.
+    pub fn gpu_type(&self) -> &str {
+        self.resources
+            .as_ref()
+            .and_then(|r| r.gpu.as_ref())
+            .and_then(|g| g.gpu_type.as_deref())
+            .unwrap_or(DEFAULT_GPU_TYPE)
+    }
+
+    /// Whether the deployment asks for GPUs: `resources.gpu.count > 0` in aggregated mode, a
+    /// prefill or decode GPU count > 0 in disaggregated mode.
+    pub fn gpu_requested(&self) -> bool {
+        match self.serving_mode() {
+            ServingMode::Aggregated => self.gpu_count() > 0,
+            ServingMode::Disaggregated => {
+                let count = |c: Option<&ComponentScaling>| {
+                    c.and_then(|c| c.gpu.as_ref())
+                        .and_then(|g| g.count)
+                        .unwrap_or(0)
+                };
+                let scaling = self.scaling.as_ref();
+                count(scaling.and_then(|s| s.prefill.as_ref())) > 0
+                    || count(scaling.and_then(|s| s.decode.as_ref())) > 0
+            }
+        }
+    }
+
+    /// The spec with every schema default applied (what the API server stores). Used by the
+    /// mutating webhook and as the input of selection rules.
+    pub fn with_defaults(&self) -> ModelDeploymentSpec {
+        let mut spec = self.clone();
+        spec.model.source.get_or_insert(ModelSource::Huggingface);
+        spec.serving
+            .get_or_insert_with(ServingSpec::default)
+            .mode
+            .get_or_insert(ServingMode::Aggregated);
+        let scaling = spec.scaling.get_or_insert_with(ScalingSpec::default);
+        scaling.replicas.get_or_insert(1);
+        for component in [scaling.prefill.as_mut(), scaling.decode.as_mut()]
+            .into_iter()
+            .flatten()
+        {
+            component.replicas.get_or_insert(1);
+            default_gpu_type(component.gpu.as_mut());
+        }
+        if let Some(resources) = spec.resources.as_mut() {
+            default_gpu_type(resources.gpu.as_mut());
+        }
+        spec
+    }
+}
+
+fn default_gpu_type(gpu: Option<&mut GpuSpec>) {
+    if let Some(gpu) = gpu {
+        gpu.gpu_type
+            .get_or_insert_with(|| DEFAULT_GPU_TYPE.to_string());
+    }
+}
+
+/// The fields whose change makes a provider delete and recreate its upstream resource.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct DeploymentIdentity {
+    /// `model.id`.
+    pub model_id: Option<String>,
+    /// `model.source` (defaulted).
+    pub source: ModelSource,
+    /// The resolved engine.
+    pub engine: Option<EngineType>,
+    /// The provider in `status.provider.name`.
+    pub provider: Option<String>,
+    /// `serving.mode` (defaulted).
+    pub mode: ServingMode,
+}
+
+impl std::fmt::Display for DeploymentIdentity {
+    /// A stable, human-readable rendering, e.g.
+    /// `model=meta-llama/x;source=huggingface;engine=vllm;provider=dynamo;mode=aggregated`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "model={};source={};engine={};provider={};mode={}",
+            self.model_id.as_deref().unwrap_or(""),
+            match self.source {
+                ModelSource::Huggingface => "huggingface",
+                ModelSource::Custom => "custom",
+            },
+            self.engine.map(EngineType::as_str).unwrap_or(""),
+            self.provider.as_deref().unwrap_or(""),
+            self.mode,
+        )
+    }
+}
+
+impl ModelDeployment {
+    /// The engine in use: `spec.engine.type`, else the one the core recorded in status.
+    pub fn resolved_engine(&self) -> Option<EngineType> {
+        self.spec.explicit_engine().or_else(|| {
+            self.status
+                .as_ref()
+                .and_then(|s| s.engine.as_ref())
+                .and_then(|e| e.engine_type)
+        })
+    }
+
+    /// The provider recorded in `status.provider.name`.
+    pub fn selected_provider(&self) -> Option<&str> {
+        self.status
+            .as_ref()
+            .and_then(|s| s.provider.as_ref())
+            .and_then(|p| p.name.as_deref())
+            .filter(|n| !n.is_empty())
+    }
+
+    /// Whether `airunway.ai/reconcile-paused: "true"` is set.
+    pub fn is_reconcile_paused(&self) -> bool {
+        self.metadata
+            .annotations
+            .as_ref()
+            .and_then(|a| a.get(annotations::RECONCILE_PAUSED))
+            .is_some_and(|v| v == "true")
+    }
+
+    /// The identity fields (see [`DeploymentIdentity`]).
+    pub fn identity(&self) -> DeploymentIdentity {
+        DeploymentIdentity {
+            model_id: self.spec.model.id.clone(),
+            source: self.spec.model_source(),
+            engine: self.resolved_engine(),
+            provider: self.selected_provider().map(str::to_string),
+            mode: self.spec.serving_mode(),
+        }
+    }
+
+    /// Labels for upstream objects: the deployment's `airunway.ai/`-prefixed labels plus
+    /// `airunway.ai/managed-by: airunway`.
+    pub fn propagated_labels(&self) -> BTreeMap<String, String> {
+        let mut out: BTreeMap<String, String> = self
+            .metadata
+            .labels
+            .iter()
+            .flatten()
+            .filter(|(k, _)| k.starts_with(labels::PROPAGATED_PREFIX))
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        out.insert(
+            labels::MANAGED_BY.to_string(),
+            labels::MANAGED_BY_VALUE.to_string(),
+        );
+        out
+    }
+
+    /// The model name clients use: `model.servedName`, else the last path segment of
+    /// `model.id`. `None` for custom sources without a served name.
+    pub fn served_model_name(&self) -> Option<String> {
+        if let Some(name) = self
+            .spec
+            .model
+            .served_name
+            .as_deref()
+            .filter(|n| !n.is_empty())
+        {
+            return Some(name.to_string());
+        }
+        let id = self.spec.model.id.as_deref()?;
+        id.rsplit('/')
+            .next()
+            .filter(|s| !s.is_empty())
+            .map(str::to_string)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::v1alpha1::{EngineSpec, ModelSpec, ResourceSpec};
+
+    fn spec() -> ModelDeploymentSpec {
+        ModelDeploymentSpec {
+            model: ModelSpec {
+                id: Some("org/model".into()),
+                ..Default::default()
+            },
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn defaults_are_the_schema_defaults() {
+        let s = spec();
+        assert_eq!(s.model_source(), ModelSource::Huggingface);
+        assert_eq!(s.serving_mode(), ServingMode::Aggregated);
+        assert_eq!(s.replicas(), 1);
+        assert!(!s.gpu_requested());
+        let d = s.with_defaults();
+        assert_eq!(d.model.source, Some(ModelSource::Huggingface));
+        assert_eq!(
+            d.serving.and_then(|s| s.mode),
+            Some(ServingMode::Aggregated)
+        );
+        assert_eq!(d.scaling.and_then(|s| s.replicas), Some(1));
+        assert_eq!(d.resources, None, "resources.gpu is never invented");
+    }
+
+    #[test]
+    fn explicit_zero_replicas_is_kept() {
+        let mut s = spec();
+        s.scaling = Some(ScalingSpec {
+            replicas: Some(0),
+            ..Default::default()
+        });
+        assert_eq!(s.replicas(), 0);
+        assert_eq!(s.with_defaults().scaling.and_then(|s| s.replicas), Some(0));
+    }
+
+    #[test]
+    fn gpu_requested_per_mode() {
+        let mut s = spec();
+        s.resources = Some(ResourceSpec {
+            gpu: Some(GpuSpec {
+                count: Some(2),
+                gpu_type: None,
+            }),
+            ..Default::default()
+        });
+        assert!(s.gpu_requested());
+        assert_eq!(s.gpu_type(), DEFAULT_GPU_TYPE);
+        let mut d = spec();
+        d.serving = Some(ServingSpec {
+            mode: Some(ServingMode::Disaggregated),
+        });
+        d.scaling = Some(ScalingSpec {
+            prefill: Some(ComponentScaling {
+                gpu: Some(GpuSpec {
+                    count: Some(1),
+                    gpu_type: None,
+                }),
+                ..Default::default()
+            }),
+            ..Default::default()
+        });
+        assert!(d.gpu_requested());
+        let defaulted = d.with_defaults();
+        let prefill = defaulted
+            .scaling
+            .and_then(|s| s.prefill)
+            .unwrap_or_default();
+        assert_eq!(prefill.replicas, Some(1));
+        assert_eq!(
+            prefill.gpu.and_then(|g| g.gpu_type).as_deref(),
+            Some(DEFAULT_GPU_TYPE)
+        );
+    }
+
+    #[test]
+    fn identity_and_labels() {
+        let mut md = ModelDeployment::new("m", spec());
+        md.spec.engine = Some(EngineSpec {
+            engine_type: Some(EngineType::Vllm),
+            ..Default::default()
+        });
+        md.metadata.labels = Some(BTreeMap::from([
+            ("airunway.ai/team".to_string(), "a".to_string()),
+            ("app".to_string(), "x".to_string()),
+        ]));
+        assert_eq!(
+            md.identity().to_string(),
+            "model=org/model;source=huggingface;engine=vllm;provider=;mode=aggregated"
+        );
+        let labels = md.propagated_labels();
+        assert_eq!(
+            labels.get("airunway.ai/team").map(String::as_str),
+            Some("a")
+        );
+        assert_eq!(
+            labels.get("airunway.ai/managed-by").map(String::as_str),
+            Some("airunway")
+        );
+        assert!(!labels.contains_key("app"));
+        assert_eq!(md.served_model_name().as_deref(), Some("model"));
+    }
+}

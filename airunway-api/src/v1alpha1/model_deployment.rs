@@ -1,0 +1,575 @@
+//! `ModelDeployment`: one LLM inference deployment, served by whichever provider is selected.
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::core::v1::{EnvVar, Toleration};
+use kube::{CustomResource, KubeSchema};
+use serde::{Deserialize, Serialize};
+
+use super::Condition;
+use crate::constants::messages;
+
+/// CEL fragments shared by the spec-level rules below. Every access is guarded with `has()` so
+/// the rules also hold for objects stored before a default existed.
+macro_rules! cel {
+    (engine_is $e:literal) => {
+        concat!("has(self.engine) && has(self.engine.type) && self.engine.type == '", $e, "'")
+    };
+    (aggregated) => {
+        "(!has(self.serving) || !has(self.serving.mode) || self.serving.mode == 'aggregated')"
+    };
+    (disaggregated) => {
+        "(has(self.serving) && has(self.serving.mode) && self.serving.mode == 'disaggregated')"
+    };
+    (no_gpu) => {
+        "(!has(self.resources) || !has(self.resources.gpu) || !has(self.resources.gpu.count) || self.resources.gpu.count == 0)"
+    };
+    (engine_needs_gpu $e:literal) => {
+        concat!("!(", cel!(engine_is $e), " && ", cel!(aggregated), " && ", cel!(no_gpu), ")")
+    };
+    (component_gpu $c:literal) => {
+        concat!(
+            "!", cel!(disaggregated), " || !has(self.scaling) || !has(self.scaling.", $c, ") || ",
+            "(has(self.scaling.", $c, ".gpu) && has(self.scaling.", $c, ".gpu.count) && self.scaling.", $c, ".gpu.count > 0)"
+        )
+    };
+}
+
+/// The desired state of a model deployment: what to serve and with what resources. The engine
+/// and the provider are optional: the core selects them when they are omitted.
+#[derive(CustomResource, KubeSchema, Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+#[kube(
+    group = "airunway.ai",
+    version = "v1alpha1",
+    kind = "ModelDeployment",
+    doc = "A model served for LLM inference on Kubernetes. The core controller validates it and selects the engine and provider; the selected provider creates the upstream resource (KAITO Workspace, Dynamo DynamoGraphDeployment, ...) and reports status back.",
+    namespaced,
+    status = "ModelDeploymentStatus",
+    shortname = "md",
+    category = "airunway",
+    printcolumn = r#"{"name":"Phase","type":"string","jsonPath":".status.phase","description":"Lifecycle phase"}"#,
+    printcolumn = r#"{"name":"Provider","type":"string","jsonPath":".status.provider.name","description":"Selected provider"}"#,
+    printcolumn = r#"{"name":"Engine","type":"string","jsonPath":".status.engine.type","description":"Resolved inference engine"}"#,
+    printcolumn = r#"{"name":"Ready","type":"string","jsonPath":".status.conditions[?(@.type==\"Ready\")].status","description":"Ready condition"}"#,
+    printcolumn = r#"{"name":"Age","type":"date","jsonPath":".metadata.creationTimestamp"}"#
+)]
+#[serde(rename_all = "camelCase")]
+#[x_kube(validation = kube::core::Rule::new(cel!(engine_needs_gpu "vllm")).message(messages::VLLM_REQUIRES_GPU).field_path(".resources.gpu.count"))]
+#[x_kube(validation = kube::core::Rule::new(cel!(engine_needs_gpu "sglang")).message(messages::SGLANG_REQUIRES_GPU).field_path(".resources.gpu.count"))]
+#[x_kube(validation = kube::core::Rule::new(cel!(engine_needs_gpu "trtllm")).message(messages::TRTLLM_REQUIRES_GPU).field_path(".resources.gpu.count"))]
+#[x_kube(validation = kube::core::Rule::new(concat!("!(", cel!(disaggregated), " && has(self.resources) && has(self.resources.gpu))")).message(messages::DISAGGREGATED_GPU_CONFLICT).field_path(".resources.gpu"))]
+#[x_kube(validation = kube::core::Rule::new(concat!("!", cel!(disaggregated), " || (has(self.scaling) && has(self.scaling.prefill) && has(self.scaling.decode))")).message(messages::DISAGGREGATED_REQUIRES_COMPONENTS).field_path(".scaling"))]
+#[x_kube(validation = kube::core::Rule::new(cel!(component_gpu "prefill")).message(messages::DISAGGREGATED_REQUIRES_PREFILL_GPU).field_path(".scaling.prefill.gpu.count"))]
+#[x_kube(validation = kube::core::Rule::new(cel!(component_gpu "decode")).message(messages::DISAGGREGATED_REQUIRES_DECODE_GPU).field_path(".scaling.decode.gpu.count"))]
+pub struct ModelDeploymentSpec {
+    /// The model to serve.
+    pub model: ModelSpec,
+
+    /// Which provider serves the model. Omit `provider.name` to let the core select one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provider: Option<ProviderSpec>,
+
+    /// The inference engine. Omit `engine.type` to let the core select one from the ready
+    /// providers' capabilities.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub engine: Option<EngineSpec>,
+
+    /// How requests are served: one aggregated worker pool, or separate prefill and decode
+    /// workers (disaggregated).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("default" = {}))]
+    pub serving: Option<ServingSpec>,
+
+    /// Replica counts. `scaling.replicas` applies to aggregated mode; `scaling.prefill` and
+    /// `scaling.decode` describe the workers of disaggregated mode.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("default" = {}))]
+    pub scaling: Option<ScalingSpec>,
+
+    /// Compute resources of each aggregated worker. GPU use is inferred from
+    /// `resources.gpu.count > 0`; an omitted `resources.gpu` means CPU only. Not allowed to carry
+    /// `gpu` in disaggregated mode (use `scaling.prefill`/`scaling.decode`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resources: Option<ResourceSpec>,
+
+    /// Container image to run instead of the provider's default for the engine. Required for
+    /// llama.cpp on KAITO.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 512))]
+    pub image: Option<String>,
+
+    /// Environment variables for the model server containers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 64))]
+    pub env: Option<Vec<EnvVar>>,
+
+    /// Metadata for the pods the provider creates.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pod_template: Option<PodTemplate>,
+
+    /// References to Secrets. AI Runway never reads Secret contents; it passes names on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub secrets: Option<SecretsSpec>,
+
+    /// Node labels the model server pods must match.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("maxProperties" = 64))]
+    pub node_selector: Option<BTreeMap<String, String>>,
+
+    /// Tolerations for the model server pods.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 64))]
+    pub tolerations: Option<Vec<Toleration>>,
+}
+
+/// The model to serve.
+#[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+#[serde(rename_all = "camelCase")]
+#[x_kube(validation = kube::core::Rule::new("(has(self.source) && self.source != 'huggingface') || (has(self.id) && self.id != '')").message(messages::MODEL_ID_REQUIRED).field_path(".id"))]
+pub struct ModelSpec {
+    /// Hugging Face model id, e.g. `meta-llama/Llama-3.1-8B-Instruct`. Required when `source`
+    /// is `huggingface`; omit it for `custom`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 256))]
+    pub id: Option<String>,
+
+    /// The model name clients use in API requests. Defaults to the basename of `id`. Ignored
+    /// for `source: custom` (the image defines the name).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 256))]
+    pub served_name: Option<String>,
+
+    /// Where the weights come from: `huggingface` (downloaded by id, the default) or `custom`
+    /// (pre-loaded in `spec.image`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("default" = "huggingface"))]
+    pub source: Option<ModelSource>,
+}
+
+/// Where model weights come from.
+#[derive(Serialize, Deserialize, schemars::JsonSchema, Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[schemars(transform = crate::schema::without_description)]
+#[serde(rename_all = "lowercase")]
+pub enum ModelSource {
+    /// Downloaded from Hugging Face by `model.id`.
+    Huggingface,
+    /// Pre-loaded in the container image.
+    Custom,
+}
+
+/// Provider choice and provider-specific settings.
+#[derive(Serialize, Deserialize, schemars::JsonSchema, Clone, Debug, Default, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct ProviderSpec {
+    /// Name of the provider (its InferenceProviderConfig), e.g. `kaito` or `dynamo`. Omit to
+    /// let the core select one. Changing it moves the deployment to the new provider.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(
+        length(min = 1, max = 54),
+        regex(pattern = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+    )]
+    pub name: Option<String>,
+
+    /// Provider-specific settings the unified API does not cover (an escape hatch). Each
+    /// provider documents its keys; unknown keys produce a warning event, wrong types fail the
+    /// reconcile. Keys that would escalate privilege are refused.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "crate::schema::free_form_object")]
+    pub overrides: Option<serde_json::Map<String, serde_json::Value>>,
+}
+
+/// Inference engine settings.
+#[derive(Serialize, Deserialize, schemars::JsonSchema, Clone, Debug, Default, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct EngineSpec {
+    /// The engine. Omit to let the core select one from the ready providers' capabilities.
+    /// Changing it recreates the upstream resource.
+    #[serde(rename = "type", default, skip_serializing_if = "Option::is_none")]
+    pub engine_type: Option<EngineType>,
+
+    /// Maximum context length in tokens (vLLM `--max-model-len`, SGLang `--context-length`,
+    /// llama.cpp `--ctx-size`; ignored with a warning for TensorRT-LLM).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1))]
+    pub context_length: Option<i64>,
+
+    /// Allow the model repository to run custom code (vLLM and SGLang `--trust-remote-code`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trust_remote_code: Option<bool>,
+
+    /// Engine arguments passed as `--<key> <value>`, e.g. `{quantization: awq}`. All values are
+    /// strings.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("maxProperties" = 64))]
+    pub args: Option<BTreeMap<String, String>>,
+}
+
+/// An inference engine.
+#[derive(
+    Serialize,
+    Deserialize,
+    schemars::JsonSchema,
+    Clone,
+    Copy,
+    Debug,
+    PartialEq,
+    Eq,
+    Hash,
+    PartialOrd,
+    Ord,
+)]
+#[schemars(transform = crate::schema::without_description)]
+#[serde(rename_all = "lowercase")]
+pub enum EngineType {
+    /// vLLM (GPU).
+    Vllm,
+    /// SGLang (GPU).
+    Sglang,
+    /// NVIDIA TensorRT-LLM (GPU).
+    Trtllm,
+    /// llama.cpp (CPU or GPU, GGUF models).
+    Llamacpp,
+}
+
+impl EngineType {
+    /// Every engine, in the core's preference order for automatic engine selection.
+    pub const ALL: [EngineType; 4] = [
+        EngineType::Vllm,
+        EngineType::Sglang,
+        EngineType::Trtllm,
+        EngineType::Llamacpp,
+    ];
+
+    /// The name used in the API (`vllm`, `sglang`, `trtllm`, `llamacpp`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EngineType::Vllm => "vllm",
+            EngineType::Sglang => "sglang",
+            EngineType::Trtllm => "trtllm",
+            EngineType::Llamacpp => "llamacpp",
+        }
+    }
+
+    /// Parses the API name.
+    pub fn parse(name: &str) -> Option<EngineType> {
+        EngineType::ALL.into_iter().find(|e| e.as_str() == name)
+    }
+
+    /// Whether the engine cannot run without a GPU.
+    pub fn requires_gpu(self) -> bool {
+        !matches!(self, EngineType::Llamacpp)
+    }
+}
+
+impl std::fmt::Display for EngineType {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Serving settings.
+#[derive(Serialize, Deserialize, schemars::JsonSchema, Clone, Debug, Default, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct ServingSpec {
+    /// `aggregated` (one worker pool, the default) or `disaggregated` (separate prefill and
+    /// decode workers). Changing it recreates the upstream resource.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("default" = "aggregated"))]
+    pub mode: Option<ServingMode>,
+}
+
+/// How requests are served.
+#[derive(Serialize, Deserialize, schemars::JsonSchema, Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[schemars(transform = crate::schema::without_description)]
+#[serde(rename_all = "lowercase")]
+pub enum ServingMode {
+    /// One pool of workers does prefill and decode.
+    Aggregated,
+    /// Prefill and decode run on separate workers.
+    Disaggregated,
+}
+
+impl ServingMode {
+    /// The name used in the API.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ServingMode::Aggregated => "aggregated",
+            ServingMode::Disaggregated => "disaggregated",
+        }
+    }
+}
+
+impl std::fmt::Display for ServingMode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Replica counts.
+#[derive(Serialize, Deserialize, schemars::JsonSchema, Clone, Debug, Default, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct ScalingSpec {
+    /// Number of aggregated workers (default 1; 0 scales to zero where the provider allows it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0, max = 1000), extend("default" = 1))]
+    pub replicas: Option<i32>,
+
+    /// Prefill workers (disaggregated mode).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prefill: Option<ComponentScaling>,
+
+    /// Decode workers (disaggregated mode).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decode: Option<ComponentScaling>,
+}
+
+/// One worker role in disaggregated mode.
+#[derive(Serialize, Deserialize, schemars::JsonSchema, Clone, Debug, Default, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct ComponentScaling {
+    /// Number of workers of this role (default 1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0, max = 1000), extend("default" = 1))]
+    pub replicas: Option<i32>,
+
+    /// GPUs per worker of this role (required in disaggregated mode).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpu: Option<GpuSpec>,
+
+    /// Memory limit per worker of this role, a Kubernetes quantity such as `64Gi`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "crate::schema::quantity")]
+    pub memory: Option<String>,
+}
+
+/// Compute resources of an aggregated worker.
+#[derive(Serialize, Deserialize, schemars::JsonSchema, Clone, Debug, Default, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct ResourceSpec {
+    /// GPUs per worker. Omitted means CPU only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpu: Option<GpuSpec>,
+
+    /// Memory per worker, a Kubernetes quantity such as `32Gi`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "crate::schema::quantity")]
+    pub memory: Option<String>,
+
+    /// CPU per worker, a Kubernetes quantity such as `4` or `500m`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "crate::schema::quantity")]
+    pub cpu: Option<String>,
+}
+
+/// A GPU request.
+#[derive(Serialize, Deserialize, schemars::JsonSchema, Clone, Debug, Default, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct GpuSpec {
+    /// Number of GPUs per worker. 0 means CPU only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0, max = 64))]
+    pub count: Option<i32>,
+
+    /// The extended resource name of the GPU (default `nvidia.com/gpu`; e.g. `amd.com/gpu`).
+    #[serde(rename = "type", default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 253), extend("default" = "nvidia.com/gpu"))]
+    pub gpu_type: Option<String>,
+}
+
+/// Metadata for the pods a provider creates.
+#[derive(Serialize, Deserialize, schemars::JsonSchema, Clone, Debug, Default, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct PodTemplate {
+    /// Labels and annotations added to every model server pod.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metadata: Option<PodTemplateMetadata>,
+}
+
+/// Pod labels and annotations.
+#[derive(Serialize, Deserialize, schemars::JsonSchema, Clone, Debug, Default, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct PodTemplateMetadata {
+    /// Labels for the pods.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("maxProperties" = 64))]
+    pub labels: Option<BTreeMap<String, String>>,
+
+    /// Annotations for the pods.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("maxProperties" = 64))]
+    pub annotations: Option<BTreeMap<String, String>>,
+}
+
+/// References to Secrets (names only; contents are never read).
+#[derive(Serialize, Deserialize, schemars::JsonSchema, Clone, Debug, Default, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct SecretsSpec {
+    /// Name of a Secret in the deployment's namespace whose keys (e.g. `HF_TOKEN`) are exposed
+    /// to the model server as environment variables.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 253))]
+    pub hugging_face_token: Option<String>,
+}
+
+/// The observed state of a model deployment. The core and the provider each write their own
+/// fields with server-side apply (see the field ownership table in the docs).
+#[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct ModelDeploymentStatus {
+    /// Lifecycle phase: Pending, Deploying, Running, Failed or Terminating.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub phase: Option<Phase>,
+
+    /// Human-readable detail for the phase, e.g. the upstream error.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+
+    /// The selected provider and the upstream resource it created.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provider: Option<ProviderStatus>,
+
+    /// The resolved engine.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub engine: Option<EngineStatus>,
+
+    /// Worker replica counts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replicas: Option<ReplicaStatus>,
+
+    /// The in-cluster Service serving the OpenAI-compatible API.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub endpoint: Option<EndpointStatus>,
+
+    /// Gateway routing state.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gateway: Option<GatewayStatus>,
+
+    /// Conditions; each condition type is written by exactly one controller.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[x_kube(merge_strategy = kube::core::ListMerge::Map(vec!["type".into()]))]
+    pub conditions: Option<Vec<Condition>>,
+
+    /// The `metadata.generation` the core last acted on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observed_generation: Option<i64>,
+}
+
+/// Lifecycle phase of a deployment.
+#[derive(Serialize, Deserialize, schemars::JsonSchema, Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[schemars(transform = crate::schema::without_description)]
+pub enum Phase {
+    /// Waiting for validation, selection or the provider.
+    Pending,
+    /// The upstream resource exists and is starting.
+    Deploying,
+    /// Serving.
+    Running,
+    /// Failed; `message` says why.
+    Failed,
+    /// Being deleted.
+    Terminating,
+}
+
+impl Phase {
+    /// Every phase.
+    pub const ALL: [Phase; 5] = [
+        Phase::Pending,
+        Phase::Deploying,
+        Phase::Running,
+        Phase::Failed,
+        Phase::Terminating,
+    ];
+
+    /// The name used in the API.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Phase::Pending => "Pending",
+            Phase::Deploying => "Deploying",
+            Phase::Running => "Running",
+            Phase::Failed => "Failed",
+            Phase::Terminating => "Terminating",
+        }
+    }
+}
+
+impl std::fmt::Display for Phase {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The selected provider and its upstream resource.
+#[derive(Serialize, Deserialize, schemars::JsonSchema, Clone, Debug, Default, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct ProviderStatus {
+    /// The provider serving this deployment (written by the core or a custom selector).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+
+    /// Why this provider was chosen (informational).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub selected_reason: Option<String>,
+
+    /// Name of the upstream resource the provider created.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resource_name: Option<String>,
+
+    /// Kind of the upstream resource the provider created.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resource_kind: Option<String>,
+}
+
+/// The resolved engine.
+#[derive(Serialize, Deserialize, schemars::JsonSchema, Clone, Debug, Default, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct EngineStatus {
+    /// The engine in use: `spec.engine.type`, or the one the core selected.
+    #[serde(rename = "type", default, skip_serializing_if = "Option::is_none")]
+    pub engine_type: Option<EngineType>,
+
+    /// Why this engine was chosen (informational).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub selected_reason: Option<String>,
+}
+
+/// Worker replica counts.
+#[derive(Serialize, Deserialize, schemars::JsonSchema, Clone, Debug, Default, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct ReplicaStatus {
+    /// Workers requested.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub desired: Option<i32>,
+    /// Workers ready.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ready: Option<i32>,
+    /// Workers available.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub available: Option<i32>,
+}
+
+/// The Service serving the model.
+#[derive(Serialize, Deserialize, schemars::JsonSchema, Clone, Debug, Default, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct EndpointStatus {
+    /// ClusterIP Service name in the deployment's namespace.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub service: Option<String>,
+    /// Service port.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub port: Option<i32>,
+}
+
+/// Gateway routing state.
+#[derive(Serialize, Deserialize, schemars::JsonSchema, Clone, Debug, Default, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct GatewayStatus {
+    /// URL of the gateway route.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub endpoint: Option<String>,
+    /// The model name routed by the gateway.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model_name: Option<String>,
+    /// Whether the route is active.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ready: Option<bool>,
+}

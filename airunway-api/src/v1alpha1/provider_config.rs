@@ -1,0 +1,199 @@
+//! `InferenceProviderConfig`: a provider's registration (capabilities, selection rules, probe
+//! endpoint) and its liveness (heartbeat). Cluster-scoped, named after the provider.
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use kube::{CustomResource, KubeSchema};
+use serde::{Deserialize, Serialize};
+
+use super::{Condition, EngineType, ServingMode};
+
+/// What a provider can serve and when it wants to be auto-selected. Written by the provider
+/// itself on startup (server-side apply, field manager `<name>-provider`).
+#[derive(CustomResource, KubeSchema, Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+#[kube(
+    group = "airunway.ai",
+    version = "v1alpha1",
+    kind = "InferenceProviderConfig",
+    doc = "A provider's registration with AI Runway: its capabilities, selection rules and probe endpoint (spec), and its liveness (status). Cluster-scoped, named after the provider, written by the provider itself.",
+    status = "InferenceProviderConfigStatus",
+    shortname = "ipc",
+    category = "airunway",
+    printcolumn = r#"{"name":"Ready","type":"boolean","jsonPath":".status.ready","description":"The provider reports itself ready"}"#,
+    printcolumn = r#"{"name":"Version","type":"string","jsonPath":".status.version","description":"Provider version"}"#,
+    printcolumn = r#"{"name":"Heartbeat","type":"date","jsonPath":".status.lastHeartbeat","description":"Age of the last heartbeat"}"#,
+    printcolumn = r#"{"name":"Age","type":"date","jsonPath":".metadata.creationTimestamp"}"#,
+    validation = kube::core::Rule::new("self.metadata.name.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?$') && size(self.metadata.name) <= 54").message("metadata.name must be a DNS label of at most 54 characters (it names the provider, its field manager and its finalizer)")
+)]
+#[serde(rename_all = "camelCase")]
+pub struct InferenceProviderConfigSpec {
+    /// Engines, serving modes and hardware this provider supports. The core only auto-selects a
+    /// provider whose capabilities fit the deployment.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub capabilities: Option<ProviderCapabilities>,
+
+    /// CEL rules for automatic selection. A provider's priority for a deployment is the highest
+    /// priority among its rules that evaluate to true; a provider with no matching rule is only
+    /// used when named explicitly. Rules see `spec` (the deployment spec with defaults applied
+    /// and the resolved engine filled in) and `metadata` (name, namespace, labels, annotations).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 32))]
+    pub selection_rules: Option<Vec<SelectionRule>>,
+
+    /// Link to the provider's documentation.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 2048))]
+    pub documentation: Option<String>,
+
+    /// Where the provider serves its gRPC health and capability probe.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub probe: Option<ProbeEndpoint>,
+}
+
+/// What a provider supports.
+#[derive(Serialize, Deserialize, schemars::JsonSchema, Clone, Debug, Default, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct ProviderCapabilities {
+    /// The engines served, each with its own serving modes and hardware support. An entry may
+    /// also be just an engine name, which then takes the capability-level `servingModes`,
+    /// `gpuSupport` and `cpuSupport` below.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 16))]
+    pub engines: Option<Vec<EngineCapabilityEntry>>,
+
+    /// Serving modes of engines listed by name only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub serving_modes: Option<Vec<ServingMode>>,
+
+    /// GPU support of engines listed by name only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpu_support: Option<bool>,
+
+    /// CPU support of engines listed by name only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_support: Option<bool>,
+}
+
+/// An entry of `capabilities.engines`.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[serde(untagged)]
+pub enum EngineCapabilityEntry {
+    /// Shorthand: the engine name; serving modes and hardware come from the capability level.
+    Name(EngineType),
+    /// The engine with its own serving modes and hardware support.
+    Detailed(EngineCapability),
+}
+
+impl schemars::JsonSchema for EngineCapabilityEntry {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "EngineCapabilityEntry".into()
+    }
+
+    fn json_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        crate::schema::engine_capability_entry(generator)
+    }
+
+    fn inline_schema() -> bool {
+        true
+    }
+}
+
+/// What a provider supports for one engine.
+#[derive(Serialize, Deserialize, schemars::JsonSchema, Clone, Debug, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct EngineCapability {
+    /// The engine.
+    pub name: EngineType,
+    /// Serving modes supported with this engine.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub serving_modes: Vec<ServingMode>,
+    /// Whether this engine runs on GPU workers.
+    #[serde(default)]
+    pub gpu_support: bool,
+    /// Whether this engine runs on CPU-only workers.
+    #[serde(default)]
+    pub cpu_support: bool,
+}
+
+impl ProviderCapabilities {
+    /// The per-engine view of these capabilities, with name-only entries expanded using the
+    /// capability-level defaults (serving modes default to `aggregated`).
+    pub fn engine_capabilities(&self) -> Vec<EngineCapability> {
+        let default_modes = self
+            .serving_modes
+            .clone()
+            .unwrap_or_else(|| vec![ServingMode::Aggregated]);
+        self.engines
+            .iter()
+            .flatten()
+            .map(|entry| match entry {
+                EngineCapabilityEntry::Detailed(capability) => capability.clone(),
+                EngineCapabilityEntry::Name(name) => EngineCapability {
+                    name: *name,
+                    serving_modes: default_modes.clone(),
+                    gpu_support: self.gpu_support.unwrap_or(false),
+                    cpu_support: self.cpu_support.unwrap_or(false),
+                },
+            })
+            .collect()
+    }
+}
+
+/// A CEL selection rule.
+#[derive(Serialize, Deserialize, schemars::JsonSchema, Clone, Debug, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct SelectionRule {
+    /// CEL expression that must return a bool, e.g. `spec.engine.type == 'llamacpp'`.
+    #[schemars(length(min = 1, max = 1024))]
+    pub condition: String,
+    /// Priority when the condition holds; the highest priority among providers wins.
+    #[schemars(range(min = 0, max = 1000000))]
+    pub priority: i32,
+}
+
+/// The provider's gRPC probe endpoint.
+#[derive(Serialize, Deserialize, schemars::JsonSchema, Clone, Debug, Default, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct ProbeEndpoint {
+    /// `host:port` of the plaintext gRPC server with `grpc.health.v1.Health` and
+    /// `airunway.provider.v1.ProviderService`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 512))]
+    pub endpoint: Option<String>,
+}
+
+/// A provider's liveness and the upstream schema it detected. `ready`, `version`,
+/// `lastHeartbeat`, `upstreamCRDVersion`, `upstreamSchemaHash` and the `UpstreamAvailable`
+/// condition are written by the provider; the `Available` and `SelectionRulesValid` conditions by
+/// the core.
+#[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct InferenceProviderConfigStatus {
+    /// The provider is running and its upstream (operator CRD) is usable.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ready: Option<bool>,
+
+    /// `<name>-provider:<version>` of the running provider.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<String>,
+
+    /// Last time the provider reported in; the core marks it stale when this gets old.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_heartbeat: Option<Time>,
+
+    /// The upstream API the provider renders for, e.g. `kaito.sh/v1beta1`.
+    #[serde(
+        rename = "upstreamCRDVersion",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub upstream_crd_version: Option<String>,
+
+    /// Fingerprint of the installed upstream schema.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub upstream_schema_hash: Option<String>,
+
+    /// Conditions; each type is written by one controller.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[x_kube(merge_strategy = kube::core::ListMerge::Map(vec!["type".into()]))]
+    pub conditions: Option<Vec<Condition>>,
+}

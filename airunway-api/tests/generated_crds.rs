@@ -1,0 +1,165 @@
+//! The generated CRDs carry what the cluster needs to protect itself and to be usable with
+//! kubectl: CEL rules with the spec's messages, defaults, printer columns, short names,
+//! categories and list-map conditions.
+
+use airunway_api::constants::messages;
+use airunway_api::kube::CustomResourceExt;
+use airunway_api::v1alpha1::{InferenceProviderConfig, ModelDeployment};
+use serde_json::Value;
+
+fn schema<K: CustomResourceExt>() -> (Value, Value) {
+    let crd = serde_json::to_value(K::crd()).unwrap();
+    let version = crd["spec"]["versions"][0].clone();
+    (crd, version)
+}
+
+fn rules(node: &Value) -> Vec<(String, String)> {
+    node["x-kubernetes-validations"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|r| {
+            (
+                r["message"].as_str().unwrap_or("").to_string(),
+                r["rule"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn model_deployment_crd() {
+    let (crd, version) = schema::<ModelDeployment>();
+    assert_eq!(crd["spec"]["group"], "airunway.ai");
+    assert_eq!(crd["spec"]["scope"], "Namespaced");
+    assert_eq!(
+        crd["spec"]["names"]["shortNames"],
+        serde_json::json!(["md"])
+    );
+    assert_eq!(
+        crd["spec"]["names"]["categories"],
+        serde_json::json!(["airunway"])
+    );
+    assert_eq!(version["subresources"]["status"], serde_json::json!({}));
+
+    let columns: Vec<&str> = version["additionalPrinterColumns"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(columns, ["Phase", "Provider", "Engine", "Ready", "Age"]);
+
+    let spec = &version["schema"]["openAPIV3Schema"]["properties"]["spec"];
+    let spec_messages: Vec<String> = rules(spec).into_iter().map(|(m, _)| m).collect();
+    for expected in [
+        messages::VLLM_REQUIRES_GPU,
+        messages::SGLANG_REQUIRES_GPU,
+        messages::TRTLLM_REQUIRES_GPU,
+        messages::DISAGGREGATED_GPU_CONFLICT,
+        messages::DISAGGREGATED_REQUIRES_COMPONENTS,
+        messages::DISAGGREGATED_REQUIRES_PREFILL_GPU,
+        messages::DISAGGREGATED_REQUIRES_DECODE_GPU,
+    ] {
+        assert!(
+            spec_messages.iter().any(|m| m == expected),
+            "missing CEL rule for {expected:?}"
+        );
+    }
+    let model_messages: Vec<String> = rules(&spec["properties"]["model"])
+        .into_iter()
+        .map(|(m, _)| m)
+        .collect();
+    assert_eq!(model_messages, [messages::MODEL_ID_REQUIRED]);
+
+    let props = &spec["properties"];
+    assert_eq!(
+        props["model"]["properties"]["source"]["default"],
+        "huggingface"
+    );
+    assert_eq!(
+        props["serving"]["properties"]["mode"]["default"],
+        "aggregated"
+    );
+    assert_eq!(props["scaling"]["properties"]["replicas"]["default"], 1);
+    assert_eq!(
+        props["resources"]["properties"]["gpu"]["properties"]["type"]["default"],
+        "nvidia.com/gpu"
+    );
+    assert_eq!(
+        props["engine"]["properties"]["type"]["enum"],
+        serde_json::json!(["vllm", "sglang", "trtllm", "llamacpp"])
+    );
+    assert_eq!(
+        props["provider"]["properties"]["overrides"]["x-kubernetes-preserve-unknown-fields"],
+        true
+    );
+
+    let conditions =
+        &version["schema"]["openAPIV3Schema"]["properties"]["status"]["properties"]["conditions"];
+    assert_eq!(conditions["x-kubernetes-list-type"], "map");
+    assert_eq!(
+        conditions["x-kubernetes-list-map-keys"],
+        serde_json::json!(["type"])
+    );
+    assert_eq!(
+        conditions["items"]["required"],
+        serde_json::json!(["status", "type"])
+    );
+}
+
+#[test]
+fn provider_config_crd() {
+    let (crd, version) = schema::<InferenceProviderConfig>();
+    assert_eq!(crd["spec"]["scope"], "Cluster");
+    assert_eq!(
+        crd["spec"]["names"]["shortNames"],
+        serde_json::json!(["ipc"])
+    );
+    let columns: Vec<&str> = version["additionalPrinterColumns"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(columns, ["Ready", "Version", "Heartbeat", "Age"]);
+    let status = &version["schema"]["openAPIV3Schema"]["properties"]["status"]["properties"];
+    assert!(status.get("upstreamCRDVersion").is_some());
+    assert_eq!(status["conditions"]["x-kubernetes-list-type"], "map");
+    let spec = &version["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"];
+    assert_eq!(
+        spec["selectionRules"]["items"]["properties"]["priority"]["minimum"],
+        0.0
+    );
+}
+
+#[test]
+fn every_schema_field_has_a_description() {
+    fn walk(path: &str, node: &Value, missing: &mut Vec<String>) {
+        if let Some(props) = node["properties"].as_object() {
+            for (name, child) in props {
+                let p = format!("{path}.{name}");
+                if child.get("description").is_none()
+                    && !matches!(name.as_str(), "apiVersion" | "kind" | "metadata")
+                {
+                    missing.push(p.clone());
+                }
+                walk(&p, child, missing);
+            }
+        }
+        if let Some(items) = node.get("items") {
+            walk(&format!("{path}[]"), items, missing);
+        }
+    }
+    for (kind, (_, version)) in [
+        ("md", schema::<ModelDeployment>()),
+        ("ipc", schema::<InferenceProviderConfig>()),
+    ] {
+        let mut missing = Vec::new();
+        walk(kind, &version["schema"]["openAPIV3Schema"], &mut missing);
+        assert!(
+            missing.is_empty(),
+            "fields without a description: {missing:?}"
+        );
+    }
+}
