@@ -1,1 +1,24 @@
+//! # airunway-e2e
+//!
+//! The real control plane harness and the end-to-end scenarios of AI Runway.
+//!
+//! - [`control_plane`]: etcd, kube-apiserver and kube-controller-manager built from Go modules
+//!   (`e2e/control-plane/build.sh`), started on free ports with our CRDs and every upstream CRD
+//!   installed; one per test binary ([`ControlPlane::shared`]).
+//! - [`env::TestEnv`]: a client and a namespace per test; failure reports with log tails.
+//! - [`binaries`]: our real binaries as child processes.
+//! - [`wait`]: waiting with timeouts and useful failure messages.
+//! - [`webhook`]: serving an admission webhook from a test.
+//! - [`process`]: child process supervision (teardown even on panic, Ctrl-C or SIGKILL).
 
+pub mod binaries;
+pub mod control_plane;
+pub mod env;
+pub mod paths;
+pub mod pki;
+pub mod process;
+pub mod wait;
+pub mod webhook;
+
+pub use control_plane::{ControlPlane, ControlPlaneOptions};
+pub use env::{TestEnv, cluster_lock};

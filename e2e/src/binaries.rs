@@ -1,0 +1,43 @@
+//! Starting our real binaries as child processes with flags and a kubeconfig.
+
+use std::path::Path;
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use crate::env::TestEnv;
+use crate::paths;
+use crate::process::{Lifetime, ProcessHandle, Spawn};
+
+/// Starts `binary` (e.g. `airunway-core`) with `--kubeconfig`-equivalent `KUBECONFIG` set to
+/// `kubeconfig` and `args`; its log joins the test's failure report.
+pub fn start_binary(env: &TestEnv, binary: &str, kubeconfig: &Path, args: &[String]) -> ProcessHandle {
+    static COUNTER: AtomicU32 = AtomicU32::new(0);
+    let program = paths::our_binary(binary).unwrap_or_else(|e| panic!("{e:#}"));
+    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+    let log = env.control_plane.dir.join("logs").join(format!("{binary}-{n}.log"));
+    let handle = Spawn {
+        name: binary.to_string(),
+        program,
+        args: args.to_vec(),
+        env: [
+            ("KUBECONFIG".to_string(), kubeconfig.display().to_string()),
+            ("RUST_LOG".to_string(), std::env::var("AIRUNWAY_E2E_RUST_LOG").unwrap_or_else(|_| "info".into())),
+            ("RUST_BACKTRACE".to_string(), "1".to_string()),
+        ]
+        .into_iter()
+        .collect(),
+        log: log.clone(),
+        lifetime: Lifetime::WithTestProcess,
+    }
+    .start()
+    .unwrap_or_else(|e| panic!("starting {binary}: {e:#}"));
+    env.report_log(&format!("{binary} #{n}"), log);
+    handle
+}
+
+/// A free TCP port on 127.0.0.1 (for flags like `--metrics-bind-address`).
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .unwrap_or_else(|e| panic!("no free port: {e}"))
+}

@@ -1,0 +1,97 @@
+//! One test's environment: a client, a fresh namespace, and failure reports with the tails of
+//! every component log.
+
+use std::path::PathBuf;
+use std::sync::Mutex;
+
+use k8s_openapi::api::core::v1::Namespace;
+use kube::Client;
+use kube::api::{Api, ObjectMeta, PostParams};
+
+use crate::control_plane::ControlPlane;
+use crate::process::tail;
+
+/// Label put on every namespace the harness creates.
+pub const TEST_NAMESPACE_LABEL: &str = "airunway.ai/e2e";
+
+/// A test's environment. Dropping it during a panic prints the component log tails.
+pub struct TestEnv {
+    /// The shared control plane of this test binary.
+    pub control_plane: &'static ControlPlane,
+    /// An admin client bound to the test's runtime.
+    pub client: Client,
+    /// A namespace created for this test.
+    pub namespace: String,
+    extra_logs: Mutex<Vec<(String, PathBuf)>>,
+}
+
+impl TestEnv {
+    /// Starts (or reuses) the control plane and creates a namespace named after the test.
+    pub async fn new(test: &str) -> TestEnv {
+        let control_plane = ControlPlane::shared();
+        let client = control_plane.client().await.unwrap_or_else(|e| panic!("client: {e:#}"));
+        let slug: String = test
+            .chars()
+            .map(|c| if c.is_ascii_alphanumeric() { c.to_ascii_lowercase() } else { '-' })
+            .take(40)
+            .collect();
+        let namespace = format!("{}-{}", slug.trim_matches('-'), random_suffix());
+        let namespaces: Api<Namespace> = Api::all(client.clone());
+        namespaces
+            .create(
+                &PostParams::default(),
+                &Namespace {
+                    metadata: ObjectMeta {
+                        name: Some(namespace.clone()),
+                        labels: Some([(TEST_NAMESPACE_LABEL.to_string(), "true".to_string())].into()),
+                        ..Default::default()
+                    },
+                    ..Default::default()
+                },
+            )
+            .await
+            .unwrap_or_else(|e| panic!("creating namespace {namespace}: {e}"));
+        TestEnv { control_plane, client, namespace, extra_logs: Mutex::new(Vec::new()) }
+    }
+
+    /// Adds a log file to the failure report.
+    pub fn report_log(&self, name: &str, path: PathBuf) {
+        if let Ok(mut logs) = self.extra_logs.lock() {
+            logs.push((name.to_string(), path));
+        }
+    }
+}
+
+impl Drop for TestEnv {
+    fn drop(&mut self) {
+        if !std::thread::panicking() {
+            return;
+        }
+        eprintln!("\n===== component logs (namespace {}) =====", self.namespace);
+        eprintln!("{}", self.control_plane.log_tails(15));
+        if let Ok(logs) = self.extra_logs.lock() {
+            for (name, path) in logs.iter() {
+                eprintln!("----- {name} ({}) -----\n{}", path.display(), tail(path, 60));
+            }
+        }
+    }
+}
+
+/// Four random hex digits (from the clock and a counter; tests only need uniqueness).
+pub fn random_suffix() -> String {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static COUNTER: AtomicU32 = AtomicU32::new(0);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.subsec_nanos())
+        .unwrap_or_default();
+    let n = nanos ^ (COUNTER.fetch_add(1, Ordering::Relaxed).wrapping_mul(2_654_435_761)) ^ std::process::id();
+    format!("{:04x}", n & 0xffff)
+}
+
+/// Serialises tests of one binary that touch cluster-scoped state (provider configs,
+/// webhook configurations, running controllers).
+pub async fn cluster_lock() -> tokio::sync::MutexGuard<'static, ()> {
+    static LOCK: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+    LOCK.lock().await
+}

@@ -1,0 +1,78 @@
+//! Waiting for things with a timeout and a failure message that says what was expected and
+//! what was last seen.
+
+use std::fmt::Debug;
+use std::future::Future;
+use std::time::{Duration, Instant};
+
+use kube::api::Api;
+use kube::Resource;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+/// Polls `probe` every 200 ms until it returns `Ok(value)`; panics after `timeout` with `what`
+/// and the last `Err(description)` the probe gave.
+pub async fn eventually<T, F, Fut>(what: &str, timeout: Duration, mut probe: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<T, String>>,
+{
+    let deadline = Instant::now() + timeout;
+    loop {
+        match probe().await {
+            Ok(value) => return value,
+            Err(last) => {
+                if Instant::now() > deadline {
+                    panic!("timed out after {timeout:?} waiting for {what}\nlast seen: {last}");
+                }
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+/// Waits until object `name` exists and satisfies `condition`; returns it. The failure message
+/// carries the object's last state as YAML.
+pub async fn wait_for<K, F>(api: &Api<K>, name: &str, timeout: Duration, what: &str, condition: F) -> K
+where
+    K: Resource + Clone + DeserializeOwned + Serialize + Debug,
+    K::DynamicType: Default,
+    F: Fn(&K) -> bool,
+{
+    let described = format!("{what} ({} {name})", K::kind(&Default::default()));
+    eventually(&described, timeout, || async {
+        match api.get_opt(name).await {
+            Ok(Some(object)) if condition(&object) => Ok(object),
+            Ok(Some(object)) => Err(describe(&object)),
+            Ok(None) => Err("not found".to_string()),
+            Err(e) => Err(format!("error: {e}")),
+        }
+    })
+    .await
+}
+
+/// Waits until object `name` is gone.
+pub async fn wait_deleted<K>(api: &Api<K>, name: &str, timeout: Duration)
+where
+    K: Resource + Clone + DeserializeOwned + Serialize + Debug,
+    K::DynamicType: Default,
+{
+    let described = format!("{} {name} to be deleted", K::kind(&Default::default()));
+    eventually(&described, timeout, || async {
+        match api.get_opt(name).await {
+            Ok(None) => Ok(()),
+            Ok(Some(object)) => Err(describe(&object)),
+            Err(e) => Err(format!("error: {e}")),
+        }
+    })
+    .await
+}
+
+/// YAML rendering of an object without `managedFields`, for failure messages.
+pub fn describe<K: Serialize>(object: &K) -> String {
+    let mut value = serde_json::to_value(object).unwrap_or_default();
+    if let Some(meta) = value.get_mut("metadata").and_then(|m| m.as_object_mut()) {
+        meta.remove("managedFields");
+    }
+    serde_saphyr::to_string(&value).unwrap_or_else(|_| value.to_string())
+}
