@@ -25,5 +25,7 @@ pub use schemars;
 pub mod conditions;
 pub mod constants;
 pub mod resolve;
+#[cfg(feature = "runtime")]
+pub mod runtime;
 pub mod schema;
 pub mod v1alpha1;

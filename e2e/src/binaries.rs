@@ -9,18 +9,30 @@ use crate::process::{Lifetime, ProcessHandle, Spawn};
 
 /// Starts `binary` (e.g. `airunway-core`) with `--kubeconfig`-equivalent `KUBECONFIG` set to
 /// `kubeconfig` and `args`; its log joins the test's failure report.
-pub fn start_binary(env: &TestEnv, binary: &str, kubeconfig: &Path, args: &[String]) -> ProcessHandle {
+pub fn start_binary(
+    env: &TestEnv,
+    binary: &str,
+    kubeconfig: &Path,
+    args: &[String],
+) -> ProcessHandle {
     static COUNTER: AtomicU32 = AtomicU32::new(0);
     let program = paths::our_binary(binary).unwrap_or_else(|e| panic!("{e:#}"));
     let n = COUNTER.fetch_add(1, Ordering::Relaxed);
-    let log = env.control_plane.dir.join("logs").join(format!("{binary}-{n}.log"));
+    let log = env
+        .control_plane
+        .dir
+        .join("logs")
+        .join(format!("{binary}-{n}.log"));
     let handle = Spawn {
         name: binary.to_string(),
         program,
         args: args.to_vec(),
         env: [
             ("KUBECONFIG".to_string(), kubeconfig.display().to_string()),
-            ("RUST_LOG".to_string(), std::env::var("AIRUNWAY_E2E_RUST_LOG").unwrap_or_else(|_| "info".into())),
+            (
+                "RUST_LOG".to_string(),
+                std::env::var("AIRUNWAY_E2E_RUST_LOG").unwrap_or_else(|_| "info".into()),
+            ),
             ("RUST_BACKTRACE".to_string(), "1".to_string()),
         ]
         .into_iter()

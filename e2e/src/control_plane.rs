@@ -37,7 +37,10 @@ pub struct ControlPlaneOptions {
 
 impl Default for ControlPlaneOptions {
     fn default() -> Self {
-        ControlPlaneOptions { lifetime: Lifetime::WithTestProcess, dir: None }
+        ControlPlaneOptions {
+            lifetime: Lifetime::WithTestProcess,
+            dir: None,
+        }
     }
 }
 
@@ -74,7 +77,10 @@ pub struct ControlPlane {
 
 impl std::fmt::Debug for ControlPlane {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ControlPlane").field("dir", &self.dir).field("server", &self.server).finish()
+        f.debug_struct("ControlPlane")
+            .field("dir", &self.dir)
+            .field("server", &self.server)
+            .finish()
     }
 }
 
@@ -104,7 +110,9 @@ impl ControlPlane {
         for _attempt in 0..3 {
             match start_once(&bin, &options) {
                 Ok(cp) => return Ok(cp),
-                Err(e) if format!("{e:#}").contains("address already in use") => last_error = Some(e),
+                Err(e) if format!("{e:#}").contains("address already in use") => {
+                    last_error = Some(e)
+                }
                 Err(e) => return Err(e),
             }
         }
@@ -126,7 +134,14 @@ impl ControlPlane {
     pub fn log_tails(&self, lines: usize) -> String {
         self.processes
             .iter()
-            .map(|p| format!("----- {} ({}) -----\n{}", p.name(), p.log().display(), p.log_tail(lines)))
+            .map(|p| {
+                format!(
+                    "----- {} ({}) -----\n{}",
+                    p.name(),
+                    p.log().display(),
+                    p.log_tail(lines)
+                )
+            })
             .collect::<Vec<_>>()
             .join("\n")
     }
@@ -146,13 +161,24 @@ impl ControlPlane {
     /// the permissions RBAC grants its ServiceAccount.
     pub fn kubeconfig_for(&self, user: &str, groups: &[&str]) -> Result<PathBuf> {
         let cert = self.ca.client_cert(user, groups)?;
-        let slug: String = user.chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '-' }).collect();
+        let slug: String = user
+            .chars()
+            .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+            .collect();
         let cert_path = self.dir.join(format!("{slug}.crt"));
         let key_path = self.dir.join(format!("{slug}.key"));
         std::fs::write(&cert_path, &cert.cert_pem)?;
         std::fs::write(&key_path, &cert.key_pem)?;
         let path = self.dir.join(format!("{slug}.kubeconfig"));
-        std::fs::write(&path, kubeconfig_yaml(&self.server, &self.dir.join("ca.crt"), &cert_path, &key_path))?;
+        std::fs::write(
+            &path,
+            kubeconfig_yaml(
+                &self.server,
+                &self.dir.join("ca.crt"),
+                &cert_path,
+                &key_path,
+            ),
+        )?;
         Ok(path)
     }
 }
@@ -173,7 +199,8 @@ fn kubeconfig_yaml(server: &str, ca: &Path, cert: &Path, key: &Path) -> String {
 
 /// A client from a kubeconfig file.
 pub async fn client_from_kubeconfig(path: &Path) -> Result<Client> {
-    let kubeconfig = Kubeconfig::read_from(path).with_context(|| format!("reading {}", path.display()))?;
+    let kubeconfig =
+        Kubeconfig::read_from(path).with_context(|| format!("reading {}", path.display()))?;
     let config = Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default()).await?;
     Ok(Client::try_from(config)?)
 }
@@ -199,10 +226,15 @@ fn new_dir(options: &ControlPlaneOptions) -> Result<PathBuf> {
 
 /// Removes directories left by test processes that were killed before their exit hook ran.
 fn sweep_stale_dirs() {
-    let Ok(entries) = std::fs::read_dir(std::env::temp_dir()) else { return };
+    let Ok(entries) = std::fs::read_dir(std::env::temp_dir()) else {
+        return;
+    };
     for entry in entries.flatten() {
         let name = entry.file_name().to_string_lossy().to_string();
-        let Some(pid) = name.strip_prefix("airunway-e2e-").and_then(|r| r.split('-').next()) else {
+        let Some(pid) = name
+            .strip_prefix("airunway-e2e-")
+            .and_then(|r| r.split('-').next())
+        else {
             continue;
         };
         if let Ok(pid) = pid.parse::<i32>()
@@ -220,10 +252,18 @@ fn wait_for_tcp(port: u16, process: &ProcessHandle, timeout: Duration) -> Result
             return Ok(());
         }
         if let Some(status) = process.exit_status() {
-            bail!("{} exited ({status}) before listening:\n{}", process.name(), process.log_tail(30));
+            bail!(
+                "{} exited ({status}) before listening:\n{}",
+                process.name(),
+                process.log_tail(30)
+            );
         }
         if Instant::now() > deadline {
-            bail!("{} not listening on {port} after {timeout:?}:\n{}", process.name(), process.log_tail(30));
+            bail!(
+                "{} not listening on {port} after {timeout:?}:\n{}",
+                process.name(),
+                process.log_tail(30)
+            );
         }
         std::thread::sleep(Duration::from_millis(50));
     }
@@ -250,9 +290,16 @@ fn start_once(bin: &Path, options: &ControlPlaneOptions) -> Result<ControlPlane>
     let kubeconfig = dir.join("admin.kubeconfig");
     std::fs::write(
         &kubeconfig,
-        kubeconfig_yaml(&server, &dir.join("ca.crt"), &dir.join("admin.crt"), &dir.join("admin.key")),
+        kubeconfig_yaml(
+            &server,
+            &dir.join("ca.crt"),
+            &dir.join("admin.crt"),
+            &dir.join("admin.key"),
+        ),
     )?;
-    let go_env = [("GOMAXPROCS".to_string(), "2".to_string())].into_iter().collect();
+    let go_env = [("GOMAXPROCS".to_string(), "2".to_string())]
+        .into_iter()
+        .collect();
 
     // etcd
     let step = Instant::now();
@@ -291,11 +338,20 @@ fn start_once(bin: &Path, options: &ControlPlaneOptions) -> Result<ControlPlane>
             "--endpoint-reconciler-type=none".into(),
             format!("--cert-dir={}", dir.join("apiserver-certs").display()),
             format!("--tls-cert-file={}", dir.join("apiserver.crt").display()),
-            format!("--tls-private-key-file={}", dir.join("apiserver.key").display()),
+            format!(
+                "--tls-private-key-file={}",
+                dir.join("apiserver.key").display()
+            ),
             format!("--client-ca-file={}", dir.join("ca.crt").display()),
             format!("--service-account-issuer={server}"),
-            format!("--service-account-key-file={}", dir.join("sa.pub").display()),
-            format!("--service-account-signing-key-file={}", dir.join("sa.key").display()),
+            format!(
+                "--service-account-key-file={}",
+                dir.join("sa.pub").display()
+            ),
+            format!(
+                "--service-account-signing-key-file={}",
+                dir.join("sa.key").display()
+            ),
             "--service-cluster-ip-range=10.0.0.0/24".into(),
             "--authorization-mode=RBAC".into(),
             "--disable-admission-plugins=ServiceAccount".into(),
@@ -303,13 +359,17 @@ fn start_once(bin: &Path, options: &ControlPlaneOptions) -> Result<ControlPlane>
             "--profiling=false".into(),
             "--v=0".into(),
         ],
-        env: [("GOMAXPROCS".to_string(), "2".to_string())].into_iter().collect(),
+        env: [("GOMAXPROCS".to_string(), "2".to_string())]
+            .into_iter()
+            .collect(),
         log: logs.join("kube-apiserver.log"),
         lifetime: options.lifetime,
     }
     .start()?;
 
-    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
     let mut processes = vec![etcd, apiserver];
     let result: Result<(Vec<String>, ProcessHandle)> = runtime.block_on(async {
         wait_for_apiserver(&kubeconfig, &processes[1], Duration::from_secs(120)).await?;
@@ -334,7 +394,9 @@ fn start_once(bin: &Path, options: &ControlPlaneOptions) -> Result<ControlPlane>
                 "--kube-api-burst=200".into(),
                 "--v=0".into(),
             ],
-            env: [("GOMAXPROCS".to_string(), "2".to_string())].into_iter().collect(),
+            env: [("GOMAXPROCS".to_string(), "2".to_string())]
+                .into_iter()
+                .collect(),
             log: logs.join("kube-controller-manager.log"),
             lifetime: options.lifetime,
         }
@@ -346,8 +408,10 @@ fn start_once(bin: &Path, options: &ControlPlaneOptions) -> Result<ControlPlane>
     let (installed_crds, kcm) = match result {
         Ok(ok) => ok,
         Err(e) => {
-            let tails: Vec<String> =
-                processes.iter().map(|p| format!("--- {} ---\n{}", p.name(), p.log_tail(20))).collect();
+            let tails: Vec<String> = processes
+                .iter()
+                .map(|p| format!("--- {} ---\n{}", p.name(), p.log_tail(20)))
+                .collect();
             return Err(e.context(tails.join("\n")));
         }
     };
@@ -362,17 +426,32 @@ fn start_once(bin: &Path, options: &ControlPlaneOptions) -> Result<ControlPlane>
         timings.crds.as_secs_f64(),
         timings.controller_manager.as_secs_f64(),
     );
-    Ok(ControlPlane { dir, kubeconfig, server, timings, installed_crds, ca, processes })
+    Ok(ControlPlane {
+        dir,
+        kubeconfig,
+        server,
+        timings,
+        installed_crds,
+        ca,
+        processes,
+    })
 }
 
-async fn wait_for_apiserver(kubeconfig: &Path, apiserver: &ProcessHandle, timeout: Duration) -> Result<()> {
+async fn wait_for_apiserver(
+    kubeconfig: &Path,
+    apiserver: &ProcessHandle,
+    timeout: Duration,
+) -> Result<()> {
     let deadline = Instant::now() + timeout;
     let client = client_from_kubeconfig(kubeconfig).await?;
     let namespaces: Api<Namespace> = Api::all(client.clone());
     let mut last;
     loop {
         if let Some(status) = apiserver.exit_status() {
-            bail!("kube-apiserver exited ({status}):\n{}", apiserver.log_tail(40));
+            bail!(
+                "kube-apiserver exited ({status}):\n{}",
+                apiserver.log_tail(40)
+            );
         }
         let request = http::Request::get("/readyz").body(Vec::new())?;
         match client.request_text(request).await {
@@ -386,7 +465,10 @@ async fn wait_for_apiserver(kubeconfig: &Path, apiserver: &ProcessHandle, timeou
             Err(e) => last = e.to_string(),
         }
         if Instant::now() > deadline {
-            bail!("kube-apiserver not ready after {timeout:?}: {last}\n{}", apiserver.log_tail(40));
+            bail!(
+                "kube-apiserver not ready after {timeout:?}: {last}\n{}",
+                apiserver.log_tail(40)
+            );
         }
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
@@ -422,12 +504,16 @@ pub fn crd_files() -> Result<Vec<PathBuf>> {
 
 /// Reads every CustomResourceDefinition in `path` (multi-document YAML).
 pub fn read_crds(path: &Path) -> Result<Vec<CustomResourceDefinition>> {
-    let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
-    let docs: Vec<serde_json::Value> =
-        serde_saphyr::from_multiple(&text).with_context(|| format!("parsing {}", path.display()))?;
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    let docs: Vec<serde_json::Value> = serde_saphyr::from_multiple(&text)
+        .with_context(|| format!("parsing {}", path.display()))?;
     docs.into_iter()
         .filter(|d| d.get("kind").and_then(|k| k.as_str()) == Some("CustomResourceDefinition"))
-        .map(|d| serde_json::from_value(d).with_context(|| format!("decoding a CRD in {}", path.display())))
+        .map(|d| {
+            serde_json::from_value(d)
+                .with_context(|| format!("decoding a CRD in {}", path.display()))
+        })
         .collect()
 }
 
@@ -462,12 +548,18 @@ pub async fn wait_crd_established(client: &Client, name: &str, timeout: Duration
             .status
             .as_ref()
             .and_then(|s| s.conditions.as_ref())
-            .is_some_and(|cs| cs.iter().any(|c| c.type_ == "Established" && c.status == "True"));
+            .is_some_and(|cs| {
+                cs.iter()
+                    .any(|c| c.type_ == "Established" && c.status == "True")
+            });
         if established {
             return Ok(());
         }
         if Instant::now() > deadline {
-            bail!("CRD {name} not Established after {timeout:?}: {:?}", crd.status);
+            bail!(
+                "CRD {name} not Established after {timeout:?}: {:?}",
+                crd.status
+            );
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
@@ -481,7 +573,10 @@ async fn prove_garbage_collection(client: &Client, kcm: &ProcessHandle) -> Resul
         .create(
             &PostParams::default(),
             &ConfigMap {
-                metadata: ObjectMeta { generate_name: Some("gc-probe-owner-".into()), ..Default::default() },
+                metadata: ObjectMeta {
+                    generate_name: Some("gc-probe-owner-".into()),
+                    ..Default::default()
+                },
                 ..Default::default()
             },
         )
@@ -511,10 +606,16 @@ async fn prove_garbage_collection(client: &Client, kcm: &ProcessHandle) -> Resul
     let deadline = Instant::now() + Duration::from_secs(90);
     while api.get_opt(&dependent_name).await?.is_some() {
         if let Some(status) = kcm.exit_status() {
-            bail!("kube-controller-manager exited ({status}):\n{}", kcm.log_tail(40));
+            bail!(
+                "kube-controller-manager exited ({status}):\n{}",
+                kcm.log_tail(40)
+            );
         }
         if Instant::now() > deadline {
-            bail!("garbage collection did not delete {dependent_name}:\n{}", kcm.log_tail(40));
+            bail!(
+                "garbage collection did not delete {dependent_name}:\n{}",
+                kcm.log_tail(40)
+            );
         }
         tokio::time::sleep(Duration::from_millis(200)).await;
     }

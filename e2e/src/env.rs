@@ -29,10 +29,19 @@ impl TestEnv {
     /// Starts (or reuses) the control plane and creates a namespace named after the test.
     pub async fn new(test: &str) -> TestEnv {
         let control_plane = ControlPlane::shared();
-        let client = control_plane.client().await.unwrap_or_else(|e| panic!("client: {e:#}"));
+        let client = control_plane
+            .client()
+            .await
+            .unwrap_or_else(|e| panic!("client: {e:#}"));
         let slug: String = test
             .chars()
-            .map(|c| if c.is_ascii_alphanumeric() { c.to_ascii_lowercase() } else { '-' })
+            .map(|c| {
+                if c.is_ascii_alphanumeric() {
+                    c.to_ascii_lowercase()
+                } else {
+                    '-'
+                }
+            })
             .take(40)
             .collect();
         let namespace = format!("{}-{}", slug.trim_matches('-'), random_suffix());
@@ -43,7 +52,9 @@ impl TestEnv {
                 &Namespace {
                     metadata: ObjectMeta {
                         name: Some(namespace.clone()),
-                        labels: Some([(TEST_NAMESPACE_LABEL.to_string(), "true".to_string())].into()),
+                        labels: Some(
+                            [(TEST_NAMESPACE_LABEL.to_string(), "true".to_string())].into(),
+                        ),
                         ..Default::default()
                     },
                     ..Default::default()
@@ -51,7 +62,12 @@ impl TestEnv {
             )
             .await
             .unwrap_or_else(|e| panic!("creating namespace {namespace}: {e}"));
-        TestEnv { control_plane, client, namespace, extra_logs: Mutex::new(Vec::new()) }
+        TestEnv {
+            control_plane,
+            client,
+            namespace,
+            extra_logs: Mutex::new(Vec::new()),
+        }
     }
 
     /// Adds a log file to the failure report.
@@ -67,11 +83,18 @@ impl Drop for TestEnv {
         if !std::thread::panicking() {
             return;
         }
-        eprintln!("\n===== component logs (namespace {}) =====", self.namespace);
+        eprintln!(
+            "\n===== component logs (namespace {}) =====",
+            self.namespace
+        );
         eprintln!("{}", self.control_plane.log_tails(15));
         if let Ok(logs) = self.extra_logs.lock() {
             for (name, path) in logs.iter() {
-                eprintln!("----- {name} ({}) -----\n{}", path.display(), tail(path, 60));
+                eprintln!(
+                    "----- {name} ({}) -----\n{}",
+                    path.display(),
+                    tail(path, 60)
+                );
             }
         }
     }
@@ -85,7 +108,11 @@ pub fn random_suffix() -> String {
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.subsec_nanos())
         .unwrap_or_default();
-    let n = nanos ^ (COUNTER.fetch_add(1, Ordering::Relaxed).wrapping_mul(2_654_435_761)) ^ std::process::id();
+    let n = nanos
+        ^ (COUNTER
+            .fetch_add(1, Ordering::Relaxed)
+            .wrapping_mul(2_654_435_761))
+        ^ std::process::id();
     format!("{:04x}", n & 0xffff)
 }
 

@@ -7,7 +7,10 @@ use anyhow::{Context, Result, bail};
 
 /// The workspace root (the directory holding the top-level `Cargo.toml`).
 pub fn workspace_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().map(Path::to_path_buf).unwrap_or_default()
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .map(Path::to_path_buf)
+        .unwrap_or_default()
 }
 
 /// `../shared/upstream-crds` next to the workspace, or `$AIRUNWAY_UPSTREAM_CRDS`.
@@ -53,7 +56,8 @@ pub fn our_binary(name: &str) -> Result<PathBuf> {
 /// Pinned versions read from `e2e/control-plane/versions.env`.
 pub fn control_plane_versions() -> Result<(String, String)> {
     let file = workspace_root().join("e2e/control-plane/versions.env");
-    let text = std::fs::read_to_string(&file).with_context(|| format!("reading {}", file.display()))?;
+    let text =
+        std::fs::read_to_string(&file).with_context(|| format!("reading {}", file.display()))?;
     let get = |key: &str| {
         text.lines()
             .filter_map(|l| l.trim().strip_prefix(&format!("{key}=")))
@@ -74,7 +78,10 @@ pub fn control_plane_bin_dir() -> Result<PathBuf> {
             let (k8s, etcd) = control_plane_versions()?;
             let root = std::env::var_os("AIRUNWAY_CONTROL_PLANE_CACHE")
                 .map(PathBuf::from)
-                .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache/airunway/control-plane")))
+                .or_else(|| {
+                    std::env::var_os("HOME")
+                        .map(|h| PathBuf::from(h).join(".cache/airunway/control-plane"))
+                })
                 .context("HOME is not set")?;
             root.join(format!("k8s-v{k8s}-etcd-v{etcd}"))
         }

@@ -32,24 +32,39 @@ impl TestCa {
     pub fn new() -> Result<Self> {
         let key = KeyPair::generate()?;
         let mut params = CertificateParams::new(Vec::<String>::new())?;
-        params.distinguished_name.push(DnType::CommonName, "airunway-e2e-ca");
+        params
+            .distinguished_name
+            .push(DnType::CommonName, "airunway-e2e-ca");
         params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-        params.key_usages =
-            vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign, KeyUsagePurpose::DigitalSignature];
+        params.key_usages = vec![
+            KeyUsagePurpose::KeyCertSign,
+            KeyUsagePurpose::CrlSign,
+            KeyUsagePurpose::DigitalSignature,
+        ];
         let cert = params.self_signed(&key)?;
-        Ok(TestCa { cert_pem: cert.pem(), issuer: Issuer::new(params, key) })
+        Ok(TestCa {
+            cert_pem: cert.pem(),
+            issuer: Issuer::new(params, key),
+        })
     }
 
     /// A serving certificate for 127.0.0.1 and localhost.
     pub fn serving_cert(&self, common_name: &str) -> Result<CertAndKey> {
         let key = KeyPair::generate()?;
         let mut params = CertificateParams::new(vec!["localhost".to_string()])?;
-        params.subject_alt_names.push(SanType::IpAddress(IpAddr::V4(Ipv4Addr::LOCALHOST)));
-        params.distinguished_name.push(DnType::CommonName, common_name);
+        params
+            .subject_alt_names
+            .push(SanType::IpAddress(IpAddr::V4(Ipv4Addr::LOCALHOST)));
+        params
+            .distinguished_name
+            .push(DnType::CommonName, common_name);
         params.key_usages = vec![KeyUsagePurpose::DigitalSignature];
         params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
         let cert = params.signed_by(&key, &self.issuer)?;
-        Ok(CertAndKey { cert_pem: cert.pem(), key_pem: key.serialize_pem() })
+        Ok(CertAndKey {
+            cert_pem: cert.pem(),
+            key_pem: key.serialize_pem(),
+        })
     }
 
     /// A client certificate for user `user` in `groups`.
@@ -58,12 +73,17 @@ impl TestCa {
         let mut params = CertificateParams::new(Vec::<String>::new())?;
         params.distinguished_name.push(DnType::CommonName, user);
         for group in groups {
-            params.distinguished_name.push(DnType::OrganizationName, *group);
+            params
+                .distinguished_name
+                .push(DnType::OrganizationName, *group);
         }
         params.key_usages = vec![KeyUsagePurpose::DigitalSignature];
         params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
         let cert = params.signed_by(&key, &self.issuer)?;
-        Ok(CertAndKey { cert_pem: cert.pem(), key_pem: key.serialize_pem() })
+        Ok(CertAndKey {
+            cert_pem: cert.pem(),
+            key_pem: key.serialize_pem(),
+        })
     }
 }
 

@@ -69,12 +69,17 @@ fn registry() -> &'static Mutex<Registry> {
     static REGISTRY: OnceLock<Mutex<Registry>> = OnceLock::new();
     REGISTRY.get_or_init(|| {
         install_exit_hook();
-        Mutex::new(Registry { pids: Vec::new(), dirs: Vec::new() })
+        Mutex::new(Registry {
+            pids: Vec::new(),
+            dirs: Vec::new(),
+        })
     })
 }
 
 extern "C" fn cleanup_at_exit() {
-    let Ok(registry) = registry().lock() else { return };
+    let Ok(registry) = registry().lock() else {
+        return;
+    };
     for pid in &registry.pids {
         let _ = kill(Pid::from_raw(*pid as i32), Signal::SIGKILL);
     }
@@ -135,7 +140,8 @@ impl Spawn {
         if let Some(dir) = self.log.parent() {
             std::fs::create_dir_all(dir)?;
         }
-        let log = File::create(&self.log).with_context(|| format!("creating {}", self.log.display()))?;
+        let log =
+            File::create(&self.log).with_context(|| format!("creating {}", self.log.display()))?;
         let mut command = Command::new(&self.program);
         command
             .args(&self.args)
@@ -171,7 +177,9 @@ impl Spawn {
                     .map_err(|_| anyhow!("spawner lock poisoned"))?
                     .send((command, reply_tx))
                     .map_err(|_| anyhow!("the spawner thread is gone"))?;
-                reply_rx.recv().map_err(|_| anyhow!("the spawner thread is gone"))?
+                reply_rx
+                    .recv()
+                    .map_err(|_| anyhow!("the spawner thread is gone"))?
             }
         }
         .with_context(|| format!("starting {} ({})", self.name, self.program.display()))?;

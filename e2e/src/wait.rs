@@ -5,8 +5,8 @@ use std::fmt::Debug;
 use std::future::Future;
 use std::time::{Duration, Instant};
 
-use kube::api::Api;
 use kube::Resource;
+use kube::api::Api;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
@@ -33,7 +33,13 @@ where
 
 /// Waits until object `name` exists and satisfies `condition`; returns it. The failure message
 /// carries the object's last state as YAML.
-pub async fn wait_for<K, F>(api: &Api<K>, name: &str, timeout: Duration, what: &str, condition: F) -> K
+pub async fn wait_for<K, F>(
+    api: &Api<K>,
+    name: &str,
+    timeout: Duration,
+    what: &str,
+    condition: F,
+) -> K
 where
     K: Resource + Clone + DeserializeOwned + Serialize + Debug,
     K::DynamicType: Default,

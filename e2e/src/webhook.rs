@@ -21,10 +21,14 @@ pub struct TestWebhook {
 impl TestWebhook {
     /// Serves `router` over TLS with a certificate for 127.0.0.1 signed by the control plane's
     /// CA. The server runs on the caller's tokio runtime.
-    pub async fn serve(control_plane: &ControlPlane, router: Router) -> anyhow::Result<TestWebhook> {
+    pub async fn serve(
+        control_plane: &ControlPlane,
+        router: Router,
+    ) -> anyhow::Result<TestWebhook> {
         let _ = rustls::crypto::ring::default_provider().install_default();
         let cert = control_plane.serving_cert("airunway-e2e-webhook")?;
-        let config = RustlsConfig::from_pem(cert.cert_pem.into_bytes(), cert.key_pem.into_bytes()).await?;
+        let config =
+            RustlsConfig::from_pem(cert.cert_pem.into_bytes(), cert.key_pem.into_bytes()).await?;
         let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
         listener.set_nonblocking(true)?;
         let port = listener.local_addr()?.port();

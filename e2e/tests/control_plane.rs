@@ -9,13 +9,13 @@ use airunway_e2e::control_plane::{crd_files, read_crds};
 use airunway_e2e::wait::{eventually, wait_deleted};
 use airunway_e2e::webhook::TestWebhook;
 use airunway_e2e::{ControlPlane, TestEnv};
+use k8s_openapi::ByteString;
 use k8s_openapi::api::admissionregistration::v1::{
     RuleWithOperations, ValidatingWebhook, ValidatingWebhookConfiguration, WebhookClientConfig,
 };
 use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, OwnerReference};
-use k8s_openapi::ByteString;
 use kube::api::{Api, DeleteParams, DynamicObject, ObjectMeta, Patch, PatchParams, PostParams};
 use kube::core::GroupVersionKind;
 use kube::core::admission::{AdmissionRequest, AdmissionResponse, AdmissionReview};
@@ -56,7 +56,10 @@ async fn all_crds_are_established() {
         "inferencepools.inference.networking.k8s.io",
         "destinationrules.networking.istio.io",
     ] {
-        assert!(expected.contains(&upstream.to_string()), "{upstream} not among the installed CRD files");
+        assert!(
+            expected.contains(&upstream.to_string()),
+            "{upstream} not among the installed CRD files"
+        );
     }
     for name in &expected {
         let crd = api.get(name).await.unwrap();
@@ -81,9 +84,20 @@ async fn model_deployment_is_stored_with_schema_defaults() {
     );
     let stored = api.create(&PostParams::default(), &md).await.unwrap();
     assert_eq!(stored.spec.model.source, Some(ModelSource::Huggingface));
-    assert_eq!(stored.spec.serving.as_ref().and_then(|s| s.mode), Some(ServingMode::Aggregated));
-    assert_eq!(stored.spec.scaling.as_ref().and_then(|s| s.replicas), Some(1));
-    let gpu = stored.spec.resources.as_ref().and_then(|r| r.gpu.as_ref()).unwrap();
+    assert_eq!(
+        stored.spec.serving.as_ref().and_then(|s| s.mode),
+        Some(ServingMode::Aggregated)
+    );
+    assert_eq!(
+        stored.spec.scaling.as_ref().and_then(|s| s.replicas),
+        Some(1)
+    );
+    let gpu = stored
+        .spec
+        .resources
+        .as_ref()
+        .and_then(|r| r.gpu.as_ref())
+        .unwrap();
     assert_eq!(gpu.gpu_type.as_deref(), Some("nvidia.com/gpu"));
 
     // Explicit zero and false survive the API server.
@@ -93,8 +107,18 @@ async fn model_deployment_is_stored_with_schema_defaults() {
                "scaling": {"replicas": 0}, "resources": {"gpu": {"count": 0}}}),
     );
     let stored = api.create(&PostParams::default(), &md).await.unwrap();
-    assert_eq!(stored.spec.scaling.as_ref().and_then(|s| s.replicas), Some(0));
-    assert_eq!(stored.spec.engine.as_ref().and_then(|e| e.trust_remote_code), Some(false));
+    assert_eq!(
+        stored.spec.scaling.as_ref().and_then(|s| s.replicas),
+        Some(0)
+    );
+    assert_eq!(
+        stored
+            .spec
+            .engine
+            .as_ref()
+            .and_then(|e| e.trust_remote_code),
+        Some(false)
+    );
     assert_eq!(stored.spec.gpu_count(), 0);
 }
 
@@ -102,32 +126,67 @@ async fn model_deployment_is_stored_with_schema_defaults() {
 async fn crd_cel_rules_reject_with_the_spec_messages() {
     let env = TestEnv::new("crd-cel-rules").await;
     let api: Api<ModelDeployment> = Api::namespaced(env.client.clone(), &env.namespace);
-    let disaggregated = |scaling: Value| {
-        json!({"model": {"id": "m/m"}, "engine": {"type": "vllm"}, "serving": {"mode": "disaggregated"}, "scaling": scaling})
-    };
+    let disaggregated = |scaling: Value| json!({"model": {"id": "m/m"}, "engine": {"type": "vllm"}, "serving": {"mode": "disaggregated"}, "scaling": scaling});
     let gpu1 = json!({"gpu": {"count": 1}});
     let cases: Vec<(&str, Value, &str, &str)> = vec![
-        ("vllm-no-gpu", json!({"model": {"id": "m/m"}, "engine": {"type": "vllm"}, "resources": {"gpu": {"count": 0}}}),
-            "spec.resources.gpu.count", messages::VLLM_REQUIRES_GPU),
-        ("sglang-no-gpu", json!({"model": {"id": "m/m"}, "engine": {"type": "sglang"}}),
-            "spec.resources.gpu.count", messages::SGLANG_REQUIRES_GPU),
-        ("trtllm-no-gpu", json!({"model": {"id": "m/m"}, "engine": {"type": "trtllm"}, "resources": {"cpu": "4"}}),
-            "spec.resources.gpu.count", messages::TRTLLM_REQUIRES_GPU),
-        ("disagg-resources-gpu", {
-            let mut v = disaggregated(json!({"prefill": gpu1, "decode": gpu1}));
-            v["resources"] = json!({"gpu": {"count": 1}});
-            v
-        }, "spec.resources.gpu", messages::DISAGGREGATED_GPU_CONFLICT),
-        ("disagg-no-components", disaggregated(json!({"prefill": gpu1})),
-            "spec.scaling", messages::DISAGGREGATED_REQUIRES_COMPONENTS),
-        ("disagg-no-prefill-gpu", disaggregated(json!({"prefill": {"replicas": 1}, "decode": gpu1})),
-            "spec.scaling.prefill.gpu.count", messages::DISAGGREGATED_REQUIRES_PREFILL_GPU),
-        ("disagg-no-decode-gpu", disaggregated(json!({"prefill": gpu1, "decode": {"gpu": {"count": 0}}})),
-            "spec.scaling.decode.gpu.count", messages::DISAGGREGATED_REQUIRES_DECODE_GPU),
-        ("hf-no-id", json!({"model": {"source": "huggingface"}, "engine": {"type": "llamacpp"}}),
-            "spec.model.id", messages::MODEL_ID_REQUIRED),
-        ("bad-quantity", json!({"model": {"id": "m/m"}, "resources": {"memory": "lots"}}),
-            "spec.resources.memory", "must be a Kubernetes quantity"),
+        (
+            "vllm-no-gpu",
+            json!({"model": {"id": "m/m"}, "engine": {"type": "vllm"}, "resources": {"gpu": {"count": 0}}}),
+            "spec.resources.gpu.count",
+            messages::VLLM_REQUIRES_GPU,
+        ),
+        (
+            "sglang-no-gpu",
+            json!({"model": {"id": "m/m"}, "engine": {"type": "sglang"}}),
+            "spec.resources.gpu.count",
+            messages::SGLANG_REQUIRES_GPU,
+        ),
+        (
+            "trtllm-no-gpu",
+            json!({"model": {"id": "m/m"}, "engine": {"type": "trtllm"}, "resources": {"cpu": "4"}}),
+            "spec.resources.gpu.count",
+            messages::TRTLLM_REQUIRES_GPU,
+        ),
+        (
+            "disagg-resources-gpu",
+            {
+                let mut v = disaggregated(json!({"prefill": gpu1, "decode": gpu1}));
+                v["resources"] = json!({"gpu": {"count": 1}});
+                v
+            },
+            "spec.resources.gpu",
+            messages::DISAGGREGATED_GPU_CONFLICT,
+        ),
+        (
+            "disagg-no-components",
+            disaggregated(json!({"prefill": gpu1})),
+            "spec.scaling",
+            messages::DISAGGREGATED_REQUIRES_COMPONENTS,
+        ),
+        (
+            "disagg-no-prefill-gpu",
+            disaggregated(json!({"prefill": {"replicas": 1}, "decode": gpu1})),
+            "spec.scaling.prefill.gpu.count",
+            messages::DISAGGREGATED_REQUIRES_PREFILL_GPU,
+        ),
+        (
+            "disagg-no-decode-gpu",
+            disaggregated(json!({"prefill": gpu1, "decode": {"gpu": {"count": 0}}})),
+            "spec.scaling.decode.gpu.count",
+            messages::DISAGGREGATED_REQUIRES_DECODE_GPU,
+        ),
+        (
+            "hf-no-id",
+            json!({"model": {"source": "huggingface"}, "engine": {"type": "llamacpp"}}),
+            "spec.model.id",
+            messages::MODEL_ID_REQUIRED,
+        ),
+        (
+            "bad-quantity",
+            json!({"model": {"id": "m/m"}, "resources": {"memory": "lots"}}),
+            "spec.resources.memory",
+            "must be a Kubernetes quantity",
+        ),
     ];
     for (name, spec, field, message) in cases {
         let err = api
@@ -135,15 +194,32 @@ async fn crd_cel_rules_reject_with_the_spec_messages() {
             .await
             .expect_err(&format!("{name} should be rejected"));
         let text = err.to_string();
-        assert!(text.contains(message), "{name}: {text:?} does not contain {message:?}");
-        assert!(text.contains(field), "{name}: {text:?} does not name the field {field}");
+        assert!(
+            text.contains(message),
+            "{name}: {text:?} does not contain {message:?}"
+        );
+        assert!(
+            text.contains(field),
+            "{name}: {text:?} does not name the field {field}"
+        );
     }
 
     // Valid shapes pass: CPU llama.cpp, custom source without id, full disaggregated.
     for (name, spec) in [
-        ("cpu-llamacpp", json!({"model": {"id": "m/m"}, "engine": {"type": "llamacpp"}, "resources": {"memory": "16Gi", "cpu": "8"}})),
-        ("custom-no-id", json!({"model": {"source": "custom"}, "image": "example/model:1"})),
-        ("disagg-ok", disaggregated(json!({"prefill": {"gpu": {"count": 4}, "memory": "128Gi"}, "decode": gpu1}))),
+        (
+            "cpu-llamacpp",
+            json!({"model": {"id": "m/m"}, "engine": {"type": "llamacpp"}, "resources": {"memory": "16Gi", "cpu": "8"}}),
+        ),
+        (
+            "custom-no-id",
+            json!({"model": {"source": "custom"}, "image": "example/model:1"}),
+        ),
+        (
+            "disagg-ok",
+            disaggregated(
+                json!({"prefill": {"gpu": {"count": 4}, "memory": "128Gi"}, "decode": gpu1}),
+            ),
+        ),
     ] {
         api.create(&PostParams::default(), &model_deployment(name, spec))
             .await
@@ -157,7 +233,10 @@ async fn garbage_collection_deletes_dependents_of_a_model_deployment() {
     let mds: Api<ModelDeployment> = Api::namespaced(env.client.clone(), &env.namespace);
     let cms: Api<ConfigMap> = Api::namespaced(env.client.clone(), &env.namespace);
     let md = mds
-        .create(&PostParams::default(), &model_deployment("owner", json!({"model": {"id": "m/m"}})))
+        .create(
+            &PostParams::default(),
+            &model_deployment("owner", json!({"model": {"id": "m/m"}})),
+        )
         .await
         .unwrap();
     let owner = OwnerReference {
@@ -189,25 +268,42 @@ async fn garbage_collection_deletes_dependents_of_a_model_deployment() {
 async fn upstream_status_samples_are_valid_against_the_real_schemas() {
     let env = TestEnv::new("status-samples").await;
     let dir = airunway_e2e::paths::upstream_crds_dir().join("status-samples");
-    let mut files: Vec<_> = std::fs::read_dir(&dir).unwrap().flatten().map(|e| e.path()).collect();
+    let mut files: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .collect();
     files.sort();
-    assert!(files.len() >= 19, "expected the status samples in {}", dir.display());
+    assert!(
+        files.len() >= 19,
+        "expected the status samples in {}",
+        dir.display()
+    );
     for file in files {
         let text = std::fs::read_to_string(&file).unwrap();
         let mut sample: Value = serde_saphyr::from_str(&text).unwrap();
         let status = sample.as_object_mut().unwrap().remove("status").unwrap();
         let (group, version) = match sample["apiVersion"].as_str().unwrap().split_once('/') {
             Some((g, v)) => (g.to_string(), v.to_string()),
-            None => (String::new(), sample["apiVersion"].as_str().unwrap().to_string()),
+            None => (
+                String::new(),
+                sample["apiVersion"].as_str().unwrap().to_string(),
+            ),
         };
         let gvk = GroupVersionKind::gvk(&group, &version, sample["kind"].as_str().unwrap());
-        let (resource, _caps) = kube::discovery::pinned_kind(&env.client, &gvk).await.unwrap();
-        let api: Api<DynamicObject> = Api::namespaced_with(env.client.clone(), &env.namespace, &resource);
+        let (resource, _caps) = kube::discovery::pinned_kind(&env.client, &gvk)
+            .await
+            .unwrap();
+        let api: Api<DynamicObject> =
+            Api::namespaced_with(env.client.clone(), &env.namespace, &resource);
         sample["metadata"]["namespace"] = json!(env.namespace);
         let name = format!(
             "{}-{}",
             sample["metadata"]["name"].as_str().unwrap(),
-            file.file_stem().unwrap().to_string_lossy().replace('_', "-")
+            file.file_stem()
+                .unwrap()
+                .to_string_lossy()
+                .replace('_', "-")
         );
         sample["metadata"]["name"] = json!(name);
         let object: DynamicObject = serde_json::from_value(sample).unwrap();
@@ -215,7 +311,11 @@ async fn upstream_status_samples_are_valid_against_the_real_schemas() {
             .await
             .unwrap_or_else(|e| panic!("{}: creating the object: {e}", file.display()));
         let patched = api
-            .patch_status(&name, &PatchParams::default(), &Patch::Merge(json!({ "status": status })))
+            .patch_status(
+                &name,
+                &PatchParams::default(),
+                &Patch::Merge(json!({ "status": status })),
+            )
             .await
             .unwrap_or_else(|e| panic!("{}: writing the status: {e}", file.display()));
         let stored = serde_json::to_value(&patched).unwrap()["status"].clone();
@@ -228,7 +328,9 @@ fn assert_subset(expected: &Value, actual: &Value, context: &str) {
     match (expected, actual) {
         (Value::Object(e), Value::Object(a)) => {
             for (k, v) in e {
-                let other = a.get(k).unwrap_or_else(|| panic!("{context}: field {k} was pruned"));
+                let other = a
+                    .get(k)
+                    .unwrap_or_else(|| panic!("{context}: field {k} was pruned"));
                 assert_subset(v, other, &format!("{context}.{k}"));
             }
         }
@@ -248,10 +350,16 @@ async fn a_test_can_serve_an_admission_webhook() {
     let env = TestEnv::new("webhook-helper").await;
     let router = axum::Router::new().route(
         "/deny",
-        axum::routing::post(|axum::Json(review): axum::Json<AdmissionReview<DynamicObject>>| async move {
-            let request: AdmissionRequest<DynamicObject> = review.try_into().unwrap();
-            axum::Json(AdmissionResponse::from(&request).deny("denied by the e2e test webhook").into_review())
-        }),
+        axum::routing::post(
+            |axum::Json(review): axum::Json<AdmissionReview<DynamicObject>>| async move {
+                let request: AdmissionRequest<DynamicObject> = review.try_into().unwrap();
+                axum::Json(
+                    AdmissionResponse::from(&request)
+                        .deny("denied by the e2e test webhook")
+                        .into_review(),
+                )
+            },
+        ),
     );
     let webhook = TestWebhook::serve(env.control_plane, router).await.unwrap();
     let name = format!("airunway-e2e-deny-{}", env.namespace);
@@ -260,7 +368,10 @@ async fn a_test_can_serve_an_admission_webhook() {
         .create(
             &PostParams::default(),
             &ValidatingWebhookConfiguration {
-                metadata: ObjectMeta { name: Some(name.clone()), ..Default::default() },
+                metadata: ObjectMeta {
+                    name: Some(name.clone()),
+                    ..Default::default()
+                },
                 webhooks: Some(vec![ValidatingWebhook {
                     name: "deny.e2e.airunway.ai".into(),
                     admission_review_versions: vec!["v1".into()],
@@ -279,7 +390,13 @@ async fn a_test_can_serve_an_admission_webhook() {
                         scope: Some("Namespaced".into()),
                     }]),
                     namespace_selector: Some(LabelSelector {
-                        match_labels: Some([("kubernetes.io/metadata.name".to_string(), env.namespace.clone())].into()),
+                        match_labels: Some(
+                            [(
+                                "kubernetes.io/metadata.name".to_string(),
+                                env.namespace.clone(),
+                            )]
+                            .into(),
+                        ),
                         ..Default::default()
                     }),
                     ..Default::default()
@@ -289,20 +406,35 @@ async fn a_test_can_serve_an_admission_webhook() {
         .await
         .unwrap();
     let cms: Api<ConfigMap> = Api::namespaced(env.client.clone(), &env.namespace);
-    let message = eventually("the webhook to deny ConfigMaps", Duration::from_secs(30), || async {
-        let cm = ConfigMap {
-            metadata: ObjectMeta { generate_name: Some("probe-".into()), ..Default::default() },
-            ..Default::default()
-        };
-        match cms.create(&PostParams::default(), &cm).await {
-            Ok(created) => {
-                let _ = cms.delete(&created.name_any(), &DeleteParams::default()).await;
-                Err("a ConfigMap was admitted".to_string())
+    let message = eventually(
+        "the webhook to deny ConfigMaps",
+        Duration::from_secs(30),
+        || async {
+            let cm = ConfigMap {
+                metadata: ObjectMeta {
+                    generate_name: Some("probe-".into()),
+                    ..Default::default()
+                },
+                ..Default::default()
+            };
+            match cms.create(&PostParams::default(), &cm).await {
+                Ok(created) => {
+                    let _ = cms
+                        .delete(&created.name_any(), &DeleteParams::default())
+                        .await;
+                    Err("a ConfigMap was admitted".to_string())
+                }
+                Err(e) => Ok(e.to_string()),
             }
-            Err(e) => Ok(e.to_string()),
-        }
-    })
+        },
+    )
     .await;
-    assert!(message.contains("denied by the e2e test webhook"), "{message}");
-    configs.delete(&name, &DeleteParams::default()).await.unwrap();
+    assert!(
+        message.contains("denied by the e2e test webhook"),
+        "{message}"
+    );
+    configs
+        .delete(&name, &DeleteParams::default())
+        .await
+        .unwrap();
 }

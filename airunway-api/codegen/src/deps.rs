@@ -10,7 +10,9 @@ pub const SHARED_CRATE: &str = "airunway-api";
 
 /// Dependency edges between workspace members that break the rule, as `from -> to`.
 pub fn violations(metadata: &Value) -> Result<Vec<String>> {
-    let packages = metadata["packages"].as_array().context("cargo metadata without packages")?;
+    let packages = metadata["packages"]
+        .as_array()
+        .context("cargo metadata without packages")?;
     let members: Vec<&str> = packages.iter().filter_map(|p| p["name"].as_str()).collect();
     let mut out = Vec::new();
     for package in packages {
@@ -35,9 +37,13 @@ pub fn check(workspace_root: &std::path::Path) -> Result<()> {
         .output()
         .context("running cargo metadata")?;
     if !output.status.success() {
-        bail!("cargo metadata failed: {}", String::from_utf8_lossy(&output.stderr));
+        bail!(
+            "cargo metadata failed: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
     }
-    let metadata: Value = serde_json::from_slice(&output.stdout).context("parsing cargo metadata")?;
+    let metadata: Value =
+        serde_json::from_slice(&output.stdout).context("parsing cargo metadata")?;
     let bad = violations(&metadata)?;
     if !bad.is_empty() {
         bail!(
@@ -56,7 +62,10 @@ mod tests {
     use serde_json::json;
 
     fn metadata(extra_dep_of_core: Option<&str>) -> Value {
-        let mut core_deps = vec![json!({"name": "airunway-api", "kind": null}), json!({"name": "tokio", "kind": null})];
+        let mut core_deps = vec![
+            json!({"name": "airunway-api", "kind": null}),
+            json!({"name": "tokio", "kind": null}),
+        ];
         if let Some(dep) = extra_dep_of_core {
             core_deps.push(json!({"name": dep, "kind": null}));
         }

@@ -1,0 +1,41 @@
+//! Operational plumbing shared by every AI Runway binary (feature `runtime`): command-line
+//! options, telemetry, the health and metrics HTTP servers, leader election, shutdown on
+//! signals, and Kubernetes events.
+//!
+//! Every binary behaves the same way: structured logs (`--log-format json`), OpenTelemetry
+//! traces when `OTEL_EXPORTER_OTLP_ENDPOINT` is set, Prometheus metrics on
+//! `--metrics-bind-address`, `/healthz` and `/readyz` on `--health-probe-bind-address`,
+//! Lease-based leader election with `--leader-elect`, graceful shutdown on SIGTERM.
+
+mod args;
+mod events;
+mod http;
+mod leader;
+mod shutdown;
+mod telemetry;
+
+pub use args::{CommonArgs, LogFormat};
+pub use events::EventPublisher;
+pub use http::{HealthState, serve_health, serve_metrics};
+pub use leader::{LeaderElection, LeaderError, default_identity};
+pub use shutdown::shutdown_on_signals;
+pub use telemetry::{TelemetryGuard, init_telemetry};
+
+/// Installs the one rustls crypto provider of the process (ring). Call first thing in `main`;
+/// fails if another provider was installed already.
+pub fn install_crypto_provider() -> anyhow::Result<()> {
+    rustls::crypto::ring::default_provider()
+        .install_default()
+        .map_err(|_| anyhow::anyhow!("a rustls crypto provider was already installed"))
+}
+
+/// A Kubernetes client from the environment (in-cluster config, or `KUBECONFIG` /
+/// `~/.kube/config`), with a clear error when none is available.
+pub async fn kube_client() -> anyhow::Result<kube::Client> {
+    let config = kube::Config::infer().await.map_err(|e| {
+        anyhow::anyhow!(
+            "no Kubernetes configuration found ({e}); run in a cluster or set KUBECONFIG"
+        )
+    })?;
+    Ok(kube::Client::try_from(config)?)
+}

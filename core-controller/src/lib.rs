@@ -1,0 +1,14 @@
+//! # airunway-core
+//!
+//! The AI Runway core controller. It has no provider knowledge: it reads ModelDeployments and
+//! InferenceProviderConfigs only, and writes the status fields the core owns.
+//!
+//! The reconcile is a pipeline whose middle is pure:
+//! fetch (from the watch caches) → [`validation`] → [`selection`] (engine, then provider) →
+//! [`status::desired_status`] → server-side apply of the core's status fields (skipped when
+//! nothing changed) → events and metrics.
+
+pub mod managed_fields;
+pub mod selection;
+pub mod status;
+pub mod validation;

@@ -1,0 +1,209 @@
+//! Provider selection (design doc §3.5.2, §4.4): capability filter, CEL rules, highest
+//! priority wins, ties go to the alphabetically first name; a provider with no matching rule is
+//! only used when named. One-time: once `status.provider.name` is set it is kept, unless
+//! `spec.provider.name` names another provider.
+
+use airunway_api::constants::messages;
+use airunway_api::v1alpha1::{EngineType, ModelDeployment};
+
+use super::ProviderView;
+use super::rules::{RuleError, RuleInput, RuleSet};
+
+/// `status.provider.selectedReason` for a named provider.
+pub const EXPLICIT_PROVIDER_REASON: &str = "explicit provider selection";
+
+/// The provider decision.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ProviderDecision {
+    /// `spec.provider.name`.
+    Explicit {
+        /// The provider.
+        provider: String,
+    },
+    /// `status.provider.name` was set before (by the core or a custom selector) and is kept.
+    Kept {
+        /// The provider.
+        provider: String,
+    },
+    /// Selected now by the rules.
+    Selected {
+        /// The provider.
+        provider: String,
+        /// `matched capabilities: engine=<e>, gpu=<g>, mode=<m>`.
+        reason: String,
+        /// The winning priority.
+        priority: i32,
+    },
+    /// Selector disabled and nothing named.
+    SelectorDisabled,
+    /// No engine yet, so nothing to match.
+    WaitingForEngine,
+    /// No provider is ready.
+    NoHealthyProviders,
+    /// Providers are ready but none fits; why each was rejected, by name.
+    NoCompatibleProvider {
+        /// `(provider, reason)`.
+        rejections: Vec<(String, String)>,
+    },
+}
+
+impl ProviderDecision {
+    /// The provider that serves the deployment, if decided.
+    pub fn provider(&self) -> Option<&str> {
+        match self {
+            ProviderDecision::Explicit { provider }
+            | ProviderDecision::Kept { provider }
+            | ProviderDecision::Selected { provider, .. } => Some(provider),
+            _ => None,
+        }
+    }
+
+    /// The message for `ProviderSelected=False` and the `Pending` phase.
+    pub fn failure_message(&self) -> Option<String> {
+        match self {
+            ProviderDecision::SelectorDisabled => Some(messages::SELECTOR_DISABLED.to_string()),
+            ProviderDecision::WaitingForEngine => {
+                Some("Waiting for an engine to be selected".to_string())
+            }
+            ProviderDecision::NoHealthyProviders => {
+                Some(messages::NO_HEALTHY_PROVIDERS.to_string())
+            }
+            ProviderDecision::NoCompatibleProvider { rejections } => Some(format!(
+                "No compatible provider: {}",
+                rejections
+                    .iter()
+                    .map(|(p, why)| format!("{p}: {why}"))
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            )),
+            _ => None,
+        }
+    }
+}
+
+/// Decides the provider of `md` given its resolved `engine`. Also returns the rules that
+/// failed to evaluate.
+pub fn select_provider(
+    md: &ModelDeployment,
+    engine: Option<EngineType>,
+    providers: &[ProviderView],
+    selector_enabled: bool,
+    rules: &RuleSet,
+) -> (ProviderDecision, Vec<RuleError>) {
+    if let Some(provider) = md.spec.explicit_provider() {
+        return (
+            ProviderDecision::Explicit {
+                provider: provider.to_string(),
+            },
+            vec![],
+        );
+    }
+    if let Some(provider) = md.selected_provider() {
+        return (
+            ProviderDecision::Kept {
+                provider: provider.to_string(),
+            },
+            vec![],
+        );
+    }
+    if !selector_enabled {
+        return (ProviderDecision::SelectorDisabled, vec![]);
+    }
+    let Some(engine) = engine else {
+        return (ProviderDecision::WaitingForEngine, vec![]);
+    };
+    if !providers.iter().any(|p| p.availability.is_available()) {
+        return (ProviderDecision::NoHealthyProviders, vec![]);
+    }
+    let gpu = md.spec.gpu_requested();
+    let mode = md.spec.serving_mode();
+    let input = match RuleInput::new(md, Some(engine)) {
+        Ok(input) => input,
+        Err(e) => {
+            return (
+                ProviderDecision::NoCompatibleProvider {
+                    rejections: vec![("*".into(), format!("rule input: {e}"))],
+                },
+                vec![],
+            );
+        }
+    };
+    let mut errors = Vec::new();
+    let mut rejections = Vec::new();
+    let mut candidates: Vec<(i32, &str)> = Vec::new();
+    for provider in providers {
+        if !provider.availability.is_available() {
+            rejections.push((provider.name.clone(), provider.availability.describe()));
+            continue;
+        }
+        let Some(capability) = provider.engines.iter().find(|c| c.name == engine) else {
+            rejections.push((
+                provider.name.clone(),
+                format!("does not offer engine {engine}"),
+            ));
+            continue;
+        };
+        if gpu && !capability.gpu_support {
+            rejections.push((
+                provider.name.clone(),
+                format!("engine {engine} does not support GPU workers"),
+            ));
+            continue;
+        }
+        if !gpu && !capability.cpu_support {
+            rejections.push((
+                provider.name.clone(),
+                format!("engine {engine} does not support CPU-only deployments"),
+            ));
+            continue;
+        }
+        if !capability.serving_modes.contains(&mode) {
+            rejections.push((
+                provider.name.clone(),
+                format!("engine {engine} does not support {mode} mode"),
+            ));
+            continue;
+        }
+        let mut best: Option<i32> = None;
+        for (index, rule) in provider.rules.iter().enumerate() {
+            let outcome = match rules.compile(&rule.condition).as_ref() {
+                Ok(program) => input.evaluate(program),
+                Err(e) => Err(format!("does not compile: {e}")),
+            };
+            match outcome {
+                Ok(true) => best = best.max(Some(rule.priority)),
+                Ok(false) => {}
+                Err(message) => errors.push(RuleError {
+                    provider: provider.name.clone(),
+                    index,
+                    condition: rule.condition.clone(),
+                    message,
+                }),
+            }
+        }
+        match best {
+            Some(priority) => candidates.push((priority, provider.name.as_str())),
+            None => rejections.push((
+                provider.name.clone(),
+                "no selection rule matched (it is only used when named in spec.provider.name)"
+                    .to_string(),
+            )),
+        }
+    }
+    // Highest priority first, then the alphabetically first name.
+    candidates.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(b.1)));
+    match candidates.first() {
+        Some((priority, provider)) => (
+            ProviderDecision::Selected {
+                provider: provider.to_string(),
+                reason: format!("matched capabilities: engine={engine}, gpu={gpu}, mode={mode}"),
+                priority: *priority,
+            },
+            errors,
+        ),
+        None => (
+            ProviderDecision::NoCompatibleProvider { rejections },
+            errors,
+        ),
+    }
+}

@@ -1,0 +1,599 @@
+//! Validation of a ModelDeployment that needs no cluster state (pure).
+//!
+//! The same function backs the validating webhook and the reconcile-time check (for when the
+//! webhook is not registered yet), so both say the same words. The rules that are also in the
+//! CRD as CEL (`spec` rules of the design doc §8 table) use the same messages and field paths.
+//!
+//! Limits that protect the cluster (documented in `docs/validation.md`):
+//!
+//! | what | limit |
+//! |---|---|
+//! | `metadata.name` | DNS-1035 label, at most [`MAX_NAME_LENGTH`] characters (child names are derived from it) |
+//! | `spec.model.id` (Hugging Face) | `<org>/<model>` characters only, at most 256 |
+//! | `spec.engine.args` | at most 64 keys; keys `[A-Za-z0-9][A-Za-z0-9_.-]*` up to 63 characters; values up to [`MAX_ARG_VALUE_LENGTH`] characters, no control characters |
+//! | `spec.provider.overrides` | a JSON object, at most [`MAX_OVERRIDES_BYTES`] bytes serialised, nesting at most [`MAX_OVERRIDES_DEPTH`] levels, no privilege-escalating keys ([`ESCALATING_OVERRIDE_KEYS`]) at any depth |
+//! | `spec.podTemplate.metadata` | valid label keys and values; annotations at most [`MAX_POD_ANNOTATIONS_BYTES`] bytes |
+//! | `spec.secrets.huggingFaceToken` | a valid Secret name (DNS subdomain) |
+//! | `spec.env`, `spec.tolerations`, `spec.nodeSelector` | at most 64 entries (CRD schema) |
+
+use std::collections::BTreeMap;
+
+use airunway_api::constants::messages;
+use airunway_api::v1alpha1::{
+    EngineType, ModelDeployment, ModelDeploymentSpec, ModelSource, ServingMode,
+};
+use serde_json::Value;
+
+/// Longest ModelDeployment name: providers derive Service and workload names such as
+/// `<name>-frontend` and `<name>-vllmdecodeworker-<hash>` from it, which must stay valid.
+pub const MAX_NAME_LENGTH: usize = 45;
+/// Longest value of one `engine.args` entry.
+pub const MAX_ARG_VALUE_LENGTH: usize = 1024;
+/// Largest `provider.overrides`, serialised as JSON.
+pub const MAX_OVERRIDES_BYTES: usize = 16 * 1024;
+/// Deepest nesting of `provider.overrides`.
+pub const MAX_OVERRIDES_DEPTH: usize = 8;
+/// Largest total size of `podTemplate.metadata.annotations` (keys and values).
+pub const MAX_POD_ANNOTATIONS_BYTES: usize = 64 * 1024;
+
+/// Override keys refused anywhere in `provider.overrides`: they would let a user who may only
+/// create ModelDeployments run pods with more privilege than the provider grants.
+pub const ESCALATING_OVERRIDE_KEYS: [&str; 10] = [
+    "securityContext",
+    "serviceAccountName",
+    "serviceAccount",
+    "hostNetwork",
+    "hostPID",
+    "hostIPC",
+    "automountServiceAccountToken",
+    "nodeName",
+    "priorityClassName",
+    "runtimeClassName",
+];
+
+/// One validation error: the field path and the message.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FieldError {
+    /// Path of the offending field, e.g. `spec.resources.gpu.count`.
+    pub field: String,
+    /// What is wrong and how to fix it.
+    pub message: String,
+}
+
+impl FieldError {
+    fn new(field: impl Into<String>, message: impl Into<String>) -> Self {
+        FieldError {
+            field: field.into(),
+            message: message.into(),
+        }
+    }
+}
+
+impl std::fmt::Display for FieldError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.field, self.message)
+    }
+}
+
+/// Joins errors as `field: message; field: message`.
+pub fn describe(errors: &[FieldError]) -> String {
+    errors
+        .iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+/// Every error of `md` (empty when valid).
+pub fn validate(md: &ModelDeployment) -> Vec<FieldError> {
+    let mut errors = Vec::new();
+    validate_name(md.metadata.name.as_deref().unwrap_or_default(), &mut errors);
+    validate_spec(&md.spec, &mut errors);
+    errors
+}
+
+/// Warnings for `md`: settings that are accepted but ignored or risky.
+pub fn warnings(md: &ModelDeployment) -> Vec<String> {
+    let spec = &md.spec;
+    let mut out = Vec::new();
+    if spec.model_source() == ModelSource::Custom
+        && spec
+            .model
+            .served_name
+            .as_deref()
+            .is_some_and(|n| !n.is_empty())
+    {
+        out.push(messages::SERVED_NAME_IGNORED.to_string());
+    }
+    let engine = spec.engine.as_ref();
+    if engine.and_then(|e| e.trust_remote_code) == Some(true) {
+        out.push(
+            "trustRemoteCode: true lets code from the model repository run inside the model server; \
+             enable it only for repositories you trust"
+                .to_string(),
+        );
+    }
+    if spec.explicit_engine() == Some(EngineType::Trtllm)
+        && engine.and_then(|e| e.context_length).is_some()
+    {
+        out.push(
+            "engine.contextLength is ignored for TensorRT-LLM: the context length is fixed when the \
+             engine is built"
+                .to_string(),
+        );
+    }
+    out
+}
+
+fn validate_name(name: &str, errors: &mut Vec<FieldError>) {
+    if name.len() > MAX_NAME_LENGTH {
+        errors.push(FieldError::new(
+            "metadata.name",
+            format!(
+                "must be at most {MAX_NAME_LENGTH} characters (is {}): providers derive Service and workload names such as <name>-frontend from it",
+                name.len()
+            ),
+        ));
+    }
+    if !name.is_empty() && !is_dns1035_label(name) {
+        errors.push(FieldError::new(
+            "metadata.name",
+            "must be a DNS-1035 label (lower-case letters, digits and '-', starting with a letter and ending with a letter or digit): providers use it to name Services",
+        ));
+    }
+}
+
+fn validate_spec(spec: &ModelDeploymentSpec, errors: &mut Vec<FieldError>) {
+    let mode = spec.serving_mode();
+    let aggregated_without_gpu = mode == ServingMode::Aggregated && spec.gpu_count() == 0;
+    match spec.explicit_engine() {
+        Some(EngineType::Vllm) if aggregated_without_gpu => {
+            errors.push(FieldError::new(
+                "spec.resources.gpu.count",
+                messages::VLLM_REQUIRES_GPU,
+            ));
+        }
+        Some(EngineType::Sglang) if aggregated_without_gpu => {
+            errors.push(FieldError::new(
+                "spec.resources.gpu.count",
+                messages::SGLANG_REQUIRES_GPU,
+            ));
+        }
+        Some(EngineType::Trtllm) if aggregated_without_gpu => {
+            errors.push(FieldError::new(
+                "spec.resources.gpu.count",
+                messages::TRTLLM_REQUIRES_GPU,
+            ));
+        }
+        _ => {}
+    }
+
+    if mode == ServingMode::Disaggregated {
+        if spec.resources.as_ref().is_some_and(|r| r.gpu.is_some()) {
+            errors.push(FieldError::new(
+                "spec.resources.gpu",
+                messages::DISAGGREGATED_GPU_CONFLICT,
+            ));
+        }
+        let scaling = spec.scaling.as_ref();
+        let prefill = scaling.and_then(|s| s.prefill.as_ref());
+        let decode = scaling.and_then(|s| s.decode.as_ref());
+        if prefill.is_none() || decode.is_none() {
+            errors.push(FieldError::new(
+                "spec.scaling",
+                messages::DISAGGREGATED_REQUIRES_COMPONENTS,
+            ));
+        }
+        let gpu_count = |c: &airunway_api::v1alpha1::ComponentScaling| {
+            c.gpu.as_ref().and_then(|g| g.count).unwrap_or(0)
+        };
+        if prefill.is_some_and(|p| gpu_count(p) == 0) {
+            errors.push(FieldError::new(
+                "spec.scaling.prefill.gpu.count",
+                messages::DISAGGREGATED_REQUIRES_PREFILL_GPU,
+            ));
+        }
+        if decode.is_some_and(|d| gpu_count(d) == 0) {
+            errors.push(FieldError::new(
+                "spec.scaling.decode.gpu.count",
+                messages::DISAGGREGATED_REQUIRES_DECODE_GPU,
+            ));
+        }
+    }
+
+    let id = spec.model.id.as_deref().unwrap_or_default();
+    if spec.model_source() == ModelSource::Huggingface {
+        if id.is_empty() {
+            errors.push(FieldError::new(
+                "spec.model.id",
+                messages::MODEL_ID_REQUIRED,
+            ));
+        } else if !is_model_id(id) {
+            errors.push(FieldError::new(
+                "spec.model.id",
+                "must look like <organization>/<model> (letters, digits, '.', '_', '-' and '/')",
+            ));
+        }
+    }
+
+    if let Some(args) = spec.engine.as_ref().and_then(|e| e.args.as_ref()) {
+        validate_args(args, errors);
+    }
+    if let Some(overrides) = spec.provider.as_ref().and_then(|p| p.overrides.as_ref()) {
+        validate_overrides(overrides, errors);
+    }
+    if let Some(metadata) = spec.pod_template.as_ref().and_then(|t| t.metadata.as_ref()) {
+        for (key, value) in metadata.labels.iter().flatten() {
+            if !is_qualified_name(key) {
+                errors.push(FieldError::new(
+                    format!("spec.podTemplate.metadata.labels[{key}]"),
+                    "is not a valid label key (optional DNS prefix and '/', then up to 63 letters, digits, '-', '_' or '.')",
+                ));
+            }
+            if !is_label_value(value) {
+                errors.push(FieldError::new(
+                    format!("spec.podTemplate.metadata.labels[{key}]"),
+                    "value must be at most 63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit",
+                ));
+            }
+        }
+        let mut annotation_bytes = 0;
+        for (key, value) in metadata.annotations.iter().flatten() {
+            annotation_bytes += key.len() + value.len();
+            if !is_qualified_name(key) {
+                errors.push(FieldError::new(
+                    format!("spec.podTemplate.metadata.annotations[{key}]"),
+                    "is not a valid annotation key",
+                ));
+            }
+        }
+        if annotation_bytes > MAX_POD_ANNOTATIONS_BYTES {
+            errors.push(FieldError::new(
+                "spec.podTemplate.metadata.annotations",
+                format!(
+                    "must total at most {MAX_POD_ANNOTATIONS_BYTES} bytes (is {annotation_bytes})"
+                ),
+            ));
+        }
+    }
+    if let Some(secret) = spec
+        .secrets
+        .as_ref()
+        .and_then(|s| s.hugging_face_token.as_deref())
+        && !is_dns1123_subdomain(secret)
+    {
+        errors.push(FieldError::new(
+            "spec.secrets.huggingFaceToken",
+            "must be the name of a Secret in this namespace (a DNS subdomain)",
+        ));
+    }
+}
+
+fn validate_args(args: &BTreeMap<String, String>, errors: &mut Vec<FieldError>) {
+    for (key, value) in args {
+        let field = format!("spec.engine.args[{key}]");
+        let valid_key = key.len() <= 63
+            && key
+                .chars()
+                .next()
+                .is_some_and(|c| c.is_ascii_alphanumeric())
+            && key
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
+        if !valid_key {
+            errors.push(FieldError::new(
+                field.clone(),
+                "argument names are written without leading dashes and use letters, digits, '-', '_' or '.' (at most 63), e.g. gpu-memory-utilization",
+            ));
+        }
+        if value.len() > MAX_ARG_VALUE_LENGTH {
+            errors.push(FieldError::new(
+                field.clone(),
+                format!("value must be at most {MAX_ARG_VALUE_LENGTH} characters"),
+            ));
+        }
+        if value.chars().any(char::is_control) {
+            errors.push(FieldError::new(
+                field,
+                "value must not contain control characters such as newlines",
+            ));
+        }
+    }
+}
+
+/// Validates `provider.overrides`: size, depth and privilege-escalating keys anywhere.
+pub fn validate_overrides(
+    overrides: &serde_json::Map<String, Value>,
+    errors: &mut Vec<FieldError>,
+) {
+    let size = serde_json::to_string(overrides)
+        .map(|s| s.len())
+        .unwrap_or(usize::MAX);
+    if size > MAX_OVERRIDES_BYTES {
+        errors.push(FieldError::new(
+            "spec.provider.overrides",
+            format!("must be at most {MAX_OVERRIDES_BYTES} bytes as JSON (is {size})"),
+        ));
+    }
+    for (key, value) in overrides {
+        walk_overrides(
+            &format!("spec.provider.overrides.{key}"),
+            key,
+            value,
+            1,
+            errors,
+        );
+    }
+}
+
+fn walk_overrides(
+    path: &str,
+    key: &str,
+    value: &Value,
+    depth: usize,
+    errors: &mut Vec<FieldError>,
+) {
+    if ESCALATING_OVERRIDE_KEYS.contains(&key) {
+        errors.push(FieldError::new(
+            path,
+            format!("key '{key}' is not allowed in provider.overrides: it would escalate the privileges of the model server pods"),
+        ));
+    }
+    if depth > MAX_OVERRIDES_DEPTH {
+        errors.push(FieldError::new(
+            path,
+            format!("provider.overrides may nest at most {MAX_OVERRIDES_DEPTH} levels"),
+        ));
+        return;
+    }
+    match value {
+        Value::Object(map) => {
+            for (k, v) in map {
+                walk_overrides(&format!("{path}.{k}"), k, v, depth + 1, errors);
+            }
+        }
+        Value::Array(items) => {
+            for (i, v) in items.iter().enumerate() {
+                if let Value::Object(map) = v {
+                    for (k, v) in map {
+                        walk_overrides(&format!("{path}[{i}].{k}"), k, v, depth + 1, errors);
+                    }
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+/// DNS-1035 label: `[a-z]([-a-z0-9]*[a-z0-9])?`, at most 63 characters.
+pub fn is_dns1035_label(s: &str) -> bool {
+    s.len() <= 63
+        && s.starts_with(|c: char| c.is_ascii_lowercase())
+        && s.ends_with(|c: char| c.is_ascii_lowercase() || c.is_ascii_digit())
+        && s.chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+}
+
+fn is_dns1123_label(s: &str) -> bool {
+    !s.is_empty()
+        && s.len() <= 63
+        && s.starts_with(|c: char| c.is_ascii_lowercase() || c.is_ascii_digit())
+        && s.ends_with(|c: char| c.is_ascii_lowercase() || c.is_ascii_digit())
+        && s.chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+}
+
+fn is_dns1123_subdomain(s: &str) -> bool {
+    s.len() <= 253 && s.split('.').all(is_dns1123_label)
+}
+
+fn is_model_id(s: &str) -> bool {
+    s.starts_with(|c: char| c.is_ascii_alphanumeric())
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-' | '/'))
+        && !s.contains("//")
+        && !s.contains("..")
+}
+
+fn is_label_name(s: &str) -> bool {
+    !s.is_empty()
+        && s.len() <= 63
+        && s.starts_with(|c: char| c.is_ascii_alphanumeric())
+        && s.ends_with(|c: char| c.is_ascii_alphanumeric())
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+}
+
+fn is_qualified_name(s: &str) -> bool {
+    match s.split_once('/') {
+        Some((prefix, name)) => is_dns1123_subdomain(prefix) && is_label_name(name),
+        None => is_label_name(s),
+    }
+}
+
+fn is_label_value(s: &str) -> bool {
+    s.is_empty() || is_label_name(s)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn md(name: &str, spec: Value) -> ModelDeployment {
+        serde_json::from_value(json!({
+            "apiVersion": "airunway.ai/v1alpha1", "kind": "ModelDeployment",
+            "metadata": {"name": name, "namespace": "ns"}, "spec": spec,
+        }))
+        .unwrap()
+    }
+
+    fn errors(spec: Value) -> Vec<FieldError> {
+        validate(&md("valid-name", spec))
+    }
+
+    fn one(field: &str, message: &str) -> Vec<FieldError> {
+        vec![FieldError::new(field, message)]
+    }
+
+    #[test]
+    fn every_message_of_the_core_table() {
+        let gpu1 = json!({"gpu": {"count": 1}});
+        let table: Vec<(Value, Vec<FieldError>)> = vec![
+            (
+                json!({"model": {"id": "a/b"}, "engine": {"type": "vllm"}, "resources": {"gpu": {"count": 0}}}),
+                one("spec.resources.gpu.count", messages::VLLM_REQUIRES_GPU),
+            ),
+            (
+                json!({"model": {"id": "a/b"}, "engine": {"type": "sglang"}}),
+                one("spec.resources.gpu.count", messages::SGLANG_REQUIRES_GPU),
+            ),
+            (
+                json!({"model": {"id": "a/b"}, "engine": {"type": "trtllm"}}),
+                one("spec.resources.gpu.count", messages::TRTLLM_REQUIRES_GPU),
+            ),
+            (
+                json!({"model": {"id": "a/b"}, "serving": {"mode": "disaggregated"}, "resources": {"gpu": {"count": 1}},
+                    "scaling": {"prefill": gpu1, "decode": gpu1}}),
+                one("spec.resources.gpu", messages::DISAGGREGATED_GPU_CONFLICT),
+            ),
+            (
+                json!({"model": {"id": "a/b"}, "serving": {"mode": "disaggregated"}, "scaling": {"decode": gpu1}}),
+                one("spec.scaling", messages::DISAGGREGATED_REQUIRES_COMPONENTS),
+            ),
+            (
+                json!({"model": {"id": "a/b"}, "serving": {"mode": "disaggregated"}, "scaling": {"prefill": {}, "decode": gpu1}}),
+                one(
+                    "spec.scaling.prefill.gpu.count",
+                    messages::DISAGGREGATED_REQUIRES_PREFILL_GPU,
+                ),
+            ),
+            (
+                json!({"model": {"id": "a/b"}, "serving": {"mode": "disaggregated"}, "scaling": {"prefill": gpu1, "decode": {"gpu": {"count": 0}}}}),
+                one(
+                    "spec.scaling.decode.gpu.count",
+                    messages::DISAGGREGATED_REQUIRES_DECODE_GPU,
+                ),
+            ),
+            (
+                json!({"model": {"source": "huggingface"}}),
+                one("spec.model.id", messages::MODEL_ID_REQUIRED),
+            ),
+        ];
+        for (spec, expected) in table {
+            assert_eq!(errors(spec.clone()), expected, "{spec}");
+        }
+    }
+
+    #[test]
+    fn all_errors_are_reported_at_once() {
+        let found = validate(&md(
+            "Bad.Name",
+            json!({"model": {}, "engine": {"type": "vllm"}, "provider": {"overrides": {"hostNetwork": true}}}),
+        ));
+        let fields: Vec<&str> = found.iter().map(|e| e.field.as_str()).collect();
+        assert_eq!(
+            fields,
+            [
+                "metadata.name",
+                "spec.resources.gpu.count",
+                "spec.model.id",
+                "spec.provider.overrides.hostNetwork"
+            ]
+        );
+    }
+
+    #[test]
+    fn valid_specs_pass() {
+        for spec in [
+            json!({"model": {"id": "google/gemma-3-1b-it-qat-q8_0-gguf"}, "engine": {"type": "llamacpp"}, "resources": {"gpu": {"count": 0}}}),
+            json!({"model": {"id": "meta-llama/Llama-3.1-8B-Instruct"}, "engine": {"type": "vllm", "args": {"gpu-memory-utilization": "0.9", "enable_block_reuse": "true"}}, "resources": {"gpu": {"count": 1}}}),
+            json!({"model": {"source": "custom"}, "image": "example/x:1"}),
+            json!({"model": {"id": "a/b"}}),
+            json!({"model": {"id": "a/b"}, "serving": {"mode": "disaggregated"}, "scaling": {"prefill": {"gpu": {"count": 4}}, "decode": {"gpu": {"count": 2}}}}),
+        ] {
+            assert_eq!(errors(spec.clone()), vec![], "{spec}");
+        }
+    }
+
+    #[test]
+    fn escalating_override_keys_are_refused_at_any_depth() {
+        for key in ESCALATING_OVERRIDE_KEYS {
+            let found = errors(
+                json!({"model": {"id": "a/b"}, "provider": {"overrides": {"frontend": {"pods": [{key: "x"}]}}}}),
+            );
+            assert_eq!(found.len(), 1, "{key}");
+            assert_eq!(
+                found[0].field,
+                format!("spec.provider.overrides.frontend.pods[0].{key}")
+            );
+            assert!(
+                found[0]
+                    .message
+                    .contains(&format!("key '{key}' is not allowed")),
+                "{}",
+                found[0].message
+            );
+        }
+        // Harmless keys pass.
+        assert!(errors(json!({"model": {"id": "a/b"}, "provider": {"overrides": {"routerMode": "kv", "frontend": {"replicas": 2}}}})).is_empty());
+    }
+
+    #[test]
+    fn size_limits() {
+        let big = "x".repeat(MAX_OVERRIDES_BYTES);
+        let found =
+            errors(json!({"model": {"id": "a/b"}, "provider": {"overrides": {"blob": big}}}));
+        assert_eq!(found[0].field, "spec.provider.overrides");
+        let mut deep = json!(1);
+        for _ in 0..10 {
+            deep = json!({"n": deep});
+        }
+        let found = errors(json!({"model": {"id": "a/b"}, "provider": {"overrides": {"n": deep}}}));
+        assert!(
+            found.iter().any(|e| e.message.contains("nest at most")),
+            "{found:?}"
+        );
+        let found = errors(
+            json!({"model": {"id": "a/b"}, "engine": {"args": {"--flag": "x", "ok": "a\nb"}}}),
+        );
+        assert_eq!(found.len(), 2, "{found:?}");
+        let found = validate(&md(
+            &"a".repeat(MAX_NAME_LENGTH + 1),
+            json!({"model": {"id": "a/b"}}),
+        ));
+        assert_eq!(found[0].field, "metadata.name");
+    }
+
+    #[test]
+    fn model_ids_labels_and_secrets() {
+        assert_eq!(
+            errors(json!({"model": {"id": "a b; rm"}}))[0].field,
+            "spec.model.id"
+        );
+        let found = errors(
+            json!({"model": {"id": "a/b"}, "podTemplate": {"metadata": {"labels": {"bad key!": "v", "ok": "not valid value!"}}}, "secrets": {"huggingFaceToken": "Bad_Name"}}),
+        );
+        let fields: Vec<&str> = found.iter().map(|e| e.field.as_str()).collect();
+        assert_eq!(
+            fields,
+            [
+                "spec.podTemplate.metadata.labels[bad key!]",
+                "spec.podTemplate.metadata.labels[ok]",
+                "spec.secrets.huggingFaceToken"
+            ]
+        );
+    }
+
+    #[test]
+    fn warnings_are_given() {
+        let w = warnings(&md(
+            "x",
+            json!({"model": {"source": "custom", "servedName": "n"}, "engine": {"type": "trtllm", "contextLength": 4096, "trustRemoteCode": true}}),
+        ));
+        assert_eq!(w[0], messages::SERVED_NAME_IGNORED);
+        assert!(w[1].starts_with("trustRemoteCode: true"));
+        assert!(w[2].starts_with("engine.contextLength is ignored for TensorRT-LLM"));
+        assert!(warnings(&md("x", json!({"model": {"id": "a/b"}}))).is_empty());
+    }
+}
