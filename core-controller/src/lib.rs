@@ -8,7 +8,14 @@
 //! [`status::desired_status`] → server-side apply of the core's status fields (skipped when
 //! nothing changed) → events and metrics.
 
+pub mod args;
+pub mod controller;
+pub mod error;
 pub mod managed_fields;
+pub mod metrics;
+pub mod run;
 pub mod selection;
 pub mod status;
 pub mod validation;
+
+pub use airunway_api::runtime::parse_duration;

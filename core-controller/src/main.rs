@@ -1,1 +1,12 @@
-fn main() {}
+//! `airunway-core`: the AI Runway core controller.
+
+use clap::Parser;
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let args = airunway_core::args::Args::parse();
+    airunway_api::runtime::install_crypto_provider()?;
+    let _telemetry =
+        airunway_api::runtime::init_telemetry("airunway-core", args.common.log_format)?;
+    airunway_core::run::run(args).await
+}

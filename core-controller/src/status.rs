@@ -36,6 +36,8 @@ pub struct CoreDecision {
     pub provider_availability: Option<(String, Option<Availability>)>,
     /// Selection rules that failed to evaluate.
     pub rule_errors: Vec<RuleError>,
+    /// Providers whose rules were evaluated.
+    pub rules_evaluated: Vec<String>,
 }
 
 /// Decides validation, engine, provider and provider health for `md`.
@@ -56,18 +58,22 @@ pub fn decide(
         }
         _ => None,
     };
-    let (provider, rule_errors) =
+    let (provider, rule_errors, rules_evaluated) =
         if valid || md.spec.explicit_provider().is_some() || md.selected_provider().is_some() {
-            let (decision, errors) = select_provider(
+            let selection = select_provider(
                 md,
                 engine.as_ref().and_then(EngineDecision::engine),
                 providers,
                 selector_enabled,
                 rules,
             );
-            (Some(decision), errors)
+            (
+                Some(selection.decision),
+                selection.rule_errors,
+                selection.evaluated,
+            )
         } else {
-            (None, vec![])
+            (None, vec![], vec![])
         };
     let provider_availability =
         provider
@@ -86,6 +92,7 @@ pub fn decide(
         provider,
         provider_availability,
         rule_errors,
+        rules_evaluated,
     }
 }
 

@@ -51,13 +51,13 @@ fn md(spec: Value) -> ModelDeployment {
 /// Runs engine then provider selection like the core does.
 fn select(md: &ModelDeployment, providers: &[ProviderView]) -> (EngineDecision, ProviderDecision) {
     let engine = select_engine(md, providers, true);
-    let (provider, errors) =
-        select_provider(md, engine.engine(), providers, true, &RuleSet::default());
+    let selection = select_provider(md, engine.engine(), providers, true, &RuleSet::default());
     assert!(
-        errors.is_empty(),
-        "shipped rules must not error: {errors:?}"
+        selection.rule_errors.is_empty(),
+        "shipped rules must not error: {:?}",
+        selection.rule_errors
     );
-    (engine, provider)
+    (engine, selection.decision)
 }
 
 fn selected(decision: &ProviderDecision) -> (&str, &str) {
@@ -258,14 +258,16 @@ fn a_rule_that_errors_counts_as_false_and_is_reported() {
     let spec = md(
         json!({"model": {"id": "a/b"}, "engine": {"type": "vllm"}, "resources": {"gpu": {"count": 1}}}),
     );
-    let (decision, errors) = select_provider(
+    let selection = select_provider(
         &spec,
         Some(EngineType::Vllm),
         &providers,
         true,
         &RuleSet::default(),
     );
-    assert_eq!(selected(&decision).0, "dynamo");
+    assert_eq!(selected(&selection.decision).0, "dynamo");
+    assert_eq!(selection.evaluated, ["broken", "dynamo"]);
+    let errors = selection.rule_errors;
     assert_eq!(errors.len(), 1);
     assert_eq!(
         (errors[0].provider.as_str(), errors[0].index),
@@ -277,13 +279,14 @@ fn a_rule_that_errors_counts_as_false_and_is_reported() {
 fn selector_disabled_and_engine_required() {
     let providers = views(&all_shipped());
     let spec = md(json!({"model": {"id": "a/b"}, "engine": {"type": "llamacpp"}}));
-    let (decision, _) = select_provider(
+    let decision = select_provider(
         &spec,
         Some(EngineType::Llamacpp),
         &providers,
         false,
         &RuleSet::default(),
-    );
+    )
+    .decision;
     assert_eq!(
         decision.failure_message().as_deref(),
         Some(messages::SELECTOR_DISABLED)

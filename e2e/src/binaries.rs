@@ -15,6 +15,17 @@ pub fn start_binary(
     kubeconfig: &Path,
     args: &[String],
 ) -> ProcessHandle {
+    start_binary_with_env(env, binary, kubeconfig, args, &[])
+}
+
+/// [`start_binary`] with extra environment variables.
+pub fn start_binary_with_env(
+    env: &TestEnv,
+    binary: &str,
+    kubeconfig: &Path,
+    args: &[String],
+    extra_env: &[(&str, &str)],
+) -> ProcessHandle {
     static COUNTER: AtomicU32 = AtomicU32::new(0);
     let program = paths::our_binary(binary).unwrap_or_else(|e| panic!("{e:#}"));
     let n = COUNTER.fetch_add(1, Ordering::Relaxed);
@@ -36,6 +47,11 @@ pub fn start_binary(
             ("RUST_BACKTRACE".to_string(), "1".to_string()),
         ]
         .into_iter()
+        .chain(
+            extra_env
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string())),
+        )
         .collect(),
         log: log.clone(),
         lifetime: Lifetime::WithTestProcess,

@@ -9,14 +9,18 @@
 //! - [`binaries`]: our real binaries as child processes.
 //! - [`wait`]: waiting with timeouts and useful failure messages.
 //! - [`webhook`]: serving an admission webhook from a test.
+//! - [`providers`]: provider registrations written as a provider writes them.
+//! - [`http`]: GET for metrics and health endpoints.
 //! - [`process`]: child process supervision (teardown even on panic, Ctrl-C or SIGKILL).
 
 pub mod binaries;
 pub mod control_plane;
 pub mod env;
+pub mod http;
 pub mod paths;
 pub mod pki;
 pub mod process;
+pub mod providers;
 pub mod wait;
 pub mod webhook;
 

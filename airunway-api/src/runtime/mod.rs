@@ -14,7 +14,7 @@ mod leader;
 mod shutdown;
 mod telemetry;
 
-pub use args::{CommonArgs, LogFormat};
+pub use args::{CommonArgs, LogFormat, parse_duration};
 pub use events::EventPublisher;
 pub use http::{HealthState, serve_health, serve_metrics};
 pub use leader::{LeaderElection, LeaderError, default_identity};

@@ -8,5 +8,5 @@ pub mod rules;
 
 pub use availability::{Availability, HealthPolicy, ProviderView, provider_views};
 pub use engine::{EngineDecision, select_engine};
-pub use provider::{ProviderDecision, select_provider};
+pub use provider::{ProviderDecision, ProviderSelection, select_provider};
 pub use rules::{RuleError, RuleSet};

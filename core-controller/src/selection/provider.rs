@@ -81,56 +81,68 @@ impl ProviderDecision {
     }
 }
 
-/// Decides the provider of `md` given its resolved `engine`. Also returns the rules that
-/// failed to evaluate.
+/// The outcome of provider selection.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ProviderSelection {
+    /// The decision.
+    pub decision: ProviderDecision,
+    /// Rules that failed to evaluate (they counted as false).
+    pub rule_errors: Vec<RuleError>,
+    /// Providers whose rules were evaluated.
+    pub evaluated: Vec<String>,
+}
+
+impl ProviderSelection {
+    fn only(decision: ProviderDecision) -> Self {
+        ProviderSelection {
+            decision,
+            rule_errors: vec![],
+            evaluated: vec![],
+        }
+    }
+}
+
+/// Decides the provider of `md` given its resolved `engine`.
 pub fn select_provider(
     md: &ModelDeployment,
     engine: Option<EngineType>,
     providers: &[ProviderView],
     selector_enabled: bool,
     rules: &RuleSet,
-) -> (ProviderDecision, Vec<RuleError>) {
+) -> ProviderSelection {
     if let Some(provider) = md.spec.explicit_provider() {
-        return (
-            ProviderDecision::Explicit {
-                provider: provider.to_string(),
-            },
-            vec![],
-        );
+        return ProviderSelection::only(ProviderDecision::Explicit {
+            provider: provider.to_string(),
+        });
     }
     if let Some(provider) = md.selected_provider() {
-        return (
-            ProviderDecision::Kept {
-                provider: provider.to_string(),
-            },
-            vec![],
-        );
+        return ProviderSelection::only(ProviderDecision::Kept {
+            provider: provider.to_string(),
+        });
     }
     if !selector_enabled {
-        return (ProviderDecision::SelectorDisabled, vec![]);
+        return ProviderSelection::only(ProviderDecision::SelectorDisabled);
     }
     let Some(engine) = engine else {
-        return (ProviderDecision::WaitingForEngine, vec![]);
+        return ProviderSelection::only(ProviderDecision::WaitingForEngine);
     };
     if !providers.iter().any(|p| p.availability.is_available()) {
-        return (ProviderDecision::NoHealthyProviders, vec![]);
+        return ProviderSelection::only(ProviderDecision::NoHealthyProviders);
     }
     let gpu = md.spec.gpu_requested();
     let mode = md.spec.serving_mode();
     let input = match RuleInput::new(md, Some(engine)) {
         Ok(input) => input,
         Err(e) => {
-            return (
-                ProviderDecision::NoCompatibleProvider {
-                    rejections: vec![("*".into(), format!("rule input: {e}"))],
-                },
-                vec![],
-            );
+            return ProviderSelection::only(ProviderDecision::NoCompatibleProvider {
+                rejections: vec![("*".into(), format!("rule input: {e}"))],
+            });
         }
     };
     let mut errors = Vec::new();
     let mut rejections = Vec::new();
     let mut candidates: Vec<(i32, &str)> = Vec::new();
+    let mut evaluated = Vec::new();
     for provider in providers {
         if !provider.availability.is_available() {
             rejections.push((provider.name.clone(), provider.availability.describe()));
@@ -164,6 +176,7 @@ pub fn select_provider(
             ));
             continue;
         }
+        evaluated.push(provider.name.clone());
         let mut best: Option<i32> = None;
         for (index, rule) in provider.rules.iter().enumerate() {
             let outcome = match rules.compile(&rule.condition).as_ref() {
@@ -192,18 +205,17 @@ pub fn select_provider(
     }
     // Highest priority first, then the alphabetically first name.
     candidates.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(b.1)));
-    match candidates.first() {
-        Some((priority, provider)) => (
-            ProviderDecision::Selected {
-                provider: provider.to_string(),
-                reason: format!("matched capabilities: engine={engine}, gpu={gpu}, mode={mode}"),
-                priority: *priority,
-            },
-            errors,
-        ),
-        None => (
-            ProviderDecision::NoCompatibleProvider { rejections },
-            errors,
-        ),
+    let decision = match candidates.first() {
+        Some((priority, provider)) => ProviderDecision::Selected {
+            provider: provider.to_string(),
+            reason: format!("matched capabilities: engine={engine}, gpu={gpu}, mode={mode}"),
+            priority: *priority,
+        },
+        None => ProviderDecision::NoCompatibleProvider { rejections },
+    };
+    ProviderSelection {
+        decision,
+        rule_errors: errors,
+        evaluated,
     }
 }

@@ -1,0 +1,367 @@
+//! The ModelDeployment reconcile: fetch (watch caches) → decide (pure) → apply the core's status
+//! with server-side apply when it changed → events, metrics, rule error reports.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use airunway_api::conditions;
+use airunway_api::constants::{condition_types, event_reasons, field_managers, reasons};
+use airunway_api::runtime::EventPublisher;
+use airunway_api::v1alpha1::{ConditionStatus, InferenceProviderConfig, ModelDeployment};
+use futures::StreamExt;
+use jiff::Timestamp;
+use kube::api::{Api, Patch, PatchParams};
+use kube::runtime::controller::{Action, Controller};
+use kube::runtime::reflector::{ObjectRef, Store};
+use kube::runtime::watcher;
+use kube::{Client, Resource, ResourceExt};
+use serde_json::json;
+use tokio_util::sync::CancellationToken;
+
+use crate::error::ReconcileError;
+use crate::metrics::{CoreMetrics, ErrorLabels, ProviderLabel, SelectionLabels};
+use crate::selection::{
+    HealthPolicy, ProviderDecision, ProviderView, RuleError, RuleSet, provider_views,
+};
+use crate::status::{self, CoreDecision, DesiredCoreStatus};
+
+/// Field manager of the core's `SelectionRulesValid` condition on InferenceProviderConfigs.
+pub const RULES_FIELD_MANAGER: &str = "airunway-core-rules";
+
+/// What the reconcile needs.
+pub struct Context {
+    /// API client.
+    pub client: Client,
+    /// Cache of InferenceProviderConfigs.
+    pub providers: Store<InferenceProviderConfig>,
+    /// `--enable-provider-selector`.
+    pub selector_enabled: bool,
+    /// When a provider is stale.
+    pub policy: HealthPolicy,
+    /// Compiled selection rules.
+    pub rules: RuleSet,
+    /// Events.
+    pub events: EventPublisher,
+    /// Metrics.
+    pub metrics: CoreMetrics,
+    /// Periodic re-check.
+    pub resync: Duration,
+}
+
+/// Reconciles one ModelDeployment.
+pub async fn reconcile(
+    md: Arc<ModelDeployment>,
+    ctx: Arc<Context>,
+) -> Result<Action, ReconcileError> {
+    let started = Instant::now();
+    let namespace = md
+        .namespace()
+        .ok_or(ReconcileError::MissingField("metadata.namespace"))?;
+    let name = md
+        .metadata
+        .name
+        .clone()
+        .ok_or(ReconcileError::MissingField("metadata.name"))?;
+    // Paused or being deleted: no writes at all.
+    if md.is_reconcile_paused() {
+        tracing::debug!(%namespace, %name, "reconcile paused by annotation");
+        return Ok(Action::await_change());
+    }
+    if md.metadata.deletion_timestamp.is_some() {
+        return Ok(Action::await_change());
+    }
+    let api: Api<ModelDeployment> = Api::namespaced(ctx.client.clone(), &namespace);
+    let object = format!("{namespace}/{name}");
+
+    let mut current = (*md).clone();
+    let mut force = false;
+    let providers: Vec<InferenceProviderConfig> = ctx
+        .providers
+        .state()
+        .iter()
+        .map(|p| (**p).clone())
+        .collect();
+    let (views, decision, desired) = loop {
+        let views = provider_views(&providers, Timestamp::now(), ctx.policy);
+        let decision = status::decide(&current, &views, ctx.selector_enabled, &ctx.rules);
+        let desired = status::desired_status(&current, &decision);
+        if status::is_current(&current, &desired) {
+            break (views, decision, desired);
+        }
+        let body = status::status_patch(&current, &desired, Timestamp::now());
+        let mut params = PatchParams::apply(field_managers::CORE);
+        params.force = force;
+        match api.patch_status(&name, &params, &Patch::Apply(&body)).await {
+            Ok(_) => {
+                publish_events(&ctx, &current, &decision, &desired).await;
+                break (views, decision, desired);
+            }
+            // Another manager owns a field the core sent (a provider took `phase`, or someone
+            // edited the status): re-read, recompute from the fresh ownership, then force the
+            // fields that are the core's.
+            Err(kube::Error::Api(status)) if status.code == 409 && !force => {
+                tracing::info!(%object, "status apply conflicted; recomputing from a fresh read");
+                current =
+                    api.get_status(&name)
+                        .await
+                        .map_err(|source| ReconcileError::Refetch {
+                            object: object.clone(),
+                            source,
+                        })?;
+                force = true;
+            }
+            Err(source) => return Err(ReconcileError::ApplyStatus { object, source }),
+        }
+    };
+    report_rule_errors(&ctx, &current, &views, &decision).await;
+    let provider = decision
+        .provider
+        .as_ref()
+        .and_then(ProviderDecision::provider)
+        .unwrap_or("none")
+        .to_string();
+    ctx.metrics
+        .reconcile_duration
+        .get_or_create(&ProviderLabel { provider })
+        .observe(started.elapsed().as_secs_f64());
+    tracing::debug!(%object, phase = ?desired.phase, "reconciled");
+    Ok(Action::requeue(ctx.resync))
+}
+
+/// Requeues with a short backoff and counts the error.
+pub fn error_policy(md: Arc<ModelDeployment>, error: &ReconcileError, ctx: Arc<Context>) -> Action {
+    let provider = md
+        .selected_provider()
+        .or_else(|| md.spec.explicit_provider())
+        .unwrap_or("none")
+        .to_string();
+    ctx.metrics
+        .reconcile_errors
+        .get_or_create(&ErrorLabels {
+            provider,
+            error_type: error.category().to_string(),
+        })
+        .inc();
+    tracing::warn!(error = %error, category = error.category(), object = %md.name_any(), "reconcile failed");
+    Action::requeue(Duration::from_secs(5))
+}
+
+/// Events for what changed (only after a successful write, so each transition is told once).
+async fn publish_events(
+    ctx: &Context,
+    before: &ModelDeployment,
+    decision: &CoreDecision,
+    desired: &DesiredCoreStatus,
+) {
+    let reference = before.object_ref(&());
+    let old = before.status.as_ref().and_then(|s| s.conditions.as_deref());
+    let changed = |type_: &str| {
+        let new = desired.conditions.iter().find(|c| c.type_ == type_)?;
+        let previous = conditions::find(old, type_);
+        let same = previous.is_some_and(|p| {
+            p.status == new.status && p.message.as_deref() == Some(new.message.as_str())
+        });
+        (!same).then_some(new)
+    };
+    if let Some((provider, reason)) = &desired.provider
+        && before.selected_provider() != Some(provider.as_str())
+    {
+        ctx.events
+            .normal(
+                &reference,
+                event_reasons::PROVIDER_SELECTED,
+                "SelectProvider",
+                format!("Selected provider '{provider}': {reason}"),
+            )
+            .await;
+        let label = match decision.provider {
+            Some(ProviderDecision::Explicit { .. }) => reasons::EXPLICIT_SELECTION,
+            _ => reasons::AUTO_SELECTED,
+        };
+        ctx.metrics
+            .provider_selections
+            .get_or_create(&SelectionLabels {
+                provider: provider.clone(),
+                reason: label.to_string(),
+            })
+            .inc();
+    }
+    for (type_, reason) in [
+        (condition_types::VALIDATED, event_reasons::VALIDATION_FAILED),
+        (
+            condition_types::ENGINE_SELECTED,
+            event_reasons::ENGINE_SELECTION_FAILED,
+        ),
+        (
+            condition_types::PROVIDER_SELECTED,
+            event_reasons::PROVIDER_SELECTION_FAILED,
+        ),
+        (
+            condition_types::PROVIDER_HEALTHY,
+            event_reasons::PROVIDER_UNHEALTHY,
+        ),
+    ] {
+        if let Some(condition) = changed(type_)
+            && condition.status == ConditionStatus::False
+            && condition.reason != reasons::WAITING_FOR_VALIDATION
+        {
+            ctx.events
+                .warning(&reference, reason, type_, condition.message.clone())
+                .await;
+        }
+    }
+    if let Some(condition) = changed(condition_types::PROVIDER_HEALTHY)
+        && condition.status == ConditionStatus::True
+        && conditions::find(old, condition_types::PROVIDER_HEALTHY)
+            .is_some_and(|c| c.status == ConditionStatus::False)
+    {
+        ctx.events
+            .normal(
+                &reference,
+                event_reasons::PROVIDER_RECOVERED,
+                "ProviderHealth",
+                condition.message.clone(),
+            )
+            .await;
+    }
+}
+
+/// Surfaces selection rules that failed to evaluate: a log line, a metric, a warning event on
+/// the deployment, and the provider's `SelectionRulesValid` condition (False until the rules
+/// change; True again once the current rules evaluate without error).
+async fn report_rule_errors(
+    ctx: &Context,
+    md: &ModelDeployment,
+    views: &[ProviderView],
+    decision: &CoreDecision,
+) {
+    for error in &decision.rule_errors {
+        tracing::warn!(provider = %error.provider, rule = error.index, condition = %error.condition, error = %error.message,
+            deployment = %md.name_any(), "selection rule failed to evaluate; it counts as false");
+        ctx.metrics
+            .rule_errors
+            .get_or_create(&ProviderLabel {
+                provider: error.provider.clone(),
+            })
+            .inc();
+    }
+    for name in &decision.rules_evaluated {
+        let Some(view) = views.iter().find(|v| &v.name == name) else {
+            continue;
+        };
+        let errors: Vec<&RuleError> = decision
+            .rule_errors
+            .iter()
+            .filter(|e| &e.provider == name)
+            .collect();
+        let Some(ipc) = ctx.providers.get(&ObjectRef::new(name)) else {
+            continue;
+        };
+        let existing = conditions::find(
+            ipc.status.as_ref().and_then(|s| s.conditions.as_deref()),
+            condition_types::SELECTION_RULES_VALID,
+        );
+        let (valid, reason, message) = match errors.first() {
+            Some(e) => (
+                false,
+                reasons::RULE_RUNTIME_ERROR,
+                format!(
+                    "selection rule {} (`{}`) failed for ModelDeployment {}/{}: {} (a failing rule counts as false)",
+                    e.index,
+                    e.condition,
+                    md.namespace().unwrap_or_default(),
+                    md.name_any(),
+                    e.message
+                ),
+            ),
+            None => (
+                true,
+                reasons::RULES_EVALUATED,
+                "Selection rules evaluate without errors".to_string(),
+            ),
+        };
+        let current_generation = existing.is_some_and(|c| c.observed_generation == view.generation);
+        // Keep a reported error until the rules change; do not rewrite a True condition.
+        let skip = match existing {
+            Some(c) if current_generation && c.status == ConditionStatus::False => true,
+            Some(c) if current_generation && valid => c.status == ConditionStatus::True,
+            _ => false,
+        };
+        if skip {
+            continue;
+        }
+        if !valid {
+            ctx.events
+                .warning(
+                    &md.object_ref(&()),
+                    event_reasons::SELECTION_RULE_ERROR,
+                    "EvaluateRules",
+                    message.clone(),
+                )
+                .await;
+        }
+        let body = json!({
+            "apiVersion": airunway_api::constants::API_VERSION,
+            "kind": "InferenceProviderConfig",
+            "metadata": {"name": name},
+            "status": {"conditions": [{
+                "type": condition_types::SELECTION_RULES_VALID,
+                "status": if valid { "True" } else { "False" },
+                "reason": reason,
+                "message": message,
+                "lastTransitionTime": Timestamp::now().to_string(),
+                "observedGeneration": view.generation,
+            }]},
+        });
+        let api: Api<InferenceProviderConfig> = Api::all(ctx.client.clone());
+        if let Err(e) = api
+            .patch_status(
+                name,
+                &PatchParams::apply(RULES_FIELD_MANAGER).force(),
+                &Patch::Apply(&body),
+            )
+            .await
+        {
+            tracing::warn!(provider = %name, error = %e, "could not record the SelectionRulesValid condition");
+        }
+    }
+}
+
+/// Runs the controller until `shutdown`.
+pub async fn run_controller(
+    ctx: Arc<Context>,
+    controller: Controller<ModelDeployment>,
+    shutdown: CancellationToken,
+) {
+    let store = controller.store();
+    let ipcs: Api<InferenceProviderConfig> = Api::all(ctx.client.clone());
+    controller
+        // A provider appearing, changing its rules or its health re-queues the deployments still
+        // waiting for selection and those it serves.
+        .watches(
+            ipcs,
+            watcher::Config::default(),
+            move |ipc: InferenceProviderConfig| {
+                let provider = ipc.name_any();
+                store
+                    .state()
+                    .into_iter()
+                    .filter(|md| {
+                        let selected = md.selected_provider();
+                        selected.is_none()
+                            || selected == Some(provider.as_str())
+                            || md.spec.explicit_provider() == Some(provider.as_str())
+                    })
+                    .map(|md| ObjectRef::from_obj(&*md))
+                    .collect::<Vec<_>>()
+            },
+        )
+        .graceful_shutdown_on(shutdown.cancelled_owned())
+        .run(reconcile, error_policy, ctx)
+        .for_each(|result| async move {
+            if let Err(e) = result {
+                tracing::debug!(error = %e, "controller event");
+            }
+        })
+        .await;
+}

@@ -1,0 +1,153 @@
+//! Process wiring: checks, servers, leader election, the controller, graceful shutdown.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use airunway_api::runtime::{
+    EventPublisher, HealthState, LeaderElection, default_identity, kube_client, serve_health,
+    serve_metrics, shutdown_on_signals,
+};
+use airunway_api::v1alpha1::{InferenceProviderConfig, ModelDeployment};
+use anyhow::{Context as _, bail};
+use futures::StreamExt;
+use kube::api::{Api, ListParams};
+use kube::runtime::controller::{Config as ControllerConfig, Controller};
+use kube::runtime::{WatchStreamExt, reflector, watcher};
+use prometheus_client::registry::Registry;
+
+use crate::args::Args;
+use crate::controller::{Context, run_controller};
+use crate::metrics::{CoreMetrics, DeploymentCollector};
+use crate::selection::{HealthPolicy, RuleSet};
+
+/// Name the core reports events as.
+pub const CONTROLLER_NAME: &str = "airunway-core";
+
+/// Fails with a clear message when a kind is not served (its CRD is missing).
+async fn require_kind<K>(api: Api<K>, crd: &str) -> anyhow::Result<()>
+where
+    K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+{
+    match api.list(&ListParams::default().limit(1)).await {
+        Ok(_) => Ok(()),
+        Err(kube::Error::Api(status)) if status.code == 404 => {
+            bail!(
+                "the CRD {crd} is not installed: apply deploy/crds (kubectl apply -k deploy/crds) and restart"
+            )
+        }
+        Err(e) => Err(e).with_context(|| format!("listing {crd}")),
+    }
+}
+
+/// Runs the core until SIGTERM (or lost leadership, which is an error).
+pub async fn run(args: Args) -> anyhow::Result<()> {
+    let client = kube_client().await?;
+    let shutdown = shutdown_on_signals()?;
+    require_kind(
+        Api::<ModelDeployment>::all(client.clone()),
+        "modeldeployments.airunway.ai",
+    )
+    .await?;
+    require_kind(
+        Api::<InferenceProviderConfig>::all(client.clone()),
+        "inferenceproviderconfigs.airunway.ai",
+    )
+    .await?;
+
+    let health = HealthState::default();
+    serve_health(
+        args.common.health_probe_bind_address,
+        health.clone(),
+        shutdown.clone(),
+    )
+    .await?;
+    let mut registry = Registry::with_prefix("airunway");
+    let metrics = CoreMetrics::register(&mut registry);
+
+    let deployments: Api<ModelDeployment> = Api::all(client.clone());
+    let controller = Controller::new(deployments, watcher::Config::default())
+        .with_config(ControllerConfig::default().concurrency(4));
+    registry.register_collector(Box::new(DeploymentCollector::new(controller.store())));
+    serve_metrics(
+        args.common.metrics_bind_address,
+        Arc::new(registry),
+        shutdown.clone(),
+    )
+    .await?;
+
+    // Every replica is ready to serve (admission); only the leader reconciles.
+    health.set_ready(true);
+    let mut leader = if args.common.leader_elect {
+        let identity = default_identity();
+        let mut election = LeaderElection::start(
+            client.clone(),
+            &args.common.lease_namespace(),
+            &args.leader_election_id,
+            &identity,
+            args.common.leader_election_lease_duration,
+        )
+        .await?;
+        tracing::info!(%identity, "waiting for leadership");
+        if !election.acquire(&shutdown).await {
+            return Ok(());
+        }
+        Some(election)
+    } else {
+        None
+    };
+
+    let (providers, writer) = reflector::store();
+    let ipcs: Api<InferenceProviderConfig> = Api::all(client.clone());
+    let reflect = watcher(ipcs, watcher::Config::default())
+        .default_backoff()
+        .reflect(writer)
+        .applied_objects();
+    tokio::spawn(async move {
+        futures::pin_mut!(reflect);
+        while let Some(event) = reflect.next().await {
+            if let Err(e) = event {
+                tracing::warn!(error = %e, "InferenceProviderConfig watch error");
+            }
+        }
+    });
+    tokio::time::timeout(Duration::from_secs(60), providers.wait_until_ready())
+        .await
+        .context("InferenceProviderConfig cache did not sync within 60s")??;
+
+    let ctx = Arc::new(Context {
+        client: client.clone(),
+        providers,
+        selector_enabled: args.enable_provider_selector,
+        policy: HealthPolicy {
+            stale_after: args.provider_stale_threshold,
+        },
+        rules: RuleSet::default(),
+        events: EventPublisher::new(client.clone(), CONTROLLER_NAME),
+        metrics,
+        resync: args.resync_interval,
+    });
+    tracing::info!(
+        provider_selector = args.enable_provider_selector,
+        stale_after = ?args.provider_stale_threshold,
+        "starting the ModelDeployment controller"
+    );
+    let stop_controller = shutdown.child_token();
+    let controller_task = tokio::spawn(run_controller(ctx, controller, stop_controller.clone()));
+    match leader.as_mut() {
+        Some(election) => {
+            tokio::select! {
+                _ = shutdown.cancelled() => {}
+                lost = election.lost() => {
+                    stop_controller.cancel();
+                    let _ = controller_task.await;
+                    return Err(lost.into());
+                }
+            }
+        }
+        None => shutdown.cancelled().await,
+    }
+    stop_controller.cancel();
+    let _ = controller_task.await;
+    tracing::info!("stopped");
+    Ok(())
+}
