@@ -105,6 +105,52 @@ impl ModelDeploymentSpec {
     }
 }
 
+/// Applies the schema defaults to a ModelDeployment `spec` in JSON form, only adding missing
+/// keys (fields this version does not know are left untouched). The mutating webhook uses it;
+/// it agrees with [`ModelDeploymentSpec::with_defaults`].
+pub fn apply_spec_defaults(spec: &mut serde_json::Value) {
+    use serde_json::{Value, json};
+    fn object<'a>(
+        parent: &'a mut Value,
+        key: &str,
+    ) -> Option<&'a mut serde_json::Map<String, Value>> {
+        parent
+            .as_object_mut()?
+            .entry(key)
+            .or_insert_with(|| json!({}))
+            .as_object_mut()
+    }
+    fn gpu_type(component: Option<&mut Value>) {
+        if let Some(gpu) = component
+            .and_then(|c| c.get_mut("gpu"))
+            .and_then(Value::as_object_mut)
+        {
+            gpu.entry("type").or_insert_with(|| json!(DEFAULT_GPU_TYPE));
+        }
+    }
+    if !spec.is_object() {
+        return;
+    }
+    if let Some(model) = spec.get_mut("model").and_then(Value::as_object_mut) {
+        model
+            .entry("source")
+            .or_insert_with(|| json!("huggingface"));
+    }
+    if let Some(serving) = object(spec, "serving") {
+        serving.entry("mode").or_insert_with(|| json!("aggregated"));
+    }
+    if let Some(scaling) = object(spec, "scaling") {
+        scaling.entry("replicas").or_insert_with(|| json!(1));
+        for role in ["prefill", "decode"] {
+            if let Some(component) = scaling.get_mut(role).and_then(Value::as_object_mut) {
+                component.entry("replicas").or_insert_with(|| json!(1));
+            }
+            gpu_type(scaling.get_mut(role));
+        }
+    }
+    gpu_type(spec.get_mut("resources"));
+}
+
 fn default_gpu_type(gpu: Option<&mut GpuSpec>) {
     if let Some(gpu) = gpu {
         gpu.gpu_type
@@ -303,6 +349,33 @@ mod tests {
         assert_eq!(
             prefill.gpu.and_then(|g| g.gpu_type).as_deref(),
             Some(DEFAULT_GPU_TYPE)
+        );
+    }
+
+    #[test]
+    fn json_defaults_agree_with_typed_defaults() {
+        let specs = [
+            serde_json::json!({"model": {"id": "a/b"}}),
+            serde_json::json!({"model": {"id": "a/b", "source": "custom"}, "resources": {"gpu": {"count": 1}}, "scaling": {"replicas": 0}}),
+            serde_json::json!({"model": {"id": "a/b"}, "serving": {"mode": "disaggregated"},
+                "scaling": {"prefill": {"gpu": {"count": 2}}, "decode": {"replicas": 3, "gpu": {"count": 1, "type": "amd.com/gpu"}}}}),
+        ];
+        for raw in specs {
+            let typed: ModelDeploymentSpec = serde_json::from_value(raw.clone()).unwrap();
+            let mut json = raw.clone();
+            apply_spec_defaults(&mut json);
+            assert_eq!(
+                json,
+                serde_json::to_value(typed.with_defaults()).unwrap(),
+                "{raw}"
+            );
+        }
+        let mut unknown = serde_json::json!({"model": {"id": "a/b"}, "futureField": {"x": 1}});
+        apply_spec_defaults(&mut unknown);
+        assert_eq!(
+            unknown["futureField"],
+            serde_json::json!({"x": 1}),
+            "unknown fields are kept"
         );
     }
 

@@ -42,6 +42,64 @@ pub struct Args {
     #[arg(long, env = "AIRUNWAY_RESYNC_INTERVAL", default_value = "5m", value_parser = parse_duration)]
     pub resync_interval: Duration,
 
+    /// Address of the HTTPS admission webhook server (port 0 disables the webhooks).
+    #[arg(
+        long,
+        env = "AIRUNWAY_WEBHOOK_BIND_ADDRESS",
+        default_value = "0.0.0.0:9443"
+    )]
+    pub webhook_bind_address: std::net::SocketAddr,
+
+    /// Namespace of the webhook certificate Secret and Service (default: `POD_NAMESPACE`, else
+    /// `airunway-system`).
+    #[arg(long, env = "AIRUNWAY_WEBHOOK_NAMESPACE")]
+    pub webhook_namespace: Option<String>,
+
+    /// Secret holding the webhook certificate (created if missing, shared by replicas).
+    #[arg(
+        long,
+        env = "AIRUNWAY_WEBHOOK_SECRET_NAME",
+        default_value = "airunway-core-webhook-tls"
+    )]
+    pub webhook_secret_name: String,
+
+    /// Service the API server calls the webhooks through (its DNS names go into the
+    /// certificate).
+    #[arg(
+        long,
+        env = "AIRUNWAY_WEBHOOK_SERVICE_NAME",
+        default_value = "airunway-core-webhook"
+    )]
+    pub webhook_service_name: String,
+
+    /// Extra subject alternative names (DNS names or IP addresses) for the certificate.
+    #[arg(long, env = "AIRUNWAY_WEBHOOK_EXTRA_SANS", value_delimiter = ',')]
+    pub webhook_extra_san: Vec<String>,
+
+    /// Lifetime of each webhook certificate.
+    #[arg(long, env = "AIRUNWAY_WEBHOOK_CERT_LIFETIME", default_value = "90d", value_parser = parse_duration)]
+    pub webhook_cert_lifetime: Duration,
+
+    /// Rotate the certificate this long before it expires.
+    #[arg(long, env = "AIRUNWAY_WEBHOOK_CERT_ROTATION_MARGIN", default_value = "30d", value_parser = parse_duration)]
+    pub webhook_cert_rotation_margin: Duration,
+
+    /// ValidatingWebhookConfiguration whose caBundle the core keeps up to date.
+    #[arg(
+        long,
+        env = "AIRUNWAY_VALIDATING_WEBHOOK_CONFIGURATION",
+        default_value = "airunway-core"
+    )]
+    pub validating_webhook_configuration: String,
+
+    /// MutatingWebhookConfiguration whose caBundle the core keeps up to date.
+    #[arg(
+        long,
+        env = "AIRUNWAY_MUTATING_WEBHOOK_CONFIGURATION",
+        default_value = "airunway-core"
+    )]
+    pub mutating_webhook_configuration: String,
+
     /// Name of the leader election Lease.
     #[arg(
         long,
@@ -49,4 +107,47 @@ pub struct Args {
         default_value = "airunway-core"
     )]
     pub leader_election_id: String,
+}
+
+impl Args {
+    /// Checks flag combinations clap cannot express.
+    pub fn validate(&self) -> Result<(), String> {
+        if self.webhook_cert_rotation_margin >= self.webhook_cert_lifetime {
+            return Err(format!(
+                "--webhook-cert-rotation-margin ({:?}) must be shorter than --webhook-cert-lifetime ({:?})",
+                self.webhook_cert_rotation_margin, self.webhook_cert_lifetime
+            ));
+        }
+        if self.provider_probe_failure_threshold == 0 {
+            return Err("--provider-probe-failure-threshold must be at least 1".to_string());
+        }
+        Ok(())
+    }
+
+    /// The namespace of the webhook Secret and Service.
+    pub fn webhook_namespace(&self) -> String {
+        self.webhook_namespace
+            .clone()
+            .or_else(|| std::env::var("POD_NAMESPACE").ok())
+            .unwrap_or_else(|| "airunway-system".to_string())
+    }
+
+    /// Subject alternative names of the webhook certificate.
+    pub fn webhook_sans(&self) -> Vec<String> {
+        let namespace = self.webhook_namespace();
+        let service = &self.webhook_service_name;
+        let mut sans = vec![
+            format!("{service}.{namespace}.svc"),
+            format!("{service}.{namespace}.svc.cluster.local"),
+            format!("{service}.{namespace}"),
+            service.clone(),
+        ];
+        sans.extend(
+            self.webhook_extra_san
+                .iter()
+                .filter(|s| !s.is_empty())
+                .cloned(),
+        );
+        sans
+    }
 }

@@ -17,5 +17,6 @@ pub mod run;
 pub mod selection;
 pub mod status;
 pub mod validation;
+pub mod webhook;
 
 pub use airunway_api::runtime::parse_duration;

@@ -5,6 +5,10 @@ use clap::Parser;
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let args = airunway_core::args::Args::parse();
+    if let Err(message) = args.validate() {
+        eprintln!("error: {message}");
+        std::process::exit(2);
+    }
     airunway_api::runtime::install_crypto_provider()?;
     let _telemetry =
         airunway_api::runtime::init_telemetry("airunway-core", args.common.log_format)?;

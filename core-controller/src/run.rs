@@ -19,6 +19,8 @@ use crate::args::Args;
 use crate::controller::{Context, run_controller};
 use crate::metrics::{CoreMetrics, DeploymentCollector};
 use crate::selection::{HealthPolicy, RuleSet};
+use crate::webhook::certs::CertConfig;
+use crate::webhook::{WebhookOptions, start_webhooks};
 
 /// Name the core reports events as.
 pub const CONTROLLER_NAME: &str = "airunway-core";
@@ -75,7 +77,43 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     )
     .await?;
 
-    // Every replica is ready to serve (admission); only the leader reconciles.
+    // The provider cache serves the webhooks on every replica and the controller on the leader.
+    let (providers, writer) = reflector::store();
+    let ipcs: Api<InferenceProviderConfig> = Api::all(client.clone());
+    let reflect = watcher(ipcs, watcher::Config::default())
+        .default_backoff()
+        .reflect(writer)
+        .applied_objects();
+    tokio::spawn(async move {
+        futures::pin_mut!(reflect);
+        while let Some(event) = reflect.next().await {
+            if let Err(e) = event {
+                tracing::warn!(error = %e, "InferenceProviderConfig watch error");
+            }
+        }
+    });
+    tokio::time::timeout(Duration::from_secs(60), providers.wait_until_ready())
+        .await
+        .context("InferenceProviderConfig cache did not sync within 60s")??;
+
+    if args.webhook_bind_address.port() != 0 {
+        let options = WebhookOptions {
+            bind: args.webhook_bind_address,
+            selector_enabled: args.enable_provider_selector,
+            certs: CertConfig {
+                secret_namespace: args.webhook_namespace(),
+                secret_name: args.webhook_secret_name.clone(),
+                sans: args.webhook_sans(),
+                lifetime: args.webhook_cert_lifetime,
+                rotation_margin: args.webhook_cert_rotation_margin,
+                validating_configuration: args.validating_webhook_configuration.clone(),
+                mutating_configuration: args.mutating_webhook_configuration.clone(),
+            },
+        };
+        start_webhooks(client.clone(), options, providers.clone(), shutdown.clone()).await?;
+    }
+
+    // Every replica is ready to serve admission; only the leader reconciles.
     health.set_ready(true);
     let mut leader = if args.common.leader_elect {
         let identity = default_identity();
@@ -95,24 +133,6 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     } else {
         None
     };
-
-    let (providers, writer) = reflector::store();
-    let ipcs: Api<InferenceProviderConfig> = Api::all(client.clone());
-    let reflect = watcher(ipcs, watcher::Config::default())
-        .default_backoff()
-        .reflect(writer)
-        .applied_objects();
-    tokio::spawn(async move {
-        futures::pin_mut!(reflect);
-        while let Some(event) = reflect.next().await {
-            if let Err(e) = event {
-                tracing::warn!(error = %e, "InferenceProviderConfig watch error");
-            }
-        }
-    });
-    tokio::time::timeout(Duration::from_secs(60), providers.wait_until_ready())
-        .await
-        .context("InferenceProviderConfig cache did not sync within 60s")??;
 
     let ctx = Arc::new(Context {
         client: client.clone(),

@@ -10,6 +10,7 @@
 //! - [`wait`]: waiting with timeouts and useful failure messages.
 //! - [`webhook`]: serving an admission webhook from a test.
 //! - [`providers`]: provider registrations written as a provider writes them.
+//! - [`manifests`]: the shipped `deploy/` manifests applied to the test control plane.
 //! - [`http`]: GET for metrics and health endpoints.
 //! - [`process`]: child process supervision (teardown even on panic, Ctrl-C or SIGKILL).
 
@@ -17,6 +18,7 @@ pub mod binaries;
 pub mod control_plane;
 pub mod env;
 pub mod http;
+pub mod manifests;
 pub mod paths;
 pub mod pki;
 pub mod process;

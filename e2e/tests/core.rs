@@ -31,6 +31,8 @@ async fn start_core(env: &TestEnv, extra: &[&str], pod_name: &str) -> Core {
     let mut args = vec![
         format!("--metrics-bind-address=127.0.0.1:{metrics}"),
         format!("--health-probe-bind-address=127.0.0.1:{health}"),
+        // This suite exercises the controller; the webhooks have their own suite.
+        "--webhook-bind-address=127.0.0.1:0".to_string(),
     ];
     args.extend(extra.iter().map(|s| s.to_string()));
     let process = start_binary_with_env(

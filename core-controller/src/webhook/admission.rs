@@ -1,0 +1,606 @@
+//! Admission decisions (pure: request in, response out; cluster state passed in).
+//!
+//! - Mutating, ModelDeployment: schema defaults as a JSON patch that only adds missing keys.
+//! - Validating, ModelDeployment: every [`validation`](crate::validation) rule, plus rules that
+//!   need cluster state (the named provider is registered and its upstream CRD installed) and
+//!   the selector setting; all errors at once, each with its field path; warnings.
+//! - Validating, InferenceProviderConfig: engine names, serving modes, priorities, and every
+//!   selection rule compiles as CEL and returns a bool.
+
+use airunway_api::conditions;
+use airunway_api::constants::{condition_types, messages, reasons};
+use airunway_api::resolve::apply_spec_defaults;
+use airunway_api::v1alpha1::{EngineType, InferenceProviderConfig, ModelDeployment};
+use kube::core::DynamicObject;
+use kube::core::admission::{AdmissionRequest, AdmissionResponse, Operation};
+use kube::core::response::{StatusCause, StatusDetails};
+use serde_json::{Value, json};
+
+use crate::selection::rules::{RuleInput, compile};
+use crate::validation::{self, FieldError};
+
+/// Builds a denial carrying every error: the message lists `field: message` pairs and
+/// `status.details.causes` carries them field by field.
+pub fn deny(
+    response: AdmissionResponse,
+    kind: &str,
+    name: &str,
+    errors: &[FieldError],
+) -> AdmissionResponse {
+    let mut response = response.deny(validation::describe(errors));
+    response.result.code = 422;
+    response.result.reason = "Invalid".to_string();
+    response.result.details = Some(StatusDetails {
+        name: name.to_string(),
+        group: airunway_api::constants::GROUP.to_string(),
+        kind: kind.to_string(),
+        causes: errors
+            .iter()
+            .map(|e| StatusCause {
+                reason: "FieldValueInvalid".into(),
+                message: e.message.clone(),
+                field: e.field.clone(),
+            })
+            .collect(),
+        uid: String::new(),
+        retry_after_seconds: 0,
+    });
+    response
+}
+
+fn with_warnings(mut response: AdmissionResponse, warnings: Vec<String>) -> AdmissionResponse {
+    if !warnings.is_empty() {
+        response.warnings = Some(warnings);
+    }
+    response
+}
+
+/// The defaulting patch for a ModelDeployment.
+pub fn mutate_model_deployment(request: &AdmissionRequest<DynamicObject>) -> AdmissionResponse {
+    let response = AdmissionResponse::from(request);
+    let Some(object) = request.object.as_ref() else {
+        return response;
+    };
+    let Ok(original) = serde_json::to_value(object) else {
+        return response;
+    };
+    let mut defaulted = original.clone();
+    if let Some(spec) = defaulted.get_mut("spec") {
+        apply_spec_defaults(spec);
+    }
+    let patch = json_patch::diff(&original, &defaulted);
+    if patch.0.is_empty() {
+        return response;
+    }
+    match response.clone().with_patch(patch) {
+        Ok(patched) => patched,
+        Err(e) => {
+            tracing::warn!(error = %e, "could not serialise the defaulting patch");
+            response
+        }
+    }
+}
+
+/// Validates a ModelDeployment create or update.
+pub fn validate_model_deployment(
+    request: &AdmissionRequest<DynamicObject>,
+    providers: &[InferenceProviderConfig],
+    selector_enabled: bool,
+) -> AdmissionResponse {
+    let response = AdmissionResponse::from(request);
+    let Some(object) = request.object.as_ref() else {
+        return response;
+    };
+    // Metadata-only updates (finalizers, labels, annotations) are never blocked: a provider must
+    // always be able to release its finalizer, even from a spec that newer rules reject.
+    if request.operation == Operation::Update
+        && request
+            .old_object
+            .as_ref()
+            .is_some_and(|old| old.data.get("spec") == object.data.get("spec"))
+    {
+        return response;
+    }
+    let name = object.metadata.name.clone().unwrap_or_default();
+    let md: ModelDeployment = match serde_json::to_value(object).and_then(serde_json::from_value) {
+        Ok(md) => md,
+        Err(e) => {
+            return deny(
+                response,
+                "ModelDeployment",
+                &name,
+                &[FieldError {
+                    field: "spec".into(),
+                    message: format!("does not parse: {e}"),
+                }],
+            );
+        }
+    };
+    let mut errors = validation::validate(&md);
+
+    // Cluster state: check the named provider when it is set or changed (not on unrelated
+    // updates, so a provider that later loses its CRD does not block every edit).
+    let old_provider = request
+        .old_object
+        .as_ref()
+        .and_then(|o| o.data.get("spec"))
+        .and_then(|s| s.get("provider"))
+        .and_then(|p| p.get("name"))
+        .and_then(Value::as_str)
+        .map(str::to_string);
+    if let Some(provider) = md.spec.explicit_provider()
+        && (request.operation == Operation::Create || old_provider.as_deref() != Some(provider))
+    {
+        errors.extend(check_provider(provider, providers));
+    }
+    if !selector_enabled
+        && md.spec.explicit_engine().is_none()
+        && md.spec.explicit_provider().is_none()
+    {
+        errors.push(FieldError {
+            field: "spec.engine.type".into(),
+            message: format!(
+                "{}: the provider selector is disabled, so neither the engine nor the provider can be chosen automatically",
+                messages::ENGINE_TYPE_REQUIRED
+            ),
+        });
+    }
+    if errors.is_empty() {
+        with_warnings(response, validation::warnings(&md))
+    } else {
+        deny(response, "ModelDeployment", &name, &errors)
+    }
+}
+
+/// Errors for `spec.provider.name = provider` given the registered providers.
+pub fn check_provider(provider: &str, providers: &[InferenceProviderConfig]) -> Vec<FieldError> {
+    let Some(ipc) = providers
+        .iter()
+        .find(|p| p.metadata.name.as_deref() == Some(provider))
+    else {
+        let mut known: Vec<&str> = providers
+            .iter()
+            .filter_map(|p| p.metadata.name.as_deref())
+            .collect();
+        known.sort_unstable();
+        let known = if known.is_empty() {
+            "none".to_string()
+        } else {
+            known.join(", ")
+        };
+        return vec![FieldError {
+            field: "spec.provider.name".into(),
+            message: format!(
+                "provider '{provider}' is not registered: there is no InferenceProviderConfig named '{provider}' (registered providers: {known})"
+            ),
+        }];
+    };
+    let upstream = conditions::find(
+        ipc.status.as_ref().and_then(|s| s.conditions.as_deref()),
+        condition_types::UPSTREAM_AVAILABLE,
+    );
+    if upstream.is_some_and(|c| {
+        !c.is_true() && c.reason.as_deref() == Some(reasons::UPSTREAM_CRD_NOT_INSTALLED)
+    }) {
+        return vec![FieldError {
+            field: "spec.provider.name".into(),
+            message: messages::provider_crd_not_installed(provider),
+        }];
+    }
+    vec![]
+}
+
+/// Sample deployments every selection rule is evaluated against at admission, to check that
+/// it returns a bool (CEL here has no static type checker).
+fn sample_deployments() -> Vec<ModelDeployment> {
+    [
+        json!({"model": {"id": "org/model"}, "engine": {"type": "llamacpp"}, "resources": {"gpu": {"count": 0}, "memory": "16Gi", "cpu": "8"}}),
+        json!({"model": {"id": "org/model", "servedName": "m"}, "engine": {"type": "vllm", "contextLength": 8192, "trustRemoteCode": false, "args": {"quantization": "awq"}},
+               "resources": {"gpu": {"count": 1}}, "provider": {"name": "p", "overrides": {}}, "image": "img", "secrets": {"huggingFaceToken": "s"},
+               "nodeSelector": {}, "env": [], "tolerations": [], "podTemplate": {"metadata": {"labels": {}, "annotations": {}}}}),
+        json!({"model": {"id": "org/model"}, "engine": {"type": "vllm"}, "serving": {"mode": "disaggregated"},
+               "scaling": {"prefill": {"replicas": 1, "gpu": {"count": 2}, "memory": "64Gi"}, "decode": {"replicas": 2, "gpu": {"count": 1}, "memory": "64Gi"}}}),
+    ]
+    .into_iter()
+    .filter_map(|spec| {
+        serde_json::from_value(json!({
+            "apiVersion": "airunway.ai/v1alpha1", "kind": "ModelDeployment",
+            "metadata": {"name": "sample", "namespace": "default", "labels": {}, "annotations": {}}, "spec": spec,
+        }))
+        .ok()
+    })
+    .collect()
+}
+
+/// Validates an InferenceProviderConfig create or update.
+pub fn validate_provider_config(request: &AdmissionRequest<DynamicObject>) -> AdmissionResponse {
+    let response = AdmissionResponse::from(request);
+    let Some(object) = request.object.as_ref() else {
+        return response;
+    };
+    let name = object.metadata.name.clone().unwrap_or_default();
+    let spec = object.data.get("spec").cloned().unwrap_or(Value::Null);
+    let mut errors = Vec::new();
+    let mut warnings = Vec::new();
+
+    let engine_names: Vec<&str> = EngineType::ALL.iter().map(|e| e.as_str()).collect();
+    let capabilities = &spec["capabilities"];
+    for (i, entry) in capabilities["engines"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .enumerate()
+    {
+        let field = format!("spec.capabilities.engines[{i}]");
+        match entry {
+            Value::String(engine) if engine_names.contains(&engine.as_str()) => {}
+            Value::Object(map) => {
+                match map.get("name").and_then(Value::as_str) {
+                    Some(engine) if engine_names.contains(&engine) => {}
+                    other => errors.push(FieldError {
+                        field: format!("{field}.name"),
+                        message: format!(
+                            "unknown engine {other:?}: must be one of {}",
+                            engine_names.join(", ")
+                        ),
+                    }),
+                }
+                for (j, mode) in map
+                    .get("servingModes")
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten()
+                    .enumerate()
+                {
+                    if !matches!(mode.as_str(), Some("aggregated" | "disaggregated")) {
+                        errors.push(FieldError {
+                            field: format!("{field}.servingModes[{j}]"),
+                            message: format!(
+                                "unknown serving mode {mode}: must be aggregated or disaggregated"
+                            ),
+                        });
+                    }
+                }
+                for flag in ["gpuSupport", "cpuSupport"] {
+                    if map.get(flag).is_some_and(|v| !v.is_boolean()) {
+                        errors.push(FieldError {
+                            field: format!("{field}.{flag}"),
+                            message: "must be true or false".into(),
+                        });
+                    }
+                }
+                for key in map.keys() {
+                    if !matches!(
+                        key.as_str(),
+                        "name" | "servingModes" | "gpuSupport" | "cpuSupport"
+                    ) {
+                        errors.push(FieldError {
+                            field: format!("{field}.{key}"),
+                            message: "unknown field: an engine entry has name, servingModes, gpuSupport and cpuSupport".into(),
+                        });
+                    }
+                }
+            }
+            other => errors.push(FieldError {
+                field,
+                message: format!(
+                    "unknown engine {other}: must be one of {} (or an object with a name)",
+                    engine_names.join(", ")
+                ),
+            }),
+        }
+    }
+
+    let samples = sample_deployments();
+    for (i, rule) in spec["selectionRules"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .enumerate()
+    {
+        if rule["priority"].as_i64().is_some_and(|p| p < 0) {
+            errors.push(FieldError {
+                field: format!("spec.selectionRules[{i}].priority"),
+                message: "must be 0 or greater".into(),
+            });
+        }
+        let Some(condition) = rule["condition"].as_str() else {
+            continue;
+        };
+        let field = format!("spec.selectionRules[{i}].condition");
+        let program = match compile(condition) {
+            Ok(program) => program,
+            Err(e) => {
+                errors.push(FieldError {
+                    field,
+                    message: format!("selection rule {i} does not compile as CEL: {e}"),
+                });
+                continue;
+            }
+        };
+        for sample in &samples {
+            let outcome = RuleInput::new(sample, sample.spec.explicit_engine())
+                .and_then(|input| input.evaluate(&program));
+            match outcome {
+                Ok(_) => {}
+                Err(e) if e.starts_with("rule returned") => {
+                    errors.push(FieldError {
+                        field: field.clone(),
+                        message: format!("selection rule {i} must return a bool: {e}"),
+                    });
+                    break;
+                }
+                Err(e) => {
+                    warnings.push(format!(
+                        "selection rule {i} fails on a sample deployment ({e}); at run time a failing rule counts as false"
+                    ));
+                    break;
+                }
+            }
+        }
+    }
+    if errors.is_empty() {
+        with_warnings(response, warnings)
+    } else {
+        deny(response, "InferenceProviderConfig", &name, &errors)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kube::core::admission::AdmissionReview;
+
+    fn request(
+        kind: &str,
+        operation: &str,
+        object: Value,
+        old: Option<Value>,
+    ) -> AdmissionRequest<DynamicObject> {
+        let review: AdmissionReview<DynamicObject> = serde_json::from_value(json!({
+            "apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+            "request": {
+                "uid": "u", "kind": {"group": "airunway.ai", "version": "v1alpha1", "kind": kind},
+                "resource": {"group": "airunway.ai", "version": "v1alpha1", "resource": "x"},
+                "operation": operation, "userInfo": {}, "object": object, "oldObject": old, "dryRun": false,
+                "name": "n", "namespace": "ns",
+            }
+        }))
+        .unwrap();
+        review.try_into().unwrap()
+    }
+
+    fn md(spec: Value) -> Value {
+        json!({"apiVersion": "airunway.ai/v1alpha1", "kind": "ModelDeployment", "metadata": {"name": "n", "namespace": "ns"}, "spec": spec})
+    }
+
+    fn ipc(name: &str, crd_missing: bool) -> InferenceProviderConfig {
+        let conditions = if crd_missing {
+            json!([{"type": "UpstreamAvailable", "status": "False", "reason": "UpstreamCRDNotInstalled", "message": "x"}])
+        } else {
+            json!([])
+        };
+        serde_json::from_value(json!({"apiVersion": "airunway.ai/v1alpha1", "kind": "InferenceProviderConfig",
+            "metadata": {"name": name}, "spec": {}, "status": {"ready": !crd_missing, "conditions": conditions}}))
+        .unwrap()
+    }
+
+    #[test]
+    fn defaulting_patch_only_adds() {
+        let response = mutate_model_deployment(&request(
+            "ModelDeployment",
+            "CREATE",
+            md(json!({"model": {"id": "a/b"}, "resources": {"gpu": {"count": 1}}})),
+            None,
+        ));
+        let patch: Value = serde_json::from_slice(response.patch.as_ref().unwrap()).unwrap();
+        let ops: Vec<(&str, &str)> = patch
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|op| (op["op"].as_str().unwrap(), op["path"].as_str().unwrap()))
+            .collect();
+        assert!(ops.iter().all(|(op, _)| *op == "add"), "{ops:?}");
+        for path in [
+            "/spec/model/source",
+            "/spec/serving",
+            "/spec/scaling",
+            "/spec/resources/gpu/type",
+        ] {
+            assert!(
+                ops.iter().any(|(_, p)| *p == path),
+                "{path} missing from {ops:?}"
+            );
+        }
+        // Already defaulted: no patch.
+        let full = md(
+            json!({"model": {"id": "a/b", "source": "huggingface"}, "serving": {"mode": "aggregated"}, "scaling": {"replicas": 0}}),
+        );
+        assert!(
+            mutate_model_deployment(&request("ModelDeployment", "CREATE", full, None))
+                .patch
+                .is_none()
+        );
+    }
+
+    #[test]
+    fn provider_reference_checks() {
+        let providers = [ipc("kaito", false), ipc("dynamo", true)];
+        let spec = |p: &str| {
+            md(
+                json!({"model": {"id": "a/b"}, "engine": {"type": "llamacpp"}, "provider": {"name": p}}),
+            )
+        };
+        let r = validate_model_deployment(
+            &request("ModelDeployment", "CREATE", spec("ghost"), None),
+            &providers,
+            true,
+        );
+        assert!(!r.allowed);
+        assert_eq!(
+            r.result.message,
+            "spec.provider.name: provider 'ghost' is not registered: there is no InferenceProviderConfig named 'ghost' (registered providers: dynamo, kaito)"
+        );
+        let causes = r.result.details.unwrap().causes;
+        assert_eq!(causes[0].field, "spec.provider.name");
+        let r = validate_model_deployment(
+            &request("ModelDeployment", "CREATE", spec("dynamo"), None),
+            &providers,
+            true,
+        );
+        assert_eq!(
+            r.result.message,
+            "spec.provider.name: Provider 'dynamo' CRD not installed in cluster"
+        );
+        // An update of a deployment already on that provider is allowed.
+        let mut changed = spec("dynamo");
+        changed["spec"]["engine"]["contextLength"] = json!(4096);
+        let r = validate_model_deployment(
+            &request("ModelDeployment", "UPDATE", changed, Some(spec("dynamo"))),
+            &providers,
+            true,
+        );
+        assert!(r.allowed, "{}", r.result.message);
+        // Metadata-only updates pass even when the spec would not.
+        let mut invalid = md(json!({"model": {"id": "a/b"}, "engine": {"type": "vllm"}}));
+        invalid["metadata"]["finalizers"] = json!([]);
+        let r = validate_model_deployment(
+            &request("ModelDeployment", "UPDATE", invalid.clone(), Some(invalid)),
+            &providers,
+            true,
+        );
+        assert!(r.allowed, "{}", r.result.message);
+        assert!(
+            validate_model_deployment(
+                &request("ModelDeployment", "CREATE", spec("kaito"), None),
+                &providers,
+                true
+            )
+            .allowed
+        );
+    }
+
+    #[test]
+    fn engine_required_when_the_selector_is_off() {
+        let r = validate_model_deployment(
+            &request(
+                "ModelDeployment",
+                "CREATE",
+                md(json!({"model": {"id": "a/b"}})),
+                None,
+            ),
+            &[],
+            false,
+        );
+        assert!(
+            r.result
+                .message
+                .starts_with("spec.engine.type: engine.type is required"),
+            "{}",
+            r.result.message
+        );
+        assert!(
+            validate_model_deployment(
+                &request(
+                    "ModelDeployment",
+                    "CREATE",
+                    md(json!({"model": {"id": "a/b"}})),
+                    None
+                ),
+                &[],
+                true
+            )
+            .allowed
+        );
+    }
+
+    #[test]
+    fn warnings_reach_the_response() {
+        let r = validate_model_deployment(
+            &request(
+                "ModelDeployment",
+                "CREATE",
+                md(json!({"model": {"source": "custom", "servedName": "x"}})),
+                None,
+            ),
+            &[],
+            true,
+        );
+        assert!(r.allowed);
+        assert_eq!(
+            r.warnings,
+            Some(vec![messages::SERVED_NAME_IGNORED.to_string()])
+        );
+    }
+
+    fn config(spec: Value) -> Value {
+        json!({"apiVersion": "airunway.ai/v1alpha1", "kind": "InferenceProviderConfig", "metadata": {"name": "p"}, "spec": spec})
+    }
+
+    #[test]
+    fn provider_config_rules_and_engines() {
+        let ok = config(
+            json!({"capabilities": {"engines": ["vllm", {"name": "llamacpp", "servingModes": ["aggregated"], "cpuSupport": true}]},
+            "selectionRules": [{"condition": "spec.engine.type == 'vllm'", "priority": 1}]}),
+        );
+        assert!(
+            validate_provider_config(&request("InferenceProviderConfig", "CREATE", ok, None))
+                .allowed
+        );
+
+        let r = validate_provider_config(&request(
+            "InferenceProviderConfig",
+            "CREATE",
+            config(json!({
+                "capabilities": {"engines": ["vllm", "tensorflow", {"name": "x"}, {"name": "vllm", "servingModes": ["pipelined"]}]},
+                "selectionRules": [{"condition": "spec.engine.type ==", "priority": 1}, {"condition": "1 + 1", "priority": 2}]
+            })),
+            None,
+        ));
+        let fields: Vec<String> = r
+            .result
+            .details
+            .unwrap()
+            .causes
+            .into_iter()
+            .map(|c| c.field)
+            .collect();
+        assert_eq!(
+            fields,
+            [
+                "spec.capabilities.engines[1]",
+                "spec.capabilities.engines[2].name",
+                "spec.capabilities.engines[3].servingModes[0]",
+                "spec.selectionRules[0].condition",
+                "spec.selectionRules[1].condition",
+            ]
+        );
+        assert!(
+            r.result
+                .message
+                .contains("selection rule 0 does not compile as CEL"),
+            "{}",
+            r.result.message
+        );
+        assert!(
+            r.result.message.contains(
+                "selection rule 1 must return a bool: rule returned an int instead of a bool"
+            ),
+            "{}",
+            r.result.message
+        );
+
+        let r = validate_provider_config(&request(
+            "InferenceProviderConfig",
+            "CREATE",
+            config(
+                json!({"selectionRules": [{"condition": "metadata.labels.team == 'a'", "priority": 1}]}),
+            ),
+            None,
+        ));
+        assert!(r.allowed, "runtime errors on samples are warnings");
+        assert!(
+            r.warnings.unwrap()[0].starts_with("selection rule 0 fails on a sample deployment")
+        );
+    }
+}

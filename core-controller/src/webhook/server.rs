@@ -1,0 +1,180 @@
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use airunway_api::v1alpha1::InferenceProviderConfig;
+use axum::Json;
+use axum::Router;
+use axum::extract::State;
+use axum::routing::post;
+use axum_server::Handle;
+use axum_server::tls_rustls::RustlsConfig;
+use kube::Client;
+use kube::core::DynamicObject;
+use kube::core::admission::{AdmissionRequest, AdmissionResponse, AdmissionReview};
+use kube::runtime::reflector::Store;
+use tokio_util::sync::CancellationToken;
+
+use super::admission;
+use super::certs::{self, CertConfig, WebhookCert};
+
+/// How the webhooks are served.
+#[derive(Clone, Debug)]
+pub struct WebhookOptions {
+    /// Listen address.
+    pub bind: SocketAddr,
+    /// Certificate management.
+    pub certs: CertConfig,
+    /// `--enable-provider-selector` (an engine is required when it is off).
+    pub selector_enabled: bool,
+}
+
+#[derive(Clone)]
+struct AppState {
+    providers: Store<InferenceProviderConfig>,
+    selector_enabled: bool,
+}
+
+type Review = Json<AdmissionReview<DynamicObject>>;
+
+fn respond(
+    review: AdmissionReview<DynamicObject>,
+    decide: impl FnOnce(&AdmissionRequest<DynamicObject>) -> AdmissionResponse,
+) -> Review {
+    let request: Result<AdmissionRequest<DynamicObject>, _> = review.try_into();
+    let response = match request {
+        Ok(request) => {
+            let response = decide(&request);
+            if !response.allowed {
+                tracing::info!(kind = %request.kind.kind, name = %request.name, namespace = ?request.namespace,
+                    operation = ?request.operation, reason = %response.result.message, "admission denied");
+            }
+            response
+        }
+        Err(e) => AdmissionResponse::invalid(format!("malformed AdmissionReview: {e}")),
+    };
+    Json(response.into_review())
+}
+
+async fn mutate_model_deployment(Json(review): Review) -> Review {
+    respond(review, admission::mutate_model_deployment)
+}
+
+async fn validate_model_deployment(
+    State(state): State<Arc<AppState>>,
+    Json(review): Review,
+) -> Review {
+    let providers: Vec<InferenceProviderConfig> = state
+        .providers
+        .state()
+        .iter()
+        .map(|p| (**p).clone())
+        .collect();
+    respond(review, |request| {
+        admission::validate_model_deployment(request, &providers, state.selector_enabled)
+    })
+}
+
+async fn validate_provider_config(Json(review): Review) -> Review {
+    respond(review, admission::validate_provider_config)
+}
+
+/// Obtains the certificate (creating the Secret if needed), injects the CA bundle, starts the
+/// HTTPS server, and keeps the certificate fresh until `shutdown`. Returns once serving.
+pub async fn start_webhooks(
+    client: Client,
+    options: WebhookOptions,
+    providers: Store<InferenceProviderConfig>,
+    shutdown: CancellationToken,
+) -> anyhow::Result<()> {
+    let (cert, _) = certs::ensure_secret(&client, &options.certs).await?;
+    certs::inject_ca_bundle(&client, &options.certs, &cert.ca_bundle_pem).await;
+    let tls = RustlsConfig::from_pem(
+        cert.cert_pem.clone().into_bytes(),
+        cert.key_pem.clone().into_bytes(),
+    )
+    .await?;
+
+    let state = Arc::new(AppState {
+        providers,
+        selector_enabled: options.selector_enabled,
+    });
+    let router = Router::new()
+        .route("/mutate-modeldeployment", post(mutate_model_deployment))
+        .route("/validate-modeldeployment", post(validate_model_deployment))
+        .route(
+            "/validate-inferenceproviderconfig",
+            post(validate_provider_config),
+        )
+        .with_state(state);
+    let handle: Handle<SocketAddr> = Handle::new();
+    let listener = std::net::TcpListener::bind(options.bind)
+        .map_err(|e| anyhow::anyhow!("cannot listen on {} for webhooks: {e}", options.bind))?;
+    listener.set_nonblocking(true)?;
+    let server = axum_server::from_tcp_rustls(listener, tls.clone())?.handle(handle.clone());
+    tokio::spawn(async move {
+        if let Err(e) = server.serve(router.into_make_service()).await {
+            tracing::error!(error = %e, "webhook server failed");
+        }
+    });
+    let stop = handle.clone();
+    let stop_token = shutdown.clone();
+    tokio::spawn(async move {
+        stop_token.cancelled().await;
+        stop.graceful_shutdown(Some(Duration::from_secs(5)));
+    });
+    tracing::info!(address = %options.bind, "serving admission webhooks");
+    tokio::spawn(keep_certificate_fresh(
+        client,
+        options.certs,
+        tls,
+        cert,
+        shutdown,
+    ));
+    Ok(())
+}
+
+async fn keep_certificate_fresh(
+    client: Client,
+    config: CertConfig,
+    tls: RustlsConfig,
+    mut serving: WebhookCert,
+    shutdown: CancellationToken,
+) {
+    let interval = config.check_interval();
+    // Time for the API server to pick up a new caBundle before the new certificate is served.
+    let propagation = (config.rotation_margin / 4).min(Duration::from_secs(2));
+    loop {
+        tokio::select! {
+            _ = shutdown.cancelled() => return,
+            _ = tokio::time::sleep(interval) => {}
+        }
+        let cert = match certs::ensure_secret(&client, &config).await {
+            Ok((cert, _)) => cert,
+            Err(e) => {
+                tracing::warn!(error = %e, category = e.category(), "could not check the webhook certificate");
+                continue;
+            }
+        };
+        // Also re-injects into configurations created or re-applied since the last check.
+        certs::inject_ca_bundle(&client, &config, &cert.ca_bundle_pem).await;
+        if cert.cert_pem != serving.cert_pem {
+            tokio::time::sleep(propagation).await;
+            match tls
+                .reload_from_pem(
+                    cert.cert_pem.clone().into_bytes(),
+                    cert.key_pem.clone().into_bytes(),
+                )
+                .await
+            {
+                Ok(()) => {
+                    tracing::info!("serving the rotated webhook certificate");
+                    serving = cert;
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "could not load the rotated webhook certificate")
+                }
+            }
+        }
+    }
+}
