@@ -15,15 +15,21 @@
 //!
 //! The plain types need only kube's `derive` side: no client, no async runtime.
 //!
-//! `kube`, `k8s_openapi` and `schemars` are re-exported so dependents build against exactly the
+//! `kube`, `k8s_openapi`, `schemars` and `serde_json` are re-exported so dependents build against exactly the
 //! versions these types were built with.
 
 pub use k8s_openapi;
 pub use kube;
 pub use schemars;
+pub use serde_json;
 
 pub mod conditions;
 pub mod constants;
+pub mod managed_fields;
+#[cfg(feature = "probe")]
+pub mod probe;
+#[cfg(feature = "provider-sdk")]
+pub mod provider;
 pub mod resolve;
 #[cfg(feature = "runtime")]
 pub mod runtime;

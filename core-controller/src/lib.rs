@@ -11,7 +11,7 @@
 pub mod args;
 pub mod controller;
 pub mod error;
-pub mod managed_fields;
+pub mod health;
 pub mod metrics;
 pub mod run;
 pub mod selection;

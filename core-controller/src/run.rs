@@ -4,19 +4,20 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use airunway_api::runtime::{
-    EventPublisher, HealthState, LeaderElection, default_identity, kube_client, serve_health,
-    serve_metrics, shutdown_on_signals,
+    EventPublisher, HealthState, LeaderElection, default_identity, kube_client,
+    require_airunway_crds, serve_health, serve_metrics, shutdown_on_signals,
 };
 use airunway_api::v1alpha1::{InferenceProviderConfig, ModelDeployment};
-use anyhow::{Context as _, bail};
+use anyhow::Context as _;
 use futures::StreamExt;
-use kube::api::{Api, ListParams};
+use kube::api::Api;
 use kube::runtime::controller::{Config as ControllerConfig, Controller};
 use kube::runtime::{WatchStreamExt, reflector, watcher};
 use prometheus_client::registry::Registry;
 
 use crate::args::Args;
 use crate::controller::{Context, run_controller};
+use crate::health::{MonitorOptions, run_monitor};
 use crate::metrics::{CoreMetrics, DeploymentCollector};
 use crate::selection::{HealthPolicy, RuleSet};
 use crate::webhook::certs::CertConfig;
@@ -25,36 +26,11 @@ use crate::webhook::{WebhookOptions, start_webhooks};
 /// Name the core reports events as.
 pub const CONTROLLER_NAME: &str = "airunway-core";
 
-/// Fails with a clear message when a kind is not served (its CRD is missing).
-async fn require_kind<K>(api: Api<K>, crd: &str) -> anyhow::Result<()>
-where
-    K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
-{
-    match api.list(&ListParams::default().limit(1)).await {
-        Ok(_) => Ok(()),
-        Err(kube::Error::Api(status)) if status.code == 404 => {
-            bail!(
-                "the CRD {crd} is not installed: apply deploy/crds (kubectl apply -k deploy/crds) and restart"
-            )
-        }
-        Err(e) => Err(e).with_context(|| format!("listing {crd}")),
-    }
-}
-
 /// Runs the core until SIGTERM (or lost leadership, which is an error).
 pub async fn run(args: Args) -> anyhow::Result<()> {
     let client = kube_client().await?;
     let shutdown = shutdown_on_signals()?;
-    require_kind(
-        Api::<ModelDeployment>::all(client.clone()),
-        "modeldeployments.airunway.ai",
-    )
-    .await?;
-    require_kind(
-        Api::<InferenceProviderConfig>::all(client.clone()),
-        "inferenceproviderconfigs.airunway.ai",
-    )
-    .await?;
+    require_airunway_crds(&client).await?;
 
     let health = HealthState::default();
     serve_health(
@@ -152,6 +128,19 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         "starting the ModelDeployment controller"
     );
     let stop_controller = shutdown.child_token();
+    let monitor = MonitorOptions {
+        interval: args.provider_probe_interval,
+        failure_threshold: args.provider_probe_failure_threshold,
+        policy: HealthPolicy {
+            stale_after: args.provider_stale_threshold,
+        },
+    };
+    tokio::spawn(run_monitor(
+        client.clone(),
+        ctx.providers.clone(),
+        monitor,
+        stop_controller.clone(),
+    ));
     let controller_task = tokio::spawn(run_controller(ctx, controller, stop_controller.clone()));
     match leader.as_mut() {
         Some(election) => {

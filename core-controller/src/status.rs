@@ -14,7 +14,6 @@ use airunway_api::v1alpha1::{EngineType, ModelDeployment, Phase};
 use jiff::Timestamp;
 use serde_json::{Value, json};
 
-use crate::managed_fields::OwnedFields;
 use crate::selection::engine::EXPLICIT_ENGINE_REASON;
 use crate::selection::provider::EXPLICIT_PROVIDER_REASON;
 use crate::selection::{
@@ -22,6 +21,7 @@ use crate::selection::{
     select_engine, select_provider,
 };
 use crate::validation::{self, FieldError};
+use airunway_api::managed_fields::OwnedFields;
 
 /// Everything the core decided for a deployment.
 #[derive(Clone, Debug)]

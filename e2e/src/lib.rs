@@ -6,7 +6,8 @@
 //!   (`e2e/control-plane/build.sh`), started on free ports with our CRDs and every upstream CRD
 //!   installed; one per test binary ([`ControlPlane::shared`]).
 //! - [`env::TestEnv`]: a client and a namespace per test; failure reports with log tails.
-//! - [`binaries`]: our real binaries as child processes.
+//! - [`binaries`]: our real binaries as child processes; [`stack`]: the core and providers
+//!   started on free ports and waited for.
 //! - [`wait`]: waiting with timeouts and useful failure messages.
 //! - [`webhook`]: serving an admission webhook from a test.
 //! - [`providers`]: provider registrations written as a provider writes them.
@@ -23,6 +24,7 @@ pub mod paths;
 pub mod pki;
 pub mod process;
 pub mod providers;
+pub mod stack;
 pub mod wait;
 pub mod webhook;
 

@@ -7,9 +7,8 @@ use std::time::{Duration, Instant};
 
 use airunway_api::constants::{condition_types, messages, reasons};
 use airunway_api::v1alpha1::{ConditionStatus, ModelDeployment, Phase};
-use airunway_e2e::binaries::{free_port, start_binary_with_env};
-use airunway_e2e::process::ProcessHandle;
 use airunway_e2e::providers::{delete_all, heartbeat, register_shipped};
+use airunway_e2e::stack::{self, Running};
 use airunway_e2e::wait::{eventually, wait_for};
 use airunway_e2e::{TestEnv, cluster_lock, http};
 use k8s_openapi::api::coordination::v1::Lease;
@@ -19,37 +18,8 @@ use serde_json::{Value, json};
 
 const WAIT: Duration = Duration::from_secs(30);
 
-/// A running core with its metrics and health ports.
-struct Core {
-    process: ProcessHandle,
-    metrics: u16,
-}
-
-async fn start_core(env: &TestEnv, extra: &[&str], pod_name: &str) -> Core {
-    let metrics = free_port();
-    let health = free_port();
-    let mut args = vec![
-        format!("--metrics-bind-address=127.0.0.1:{metrics}"),
-        format!("--health-probe-bind-address=127.0.0.1:{health}"),
-        // This suite exercises the controller; the webhooks have their own suite.
-        "--webhook-bind-address=127.0.0.1:0".to_string(),
-    ];
-    args.extend(extra.iter().map(|s| s.to_string()));
-    let process = start_binary_with_env(
-        env,
-        "airunway-core",
-        &env.control_plane.kubeconfig,
-        &args,
-        &[("POD_NAME", pod_name)],
-    );
-    eventually("the core to be ready", WAIT, || async {
-        match http::get(&format!("http://127.0.0.1:{health}/readyz")).await {
-            Ok((200, _)) => Ok(()),
-            other => Err(format!("{other:?}; exited: {:?}", process.exit_status())),
-        }
-    })
-    .await;
-    Core { process, metrics }
+async fn start_core(env: &TestEnv, extra: &[&str], pod_name: &str) -> Running {
+    stack::start_core(env, &env.control_plane.kubeconfig, extra, pod_name).await
 }
 
 fn deployment(name: &str, spec: Value) -> ModelDeployment {
@@ -250,9 +220,7 @@ async fn selection_outcomes_of_section_4_4_in_status() {
     );
 
     // Metrics.
-    let (code, body) = http::get(&format!("http://127.0.0.1:{}/metrics", core.metrics))
-        .await
-        .unwrap();
+    let (code, body) = http::get(&core.metrics_url()).await.unwrap();
     assert_eq!(code, 200);
     for series in [
         format!(
@@ -845,9 +813,7 @@ async fn a_selection_rule_that_fails_is_surfaced() {
         ),
         "{message}"
     );
-    let (_, body) = http::get(&format!("http://127.0.0.1:{}/metrics", core.metrics))
-        .await
-        .unwrap();
+    let (_, body) = http::get(&core.metrics_url()).await.unwrap();
     assert!(
         body.contains("airunway_selection_rule_errors_total{provider=\"broken\"}"),
         "{body}"

@@ -7,11 +7,12 @@ use std::time::{Duration, Instant};
 
 use airunway_api::constants::messages;
 use airunway_api::v1alpha1::{InferenceProviderConfig, ModelDeployment};
-use airunway_e2e::binaries::{free_port, start_binary};
+use airunway_e2e::binaries::free_port;
 use airunway_e2e::process::ProcessHandle;
 use airunway_e2e::providers::{delete_all, register, register_shipped, shipped_registration};
+use airunway_e2e::stack;
 use airunway_e2e::wait::{eventually, wait_for};
-use airunway_e2e::{TestEnv, cluster_lock, http, manifests, paths};
+use airunway_e2e::{TestEnv, cluster_lock, manifests, paths};
 use http_body_util::BodyExt;
 use k8s_openapi::api::admissionregistration::v1::{
     MutatingWebhookConfiguration, ValidatingWebhookConfiguration,
@@ -83,26 +84,20 @@ async fn start_core(
     port: u16,
     extra: &[&str],
 ) -> ProcessHandle {
-    let health = free_port();
+    let webhook = format!("--webhook-bind-address=127.0.0.1:{port}");
+    let namespace = format!("--webhook-namespace={}", env.namespace);
+    let lease = format!("--leader-election-namespace={}", env.namespace);
     let mut args = vec![
-        format!("--metrics-bind-address=127.0.0.1:{}", free_port()),
-        format!("--health-probe-bind-address=127.0.0.1:{health}"),
-        format!("--webhook-bind-address=127.0.0.1:{port}"),
-        format!("--webhook-namespace={}", env.namespace),
-        "--webhook-extra-san=127.0.0.1".to_string(),
-        "--leader-elect".to_string(),
-        format!("--leader-election-namespace={}", env.namespace),
+        webhook.as_str(),
+        namespace.as_str(),
+        "--webhook-extra-san=127.0.0.1",
+        "--leader-elect",
+        lease.as_str(),
     ];
-    args.extend(extra.iter().map(|s| s.to_string()));
-    let process = start_binary(env, "airunway-core", kubeconfig, &args);
-    eventually("the core to be ready", WAIT, || async {
-        match http::get(&format!("http://127.0.0.1:{health}/readyz")).await {
-            Ok((200, _)) => Ok(()),
-            other => Err(format!("{other:?}; exited: {:?}", process.exit_status())),
-        }
-    })
-    .await;
-    process
+    args.extend_from_slice(extra);
+    stack::start_core(env, kubeconfig, &args, "core")
+        .await
+        .process
 }
 
 fn deployment(name: &str, spec: Value) -> Value {

@@ -39,3 +39,34 @@ pub async fn kube_client() -> anyhow::Result<kube::Client> {
     })?;
     Ok(kube::Client::try_from(config)?)
 }
+
+/// Fails with a clear message unless the API server serves AI Runway's kinds (the CRDs are
+/// installed). Uses discovery, which needs no RBAC beyond being authenticated.
+pub async fn require_airunway_crds(client: &kube::Client) -> anyhow::Result<()> {
+    let missing = |what: &str| {
+        anyhow::anyhow!(
+            "{what} is not served by the API server: install AI Runway's CRDs (kubectl apply -k deploy/crds) first"
+        )
+    };
+    let resources = match client
+        .list_api_group_resources(crate::constants::API_VERSION)
+        .await
+    {
+        Ok(list) => list.resources,
+        Err(kube::Error::Api(status)) if status.code == 404 => {
+            return Err(missing(crate::constants::API_VERSION));
+        }
+        Err(e) => {
+            return Err(anyhow::anyhow!(
+                "discovering {}: {e}",
+                crate::constants::API_VERSION
+            ));
+        }
+    };
+    for plural in ["modeldeployments", "inferenceproviderconfigs"] {
+        if !resources.iter().any(|r| r.name == plural) {
+            return Err(missing(&format!("{plural}.{}", crate::constants::GROUP)));
+        }
+    }
+    Ok(())
+}

@@ -2,11 +2,11 @@
 //!
 //! The core uses it to apply exactly the fields it owns, to stop writing `phase`/`message` once
 //! a provider has taken them, and to leave `status.provider.name` alone when a custom selector
-//! set it.
+//! set it; providers use it to release what they own.
 
 use std::collections::BTreeSet;
 
-use airunway_api::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde_json::Value;
 
 /// The status fields one or more managers own.

@@ -1,0 +1,63 @@
+//! Command-line options of every provider built on the SDK.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use crate::runtime::{CommonArgs, parse_duration};
+
+/// Options of a provider shim (each also readable from the environment).
+#[derive(clap::Parser, Clone, Debug)]
+#[command(version, about = "An AI Runway provider shim")]
+pub struct ProviderArgs {
+    /// Options shared by every AI Runway binary.
+    #[command(flatten)]
+    pub common: CommonArgs,
+
+    /// Address of the gRPC probe (grpc.health.v1 and airunway.provider.v1).
+    #[arg(
+        long,
+        env = "AIRUNWAY_PROBE_BIND_ADDRESS",
+        default_value = "0.0.0.0:9090"
+    )]
+    pub probe_bind_address: SocketAddr,
+
+    /// `host:port` the core uses to reach the probe, advertised in the InferenceProviderConfig
+    /// (default: `POD_IP` with the probe port, else the bind address).
+    #[arg(long, env = "AIRUNWAY_PROBE_ADVERTISE_ADDRESS")]
+    pub probe_advertise_address: Option<String>,
+
+    /// How often the provider reports in (`status.lastHeartbeat`) and re-checks its upstream CRD.
+    #[arg(long, env = "AIRUNWAY_HEARTBEAT_INTERVAL", default_value = "30s", value_parser = parse_duration)]
+    pub heartbeat_interval: Duration,
+
+    /// How often each deployment's status is re-synced from its upstream object.
+    #[arg(long, env = "AIRUNWAY_STATUS_SYNC_INTERVAL", default_value = "30s", value_parser = parse_duration)]
+    pub status_sync_interval: Duration,
+
+    /// How long deletion waits for the upstream object before the finalizer is removed anyway
+    /// (with a FinalizerTimeout warning event).
+    #[arg(long, env = "AIRUNWAY_FINALIZER_TIMEOUT", default_value = "5m", value_parser = parse_duration)]
+    pub finalizer_timeout: Duration,
+
+    /// Name of the leader election Lease (default `<name>-provider`).
+    #[arg(long, env = "AIRUNWAY_LEADER_ELECTION_ID")]
+    pub leader_election_id: Option<String>,
+}
+
+impl ProviderArgs {
+    /// The probe endpoint to advertise.
+    pub fn advertised_probe(&self) -> String {
+        if let Some(address) = &self.probe_advertise_address {
+            return address.clone();
+        }
+        let port = self.probe_bind_address.port();
+        if let Ok(ip) = std::env::var("POD_IP") {
+            return format!("{ip}:{port}");
+        }
+        if self.probe_bind_address.ip().is_unspecified() {
+            format!("127.0.0.1:{port}")
+        } else {
+            self.probe_bind_address.to_string()
+        }
+    }
+}

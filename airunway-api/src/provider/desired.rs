@@ -1,0 +1,419 @@
+//! The desired upstream object and the provider-owned status (pure).
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use serde_json::{Value, json};
+
+use super::schema::short_hash;
+use super::traits::{Rendered, TranslatedStatus};
+use crate::conditions::{self, DesiredCondition};
+use crate::constants::{annotations, condition_types, labels};
+use crate::managed_fields::OwnedFields;
+use crate::v1alpha1::{ModelDeployment, Phase};
+
+/// The upstream object to apply, with the hashes that tell drift from spec changes.
+#[derive(Clone, Debug, PartialEq)]
+pub struct DesiredUpstream {
+    /// The full object (namespace, owner reference, labels, annotations added).
+    pub object: Value,
+    /// Hash of the rendered object (annotation `airunway.ai/spec-hash`).
+    pub spec_hash: String,
+    /// Hash of the deployment's identity fields (annotation `airunway.ai/identity-hash`).
+    pub identity_hash: String,
+}
+
+/// Hash of a deployment's identity fields.
+pub fn identity_hash(md: &ModelDeployment) -> String {
+    short_hash(md.identity().to_string().as_bytes())
+}
+
+/// Completes `rendered` into the object to apply: same name and namespace as the deployment,
+/// a controller owner reference (`blockOwnerDeletion`), the deployment's `airunway.ai/` labels,
+/// `airunway.ai/managed-by: airunway`, `airunway.ai/deployment: <name>`, and the hash
+/// annotations.
+pub fn desired_upstream(md: &ModelDeployment, rendered: &Rendered) -> DesiredUpstream {
+    let name = md.metadata.name.clone().unwrap_or_default();
+    let mut object = rendered.object.clone();
+    let mut object_labels: BTreeMap<String, String> = md.propagated_labels();
+    object_labels.insert(labels::DEPLOYMENT.to_string(), name.clone());
+    if let Some(extra) = object["metadata"]["labels"].as_object() {
+        for (k, v) in extra {
+            if let Some(v) = v.as_str() {
+                object_labels.insert(k.clone(), v.to_string());
+            }
+        }
+    }
+    let spec_hash = short_hash(
+        serde_json::to_string(&json!({"object": rendered.object, "labels": object_labels}))
+            .unwrap_or_default()
+            .as_bytes(),
+    );
+    let identity_hash = identity_hash(md);
+    let mut object_annotations: BTreeMap<String, String> = object["metadata"]["annotations"]
+        .as_object()
+        .map(|m| {
+            m.iter()
+                .filter_map(|(k, v)| v.as_str().map(|v| (k.clone(), v.to_string())))
+                .collect()
+        })
+        .unwrap_or_default();
+    object_annotations.insert(annotations::SPEC_HASH.to_string(), spec_hash.clone());
+    object_annotations.insert(
+        annotations::IDENTITY_HASH.to_string(),
+        identity_hash.clone(),
+    );
+    if !object["metadata"].is_object() {
+        object["metadata"] = json!({});
+    }
+    let metadata = &mut object["metadata"];
+    metadata["name"] = json!(
+        metadata
+            .get("name")
+            .and_then(Value::as_str)
+            .unwrap_or(&name)
+    );
+    metadata["namespace"] = json!(md.metadata.namespace);
+    metadata["labels"] = json!(object_labels);
+    metadata["annotations"] = json!(object_annotations);
+    metadata["ownerReferences"] = json!([{
+        "apiVersion": crate::constants::API_VERSION,
+        "kind": "ModelDeployment",
+        "name": name,
+        "uid": md.metadata.uid,
+        "controller": true,
+        "blockOwnerDeletion": true,
+    }]);
+    DesiredUpstream {
+        object,
+        spec_hash,
+        identity_hash,
+    }
+}
+
+/// Whether every value in `desired` is in `live` (objects: key by key; arrays: same length,
+/// element by element; everything else: equal).
+pub fn is_subset(desired: &Value, live: &Value) -> bool {
+    match (desired, live) {
+        (Value::Object(d), Value::Object(l)) => d
+            .iter()
+            .all(|(k, v)| l.get(k).is_some_and(|lv| is_subset(v, lv))),
+        (Value::Array(d), Value::Array(l)) => {
+            d.len() == l.len() && d.iter().zip(l).all(|(a, b)| is_subset(a, b))
+        }
+        (Value::Number(a), Value::Number(b)) => a.as_f64() == b.as_f64(),
+        _ => desired == live,
+    }
+}
+
+/// Whether `live` was produced from the same spec (`airunway.ai/spec-hash` matches) but no
+/// longer carries the desired values: someone edited it.
+pub fn drifted(desired: &DesiredUpstream, live: &Value) -> bool {
+    let same_spec = live["metadata"]["annotations"][annotations::SPEC_HASH].as_str()
+        == Some(desired.spec_hash.as_str());
+    if !same_spec {
+        return false;
+    }
+    let mut wanted = desired.object.clone();
+    if let Some(map) = wanted.as_object_mut() {
+        map.remove("metadata");
+        map.remove("status");
+    }
+    let meta_ok = is_subset(
+        &desired.object["metadata"]["labels"],
+        &live["metadata"]["labels"],
+    ) && is_subset(
+        &desired.object["metadata"]["annotations"],
+        &live["metadata"]["annotations"],
+    );
+    !(meta_ok && is_subset(&wanted, live))
+}
+
+/// The identity hash recorded on a live upstream object.
+pub fn live_identity_hash(live: &Value) -> Option<&str> {
+    live["metadata"]["annotations"][annotations::IDENTITY_HASH].as_str()
+}
+
+/// Whether `live` is owned (as controller) by the deployment.
+pub fn owned_by(live: &Value, md: &ModelDeployment) -> bool {
+    let uid = md.metadata.uid.as_deref().unwrap_or_default();
+    live["metadata"]["ownerReferences"]
+        .as_array()
+        .is_some_and(|refs| {
+            refs.iter()
+                .any(|r| r["uid"].as_str() == Some(uid) && r["controller"] == Value::Bool(true))
+        })
+}
+
+/// The status a provider wants on a deployment (only provider-owned fields).
+#[derive(Clone, Debug, PartialEq)]
+pub struct ProviderStatus {
+    /// `status.phase`.
+    pub phase: Phase,
+    /// `status.message` (always written, empty when there is nothing to say, so the provider
+    /// keeps owning it).
+    pub message: String,
+    /// `status.provider.resourceName` and `resourceKind`.
+    pub resource: Option<(String, String)>,
+    /// `status.replicas`.
+    pub replicas: Option<crate::v1alpha1::ReplicaStatus>,
+    /// `status.endpoint`.
+    pub endpoint: Option<crate::v1alpha1::EndpointStatus>,
+    /// `ProviderCompatible`, `ResourceCreated`, `Ready`.
+    pub conditions: Vec<DesiredCondition>,
+}
+
+impl ProviderStatus {
+    /// The status for a translated upstream status on a created resource.
+    pub fn from_translation(
+        display_name: &str,
+        resource: (String, String),
+        translated: &TranslatedStatus,
+    ) -> ProviderStatus {
+        let (kind, name) = (resource.1.clone(), resource.0.clone());
+        let ready = match (translated.ready, translated.phase) {
+            (true, _) => DesiredCondition::new(
+                condition_types::READY,
+                true,
+                crate::constants::reasons::DEPLOYMENT_READY,
+                "All replicas are ready",
+            ),
+            (false, Phase::Failed) => DesiredCondition::new(
+                condition_types::READY,
+                false,
+                crate::constants::reasons::DEPLOYMENT_FAILED,
+                translated
+                    .message
+                    .clone()
+                    .unwrap_or_else(|| format!("{kind} {name} failed")),
+            ),
+            (false, _) => DesiredCondition::new(
+                condition_types::READY,
+                false,
+                crate::constants::reasons::DEPLOYMENT_PROGRESSING,
+                translated
+                    .message
+                    .clone()
+                    .unwrap_or_else(|| format!("Waiting for {kind} {name} to become ready")),
+            ),
+        };
+        ProviderStatus {
+            phase: translated.phase,
+            message: translated.message.clone().unwrap_or_default(),
+            resource: Some(resource),
+            replicas: translated.replicas.clone(),
+            endpoint: translated.endpoint.clone(),
+            conditions: vec![
+                DesiredCondition::new(
+                    condition_types::PROVIDER_COMPATIBLE,
+                    true,
+                    crate::constants::reasons::COMPATIBILITY_VERIFIED,
+                    format!("Configuration compatible with {display_name}"),
+                ),
+                DesiredCondition::new(
+                    condition_types::RESOURCE_CREATED,
+                    true,
+                    crate::constants::reasons::RESOURCE_CREATED,
+                    format!("{kind} created successfully"),
+                ),
+                ready,
+            ],
+        }
+    }
+
+    /// A status for a deployment the provider cannot (yet) deploy: phase and message, the
+    /// compatibility verdict, why no resource exists, and `Ready=False`.
+    pub fn not_deployed(
+        phase: Phase,
+        message: String,
+        compatible: (bool, &str, String),
+        resource_created: (&str, String),
+    ) -> ProviderStatus {
+        ProviderStatus {
+            phase,
+            message: message.clone(),
+            resource: None,
+            replicas: None,
+            endpoint: None,
+            conditions: vec![
+                DesiredCondition::new(
+                    condition_types::PROVIDER_COMPATIBLE,
+                    compatible.0,
+                    compatible.1,
+                    compatible.2,
+                ),
+                DesiredCondition::new(
+                    condition_types::RESOURCE_CREATED,
+                    false,
+                    resource_created.0,
+                    resource_created.1,
+                ),
+                DesiredCondition::new(
+                    condition_types::READY,
+                    false,
+                    crate::constants::reasons::NOT_DEPLOYED,
+                    message,
+                ),
+            ],
+        }
+    }
+
+    fn projection(&self) -> Value {
+        let mut status = json!({"phase": self.phase.as_str(), "message": self.message});
+        if let Some((name, kind)) = &self.resource {
+            status["provider"] = json!({"resourceName": name, "resourceKind": kind});
+        }
+        if let Some(replicas) = &self.replicas {
+            status["replicas"] = serde_json::to_value(replicas).unwrap_or(Value::Null);
+        }
+        if let Some(endpoint) = &self.endpoint {
+            status["endpoint"] = serde_json::to_value(endpoint).unwrap_or(Value::Null);
+        }
+        status
+    }
+
+    /// The server-side apply body (only provider-owned fields).
+    pub fn patch(&self, md: &ModelDeployment, now: &Time) -> Value {
+        let existing = md.status.as_ref().and_then(|s| s.conditions.as_deref());
+        let mut status = self.projection();
+        status["conditions"] = json!(conditions::materialize(
+            existing,
+            &self.conditions,
+            md.metadata.generation,
+            now
+        ));
+        json!({
+            "apiVersion": crate::constants::API_VERSION,
+            "kind": "ModelDeployment",
+            "metadata": {"name": md.metadata.name, "namespace": md.metadata.namespace},
+            "status": status,
+        })
+    }
+
+    /// Whether the deployment already shows this status and `manager` owns nothing more.
+    pub fn is_current(&self, md: &ModelDeployment, manager: &str) -> bool {
+        let status =
+            serde_json::to_value(md.status.clone().unwrap_or_default()).unwrap_or(Value::Null);
+        let wanted = self.projection();
+        let mut current = json!({"phase": status["phase"], "message": status["message"]});
+        let provider = &status["provider"];
+        if provider.get("resourceName").is_some() || provider.get("resourceKind").is_some() {
+            current["provider"] = json!({"resourceName": provider["resourceName"], "resourceKind": provider["resourceKind"]});
+        }
+        for key in ["replicas", "endpoint"] {
+            if !status[key].is_null() {
+                current[key] = status[key].clone();
+            }
+        }
+        let owned = OwnedFields::of(&md.metadata, manager);
+        let types: Vec<&str> = self.conditions.iter().map(|c| c.type_.as_str()).collect();
+        current == wanted
+            && conditions::all_current(
+                md.status.as_ref().and_then(|s| s.conditions.as_deref()),
+                &self.conditions,
+                md.metadata.generation,
+            )
+            && owned
+                .condition_types()
+                .iter()
+                .all(|t| types.contains(&t.as_str()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::v1alpha1::{EndpointStatus, ReplicaStatus};
+
+    fn md() -> ModelDeployment {
+        serde_json::from_value(json!({
+            "apiVersion": "airunway.ai/v1alpha1", "kind": "ModelDeployment",
+            "metadata": {"name": "m", "namespace": "ns", "uid": "u-1", "generation": 2,
+                         "labels": {"airunway.ai/team": "a", "app": "x"}},
+            "spec": {"model": {"id": "a/b"}, "engine": {"type": "vllm"}},
+            "status": {"provider": {"name": "p"}},
+        }))
+        .unwrap()
+    }
+
+    fn rendered() -> Rendered {
+        Rendered {
+            object: json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "m"}, "data": {"model": "a/b", "replicas": "1"}}),
+            warnings: vec![],
+        }
+    }
+
+    #[test]
+    fn desired_object_carries_ownership_labels_and_hashes() {
+        let desired = desired_upstream(&md(), &rendered());
+        let meta = &desired.object["metadata"];
+        assert_eq!(meta["namespace"], "ns");
+        assert_eq!(
+            meta["labels"],
+            json!({"airunway.ai/team": "a", "airunway.ai/managed-by": "airunway", "airunway.ai/deployment": "m"})
+        );
+        assert_eq!(meta["ownerReferences"][0]["uid"], "u-1");
+        assert_eq!(meta["ownerReferences"][0]["controller"], true);
+        assert_eq!(meta["ownerReferences"][0]["blockOwnerDeletion"], true);
+        assert_eq!(
+            meta["annotations"]["airunway.ai/spec-hash"],
+            desired.spec_hash.as_str()
+        );
+        assert_eq!(
+            live_identity_hash(&desired.object),
+            Some(desired.identity_hash.as_str())
+        );
+        assert!(owned_by(&desired.object, &md()));
+    }
+
+    #[test]
+    fn drift_versus_spec_change() {
+        let desired = desired_upstream(&md(), &rendered());
+        let mut live = desired.object.clone();
+        live["metadata"]["resourceVersion"] = json!("5");
+        live["metadata"]["labels"]["extra"] = json!("added-by-someone");
+        assert!(!drifted(&desired, &live), "extra fields are not drift");
+        live["data"]["replicas"] = json!("7");
+        assert!(drifted(&desired, &live), "an edited field is drift");
+        live["metadata"]["annotations"]["airunway.ai/spec-hash"] = json!("older");
+        assert!(!drifted(&desired, &live), "a spec change is not drift");
+    }
+
+    #[test]
+    fn status_is_current_only_when_identical() {
+        let translated = TranslatedStatus {
+            phase: Phase::Running,
+            message: None,
+            replicas: Some(ReplicaStatus {
+                desired: Some(1),
+                ready: Some(1),
+                available: Some(1),
+            }),
+            endpoint: Some(EndpointStatus {
+                service: Some("m".into()),
+                port: Some(80),
+            }),
+            ready: true,
+        };
+        let desired =
+            ProviderStatus::from_translation("P", ("m".into(), "ConfigMap".into()), &translated);
+        let mut deployment = md();
+        assert!(!desired.is_current(&deployment, "p-provider"));
+        let patch = desired.patch(&deployment, &Time("2026-01-01T00:00:00Z".parse().unwrap()));
+        let mut status = serde_json::to_value(&deployment.status).unwrap();
+        for (k, v) in patch["status"].as_object().unwrap() {
+            if k == "provider" {
+                status["provider"]["resourceName"] = v["resourceName"].clone();
+                status["provider"]["resourceKind"] = v["resourceKind"].clone();
+            } else {
+                status[k] = v.clone();
+            }
+        }
+        deployment.status = Some(serde_json::from_value(status).unwrap());
+        assert!(desired.is_current(&deployment, "p-provider"));
+        assert_eq!(
+            patch["status"]["conditions"][1]["message"],
+            "ConfigMap created successfully"
+        );
+    }
+}

@@ -1,0 +1,46 @@
+//! The provider SDK (feature `provider-sdk`): a provider is a type implementing [`Provider`] (pure
+//! functions) and a `main` calling [`run`]. The SDK does the rest of the provider contract:
+//!
+//! 1. **Registration**: applies InferenceProviderConfig `<name>` (field manager
+//!    `<name>-provider`, never forcing, so fields an admin takes over stay theirs), with the probe
+//!    endpoint; heartbeats `ready`, `version`, `lastHeartbeat`, `upstreamCRDVersion`,
+//!    `upstreamSchemaHash` and the `UpstreamAvailable` condition every `--heartbeat-interval`;
+//!    writes `ready: false` on SIGTERM.
+//! 2. **Probe**: `grpc.health.v1.Health` and `airunway.provider.v1.ProviderService` on
+//!    `--probe-bind-address`.
+//! 3. **Reconcile** of the ModelDeployments whose `status.provider.name` is this provider (and
+//!    those still carrying its finalizer): pause annotation; finalizer
+//!    `airunway.ai/<name>-provider` with `--finalizer-timeout` (5 minutes) and a
+//!    `FinalizerTimeout` event; deletion that does not hang when the upstream CRD is gone;
+//!    `ProviderCompatible`; schema detection (unknown schema: `ProviderCompatible=False`,
+//!    `Failed`); render → server-side apply (force, manager `<name>-provider`) with a controller
+//!    owner reference and labels; drift overwritten with a `DriftDetected` event; identity
+//!    changes delete and recreate; moving to another provider cleans up and releases the
+//!    finalizer and the status fields; status translation applied to the provider-owned status
+//!    fields; periodic status sync; `ResourceCreated`/`Ready`; events.
+//! 4. **Operations**: metrics, `/healthz`, `/readyz`, Lease leader election, tracing, graceful
+//!    shutdown — the same flags as the core.
+
+mod args;
+pub mod desired;
+mod metrics;
+pub mod overrides;
+mod probe_server;
+mod reconcile;
+pub mod registration;
+mod runner;
+pub mod schema;
+mod traits;
+
+/// The async runtime the SDK runs on, re-exported so a provider's `main` needs no other
+/// dependency: `#[airunway_api::provider::tokio::main(crate = "airunway_api::provider::tokio")]`.
+pub use tokio;
+
+pub use args::ProviderArgs;
+pub use metrics::ProviderMetrics;
+pub use reconcile::ReconcileError;
+pub use runner::{run, run_with_args};
+pub use traits::{
+    Provider, RenderError, RenderWarning, Rendered, SchemaDetection, TranslatedStatus,
+    UpstreamKind, UpstreamSchema,
+};

@@ -1,0 +1,255 @@
+//! Registration (the InferenceProviderConfig spec) and the heartbeat (its status).
+//!
+//! The spec is applied with field manager `<name>-provider` **without force**. When an admin
+//! takes over a field (e.g. `kubectl apply --server-side --force-conflicts` of their own
+//! `selectionRules`, or a `kubectl edit`), the provider's next apply conflicts on that field;
+//! the provider then drops the field from its apply and leaves it to the admin. To hand it back,
+//! the admin removes their manager's ownership (apply a config without the field) and restarts
+//! the provider.
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use kube::Client;
+use kube::api::{Api, Patch, PatchParams};
+use serde_json::{Value, json};
+
+use super::traits::SchemaDetection;
+use crate::conditions::{self, DesiredCondition};
+use crate::constants::{API_VERSION, condition_types, field_managers, reasons};
+use crate::v1alpha1::{InferenceProviderConfig, InferenceProviderConfigSpec};
+
+/// A registration or heartbeat failure.
+#[derive(Debug, thiserror::Error)]
+pub enum RegistrationError {
+    /// The API call failed.
+    #[error("{action} InferenceProviderConfig {name}: {source}")]
+    Api {
+        /// What was being done.
+        action: &'static str,
+        /// The provider.
+        name: String,
+        /// Cause.
+        #[source]
+        source: kube::Error,
+    },
+    /// The spec could not be serialised.
+    #[error("serialising the registration: {0}")]
+    Serialize(#[from] serde_json::Error),
+}
+
+impl RegistrationError {
+    /// A short, static label for logs.
+    pub fn category(&self) -> &'static str {
+        match self {
+            RegistrationError::Api { .. } => "api_error",
+            RegistrationError::Serialize(_) => "serialization",
+        }
+    }
+}
+
+/// Removes the JSON path `.spec.a.b` (as reported in a conflict cause) from `body`.
+fn remove_path(body: &mut Value, field: &str) -> bool {
+    let parts: Vec<&str> = field
+        .trim_start_matches('.')
+        .split('.')
+        .filter(|p| !p.is_empty())
+        .collect();
+    let Some((last, parents)) = parts.split_last() else {
+        return false;
+    };
+    let mut node = &mut *body;
+    for part in parents {
+        match node.get_mut(*part) {
+            Some(next) => node = next,
+            None => return false,
+        }
+    }
+    node.as_object_mut()
+        .is_some_and(|m| m.remove(*last).is_some())
+}
+
+/// Applies the registration spec, leaving fields an admin took over to the admin. Returns the
+/// fields left out.
+pub async fn register(
+    client: &Client,
+    name: &str,
+    spec: &InferenceProviderConfigSpec,
+) -> Result<Vec<String>, RegistrationError> {
+    let api: Api<InferenceProviderConfig> = Api::all(client.clone());
+    let manager = field_managers::provider(name);
+    let mut body = json!({"apiVersion": API_VERSION, "kind": "InferenceProviderConfig", "metadata": {"name": name}, "spec": serde_json::to_value(spec)?});
+    let mut left_out = Vec::new();
+    for _ in 0..8 {
+        match api
+            .patch(name, &PatchParams::apply(&manager), &Patch::Apply(&body))
+            .await
+        {
+            Ok(_) => return Ok(left_out),
+            Err(kube::Error::Api(status)) if status.code == 409 => {
+                let fields: Vec<String> = status
+                    .details
+                    .iter()
+                    .flat_map(|d| d.causes.iter())
+                    .map(|c| c.field.clone())
+                    .collect();
+                let removed: Vec<String> = fields
+                    .into_iter()
+                    .filter(|f| remove_path(&mut body, f))
+                    .collect();
+                if removed.is_empty() {
+                    return Err(RegistrationError::Api {
+                        action: "registering",
+                        name: name.to_string(),
+                        source: kube::Error::Api(status),
+                    });
+                }
+                tracing::info!(fields = ?removed, "leaving registration fields managed by someone else as they are");
+                left_out.extend(removed);
+            }
+            Err(source) => {
+                return Err(RegistrationError::Api {
+                    action: "registering",
+                    name: name.to_string(),
+                    source,
+                });
+            }
+        }
+    }
+    Ok(left_out)
+}
+
+/// The `UpstreamAvailable` condition and readiness for a detection.
+pub fn upstream_condition(
+    detection: &SchemaDetection,
+    display_name: &str,
+    kind: &str,
+) -> (bool, DesiredCondition) {
+    let t = condition_types::UPSTREAM_AVAILABLE;
+    match detection {
+        SchemaDetection::Supported(schema) => (
+            true,
+            DesiredCondition::new(
+                t,
+                true,
+                reasons::UPSTREAM_CRD_ESTABLISHED,
+                format!(
+                    "{kind} API {} is installed and supported (schema {})",
+                    schema.api_version, schema.fingerprint
+                ),
+            ),
+        ),
+        SchemaDetection::CrdNotInstalled { crd } => (
+            false,
+            DesiredCondition::new(
+                t,
+                false,
+                reasons::UPSTREAM_CRD_NOT_INSTALLED,
+                format!("CRD {crd} is not installed: install {display_name} in the cluster"),
+            ),
+        ),
+        SchemaDetection::NotEstablished { crd } => (
+            false,
+            DesiredCondition::new(
+                t,
+                false,
+                reasons::UPSTREAM_CRD_NOT_ESTABLISHED,
+                format!("CRD {crd} is not Established yet"),
+            ),
+        ),
+        SchemaDetection::Unsupported { message, .. } => (
+            false,
+            DesiredCondition::new(t, false, reasons::UNSUPPORTED_SCHEMA, message.clone()),
+        ),
+    }
+}
+
+/// What a heartbeat reports.
+pub struct Heartbeat<'a> {
+    /// Provider name.
+    pub name: &'a str,
+    /// `<name>-provider:<version>`.
+    pub version: String,
+    /// The upstream detection.
+    pub detection: &'a SchemaDetection,
+    /// Whether the provider is shutting down (reports `ready: false`).
+    pub shutting_down: bool,
+    /// Display name and upstream kind, for the condition message.
+    pub display: (&'a str, &'a str),
+}
+
+/// Writes the heartbeat: `ready`, `version`, `lastHeartbeat`, upstream version and schema hash,
+/// and the `UpstreamAvailable` condition (manager `<name>-provider`).
+pub async fn heartbeat(client: &Client, beat: &Heartbeat<'_>) -> Result<(), RegistrationError> {
+    let api: Api<InferenceProviderConfig> = Api::all(client.clone());
+    let current = api
+        .get_opt(beat.name)
+        .await
+        .map_err(|source| RegistrationError::Api {
+            action: "reading",
+            name: beat.name.to_string(),
+            source,
+        })?;
+    let (mut ready, mut condition) =
+        upstream_condition(beat.detection, beat.display.0, beat.display.1);
+    if beat.shutting_down {
+        ready = false;
+        condition = DesiredCondition::new(
+            condition_types::UPSTREAM_AVAILABLE,
+            false,
+            reasons::SHUTTING_DOWN,
+            "The provider is shutting down",
+        );
+    }
+    let now = Time(jiff::Timestamp::now());
+    let existing = current
+        .as_ref()
+        .and_then(|c| c.status.as_ref())
+        .and_then(|s| s.conditions.clone());
+    let conditions = conditions::materialize(
+        existing.as_deref(),
+        &[condition],
+        current.as_ref().and_then(|c| c.metadata.generation),
+        &now,
+    );
+    let (version, hash) = match beat.detection {
+        SchemaDetection::Supported(schema) => {
+            (schema.api_version.clone(), schema.fingerprint.clone())
+        }
+        SchemaDetection::Unsupported {
+            api_version,
+            fingerprint,
+            ..
+        } => (api_version.clone(), fingerprint.clone()),
+        _ => (String::new(), String::new()),
+    };
+    let body = json!({
+        "apiVersion": API_VERSION, "kind": "InferenceProviderConfig", "metadata": {"name": beat.name},
+        "status": {"ready": ready, "version": beat.version, "lastHeartbeat": now, "upstreamCRDVersion": version,
+                   "upstreamSchemaHash": hash, "conditions": conditions},
+    });
+    api.patch_status(
+        beat.name,
+        &PatchParams::apply(&field_managers::provider(beat.name)).force(),
+        &Patch::Apply(&body),
+    )
+    .await
+    .map_err(|source| RegistrationError::Api {
+        action: "writing the heartbeat of",
+        name: beat.name.to_string(),
+        source,
+    })?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn conflicting_fields_are_removed() {
+        let mut body = json!({"spec": {"selectionRules": [], "capabilities": {"gpuSupport": true, "engines": []}}});
+        assert!(remove_path(&mut body, ".spec.selectionRules"));
+        assert!(remove_path(&mut body, ".spec.capabilities.gpuSupport"));
+        assert!(!remove_path(&mut body, ".spec.documentation"));
+        assert_eq!(body, json!({"spec": {"capabilities": {"engines": []}}}));
+    }
+}

@@ -1,0 +1,350 @@
+//! Wiring of a provider process.
+
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::Duration;
+
+use clap::Parser;
+use futures::StreamExt;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::Client;
+use kube::api::{Api, ApiResource, DynamicObject};
+use kube::runtime::controller::{Config as ControllerConfig, Controller};
+use kube::runtime::watcher;
+use prometheus_client::registry::Registry;
+use tokio::sync::watch;
+
+use super::args::ProviderArgs;
+use super::metrics::ProviderMetrics;
+use super::reconcile::{Context, error_policy, reconcile};
+use super::registration::{self, Heartbeat};
+use super::traits::{Provider, SchemaDetection};
+use crate::constants::labels;
+use crate::probe::v1::{EngineCapability, GetInfoResponse, UpstreamHealth, upstream_health};
+use crate::runtime::{
+    EventPublisher, HealthState, LeaderElection, default_identity, init_telemetry,
+    install_crypto_provider, kube_client, require_airunway_crds, serve_health, serve_metrics,
+    shutdown_on_signals,
+};
+use crate::v1alpha1::{ModelDeployment, ProbeEndpoint};
+
+/// Writes heartbeats for one provider.
+struct Reporter<P> {
+    name: String,
+    version: String,
+    client: Client,
+    provider: Arc<P>,
+}
+
+impl<P> Clone for Reporter<P> {
+    fn clone(&self) -> Self {
+        Reporter {
+            name: self.name.clone(),
+            version: self.version.clone(),
+            client: self.client.clone(),
+            provider: self.provider.clone(),
+        }
+    }
+}
+
+impl<P: Provider> Reporter<P> {
+    async fn beat(
+        &self,
+        detection: &SchemaDetection,
+        shutting_down: bool,
+    ) -> Result<(), registration::RegistrationError> {
+        let upstream = self.provider.upstream();
+        let heartbeat = Heartbeat {
+            name: &self.name,
+            version: self.version.clone(),
+            detection,
+            shutting_down,
+            display: (self.provider.display_name(), &upstream.kind),
+        };
+        registration::heartbeat(&self.client, &heartbeat).await
+    }
+}
+
+/// Parses the command line and runs `provider` until SIGTERM.
+pub async fn run<P: Provider>(provider: P) -> anyhow::Result<()> {
+    let args = ProviderArgs::parse();
+    install_crypto_provider()?;
+    let service: &'static str = Box::leak(format!("{}-provider", provider.name()).into_boxed_str());
+    let _telemetry = init_telemetry(service, args.common.log_format)?;
+    run_with_args(provider, args).await
+}
+
+async fn detect<P: Provider>(
+    client: &Client,
+    provider: &P,
+    previous: &SchemaDetection,
+) -> SchemaDetection {
+    let upstream = provider.upstream();
+    if !upstream.from_crd {
+        return provider.detect_schema(None);
+    }
+    let api: Api<CustomResourceDefinition> = Api::all(client.clone());
+    match api.get_opt(&upstream.crd_name()).await {
+        Ok(crd) => provider.detect_schema(crd.as_ref()),
+        Err(e) => {
+            tracing::warn!(error = %e, crd = %upstream.crd_name(), "could not read the upstream CRD; keeping the last detection");
+            previous.clone()
+        }
+    }
+}
+
+fn probe_info<P: Provider>(provider: &P, detection: &SchemaDetection) -> GetInfoResponse {
+    let registration = provider.registration();
+    let (healthy, condition) = registration::upstream_condition(
+        detection,
+        provider.display_name(),
+        &provider.upstream().kind,
+    );
+    let (version, hash) = match detection {
+        SchemaDetection::Supported(s) => (s.api_version.clone(), s.fingerprint.clone()),
+        SchemaDetection::Unsupported {
+            api_version,
+            fingerprint,
+            ..
+        } => (api_version.clone(), fingerprint.clone()),
+        _ => (String::new(), String::new()),
+    };
+    GetInfoResponse {
+        name: provider.name().to_string(),
+        version: format!("{}-provider:{}", provider.name(), provider.version()),
+        engines: registration
+            .capabilities
+            .as_ref()
+            .map(|c| c.engine_capabilities())
+            .unwrap_or_default()
+            .into_iter()
+            .map(|e| EngineCapability {
+                name: e.name.as_str().to_string(),
+                serving_modes: e
+                    .serving_modes
+                    .iter()
+                    .map(|m| m.as_str().to_string())
+                    .collect(),
+                gpu_support: e.gpu_support,
+                cpu_support: e.cpu_support,
+            })
+            .collect(),
+        upstream_crd_version: version,
+        upstream_schema_hash: hash,
+        upstream_health: Some(UpstreamHealth {
+            status: if healthy {
+                upstream_health::Status::Healthy
+            } else {
+                upstream_health::Status::Unhealthy
+            } as i32,
+            reason: condition.reason,
+            message: condition.message,
+        }),
+        documentation: registration.documentation.unwrap_or_default(),
+    }
+}
+
+/// Runs `provider` with `args` until SIGTERM (or lost leadership, an error).
+pub async fn run_with_args<P: Provider>(provider: P, args: ProviderArgs) -> anyhow::Result<()> {
+    let name = provider.name().to_string();
+    let client = kube_client().await?;
+    let shutdown = shutdown_on_signals()?;
+    require_airunway_crds(&client).await?;
+
+    let health = HealthState::default();
+    serve_health(
+        args.common.health_probe_bind_address,
+        health.clone(),
+        shutdown.clone(),
+    )
+    .await?;
+    let mut registry = Registry::with_prefix("airunway");
+    let metrics = ProviderMetrics::register(&mut registry, &name);
+    serve_metrics(
+        args.common.metrics_bind_address,
+        Arc::new(registry),
+        shutdown.clone(),
+    )
+    .await?;
+
+    let upstream = provider.upstream();
+    let first = detect(
+        &client,
+        &provider,
+        &SchemaDetection::NotEstablished {
+            crd: upstream.crd_name(),
+        },
+    )
+    .await;
+    tracing::info!(detection = ?first, "upstream detected");
+    let detection = Arc::new(RwLock::new(first.clone()));
+    let (info_tx, info_rx) = watch::channel(probe_info(&provider, &first));
+    super::probe_server::serve(args.probe_bind_address, info_rx, shutdown.clone()).await?;
+    health.set_ready(true);
+
+    let mut leader = if args.common.leader_elect {
+        let lease = args
+            .leader_election_id
+            .clone()
+            .unwrap_or_else(|| format!("{name}-provider"));
+        let mut election = LeaderElection::start(
+            client.clone(),
+            &args.common.lease_namespace(),
+            &lease,
+            &default_identity(),
+            args.common.leader_election_lease_duration,
+        )
+        .await?;
+        if !election.acquire(&shutdown).await {
+            return Ok(());
+        }
+        Some(election)
+    } else {
+        None
+    };
+
+    // Register (retrying: the core's webhook may not be up yet).
+    let mut spec = provider.registration();
+    spec.probe = Some(ProbeEndpoint {
+        endpoint: Some(args.advertised_probe()),
+    });
+    let mut delay = Duration::from_millis(500);
+    loop {
+        match registration::register(&client, &name, &spec).await {
+            Ok(_) => break,
+            Err(e) => {
+                tracing::warn!(error = %e, category = e.category(), "registration failed; retrying")
+            }
+        }
+        tokio::select! {
+            _ = shutdown.cancelled() => return Ok(()),
+            _ = tokio::time::sleep(delay) => {}
+        }
+        delay = (delay * 2).min(Duration::from_secs(30));
+    }
+    let provider = Arc::new(provider);
+    let version = format!("{name}-provider:{}", provider.version());
+    let reporter = Reporter {
+        name: name.clone(),
+        version,
+        client: client.clone(),
+        provider: provider.clone(),
+    };
+    if let Err(e) = reporter.beat(&first, false).await {
+        tracing::warn!(error = %e, "first heartbeat failed");
+    }
+    tracing::info!(provider = %name, "registered");
+
+    // Heartbeat loop: re-detect the upstream, refresh the probe info, report in.
+    let stop_heartbeat = shutdown.child_token();
+    {
+        let (client, provider, detection, stop) = (
+            client.clone(),
+            provider.clone(),
+            detection.clone(),
+            stop_heartbeat.clone(),
+        );
+        let reporter = reporter.clone();
+        let interval = args.heartbeat_interval;
+        tokio::spawn(async move {
+            loop {
+                tokio::select! {
+                    _ = stop.cancelled() => return,
+                    _ = tokio::time::sleep(interval) => {}
+                }
+                let previous = detection
+                    .read()
+                    .map(|d| d.clone())
+                    .unwrap_or_else(|_| SchemaDetection::NotEstablished { crd: String::new() });
+                let current = detect(&client, provider.as_ref(), &previous).await;
+                if current != previous {
+                    tracing::info!(detection = ?current, "upstream changed");
+                }
+                if let Ok(mut d) = detection.write() {
+                    *d = current.clone();
+                }
+                let _ = info_tx.send(probe_info(provider.as_ref(), &current));
+                if let Err(e) = reporter.beat(&current, false).await {
+                    tracing::warn!(error = %e, "heartbeat failed");
+                }
+            }
+        });
+    }
+
+    let ctx = Arc::new(Context {
+        provider: provider.clone(),
+        client: client.clone(),
+        upstream: upstream.clone(),
+        detection: detection.clone(),
+        events: EventPublisher::new(client.clone(), &format!("{name}-provider")),
+        finalizer_timeout: args.finalizer_timeout,
+        status_sync: args.status_sync_interval,
+        metrics,
+        moved_since: Mutex::new(Default::default()),
+        warned: Mutex::new(Default::default()),
+    });
+    let version_for_watch = first
+        .schema()
+        .map(|s| s.version.clone())
+        .unwrap_or_else(|| upstream.default_version.clone());
+    let resource = ApiResource {
+        group: upstream.group.clone(),
+        version: version_for_watch.clone(),
+        api_version: upstream.api_version(&version_for_watch),
+        kind: upstream.kind.clone(),
+        plural: upstream.plural.clone(),
+    };
+    let owned: Api<DynamicObject> = Api::all_with(client.clone(), &resource);
+    let stop_controller = shutdown.child_token();
+    let controller = Controller::new(
+        Api::<ModelDeployment>::all(client.clone()),
+        watcher::Config::default(),
+    )
+    .owns_with(
+        owned,
+        resource,
+        watcher::Config::default().labels(&format!(
+            "{}={}",
+            labels::MANAGED_BY,
+            labels::MANAGED_BY_VALUE
+        )),
+    )
+    .with_config(ControllerConfig::default().concurrency(4))
+    .graceful_shutdown_on(stop_controller.clone().cancelled_owned())
+    .run(reconcile, error_policy, ctx)
+    .for_each(|result| async move {
+        if let Err(e) = result {
+            tracing::debug!(error = %e, "controller event");
+        }
+    });
+    let controller_task = tokio::spawn(controller);
+    tracing::info!(provider = %name, "reconciling ModelDeployments");
+
+    let lost = match leader.as_mut() {
+        Some(election) => tokio::select! {
+            _ = shutdown.cancelled() => None,
+            lost = election.lost() => Some(lost),
+        },
+        None => {
+            shutdown.cancelled().await;
+            None
+        }
+    };
+    // Say so at once: new work must not be sent here any more.
+    let last = detection
+        .read()
+        .map(|d| d.clone())
+        .unwrap_or_else(|_| first.clone());
+    if let Err(e) = reporter.beat(&last, true).await {
+        tracing::warn!(error = %e, "could not report ready=false");
+    }
+    stop_heartbeat.cancel();
+    stop_controller.cancel();
+    let _ = controller_task.await;
+    match lost {
+        Some(error) => Err(error.into()),
+        None => {
+            tracing::info!("stopped");
+            Ok(())
+        }
+    }
+}

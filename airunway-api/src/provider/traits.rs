@@ -1,0 +1,183 @@
+//! What a provider implements: pure functions from values to values.
+
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::core::DynamicObject;
+
+use crate::v1alpha1::{
+    EndpointStatus, InferenceProviderConfigSpec, ModelDeployment, Phase, ReplicaStatus,
+};
+
+/// The upstream kind a provider creates one object of per deployment.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct UpstreamKind {
+    /// API group (`""` for the core group).
+    pub group: String,
+    /// Kind, e.g. `Workspace`.
+    pub kind: String,
+    /// Plural resource name, e.g. `workspaces`.
+    pub plural: String,
+    /// The version to watch when nothing is detected yet (e.g. the CRD is not installed).
+    pub default_version: String,
+    /// Whether the kind comes from a CRD (false for built-in kinds such as ConfigMap).
+    pub from_crd: bool,
+}
+
+impl UpstreamKind {
+    /// The CRD name, `<plural>.<group>`.
+    pub fn crd_name(&self) -> String {
+        format!("{}.{}", self.plural, self.group)
+    }
+
+    /// `<group>/<version>` (or just the version for the core group).
+    pub fn api_version(&self, version: &str) -> String {
+        if self.group.is_empty() {
+            version.to_string()
+        } else {
+            format!("{}/{version}", self.group)
+        }
+    }
+}
+
+/// The upstream schema a provider renders for.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct UpstreamSchema {
+    /// The served version rendered for, e.g. `v1beta1`.
+    pub version: String,
+    /// `<group>/<version>`.
+    pub api_version: String,
+    /// Fingerprint of the installed schema (see [`super::schema::fingerprint`]).
+    pub fingerprint: String,
+}
+
+/// Result of looking at the installed upstream CRD.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SchemaDetection {
+    /// A known schema: render for it.
+    Supported(UpstreamSchema),
+    /// The CRD does not exist.
+    CrdNotInstalled {
+        /// The CRD name.
+        crd: String,
+    },
+    /// The CRD exists but is not Established yet.
+    NotEstablished {
+        /// The CRD name.
+        crd: String,
+    },
+    /// The CRD exists with a schema this provider version does not know.
+    Unsupported {
+        /// The version found (or `none`).
+        api_version: String,
+        /// Its fingerprint.
+        fingerprint: String,
+        /// What is wrong and what to do.
+        message: String,
+    },
+}
+
+impl SchemaDetection {
+    /// The schema, when supported.
+    pub fn schema(&self) -> Option<&UpstreamSchema> {
+        match self {
+            SchemaDetection::Supported(schema) => Some(schema),
+            _ => None,
+        }
+    }
+}
+
+/// A provider-specific note on a rendered deployment (an event on the deployment).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RenderWarning {
+    /// Event reason, e.g. `UnknownOverride`.
+    pub reason: &'static str,
+    /// Message, e.g. `unknown key provider.overrides.routrMode is ignored`.
+    pub message: String,
+}
+
+/// The desired upstream object.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Rendered {
+    /// The object as JSON: `apiVersion`, `kind`, `metadata.name` and the kind's fields. The SDK
+    /// adds the namespace, owner reference, labels and annotations.
+    pub object: serde_json::Value,
+    /// Notes for the user (unknown override keys, ignored settings).
+    pub warnings: Vec<RenderWarning>,
+}
+
+/// Why a deployment cannot be rendered.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum RenderError {
+    /// `provider.overrides` has a value of the wrong type.
+    #[error("{0}")]
+    InvalidOverrides(String),
+    /// A required setting is missing or cannot be expressed upstream.
+    #[error("{0}")]
+    Unsupported(String),
+}
+
+impl RenderError {
+    /// A short, static label for metrics.
+    pub fn category(&self) -> &'static str {
+        match self {
+            RenderError::InvalidOverrides(_) => "invalid_overrides",
+            RenderError::Unsupported(_) => "unsupported",
+        }
+    }
+}
+
+/// The deployment status derived from the upstream object.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TranslatedStatus {
+    /// Phase.
+    pub phase: Phase,
+    /// Message (the upstream error or progress detail).
+    pub message: Option<String>,
+    /// Replica counts.
+    pub replicas: Option<ReplicaStatus>,
+    /// The Service serving the model.
+    pub endpoint: Option<EndpointStatus>,
+    /// Whether the deployment serves (the `Ready` condition).
+    pub ready: bool,
+}
+
+/// A provider shim: a set of pure functions. The SDK ([`super::run`]) does registration, the
+/// probe, the reconcile loop, finalizers, server-side apply, drift, events and metrics.
+pub trait Provider: Send + Sync + 'static {
+    /// Provider name: the InferenceProviderConfig name, field manager `<name>-provider` and
+    /// finalizer `airunway.ai/<name>-provider`.
+    fn name(&self) -> &str;
+
+    /// Name used in messages, e.g. `KAITO`.
+    fn display_name(&self) -> &str;
+
+    /// The provider's version (reported as `<name>-provider:<version>`).
+    fn version(&self) -> &str;
+
+    /// The registration: capabilities, selection rules, documentation (the SDK adds the probe
+    /// endpoint).
+    fn registration(&self) -> InferenceProviderConfigSpec;
+
+    /// The upstream kind.
+    fn upstream(&self) -> UpstreamKind;
+
+    /// Picks the version to render for and checks the installed schema (`None`: the CRD does
+    /// not exist). Built-in kinds ignore the argument.
+    fn detect_schema(&self, crd: Option<&CustomResourceDefinition>) -> SchemaDetection;
+
+    /// Whether this provider can serve the deployment; the error is the user-facing message.
+    fn check_compatibility(&self, deployment: &ModelDeployment) -> Result<(), String>;
+
+    /// The desired upstream object for the deployment.
+    fn render(
+        &self,
+        deployment: &ModelDeployment,
+        schema: &UpstreamSchema,
+    ) -> Result<Rendered, RenderError>;
+
+    /// The deployment status from the upstream object (`None`: not created yet).
+    fn translate_status(
+        &self,
+        deployment: &ModelDeployment,
+        upstream: Option<&DynamicObject>,
+    ) -> TranslatedStatus;
+}

@@ -1,0 +1,305 @@
+//! The provider health monitor (leader only): every `--provider-probe-interval` it probes each
+//! provider's gRPC endpoint (standard health check, then `GetInfo`) and reads its heartbeat,
+//! and records the verdict in the provider's core-owned `Available` condition. Selection skips
+//! unavailable providers; deployments of a stale provider get `ProviderHealthy=False` (their
+//! reconcile is triggered by the condition change).
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use airunway_api::conditions::{self, DesiredCondition};
+use airunway_api::constants::{API_VERSION, condition_types, field_managers, reasons};
+use airunway_api::k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use airunway_api::probe::health::HealthCheckRequest;
+use airunway_api::probe::health::health_check_response::ServingStatus;
+use airunway_api::probe::health::health_client::HealthClient;
+use airunway_api::probe::v1::GetInfoRequest;
+use airunway_api::probe::v1::provider_service_client::ProviderServiceClient;
+use airunway_api::v1alpha1::InferenceProviderConfig;
+use jiff::Timestamp;
+use kube::Client;
+use kube::api::{Api, Patch, PatchParams};
+use kube::runtime::reflector::Store;
+use serde_json::json;
+use tokio_util::sync::CancellationToken;
+
+use crate::selection::HealthPolicy;
+use crate::selection::availability::heartbeat_staleness;
+
+/// The probe history of one provider.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ProbeState {
+    /// Failed probes in a row.
+    pub consecutive_failures: u32,
+    /// When the current run of failures started.
+    pub failing_since: Option<Timestamp>,
+    /// The last error.
+    pub last_error: String,
+}
+
+impl ProbeState {
+    /// Records a probe outcome at `now`.
+    pub fn record(&mut self, outcome: Result<(), String>, now: Timestamp) {
+        match outcome {
+            Ok(()) => *self = ProbeState::default(),
+            Err(error) => {
+                self.consecutive_failures += 1;
+                self.failing_since.get_or_insert(now);
+                self.last_error = error;
+            }
+        }
+    }
+}
+
+/// The core's `Available` verdict on a provider (pure). Messages do not change from one probe
+/// to the next while the verdict holds, so nothing is rewritten needlessly.
+pub fn available_condition(
+    ipc: &InferenceProviderConfig,
+    now: Timestamp,
+    policy: HealthPolicy,
+    probe: &ProbeState,
+    failure_threshold: u32,
+) -> DesiredCondition {
+    let t = condition_types::AVAILABLE;
+    let status = ipc.status.as_ref();
+    if status.and_then(|s| s.ready) != Some(true) {
+        let detail = conditions::find(
+            status.and_then(|s| s.conditions.as_deref()),
+            condition_types::UPSTREAM_AVAILABLE,
+        )
+        .and_then(|c| c.message.clone())
+        .unwrap_or_else(|| "it has not reported ready".to_string());
+        return DesiredCondition::new(
+            t,
+            false,
+            reasons::NOT_READY,
+            format!("The provider reports ready=false: {detail}"),
+        );
+    }
+    if heartbeat_staleness(ipc, now, policy).is_some() {
+        let last = status
+            .and_then(|s| s.last_heartbeat.as_ref())
+            .map(|t| t.0.to_string())
+            .unwrap_or_else(|| "never".into());
+        return DesiredCondition::new(
+            t,
+            false,
+            reasons::HEARTBEAT_STALE,
+            format!(
+                "No heartbeat since {last} (stale after {}s)",
+                policy.stale_after.as_secs()
+            ),
+        );
+    }
+    let endpoint = ipc.spec.probe.as_ref().and_then(|p| p.endpoint.clone());
+    if probe.consecutive_failures >= failure_threshold {
+        let since = probe
+            .failing_since
+            .map(|t| t.to_string())
+            .unwrap_or_default();
+        return DesiredCondition::new(
+            t,
+            false,
+            reasons::PROBE_FAILED,
+            format!(
+                "Probe of {} failing since {since}: {}",
+                endpoint.unwrap_or_default(),
+                probe.last_error
+            ),
+        );
+    }
+    let message = match endpoint {
+        Some(endpoint) => format!("Heartbeat is fresh and the probe at {endpoint} answers"),
+        None => "Heartbeat is fresh (the provider advertises no probe endpoint)".to_string(),
+    };
+    DesiredCondition::new(t, true, reasons::HEALTHY, message)
+}
+
+/// Probes `endpoint`: the standard health check must report SERVING and `GetInfo` must answer
+/// with the provider's own name.
+pub async fn probe(endpoint: &str, name: &str, timeout: Duration) -> Result<(), String> {
+    let channel = tonic::transport::Endpoint::from_shared(format!("http://{endpoint}"))
+        .map_err(|e| format!("invalid probe endpoint {endpoint}: {e}"))?
+        .connect_timeout(timeout)
+        .timeout(timeout)
+        .connect()
+        .await
+        .map_err(|e| format!("cannot connect: {e}"))?;
+    let health = HealthClient::new(channel.clone())
+        .check(HealthCheckRequest {
+            service: String::new(),
+        })
+        .await
+        .map_err(|e| format!("health check failed: {}", e.message()))?;
+    if health.into_inner().status != ServingStatus::Serving as i32 {
+        return Err("health check reports NOT_SERVING".to_string());
+    }
+    let info = ProviderServiceClient::new(channel)
+        .get_info(GetInfoRequest {})
+        .await
+        .map_err(|e| format!("GetInfo failed: {}", e.message()))?
+        .into_inner();
+    if info.name != name {
+        return Err(format!(
+            "the endpoint answers as provider {:?}, not {name:?}",
+            info.name
+        ));
+    }
+    Ok(())
+}
+
+/// Options of the monitor.
+#[derive(Clone, Copy, Debug)]
+pub struct MonitorOptions {
+    /// `--provider-probe-interval`.
+    pub interval: Duration,
+    /// `--provider-probe-failure-threshold`.
+    pub failure_threshold: u32,
+    /// Heartbeat staleness.
+    pub policy: HealthPolicy,
+}
+
+/// Runs the monitor until `shutdown`.
+pub async fn run_monitor(
+    client: Client,
+    providers: Store<InferenceProviderConfig>,
+    options: MonitorOptions,
+    shutdown: CancellationToken,
+) {
+    let api: Api<InferenceProviderConfig> = Api::all(client);
+    let mut states: HashMap<String, ProbeState> = HashMap::new();
+    let timeout = (options.interval / 2).clamp(Duration::from_millis(500), Duration::from_secs(5));
+    loop {
+        let ipcs = providers.state();
+        states.retain(|name, _| {
+            ipcs.iter()
+                .any(|i| i.metadata.name.as_deref() == Some(name))
+        });
+        for ipc in ipcs {
+            let Some(name) = ipc.metadata.name.clone() else {
+                continue;
+            };
+            let state = states.entry(name.clone()).or_default();
+            if let Some(endpoint) = ipc.spec.probe.as_ref().and_then(|p| p.endpoint.as_deref()) {
+                let outcome = probe(endpoint, &name, timeout).await;
+                if let Err(e) = &outcome {
+                    tracing::debug!(provider = %name, error = %e, "probe failed");
+                }
+                state.record(outcome, Timestamp::now());
+            }
+            let desired = available_condition(
+                &ipc,
+                Timestamp::now(),
+                options.policy,
+                state,
+                options.failure_threshold,
+            );
+            let existing = ipc.status.as_ref().and_then(|s| s.conditions.as_deref());
+            if conditions::all_current(
+                existing,
+                std::slice::from_ref(&desired),
+                ipc.metadata.generation,
+            ) {
+                continue;
+            }
+            let now = Time(Timestamp::now());
+            let materialized = conditions::materialize(
+                existing,
+                std::slice::from_ref(&desired),
+                ipc.metadata.generation,
+                &now,
+            );
+            let body = json!({"apiVersion": API_VERSION, "kind": "InferenceProviderConfig", "metadata": {"name": name},
+                "status": {"conditions": materialized}});
+            match api
+                .patch_status(
+                    &name,
+                    &PatchParams::apply(field_managers::CORE).force(),
+                    &Patch::Apply(&body),
+                )
+                .await
+            {
+                Ok(_) => {
+                    tracing::info!(provider = %name, available = desired.status.as_str(), reason = %desired.reason, message = %desired.message, "provider availability changed")
+                }
+                Err(e) => {
+                    tracing::warn!(provider = %name, error = %e, "could not record provider availability")
+                }
+            }
+        }
+        tokio::select! {
+            _ = shutdown.cancelled() => return,
+            _ = tokio::time::sleep(options.interval) => {}
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ipc(status: serde_json::Value) -> InferenceProviderConfig {
+        serde_json::from_value(json!({"apiVersion": "airunway.ai/v1alpha1", "kind": "InferenceProviderConfig",
+            "metadata": {"name": "p", "generation": 1}, "spec": {"probe": {"endpoint": "10.0.0.1:9090"}}, "status": status}))
+        .unwrap()
+    }
+
+    const POLICY: HealthPolicy = HealthPolicy {
+        stale_after: Duration::from_secs(90),
+    };
+
+    #[test]
+    fn verdicts() {
+        let now: Timestamp = "2026-01-01T00:10:00Z".parse().unwrap();
+        let fresh = ipc(json!({"ready": true, "lastHeartbeat": "2026-01-01T00:09:50Z"}));
+        let mut probe = ProbeState::default();
+        assert_eq!(
+            available_condition(&fresh, now, POLICY, &probe, 3).reason,
+            reasons::HEALTHY
+        );
+        for _ in 0..2 {
+            probe.record(Err("cannot connect: refused".into()), now);
+        }
+        assert_eq!(
+            available_condition(&fresh, now, POLICY, &probe, 3).reason,
+            reasons::HEALTHY,
+            "below the threshold"
+        );
+        probe.record(
+            Err("cannot connect: refused".into()),
+            "2026-01-01T00:10:05Z".parse().unwrap(),
+        );
+        let failing = available_condition(&fresh, now, POLICY, &probe, 3);
+        assert_eq!(failing.reason, reasons::PROBE_FAILED);
+        assert_eq!(
+            failing.message,
+            "Probe of 10.0.0.1:9090 failing since 2026-01-01T00:10:00Z: cannot connect: refused"
+        );
+        probe.record(Err("cannot connect: refused".into()), now);
+        assert_eq!(
+            available_condition(&fresh, now, POLICY, &probe, 3),
+            failing,
+            "stable message while failing"
+        );
+        probe.record(Ok(()), now);
+        assert_eq!(probe, ProbeState::default());
+
+        let stale = ipc(json!({"ready": true, "lastHeartbeat": "2026-01-01T00:00:00Z"}));
+        let verdict = available_condition(&stale, now, POLICY, &ProbeState::default(), 3);
+        assert_eq!(
+            (verdict.reason.as_str(), verdict.message.as_str()),
+            (
+                reasons::HEARTBEAT_STALE,
+                "No heartbeat since 2026-01-01T00:00:00Z (stale after 90s)"
+            )
+        );
+        let not_ready = available_condition(
+            &ipc(json!({"ready": false})),
+            now,
+            POLICY,
+            &ProbeState::default(),
+            3,
+        );
+        assert_eq!(not_ready.reason, reasons::NOT_READY);
+    }
+}

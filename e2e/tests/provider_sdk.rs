@@ -1,0 +1,587 @@
+//! The provider SDK through the example third-party provider (`examples/configmap-provider`,
+//! built only on `airunway-api`), against the real control plane with the real core: its
+//! registration, probe and heartbeat; the lifecycle of a deployment; drift; recreation;
+//! deletion; stale-provider detection; SIGTERM; the finalizer timeout; field ownership.
+
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use airunway_api::constants::{condition_types, reasons};
+use airunway_api::probe::v1::GetInfoRequest;
+use airunway_api::probe::v1::provider_service_client::ProviderServiceClient;
+use airunway_api::v1alpha1::{ConditionStatus, InferenceProviderConfig, ModelDeployment, Phase};
+use airunway_e2e::stack::{FAST_HEALTH, Running, start_core, start_provider};
+use airunway_e2e::wait::{eventually, wait_deleted, wait_for};
+use airunway_e2e::{TestEnv, cluster_lock, manifests, paths};
+use k8s_openapi::api::core::v1::ConfigMap;
+use k8s_openapi::api::events::v1::Event;
+use kube::ResourceExt;
+use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
+use serde_json::{Value, json};
+
+const WAIT: Duration = Duration::from_secs(30);
+const PROVIDER: &str = "configmap-provider";
+
+/// The example's shipped RBAC bound in the test namespace; a kubeconfig for its ServiceAccount.
+async fn provider_identity(env: &TestEnv) -> PathBuf {
+    let mut objects = manifests::read(
+        &paths::workspace_root().join("examples/configmap-provider/deploy/rbac.yaml"),
+    );
+    manifests::retarget_namespace(&mut objects, &env.namespace);
+    manifests::apply(&env.client, &objects).await;
+    let user = format!("system:serviceaccount:{}:configmap-provider", env.namespace);
+    env.control_plane
+        .kubeconfig_for(&user, &["system:serviceaccounts"])
+        .unwrap()
+}
+
+async fn start_example(env: &TestEnv, kubeconfig: &PathBuf, extra: &[&str]) -> Running {
+    let mut args = vec!["--heartbeat-interval=1s", "--status-sync-interval=2s"];
+    args.extend_from_slice(extra);
+    start_provider(env, PROVIDER, kubeconfig, &args, "configmap-0").await
+}
+
+async fn clean_slate(env: &TestEnv) {
+    airunway_e2e::providers::delete_all(&env.client).await;
+}
+
+fn deployment(name: &str, spec: Value) -> ModelDeployment {
+    serde_json::from_value(json!({"apiVersion": "airunway.ai/v1alpha1", "kind": "ModelDeployment",
+        "metadata": {"name": name, "labels": {"airunway.ai/team": "research", "app": "not-propagated"}}, "spec": spec}))
+    .unwrap()
+}
+
+fn condition(md: &ModelDeployment, type_: &str) -> Option<airunway_api::v1alpha1::Condition> {
+    md.status
+        .as_ref()?
+        .conditions
+        .as_ref()?
+        .iter()
+        .find(|c| c.type_ == type_)
+        .cloned()
+}
+
+fn running(md: &ModelDeployment) -> bool {
+    md.status.as_ref().and_then(|s| s.phase) == Some(Phase::Running)
+}
+
+async fn events(env: &TestEnv, reason: &str) -> Vec<String> {
+    let api: Api<Event> = Api::namespaced(env.client.clone(), &env.namespace);
+    api.list(&ListParams::default())
+        .await
+        .unwrap()
+        .items
+        .into_iter()
+        .filter(|e| e.reason.as_deref() == Some(reason))
+        .filter_map(|e| e.note)
+        .collect()
+}
+
+#[tokio::test]
+async fn registration_probe_and_heartbeat() {
+    let _lock = cluster_lock().await;
+    let env = TestEnv::new("sdk-registration").await;
+    clean_slate(&env).await;
+    let kubeconfig = provider_identity(&env).await;
+    let core = start_core(&env, &env.control_plane.kubeconfig, &FAST_HEALTH, "core").await;
+    let provider = start_example(&env, &kubeconfig, &[]).await;
+    let probe = provider.probe.unwrap();
+    let ipcs: Api<InferenceProviderConfig> = Api::all(env.client.clone());
+    let ipc = wait_for(
+        &ipcs,
+        "configmap",
+        WAIT,
+        "registration and a heartbeat",
+        |ipc| {
+            ipc.status
+                .as_ref()
+                .is_some_and(|s| s.ready == Some(true) && s.last_heartbeat.is_some())
+        },
+    )
+    .await;
+    let engines = ipc
+        .spec
+        .capabilities
+        .as_ref()
+        .unwrap()
+        .engine_capabilities();
+    assert_eq!(
+        engines.iter().map(|e| e.name.as_str()).collect::<Vec<_>>(),
+        ["vllm", "llamacpp"]
+    );
+    assert_eq!(
+        ipc.spec.selection_rules.as_ref().unwrap()[0].condition,
+        "spec.model.id.startsWith('example/')"
+    );
+    assert_eq!(
+        ipc.spec.probe.as_ref().unwrap().endpoint.as_deref(),
+        Some(format!("127.0.0.1:{probe}").as_str())
+    );
+    let status = ipc.status.clone().unwrap();
+    assert_eq!(status.version.as_deref(), Some("configmap-provider:0.1.0"));
+    assert_eq!(status.upstream_crd_version.as_deref(), Some("v1"));
+
+    // GetInfo answers over gRPC, and so does the standard health service.
+    let mut client = ProviderServiceClient::connect(format!("http://127.0.0.1:{probe}"))
+        .await
+        .unwrap();
+    let info = client
+        .get_info(GetInfoRequest {})
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(
+        (info.name.as_str(), info.version.as_str()),
+        ("configmap", "configmap-provider:0.1.0")
+    );
+    assert_eq!(info.engines.len(), 2);
+    assert_eq!(info.upstream_health.unwrap().status, 1, "HEALTHY");
+    let channel = tonic::transport::Endpoint::from_shared(format!("http://127.0.0.1:{probe}"))
+        .unwrap()
+        .connect()
+        .await
+        .unwrap();
+    let mut health = tonic_health::pb::health_client::HealthClient::new(channel);
+    let serving = health
+        .check(tonic_health::pb::HealthCheckRequest {
+            service: String::new(),
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(serving.status, 1, "SERVING");
+
+    // The heartbeat advances; the core records the provider as available.
+    let first = status.last_heartbeat.unwrap();
+    let ipc = wait_for(
+        &ipcs,
+        "configmap",
+        WAIT,
+        "a later heartbeat and Available=True",
+        |ipc| {
+            let s = ipc.status.as_ref().unwrap();
+            s.last_heartbeat.as_ref().is_some_and(|t| t.0 > first.0)
+                && s.conditions
+                    .iter()
+                    .flatten()
+                    .any(|c| c.type_ == condition_types::AVAILABLE && c.is_true())
+        },
+    )
+    .await;
+    // Field ownership on the IPC: the provider owns its status fields, the core only Available.
+    let managers: BTreeSet<String> = ipc
+        .metadata
+        .managed_fields
+        .iter()
+        .flatten()
+        .filter_map(|m| m.manager.clone())
+        .collect();
+    assert!(
+        managers.contains("configmap-provider") && managers.contains("airunway-core"),
+        "{managers:?}"
+    );
+    let core_fields = ipc
+        .metadata
+        .managed_fields
+        .iter()
+        .flatten()
+        .find(|m| m.manager.as_deref() == Some("airunway-core"))
+        .unwrap()
+        .fields_v1
+        .clone()
+        .unwrap()
+        .0;
+    assert_eq!(
+        core_fields,
+        json!({"f:status": {"f:conditions": {"k:{\"type\":\"Available\"}": {".": {}, "f:lastTransitionTime": {}, "f:message": {}, "f:observedGeneration": {}, "f:reason": {}, "f:status": {}, "f:type": {}}}}})
+    );
+    provider.process.terminate(Duration::from_secs(10));
+    core.process.terminate(Duration::from_secs(10));
+}
+
+#[tokio::test]
+async fn lifecycle_drift_recreate_and_deletion() {
+    let _lock = cluster_lock().await;
+    let env = TestEnv::new("sdk-lifecycle").await;
+    clean_slate(&env).await;
+    let kubeconfig = provider_identity(&env).await;
+    let core = start_core(&env, &env.control_plane.kubeconfig, &FAST_HEALTH, "core").await;
+    let provider = start_example(&env, &kubeconfig, &[]).await;
+    let mds: Api<ModelDeployment> = Api::namespaced(env.client.clone(), &env.namespace);
+    let cms: Api<ConfigMap> = Api::namespaced(env.client.clone(), &env.namespace);
+
+    mds.create(
+        &PostParams::default(),
+        &deployment(
+            "chat",
+            json!({"model": {"id": "example/chat"}, "engine": {"type": "llamacpp"}}),
+        ),
+    )
+    .await
+    .unwrap();
+    let md = wait_for(&mds, "chat", WAIT, "Running", running).await;
+    let status = md.status.clone().unwrap();
+    assert_eq!(
+        status.provider.as_ref().unwrap().name.as_deref(),
+        Some("configmap")
+    );
+    assert_eq!(
+        status.provider.as_ref().unwrap().resource_kind.as_deref(),
+        Some("ConfigMap")
+    );
+    assert_eq!(
+        status.provider.as_ref().unwrap().resource_name.as_deref(),
+        Some("chat")
+    );
+    assert_eq!(status.endpoint.as_ref().unwrap().port, Some(8000));
+    assert_eq!(status.replicas.as_ref().unwrap().ready, Some(1));
+    for (t, reason) in [
+        (
+            condition_types::PROVIDER_COMPATIBLE,
+            reasons::COMPATIBILITY_VERIFIED,
+        ),
+        (condition_types::RESOURCE_CREATED, reasons::RESOURCE_CREATED),
+        (condition_types::READY, reasons::DEPLOYMENT_READY),
+    ] {
+        let c = condition(&md, t).unwrap();
+        assert_eq!(
+            (c.status, c.reason.as_deref()),
+            (ConditionStatus::True, Some(reason)),
+            "{t}"
+        );
+    }
+    assert_eq!(
+        condition(&md, condition_types::RESOURCE_CREATED)
+            .unwrap()
+            .message
+            .as_deref(),
+        Some("ConfigMap created successfully")
+    );
+    assert!(
+        md.finalizers()
+            .contains(&"airunway.ai/configmap-provider".to_string())
+    );
+
+    let cm = cms.get("chat").await.unwrap();
+    let owner = &cm.metadata.owner_references.as_ref().unwrap()[0];
+    assert_eq!(
+        (
+            owner.kind.as_str(),
+            owner.name.as_str(),
+            owner.controller,
+            owner.block_owner_deletion
+        ),
+        ("ModelDeployment", "chat", Some(true), Some(true))
+    );
+    assert_eq!(owner.uid, md.uid().unwrap());
+    let labels = cm.metadata.labels.clone().unwrap();
+    assert_eq!(
+        labels.get("airunway.ai/managed-by").map(String::as_str),
+        Some("airunway")
+    );
+    assert_eq!(
+        labels.get("airunway.ai/team").map(String::as_str),
+        Some("research")
+    );
+    assert!(
+        !labels.contains_key("app"),
+        "only airunway.ai/ labels are propagated"
+    );
+    assert!(!events(&env, "ResourceCreated").await.is_empty());
+    assert!(
+        events(&env, "ResourceCreated")
+            .await
+            .contains(&"Created ConfigMap 'chat'".to_string())
+    );
+
+    // managedFields: the provider owns exactly its status fields, the core exactly its own.
+    let owned = |manager: &str| -> BTreeSet<String> {
+        md.metadata
+            .managed_fields
+            .iter()
+            .flatten()
+            .filter(|m| {
+                m.manager.as_deref() == Some(manager) && m.subresource.as_deref() == Some("status")
+            })
+            .flat_map(|m| {
+                let status = m.fields_v1.clone().unwrap().0["f:status"].clone();
+                let mut keys: Vec<String> = Vec::new();
+                for (k, v) in status.as_object().unwrap() {
+                    if k == "f:conditions" || k == "f:provider" {
+                        keys.extend(
+                            v.as_object()
+                                .unwrap()
+                                .keys()
+                                .filter(|x| *x != ".")
+                                .map(|x| format!("{k}/{x}")),
+                        );
+                    } else {
+                        keys.push(k.clone());
+                    }
+                }
+                keys
+            })
+            .collect()
+    };
+    assert_eq!(
+        owned("configmap-provider"),
+        BTreeSet::from([
+            "f:conditions/k:{\"type\":\"ProviderCompatible\"}".to_string(),
+            "f:conditions/k:{\"type\":\"Ready\"}".to_string(),
+            "f:conditions/k:{\"type\":\"ResourceCreated\"}".to_string(),
+            "f:endpoint".to_string(),
+            "f:message".to_string(),
+            "f:phase".to_string(),
+            "f:provider/f:resourceKind".to_string(),
+            "f:provider/f:resourceName".to_string(),
+            "f:replicas".to_string(),
+        ])
+    );
+    assert_eq!(
+        owned("airunway-core"),
+        BTreeSet::from([
+            "f:conditions/k:{\"type\":\"EngineSelected\"}".to_string(),
+            "f:conditions/k:{\"type\":\"ProviderHealthy\"}".to_string(),
+            "f:conditions/k:{\"type\":\"ProviderSelected\"}".to_string(),
+            "f:conditions/k:{\"type\":\"Validated\"}".to_string(),
+            "f:engine".to_string(),
+            "f:observedGeneration".to_string(),
+            "f:provider/f:name".to_string(),
+            "f:provider/f:selectedReason".to_string(),
+        ])
+    );
+
+    // Drift: a direct edit is reverted with a DriftDetected event.
+    cms.patch(
+        "chat",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"data": {"replicas": "99"}})),
+    )
+    .await
+    .unwrap();
+    wait_for(&cms, "chat", WAIT, "the edit to be reverted", |cm| {
+        cm.data.as_ref().unwrap()["replicas"] == "1"
+    })
+    .await;
+    let drift = events(&env, "DriftDetected").await;
+    assert!(
+        drift
+            .iter()
+            .any(|n| n.starts_with("Provider resource was modified directly, reconciling")),
+        "{drift:?}"
+    );
+
+    // A config field changes in place (same object), an identity field recreates it.
+    let uid = cms.get("chat").await.unwrap().uid().unwrap();
+    mds.patch(
+        "chat",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"spec": {"scaling": {"replicas": 3}}})),
+    )
+    .await
+    .unwrap();
+    let cm = wait_for(&cms, "chat", WAIT, "replicas 3", |cm| {
+        cm.data.as_ref().unwrap()["replicas"] == "3"
+    })
+    .await;
+    assert_eq!(cm.uid().unwrap(), uid, "a config change must not recreate");
+    mds.patch(
+        "chat",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"spec": {"model": {"id": "example/chat-v2"}}})),
+    )
+    .await
+    .unwrap();
+    let cm = wait_for(&cms, "chat", WAIT, "the recreated ConfigMap", |cm| {
+        cm.data.as_ref().unwrap()["model"] == "example/chat-v2"
+    })
+    .await;
+    assert_ne!(cm.uid().unwrap(), uid, "an identity change must recreate");
+    wait_for(&mds, "chat", WAIT, "Running again", running).await;
+
+    // Deletion removes the ConfigMap and releases the deployment.
+    mds.delete("chat", &DeleteParams::default()).await.unwrap();
+    wait_deleted(&mds, "chat", WAIT).await;
+    wait_deleted(&cms, "chat", WAIT).await;
+    provider.process.terminate(Duration::from_secs(10));
+    core.process.terminate(Duration::from_secs(10));
+}
+
+#[tokio::test]
+async fn stale_provider_detection_and_recovery() {
+    let _lock = cluster_lock().await;
+    let env = TestEnv::new("sdk-stale").await;
+    clean_slate(&env).await;
+    let kubeconfig = provider_identity(&env).await;
+    let core = start_core(&env, &env.control_plane.kubeconfig, &FAST_HEALTH, "core").await;
+    let provider = start_example(&env, &kubeconfig, &[]).await;
+    let mds: Api<ModelDeployment> = Api::namespaced(env.client.clone(), &env.namespace);
+    let ipcs: Api<InferenceProviderConfig> = Api::all(env.client.clone());
+    mds.create(&PostParams::default(), &deployment("before", json!({"model": {"id": "example/a"}, "engine": {"type": "vllm"}, "resources": {"gpu": {"count": 1}}}))).await.unwrap();
+    wait_for(&mds, "before", WAIT, "Running", running).await;
+
+    // kill -9: the probe fails; within the threshold the provider is not available.
+    let killed = std::time::Instant::now();
+    provider.process.kill();
+    let ipc = wait_for(
+        &ipcs,
+        "configmap",
+        Duration::from_secs(15),
+        "Available=False",
+        |ipc| {
+            ipc.status
+                .as_ref()
+                .and_then(|s| s.conditions.as_ref())
+                .is_some_and(|cs| {
+                    cs.iter().any(|c| {
+                        c.type_ == condition_types::AVAILABLE && c.status == ConditionStatus::False
+                    })
+                })
+        },
+    )
+    .await;
+    eprintln!(
+        "provider marked unavailable {:.1}s after kill -9",
+        killed.elapsed().as_secs_f64()
+    );
+    let available = ipc
+        .status
+        .unwrap()
+        .conditions
+        .unwrap()
+        .into_iter()
+        .find(|c| c.type_ == condition_types::AVAILABLE)
+        .unwrap();
+    assert_eq!(available.reason.as_deref(), Some(reasons::PROBE_FAILED));
+    let md = wait_for(&mds, "before", WAIT, "ProviderHealthy=False", |md| {
+        condition(md, condition_types::PROVIDER_HEALTHY)
+            .is_some_and(|c| c.status == ConditionStatus::False)
+    })
+    .await;
+    let healthy = condition(&md, condition_types::PROVIDER_HEALTHY).unwrap();
+    assert_eq!(healthy.reason.as_deref(), Some(reasons::PROVIDER_STALE));
+    assert!(
+        healthy
+            .message
+            .as_deref()
+            .unwrap()
+            .starts_with("Provider configmap is stale since "),
+        "{healthy:?}"
+    );
+    assert!(!events(&env, "ProviderUnhealthy").await.is_empty());
+
+    // A new deployment is not sent to the stale provider.
+    mds.create(&PostParams::default(), &deployment("during", json!({"model": {"id": "example/b"}, "engine": {"type": "vllm"}, "resources": {"gpu": {"count": 1}}}))).await.unwrap();
+    let waiting = wait_for(&mds, "during", WAIT, "Pending without a provider", |md| {
+        condition(md, condition_types::PROVIDER_SELECTED)
+            .is_some_and(|c| c.status == ConditionStatus::False)
+    })
+    .await;
+    assert!(
+        waiting
+            .status
+            .as_ref()
+            .unwrap()
+            .provider
+            .as_ref()
+            .and_then(|p| p.name.clone())
+            .is_none()
+    );
+    assert_eq!(waiting.status.unwrap().phase, Some(Phase::Pending));
+
+    // Restart: everything recovers.
+    let provider = start_example(&env, &kubeconfig, &[]).await;
+    wait_for(&mds, "before", WAIT, "ProviderHealthy=True", |md| {
+        condition(md, condition_types::PROVIDER_HEALTHY).is_some_and(|c| c.is_true())
+    })
+    .await;
+    wait_for(&mds, "during", WAIT, "selection and Running", |md| {
+        running(md)
+    })
+    .await;
+    assert!(!events(&env, "ProviderRecovered").await.is_empty());
+
+    // SIGTERM: ready=false is written at once.
+    provider.process.terminate(Duration::from_secs(10));
+    let ipc = ipcs.get("configmap").await.unwrap();
+    assert_eq!(
+        ipc.status.as_ref().unwrap().ready,
+        Some(false),
+        "ready must be false right after SIGTERM"
+    );
+    let upstream = ipc
+        .status
+        .unwrap()
+        .conditions
+        .unwrap()
+        .into_iter()
+        .find(|c| c.type_ == condition_types::UPSTREAM_AVAILABLE)
+        .unwrap();
+    assert_eq!(upstream.reason.as_deref(), Some(reasons::SHUTTING_DOWN));
+    core.process.terminate(Duration::from_secs(10));
+}
+
+#[tokio::test]
+async fn finalizer_timeout_releases_a_stuck_deletion() {
+    let _lock = cluster_lock().await;
+    let env = TestEnv::new("sdk-finalizer").await;
+    clean_slate(&env).await;
+    let kubeconfig = provider_identity(&env).await;
+    let core = start_core(&env, &env.control_plane.kubeconfig, &FAST_HEALTH, "core").await;
+    let provider = start_example(&env, &kubeconfig, &["--finalizer-timeout=4s"]).await;
+    let mds: Api<ModelDeployment> = Api::namespaced(env.client.clone(), &env.namespace);
+    let cms: Api<ConfigMap> = Api::namespaced(env.client.clone(), &env.namespace);
+    mds.create(
+        &PostParams::default(),
+        &deployment(
+            "stuck",
+            json!({"model": {"id": "example/c"}, "engine": {"type": "llamacpp"}}),
+        ),
+    )
+    .await
+    .unwrap();
+    wait_for(&mds, "stuck", WAIT, "Running", running).await;
+    // The "upstream operator" never finishes deleting its object.
+    cms.patch(
+        "stuck",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"metadata": {"finalizers": ["e2e.airunway.ai/never"]}})),
+    )
+    .await
+    .unwrap();
+    let started = std::time::Instant::now();
+    mds.delete("stuck", &DeleteParams::default()).await.unwrap();
+    wait_deleted(&mds, "stuck", Duration::from_secs(30)).await;
+    let elapsed = started.elapsed();
+    eprintln!(
+        "deletion released by the finalizer timeout after {:.1}s (timeout 4s)",
+        elapsed.as_secs_f64()
+    );
+    assert!(
+        elapsed >= Duration::from_secs(4),
+        "released before the timeout: {elapsed:?}"
+    );
+    let notes = events(&env, "FinalizerTimeout").await;
+    assert!(
+        notes
+            .iter()
+            .any(|n| n
+                .starts_with("Finalizer removed after timeout, provider resource may be orphaned")),
+        "{notes:?}"
+    );
+    let orphan = cms.get("stuck").await.unwrap();
+    assert!(
+        orphan.metadata.deletion_timestamp.is_some(),
+        "the orphan is left Terminating for manual cleanup"
+    );
+    cms.patch(
+        "stuck",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"metadata": {"finalizers": null}})),
+    )
+    .await
+    .unwrap();
+    provider.process.terminate(Duration::from_secs(10));
+    core.process.terminate(Duration::from_secs(10));
+}
