@@ -105,3 +105,21 @@ pub const FAST_HEALTH: [&str; 3] = [
     "--provider-probe-failure-threshold=2",
     "--provider-stale-threshold=10s",
 ];
+
+/// Applies the shipped RBAC manifest `rbac` (relative to the workspace root) into the test
+/// namespace and returns a kubeconfig that authenticates as its ServiceAccount
+/// `service_account`, so the binary runs with exactly the permissions users install.
+pub async fn service_account_identity(
+    env: &TestEnv,
+    rbac: &str,
+    service_account: &str,
+) -> std::path::PathBuf {
+    let mut objects = crate::manifests::read(&crate::paths::workspace_root().join(rbac));
+    crate::manifests::retarget_namespace(&mut objects, &env.namespace);
+    crate::manifests::apply(&env.client, &objects).await;
+    let user = format!("system:serviceaccount:{}:{service_account}", env.namespace);
+    let namespace_group = format!("system:serviceaccounts:{}", env.namespace);
+    env.control_plane
+        .kubeconfig_for(&user, &["system:serviceaccounts", &namespace_group])
+        .unwrap_or_else(|e| panic!("kubeconfig for {user}: {e:#}"))
+}

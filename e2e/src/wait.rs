@@ -42,10 +42,9 @@ pub async fn wait_for<K, F>(
 ) -> K
 where
     K: Resource + Clone + DeserializeOwned + Serialize + Debug,
-    K::DynamicType: Default,
     F: Fn(&K) -> bool,
 {
-    let described = format!("{what} ({} {name})", K::kind(&Default::default()));
+    let described = format!("{what} ({} {name})", short_type_name::<K>());
     eventually(&described, timeout, || async {
         match api.get_opt(name).await {
             Ok(Some(object)) if condition(&object) => Ok(object),
@@ -61,9 +60,8 @@ where
 pub async fn wait_deleted<K>(api: &Api<K>, name: &str, timeout: Duration)
 where
     K: Resource + Clone + DeserializeOwned + Serialize + Debug,
-    K::DynamicType: Default,
 {
-    let described = format!("{} {name} to be deleted", K::kind(&Default::default()));
+    let described = format!("{} {name} to be deleted", short_type_name::<K>());
     eventually(&described, timeout, || async {
         match api.get_opt(name).await {
             Ok(None) => Ok(()),
@@ -72,6 +70,14 @@ where
         }
     })
     .await
+}
+
+/// The last path segment of a type's name (`ModelDeployment`, `DynamicObject`).
+fn short_type_name<K>() -> &'static str {
+    std::any::type_name::<K>()
+        .rsplit("::")
+        .next()
+        .unwrap_or("object")
 }
 
 /// YAML rendering of an object without `managedFields`, for failure messages.

@@ -11,9 +11,9 @@ use airunway_api::constants::{condition_types, reasons};
 use airunway_api::probe::v1::GetInfoRequest;
 use airunway_api::probe::v1::provider_service_client::ProviderServiceClient;
 use airunway_api::v1alpha1::{ConditionStatus, InferenceProviderConfig, ModelDeployment, Phase};
-use airunway_e2e::stack::{FAST_HEALTH, Running, start_core, start_provider};
-use airunway_e2e::wait::{eventually, wait_deleted, wait_for};
-use airunway_e2e::{TestEnv, cluster_lock, manifests, paths};
+use airunway_e2e::stack::{self, FAST_HEALTH, Running, start_core, start_provider};
+use airunway_e2e::wait::{wait_deleted, wait_for};
+use airunway_e2e::{TestEnv, cluster_lock};
 use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::api::events::v1::Event;
 use kube::ResourceExt;
@@ -23,17 +23,13 @@ use serde_json::{Value, json};
 const WAIT: Duration = Duration::from_secs(30);
 const PROVIDER: &str = "configmap-provider";
 
-/// The example's shipped RBAC bound in the test namespace; a kubeconfig for its ServiceAccount.
 async fn provider_identity(env: &TestEnv) -> PathBuf {
-    let mut objects = manifests::read(
-        &paths::workspace_root().join("examples/configmap-provider/deploy/rbac.yaml"),
-    );
-    manifests::retarget_namespace(&mut objects, &env.namespace);
-    manifests::apply(&env.client, &objects).await;
-    let user = format!("system:serviceaccount:{}:configmap-provider", env.namespace);
-    env.control_plane
-        .kubeconfig_for(&user, &["system:serviceaccounts"])
-        .unwrap()
+    stack::service_account_identity(
+        env,
+        "examples/configmap-provider/deploy/rbac.yaml",
+        "configmap-provider",
+    )
+    .await
 }
 
 async fn start_example(env: &TestEnv, kubeconfig: &PathBuf, extra: &[&str]) -> Running {

@@ -25,22 +25,9 @@ use serde_json::{Value, json};
 const WAIT: Duration = Duration::from_secs(30);
 const CONFIG: &str = "airunway-core";
 
-/// The shipped RBAC bound to the test namespace; returns a kubeconfig that authenticates as the
-/// core's ServiceAccount.
+/// The core's shipped RBAC in the test namespace; a kubeconfig for its ServiceAccount.
 async fn core_identity(env: &TestEnv) -> PathBuf {
-    let mut objects = manifests::read(&paths::workspace_root().join("deploy/core/rbac.yaml"));
-    manifests::retarget_namespace(&mut objects, &env.namespace);
-    manifests::apply(&env.client, &objects).await;
-    let user = format!("system:serviceaccount:{}:airunway-core", env.namespace);
-    env.control_plane
-        .kubeconfig_for(
-            &user,
-            &[
-                "system:serviceaccounts",
-                &format!("system:serviceaccounts:{}", env.namespace),
-            ],
-        )
-        .unwrap()
+    stack::service_account_identity(env, "deploy/core/rbac.yaml", "airunway-core").await
 }
 
 /// The shipped webhook configurations, pointed at `https://127.0.0.1:<port>` with an empty

@@ -1,0 +1,465 @@
+//! The real `airunway-provider-kaito` (running as its ServiceAccount with the shipped RBAC) and
+//! the real core, against the real KAITO Workspace CRD; the test plays the KAITO operator by
+//! writing the status samples KAITO v0.10 really writes.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use airunway_api::constants::{condition_types, messages};
+use airunway_api::v1alpha1::{ConditionStatus, InferenceProviderConfig, ModelDeployment, Phase};
+use airunway_e2e::control_plane::{crd_files, install_crds};
+use airunway_e2e::stack::{self, FAST_HEALTH, Running};
+use airunway_e2e::wait::{eventually, wait_deleted, wait_for};
+use airunway_e2e::{TestEnv, cluster_lock, paths};
+use k8s_openapi::api::events::v1::Event;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::ResourceExt;
+use kube::api::{
+    Api, ApiResource, DeleteParams, DynamicObject, ListParams, Patch, PatchParams, PostParams,
+};
+use serde_json::{Value, json};
+
+const WAIT: Duration = Duration::from_secs(30);
+
+fn workspaces(env: &TestEnv) -> Api<DynamicObject> {
+    let resource = ApiResource {
+        group: "kaito.sh".into(),
+        version: "v1beta1".into(),
+        api_version: "kaito.sh/v1beta1".into(),
+        kind: "Workspace".into(),
+        plural: "workspaces".into(),
+    };
+    Api::namespaced_with(env.client.clone(), &env.namespace, &resource)
+}
+
+async fn start(env: &TestEnv) -> (Running, Running) {
+    airunway_e2e::providers::delete_all(&env.client).await;
+    let identity: PathBuf = stack::service_account_identity(
+        env,
+        "deploy/providers/kaito/rbac.yaml",
+        "airunway-provider-kaito",
+    )
+    .await;
+    let core = stack::start_core(env, &env.control_plane.kubeconfig, &FAST_HEALTH, "core").await;
+    let provider = stack::start_provider(
+        env,
+        "airunway-provider-kaito",
+        &identity,
+        &[
+            "--heartbeat-interval=1s",
+            "--status-sync-interval=2s",
+            "--finalizer-timeout=20s",
+        ],
+        "kaito-0",
+    )
+    .await;
+    (core, provider)
+}
+
+fn deployment(name: &str, spec: Value) -> ModelDeployment {
+    serde_json::from_value(json!({"apiVersion": "airunway.ai/v1alpha1", "kind": "ModelDeployment", "metadata": {"name": name}, "spec": spec})).unwrap()
+}
+
+fn cpu_llamacpp() -> Value {
+    json!({"model": {"id": "google/gemma-3-1b-it-qat-q8_0-gguf"}, "engine": {"type": "llamacpp", "args": {"model-file": "gemma-3-1b-it-q8_0.gguf"}},
+           "resources": {"gpu": {"count": 0}, "memory": "16Gi", "cpu": "8"}, "image": "ghcr.io/sozercan/llama-cpp-runner:latest",
+           "secrets": {"huggingFaceToken": "hf-token"}})
+}
+
+fn condition(md: &ModelDeployment, type_: &str) -> Option<airunway_api::v1alpha1::Condition> {
+    md.status
+        .as_ref()?
+        .conditions
+        .as_ref()?
+        .iter()
+        .find(|c| c.type_ == type_)
+        .cloned()
+}
+
+fn phase(md: &ModelDeployment) -> Option<Phase> {
+    md.status.as_ref()?.phase
+}
+
+async fn events(env: &TestEnv, reason: &str) -> Vec<String> {
+    let api: Api<Event> = Api::namespaced(env.client.clone(), &env.namespace);
+    api.list(&ListParams::default())
+        .await
+        .unwrap()
+        .items
+        .into_iter()
+        .filter(|e| e.reason.as_deref() == Some(reason))
+        .filter_map(|e| e.note)
+        .collect()
+}
+
+fn sample_status(file: &str) -> Value {
+    let path = paths::upstream_crds_dir().join("status-samples").join(file);
+    let value: Value = serde_saphyr::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    value["status"].clone()
+}
+
+#[tokio::test]
+async fn cpu_llamacpp_lifecycle_with_the_real_workspace_schema() {
+    let _lock = cluster_lock().await;
+    let env = TestEnv::new("kaito-lifecycle").await;
+    let (core, provider) = start(&env).await;
+    let mds: Api<ModelDeployment> = Api::namespaced(env.client.clone(), &env.namespace);
+    let ws = workspaces(&env);
+
+    // Auto-selected (no provider named) and accepted by the real KAITO schema.
+    mds.create(
+        &PostParams::default(),
+        &deployment("gemma-cpu", cpu_llamacpp()),
+    )
+    .await
+    .unwrap();
+    let md = wait_for(&mds, "gemma-cpu", WAIT, "Deploying on kaito", |md| {
+        phase(md) == Some(Phase::Deploying)
+    })
+    .await;
+    let status = md.status.clone().unwrap();
+    assert_eq!(
+        status.provider.as_ref().unwrap().name.as_deref(),
+        Some("kaito")
+    );
+    assert_eq!(
+        status.provider.as_ref().unwrap().selected_reason.as_deref(),
+        Some("matched capabilities: engine=llamacpp, gpu=false, mode=aggregated")
+    );
+    assert_eq!(
+        status.provider.as_ref().unwrap().resource_kind.as_deref(),
+        Some("Workspace")
+    );
+    let workspace = ws.get("gemma-cpu").await.unwrap();
+    let data = &workspace.data;
+    assert_eq!(
+        data["resource"],
+        json!({"count": 1, "labelSelector": {"matchLabels": {"kubernetes.io/os": "linux"}}})
+    );
+    let container = &data["inference"]["template"]["spec"]["containers"][0];
+    assert_eq!(
+        container["image"],
+        "ghcr.io/sozercan/llama-cpp-runner:latest"
+    );
+    assert_eq!(
+        container["args"],
+        json!([
+            "huggingface://google/gemma-3-1b-it-qat-q8_0-gguf/gemma-3-1b-it-q8_0.gguf",
+            "--address=:5000"
+        ])
+    );
+    assert_eq!(container["ports"], json!([{"containerPort": 5000}]));
+    assert_eq!(
+        container["resources"],
+        json!({"requests": {"memory": "16Gi", "cpu": "8"}})
+    );
+    assert_eq!(
+        container["envFrom"],
+        json!([{"secretRef": {"name": "hf-token"}}])
+    );
+    let owner = &workspace.metadata.owner_references.as_ref().unwrap()[0];
+    assert_eq!(
+        (
+            owner.kind.as_str(),
+            owner.controller,
+            owner.block_owner_deletion
+        ),
+        ("ModelDeployment", Some(true), Some(true))
+    );
+    assert_eq!(
+        workspace
+            .labels()
+            .get("airunway.ai/managed-by")
+            .map(String::as_str),
+        Some("airunway")
+    );
+
+    // Each real KAITO status drives the deployment.
+    let cases = [
+        (
+            "workspace-pending.yaml",
+            Phase::Deploying,
+            "Inference workload is not ready",
+            ConditionStatus::False,
+            0,
+        ),
+        (
+            "workspace-nodes-not-ready.yaml",
+            Phase::Deploying,
+            "Not enough Nodes are ready",
+            ConditionStatus::False,
+            0,
+        ),
+        (
+            "workspace-reconcile-error.yaml",
+            Phase::Deploying,
+            "KAITO reconcile error: failed to get GPU config: missing required nvidia.com labels on node aks-gpu-31245678-vmss000000",
+            ConditionStatus::False,
+            0,
+        ),
+        (
+            "workspace-ready.yaml",
+            Phase::Running,
+            "",
+            ConditionStatus::True,
+            1,
+        ),
+        (
+            "workspace-notready.yaml",
+            Phase::Deploying,
+            "Inference workload is not ready",
+            ConditionStatus::False,
+            0,
+        ),
+    ];
+    for (file, expected_phase, message, ready, ready_replicas) in cases {
+        ws.patch_status(
+            "gemma-cpu",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"status": sample_status(file)})),
+        )
+        .await
+        .unwrap();
+        let md = wait_for(&mds, "gemma-cpu", WAIT, file, |md| {
+            phase(md) == Some(expected_phase)
+                && md.status.as_ref().and_then(|s| s.message.as_deref()) == Some(message)
+        })
+        .await;
+        let status = md.status.clone().unwrap();
+        assert_eq!(
+            condition(&md, condition_types::READY).unwrap().status,
+            ready,
+            "{file}"
+        );
+        assert_eq!(
+            status.replicas.as_ref().unwrap().ready,
+            Some(ready_replicas),
+            "{file}"
+        );
+        assert_eq!(status.replicas.as_ref().unwrap().desired, Some(1), "{file}");
+        let endpoint = status.endpoint.unwrap();
+        assert_eq!(
+            (endpoint.service.as_deref(), endpoint.port),
+            (Some("gemma-cpu"), Some(80)),
+            "{file}"
+        );
+    }
+
+    // A hand edit of the Workspace is restored, with a DriftDetected event.
+    ws.patch(
+        "gemma-cpu",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"resource": {"count": 5}})),
+    )
+    .await
+    .unwrap();
+    wait_for(&ws, "gemma-cpu", WAIT, "count restored to 1", |w| {
+        w.data["resource"]["count"] == 1
+    })
+    .await;
+    assert!(
+        events(&env, "DriftDetected")
+            .await
+            .iter()
+            .any(|n| n.starts_with("Provider resource was modified directly, reconciling"))
+    );
+
+    // Changing model.id recreates the Workspace.
+    let uid = ws.get("gemma-cpu").await.unwrap().uid().unwrap();
+    mds.patch(
+        "gemma-cpu",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"spec": {"model": {"id": "google/gemma-3-4b-it-qat-q4_0-gguf"}}})),
+    )
+    .await
+    .unwrap();
+    let recreated = wait_for(&ws, "gemma-cpu", WAIT, "a new Workspace", |w| {
+        w.uid() != Some(uid.clone())
+    })
+    .await;
+    assert!(
+        recreated.data["inference"]["template"]["spec"]["containers"][0]["args"][0]
+            .as_str()
+            .unwrap()
+            .starts_with("huggingface://google/gemma-3-4b-it")
+    );
+
+    // Deleting the deployment deletes the Workspace.
+    mds.delete("gemma-cpu", &DeleteParams::default())
+        .await
+        .unwrap();
+    wait_deleted(&mds, "gemma-cpu", WAIT).await;
+    wait_deleted(&ws, "gemma-cpu", WAIT).await;
+    provider.process.terminate(Duration::from_secs(10));
+    core.process.terminate(Duration::from_secs(10));
+}
+
+#[tokio::test]
+async fn vllm_preset_named_kaito_and_incompatible_engines() {
+    let _lock = cluster_lock().await;
+    let env = TestEnv::new("kaito-preset").await;
+    let (core, provider) = start(&env).await;
+    let mds: Api<ModelDeployment> = Api::namespaced(env.client.clone(), &env.namespace);
+    mds.create(&PostParams::default(), &deployment("phi", json!({"model": {"id": "microsoft/Phi-4-mini-instruct"}, "engine": {"type": "vllm"},
+        "resources": {"gpu": {"count": 1}}, "provider": {"name": "kaito"}, "secrets": {"huggingFaceToken": "hf"}}))).await.unwrap();
+    wait_for(&mds, "phi", WAIT, "Deploying", |md| {
+        phase(md) == Some(Phase::Deploying)
+    })
+    .await;
+    let workspace = workspaces(&env).get("phi").await.unwrap();
+    let preset = &workspace.data["inference"]["preset"];
+    assert_eq!(preset["name"], "phi-4-mini-instruct");
+    assert_eq!(preset["presetOptions"], json!({"modelAccessSecret": "hf"}));
+    assert_eq!(
+        preset["accessMode"], "public",
+        "the real schema's default is kept (not drift)"
+    );
+    assert_eq!(
+        workspace.data["resource"]["labelSelector"],
+        json!({"matchLabels": {"nvidia.com/gpu.present": "true"}})
+    );
+
+    // sglang named on kaito: ProviderCompatible=False with the spec's message, no Workspace.
+    mds.create(
+        &PostParams::default(),
+        &deployment(
+            "sgl",
+            json!({"model": {"id": "a/b"}, "engine": {"type": "sglang"},
+        "resources": {"gpu": {"count": 1}}, "provider": {"name": "kaito"}}),
+        ),
+    )
+    .await
+    .unwrap();
+    let md = wait_for(&mds, "sgl", WAIT, "ProviderCompatible=False", |md| {
+        condition(md, condition_types::PROVIDER_COMPATIBLE)
+            .is_some_and(|c| c.status == ConditionStatus::False)
+    })
+    .await;
+    assert_eq!(
+        condition(&md, condition_types::PROVIDER_COMPATIBLE)
+            .unwrap()
+            .message
+            .as_deref(),
+        Some("KAITO does not support sglang engine")
+    );
+    assert_eq!(phase(&md), Some(Phase::Failed));
+    assert!(workspaces(&env).get_opt("sgl").await.unwrap().is_none());
+    assert!(
+        events(&env, "ProviderIncompatible")
+            .await
+            .contains(&"KAITO does not support sglang engine".to_string())
+    );
+
+    // The IPC: ready, version, heartbeat, schema version and fingerprint.
+    let ipcs: Api<InferenceProviderConfig> = Api::all(env.client.clone());
+    let status = ipcs.get("kaito").await.unwrap().status.unwrap();
+    assert_eq!(status.ready, Some(true));
+    assert_eq!(status.version.as_deref(), Some("kaito-provider:0.1.0"));
+    assert!(status.last_heartbeat.is_some());
+    assert_eq!(
+        status.upstream_crd_version.as_deref(),
+        Some("kaito.sh/v1beta1")
+    );
+    assert_eq!(
+        status.upstream_schema_hash.as_deref(),
+        Some(airunway_provider_kaito_fingerprint())
+    );
+    provider.process.terminate(Duration::from_secs(10));
+    core.process.terminate(Duration::from_secs(10));
+}
+
+/// The fingerprint of the shipped v1beta1 Workspace schema (provider-kaito/src/schema.rs).
+fn airunway_provider_kaito_fingerprint() -> &'static str {
+    "c122e829f70c5bc8"
+}
+
+#[tokio::test]
+async fn deletion_does_not_hang_when_the_kaito_crd_is_gone() {
+    let _lock = cluster_lock().await;
+    let env = TestEnv::new("kaito-crd-gone").await;
+    let (core, provider) = start(&env).await;
+    let mds: Api<ModelDeployment> = Api::namespaced(env.client.clone(), &env.namespace);
+    mds.create(
+        &PostParams::default(),
+        &deployment("orphan", cpu_llamacpp()),
+    )
+    .await
+    .unwrap();
+    wait_for(&mds, "orphan", WAIT, "Deploying", |md| {
+        phase(md) == Some(Phase::Deploying)
+    })
+    .await;
+
+    let crds: Api<CustomResourceDefinition> = Api::all(env.client.clone());
+    crds.delete("workspaces.kaito.sh", &DeleteParams::default())
+        .await
+        .unwrap();
+    wait_deleted(&crds, "workspaces.kaito.sh", Duration::from_secs(60)).await;
+    // The provider notices: not ready, with the reason.
+    let ipcs: Api<InferenceProviderConfig> = Api::all(env.client.clone());
+    let ipc = wait_for(&ipcs, "kaito", WAIT, "ready=false", |ipc| {
+        ipc.status.as_ref().and_then(|s| s.ready) == Some(false)
+    })
+    .await;
+    let upstream = ipc
+        .status
+        .unwrap()
+        .conditions
+        .unwrap()
+        .into_iter()
+        .find(|c| c.type_ == condition_types::UPSTREAM_AVAILABLE)
+        .unwrap();
+    assert_eq!(
+        upstream.message.as_deref(),
+        Some("CRD workspaces.kaito.sh is not installed: install KAITO in the cluster")
+    );
+
+    let started = std::time::Instant::now();
+    mds.delete("orphan", &DeleteParams::default())
+        .await
+        .unwrap();
+    wait_deleted(&mds, "orphan", Duration::from_secs(15)).await;
+    eprintln!(
+        "deleted without the KAITO CRD in {:.1}s (finalizer timeout is 20s)",
+        started.elapsed().as_secs_f64()
+    );
+
+    // A new named deployment reports the missing CRD.
+    mds.create(
+        &PostParams::default(),
+        &deployment(
+            "later",
+            json!({"model": {"id": "a/b"}, "engine": {"type": "llamacpp"}, "image": "i",
+        "provider": {"name": "kaito"}}),
+        ),
+    )
+    .await
+    .unwrap();
+    let md = wait_for(&mds, "later", WAIT, "the missing-CRD message", |md| {
+        md.status
+            .as_ref()
+            .and_then(|s| s.message.as_deref())
+            .is_some_and(|m| m.starts_with(&messages::provider_crd_not_installed("kaito")))
+    })
+    .await;
+    assert_eq!(phase(&md), Some(Phase::Pending));
+
+    // Put the CRD back for the other tests of this binary.
+    let files: Vec<_> = crd_files()
+        .unwrap()
+        .into_iter()
+        .filter(|f| f.ends_with("kaito.sh_workspaces.yaml"))
+        .collect();
+    install_crds(&env.client, &files).await.unwrap();
+    eventually("the provider to be ready again", WAIT, || async {
+        let ipc = ipcs.get("kaito").await.map_err(|e| e.to_string())?;
+        if ipc.status.as_ref().and_then(|s| s.ready) == Some(true) {
+            Ok(())
+        } else {
+            Err(format!("{:?}", ipc.status))
+        }
+    })
+    .await;
+    provider.process.terminate(Duration::from_secs(10));
+    core.process.terminate(Duration::from_secs(10));
+}

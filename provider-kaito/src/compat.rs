@@ -1,0 +1,31 @@
+//! What KAITO can serve (pure), with the spec's messages.
+
+use airunway_api::v1alpha1::{EngineType, ModelDeployment, ModelSource, ServingMode};
+
+/// `Ok` when KAITO can serve `md`, else the user-facing reason.
+pub fn check(md: &ModelDeployment) -> Result<(), String> {
+    let spec = &md.spec;
+    if spec.serving_mode() == ServingMode::Disaggregated {
+        return Err("KAITO does not support disaggregated mode".to_string());
+    }
+    match md.resolved_engine() {
+        None => Err("No engine selected yet".to_string()),
+        Some(EngineType::Sglang) => Err("KAITO does not support sglang engine".to_string()),
+        Some(EngineType::Trtllm) => Err("KAITO does not support trtllm engine".to_string()),
+        Some(EngineType::Llamacpp) if spec.image.as_deref().is_none_or(str::is_empty) => Err(
+            "spec.image is required for the llamacpp engine on KAITO (a llama.cpp server image, e.g. ghcr.io/sozercan/llama-cpp-runner:latest)"
+                .to_string(),
+        ),
+        Some(EngineType::Vllm) if !spec.gpu_requested() => {
+            Err("KAITO serves vLLM on GPU only (set resources.gpu.count > 0)".to_string())
+        }
+        Some(EngineType::Vllm) if spec.model_source() == ModelSource::Custom => Err(
+            "KAITO serves vLLM from presets, which load the model from Hugging Face: set model.source to huggingface or use the llamacpp engine with spec.image"
+                .to_string(),
+        ),
+        _ if spec.replicas() == 0 => Err(
+            "KAITO cannot scale a Workspace to zero: set scaling.replicas to 1 or more (or delete the ModelDeployment)".to_string(),
+        ),
+        _ => Ok(()),
+    }
+}

@@ -1,0 +1,118 @@
+//! # airunway-provider-kaito
+//!
+//! The AI Runway provider for [KAITO](https://github.com/kaito-project/kaito): each
+//! ModelDeployment assigned to `kaito` becomes a `kaito.sh` Workspace. CPU and llama.cpp
+//! deployments go here; vLLM on GPU when named. The pure parts are [`compat`], [`render`],
+//! [`status`] and [`schema`]; the SDK in `airunway-api` does the rest.
+
+pub mod compat;
+pub mod render;
+pub mod schema;
+pub mod status;
+
+use airunway_api::k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use airunway_api::kube::core::DynamicObject;
+use airunway_api::provider::{
+    Provider, RenderError, Rendered, SchemaDetection, TranslatedStatus, UpstreamKind,
+    UpstreamSchema,
+};
+use airunway_api::v1alpha1::{
+    EngineCapability, EngineCapabilityEntry, EngineType, InferenceProviderConfigSpec,
+    ModelDeployment, ProviderCapabilities, SelectionRule, ServingMode,
+};
+
+/// The provider name (and InferenceProviderConfig name).
+pub const NAME: &str = "kaito";
+
+/// The KAITO provider.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct KaitoProvider;
+
+impl Provider for KaitoProvider {
+    fn name(&self) -> &str {
+        NAME
+    }
+
+    fn display_name(&self) -> &str {
+        "KAITO"
+    }
+
+    fn version(&self) -> &str {
+        env!("CARGO_PKG_VERSION")
+    }
+
+    fn registration(&self) -> InferenceProviderConfigSpec {
+        let engine = |name, cpu_support| {
+            EngineCapabilityEntry::Detailed(EngineCapability {
+                name,
+                serving_modes: vec![ServingMode::Aggregated],
+                gpu_support: true,
+                cpu_support,
+            })
+        };
+        InferenceProviderConfigSpec {
+            capabilities: Some(ProviderCapabilities {
+                engines: Some(vec![
+                    engine(EngineType::Vllm, false),
+                    engine(EngineType::Llamacpp, true),
+                ]),
+                ..Default::default()
+            }),
+            selection_rules: Some(vec![
+                // The only CPU provider.
+                SelectionRule {
+                    condition: "!has(spec.resources.gpu) || spec.resources.gpu.count == 0".into(),
+                    priority: 100,
+                },
+                // The only llama.cpp provider.
+                SelectionRule {
+                    condition: "spec.engine.type == 'llamacpp'".into(),
+                    priority: 100,
+                },
+            ]),
+            documentation: Some(
+                "https://github.com/airunway/airunway/blob/main/docs/providers/kaito.md".into(),
+            ),
+            probe: None,
+        }
+    }
+
+    fn upstream(&self) -> UpstreamKind {
+        UpstreamKind {
+            group: "kaito.sh".into(),
+            kind: "Workspace".into(),
+            plural: "workspaces".into(),
+            default_version: "v1beta1".into(),
+            from_crd: true,
+        }
+    }
+
+    fn detect_schema(&self, crd: Option<&CustomResourceDefinition>) -> SchemaDetection {
+        airunway_api::provider::schema::detect_with(
+            "workspaces.kaito.sh",
+            "kaito.sh",
+            crd,
+            schema::ADAPTERS,
+        )
+    }
+
+    fn check_compatibility(&self, deployment: &ModelDeployment) -> Result<(), String> {
+        compat::check(deployment)
+    }
+
+    fn render(
+        &self,
+        deployment: &ModelDeployment,
+        schema: &UpstreamSchema,
+    ) -> Result<Rendered, RenderError> {
+        render::render(deployment, schema)
+    }
+
+    fn translate_status(
+        &self,
+        deployment: &ModelDeployment,
+        upstream: Option<&DynamicObject>,
+    ) -> TranslatedStatus {
+        status::translate(deployment, upstream)
+    }
+}

@@ -1,0 +1,124 @@
+//! KAITO Workspace status → ModelDeployment status (pure), from what KAITO v0.10 really
+//! writes (`../shared/upstream-crds/status-samples/workspace-*.yaml`):
+//!
+//! | Workspace | phase | message |
+//! |---|---|---|
+//! | `WorkspaceSucceeded=True` (state `Ready`) | Running | — |
+//! | `WorkspaceSucceeded=False`, reason `workspaceFailed` (state `Failed`, fine-tuning) | Failed | the condition message |
+//! | a condition message ending in `(last reconcile error: <e>)` | Deploying | `KAITO reconcile error: <e>` (KAITO retries; not terminal) |
+//! | a False `NodesReady`/`ResourceReady`/`InferenceReady` | Deploying | that condition's message |
+//! | no status yet | Deploying | waiting for KAITO |
+//!
+//! Replicas: desired = `resource.count`; ready and available = desired when
+//! `InferenceReady=True`, else 0. Endpoint: Service `<workspace>` port 80.
+
+use airunway_api::kube::core::DynamicObject;
+use airunway_api::provider::TranslatedStatus;
+use airunway_api::serde_json::Value;
+use airunway_api::v1alpha1::{EndpointStatus, ModelDeployment, Phase, ReplicaStatus};
+
+/// The Service port KAITO exposes for a Workspace.
+pub const SERVICE_PORT: i32 = 80;
+
+const ERROR_MARKER: &str = "(last reconcile error: ";
+
+fn condition<'a>(status: &'a Value, type_: &str) -> Option<&'a Value> {
+    status["conditions"]
+        .as_array()?
+        .iter()
+        .find(|c| c["type"] == type_)
+}
+
+fn is_true(condition: Option<&Value>) -> bool {
+    condition.is_some_and(|c| c["status"] == "True")
+}
+
+/// The reconcile error KAITO appends to its condition messages, if any.
+pub fn reconcile_error(status: &Value) -> Option<String> {
+    status["conditions"].as_array()?.iter().find_map(|c| {
+        let message = c["message"].as_str()?;
+        let start = message.find(ERROR_MARKER)? + ERROR_MARKER.len();
+        let error = message[start..]
+            .strip_suffix(')')
+            .unwrap_or(&message[start..]);
+        Some(error.to_string())
+    })
+}
+
+/// Translates the Workspace status.
+pub fn translate(md: &ModelDeployment, workspace: Option<&DynamicObject>) -> TranslatedStatus {
+    let name = md.metadata.name.clone().unwrap_or_default();
+    let endpoint = Some(EndpointStatus {
+        service: Some(name.clone()),
+        port: Some(SERVICE_PORT),
+    });
+    let Some(workspace) = workspace else {
+        return TranslatedStatus {
+            phase: Phase::Deploying,
+            message: Some("Waiting for the Workspace".into()),
+            replicas: None,
+            endpoint: None,
+            ready: false,
+        };
+    };
+    let desired = workspace.data["resource"]["count"]
+        .as_i64()
+        .map(|c| c as i32)
+        .unwrap_or_else(|| md.spec.replicas());
+    let status = &workspace.data["status"];
+    let inference_ready = is_true(condition(status, "InferenceReady"));
+    let ready_count = if inference_ready { desired } else { 0 };
+    let replicas = Some(ReplicaStatus {
+        desired: Some(desired),
+        ready: Some(ready_count),
+        available: Some(ready_count),
+    });
+    let result = |phase, message: Option<String>, ready| TranslatedStatus {
+        phase,
+        message,
+        replicas: replicas.clone(),
+        endpoint: endpoint.clone(),
+        ready,
+    };
+
+    if status.is_null() || status["conditions"].as_array().is_none_or(Vec::is_empty) {
+        return result(
+            Phase::Deploying,
+            Some(format!("Waiting for KAITO to reconcile Workspace {name}")),
+            false,
+        );
+    }
+    let succeeded = condition(status, "WorkspaceSucceeded");
+    if is_true(succeeded) {
+        return result(Phase::Running, None, true);
+    }
+    if let Some(failed) =
+        succeeded.filter(|c| c["reason"] == "workspaceFailed" || status["state"] == "Failed")
+    {
+        return result(
+            Phase::Failed,
+            failed["message"].as_str().map(str::to_string),
+            false,
+        );
+    }
+    if let Some(error) = reconcile_error(status) {
+        return result(
+            Phase::Deploying,
+            Some(format!("KAITO reconcile error: {error}")),
+            false,
+        );
+    }
+    let waiting = [
+        "NodesReady",
+        "NodeClaimReady",
+        "ResourceReady",
+        "InferenceReady",
+        "WorkspaceSucceeded",
+    ]
+    .iter()
+    .filter_map(|t| condition(status, t))
+    .find(|c| c["status"] != "True")
+    .and_then(|c| c["message"].as_str())
+    .map(str::to_string);
+    result(Phase::Deploying, waiting, false)
+}

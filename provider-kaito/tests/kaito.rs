@@ -1,0 +1,356 @@
+//! KAITO provider: render, compatibility, status translation (with the real status samples),
+//! schema detection and registration.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use airunway_api::k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use airunway_api::kube::core::DynamicObject;
+use airunway_api::provider::{Provider, SchemaDetection, UpstreamSchema};
+use airunway_api::serde_json::{self, Value, json};
+use airunway_api::v1alpha1::{ModelDeployment, Phase};
+use airunway_provider_kaito::KaitoProvider;
+
+fn shared(path: &str) -> String {
+    std::fs::read_to_string(format!(
+        "{}/../../shared/{path}",
+        env!("CARGO_MANIFEST_DIR")
+    ))
+    .unwrap()
+}
+
+fn yaml(text: &str) -> Value {
+    serde_saphyr::from_str(text.trim_start_matches("---\n")).unwrap()
+}
+
+fn md(spec: Value) -> ModelDeployment {
+    serde_json::from_value(json!({"apiVersion": "airunway.ai/v1alpha1", "kind": "ModelDeployment",
+        "metadata": {"name": "m", "namespace": "ns", "uid": "u"}, "spec": spec, "status": {"provider": {"name": "kaito"}}}))
+    .unwrap()
+}
+
+fn v1beta1() -> UpstreamSchema {
+    UpstreamSchema {
+        version: "v1beta1".into(),
+        api_version: "kaito.sh/v1beta1".into(),
+        fingerprint: "c122e829f70c5bc8".into(),
+    }
+}
+
+#[test]
+fn example_2_renders_the_documented_workspace() {
+    let fixture = |name: &str| {
+        std::fs::read_to_string(format!(
+            "{}/../airunway-api/tests/fixtures/design-doc/{name}",
+            env!("CARGO_MANIFEST_DIR")
+        ))
+        .unwrap()
+    };
+    let mut deployment: ModelDeployment =
+        serde_json::from_value(yaml(&fixture("modeldeployment-example2.yaml"))).unwrap();
+    // The GGUF file of the example's runner argument (the design doc shows it; the spec has no
+    // field for it, so the provider takes it from engine.args.model-file).
+    deployment.spec.engine.as_mut().unwrap().args = Some(
+        [(
+            "model-file".to_string(),
+            "gemma-3-1b-it-q8_0.gguf".to_string(),
+        )]
+        .into(),
+    );
+    let rendered = KaitoProvider.render(&deployment, &v1beta1()).unwrap();
+    let expected = yaml(&fixture("upstream-workspace-example2.yaml"));
+    assert_eq!(rendered.object["apiVersion"], expected["apiVersion"]);
+    assert_eq!(rendered.object["kind"], "Workspace");
+    assert_eq!(rendered.object["metadata"]["name"], "gemma-cpu");
+    assert_eq!(
+        rendered.object["metadata"]["labels"],
+        expected["metadata"]["labels"]
+    );
+    assert_eq!(rendered.object["resource"], expected["resource"]);
+    assert_eq!(rendered.object["inference"], expected["inference"]);
+    assert!(rendered.warnings.is_empty());
+}
+
+#[test]
+fn vllm_on_gpu_renders_the_preset_form() {
+    let deployment = md(
+        json!({"model": {"id": "microsoft/Phi-4-mini-instruct"}, "engine": {"type": "vllm"},
+        "resources": {"gpu": {"count": 1}}, "scaling": {"replicas": 2}, "secrets": {"huggingFaceToken": "hf-token"}}),
+    );
+    let rendered = KaitoProvider.render(&deployment, &v1beta1()).unwrap();
+    assert_eq!(
+        rendered.object["inference"],
+        json!({"preset": {"name": "phi-4-mini-instruct", "presetOptions": {"modelAccessSecret": "hf-token"}}})
+    );
+    assert_eq!(
+        rendered.object["resource"],
+        json!({"count": 2, "labelSelector": {"matchLabels": {"nvidia.com/gpu.present": "true"}}})
+    );
+    // v1alpha1 has no field for the token: a warning, never a silent drop.
+    let old = UpstreamSchema {
+        version: "v1alpha1".into(),
+        api_version: "kaito.sh/v1alpha1".into(),
+        fingerprint: "x".into(),
+    };
+    let rendered = KaitoProvider.render(&deployment, &old).unwrap();
+    assert_eq!(rendered.object["apiVersion"], "kaito.sh/v1alpha1");
+    assert_eq!(
+        rendered.object["inference"],
+        json!({"preset": {"name": "phi-4-mini-instruct"}})
+    );
+    assert_eq!(
+        rendered.warnings[0].message,
+        "secrets.huggingFaceToken is ignored: the KAITO kaito.sh/v1alpha1 API has no field for it"
+    );
+}
+
+#[test]
+fn template_carries_scheduling_pods_env_and_secret_reference() {
+    let deployment = md(json!({
+        "model": {"id": "org/model-gguf"}, "engine": {"type": "llamacpp", "contextLength": 4096, "args": {"threads": "8"}},
+        "image": "example/llama:1", "scaling": {"replicas": 3}, "resources": {"gpu": {"count": 1}, "memory": "8Gi"},
+        "nodeSelector": {"pool": "cpu"}, "tolerations": [{"key": "dedicated", "operator": "Equal", "value": "ml", "effect": "NoSchedule"}],
+        "podTemplate": {"metadata": {"labels": {"team": "a"}, "annotations": {"note": "x"}}},
+        "env": [{"name": "LOG", "value": "debug"}], "secrets": {"huggingFaceToken": "hf"},
+        "provider": {"overrides": {"replicsa": 2}}
+    }));
+    let rendered = KaitoProvider.render(&deployment, &v1beta1()).unwrap();
+    let o = &rendered.object;
+    assert_eq!(o["resource"]["count"], 3);
+    assert_eq!(
+        o["resource"]["labelSelector"]["matchLabels"],
+        json!({"pool": "cpu"})
+    );
+    let template = &o["inference"]["template"];
+    assert_eq!(
+        template["metadata"],
+        json!({"labels": {"team": "a"}, "annotations": {"note": "x"}})
+    );
+    assert_eq!(template["spec"]["tolerations"][0]["key"], "dedicated");
+    let container = &template["spec"]["containers"][0];
+    assert_eq!(
+        container["args"],
+        json!([
+            "huggingface://org/model-gguf",
+            "--address=:5000",
+            "--ctx-size",
+            "4096",
+            "--threads",
+            "8"
+        ])
+    );
+    assert_eq!(
+        container["resources"],
+        json!({"requests": {"memory": "8Gi"}, "limits": {"nvidia.com/gpu": "1"}})
+    );
+    assert_eq!(container["env"], json!([{"name": "LOG", "value": "debug"}]));
+    assert_eq!(
+        container["envFrom"],
+        json!([{"secretRef": {"name": "hf"}}]),
+        "a Secret reference, never its contents"
+    );
+    assert_eq!(rendered.warnings.len(), 1);
+    assert_eq!(rendered.warnings[0].reason, "UnknownOverride");
+    assert_eq!(
+        rendered.warnings[0].message,
+        "unknown key provider.overrides.replicsa is ignored: KAITO currently has no supported overrides"
+    );
+}
+
+#[test]
+fn compatibility_messages() {
+    let cases = [
+        (
+            json!({"model": {"id": "a/b"}, "engine": {"type": "sglang"}, "resources": {"gpu": {"count": 1}}}),
+            "KAITO does not support sglang engine",
+        ),
+        (
+            json!({"model": {"id": "a/b"}, "engine": {"type": "trtllm"}, "resources": {"gpu": {"count": 1}}}),
+            "KAITO does not support trtllm engine",
+        ),
+        (
+            json!({"model": {"id": "a/b"}, "engine": {"type": "vllm"}, "serving": {"mode": "disaggregated"}}),
+            "KAITO does not support disaggregated mode",
+        ),
+    ];
+    for (spec, message) in cases {
+        assert_eq!(
+            KaitoProvider.check_compatibility(&md(spec)),
+            Err(message.to_string())
+        );
+    }
+    let no_image = KaitoProvider
+        .check_compatibility(&md(
+            json!({"model": {"id": "a/b"}, "engine": {"type": "llamacpp"}}),
+        ))
+        .unwrap_err();
+    assert!(
+        no_image.starts_with("spec.image is required for the llamacpp engine on KAITO"),
+        "{no_image}"
+    );
+    let zero = KaitoProvider
+        .check_compatibility(&md(json!({"model": {"id": "a/b"}, "engine": {"type": "llamacpp"}, "image": "i", "scaling": {"replicas": 0}})))
+        .unwrap_err();
+    assert!(
+        zero.starts_with("KAITO cannot scale a Workspace to zero"),
+        "replicas 0 is refused, never turned into 1: {zero}"
+    );
+    assert_eq!(
+        KaitoProvider.check_compatibility(&md(
+            json!({"model": {"id": "a/b"}, "engine": {"type": "llamacpp"}, "image": "i"})
+        )),
+        Ok(())
+    );
+    assert_eq!(KaitoProvider.check_compatibility(&md(json!({"model": {"id": "a/b"}, "engine": {"type": "vllm"}, "resources": {"gpu": {"count": 1}}}))), Ok(()));
+}
+
+fn sample(name: &str) -> DynamicObject {
+    serde_json::from_value(yaml(&shared(&format!(
+        "upstream-crds/status-samples/{name}"
+    ))))
+    .unwrap()
+}
+
+#[test]
+fn status_translation_of_every_sample() {
+    let deployment = md(
+        json!({"model": {"id": "a/b"}, "engine": {"type": "vllm"}, "resources": {"gpu": {"count": 1}}}),
+    );
+    let cases = [
+        (
+            "workspace-pending.yaml",
+            Phase::Deploying,
+            Some("Inference workload is not ready"),
+            false,
+        ),
+        (
+            "workspace-nodes-not-ready.yaml",
+            Phase::Deploying,
+            Some("Not enough Nodes are ready"),
+            false,
+        ),
+        ("workspace-ready.yaml", Phase::Running, None, true),
+        (
+            "workspace-notready.yaml",
+            Phase::Deploying,
+            Some("Inference workload is not ready"),
+            false,
+        ),
+        (
+            "workspace-reconcile-error.yaml",
+            Phase::Deploying,
+            Some(
+                "KAITO reconcile error: failed to get GPU config: missing required nvidia.com labels on node aks-gpu-31245678-vmss000000",
+            ),
+            false,
+        ),
+        (
+            "workspace-failed.yaml",
+            Phase::Failed,
+            Some("tuning job failed"),
+            false,
+        ),
+    ];
+    for (file, phase, message, ready) in cases {
+        let translated = KaitoProvider.translate_status(&deployment, Some(&sample(file)));
+        assert_eq!(translated.phase, phase, "{file}");
+        assert_eq!(translated.message.as_deref(), message, "{file}");
+        assert_eq!(translated.ready, ready, "{file}");
+        let endpoint = translated.endpoint.unwrap();
+        assert_eq!(
+            (endpoint.service.as_deref(), endpoint.port),
+            (Some("m"), Some(80)),
+            "{file}"
+        );
+        let replicas = translated.replicas.unwrap();
+        assert_eq!(replicas.desired, Some(1), "{file}");
+        assert_eq!(
+            replicas.ready,
+            Some(if file == "workspace-ready.yaml" { 1 } else { 0 }),
+            "{file}"
+        );
+    }
+    let mut fresh = sample("workspace-pending.yaml");
+    fresh.data.as_object_mut().unwrap().remove("status");
+    let translated = KaitoProvider.translate_status(&deployment, Some(&fresh));
+    assert_eq!(
+        (translated.phase, translated.message.as_deref()),
+        (
+            Phase::Deploying,
+            Some("Waiting for KAITO to reconcile Workspace m")
+        )
+    );
+}
+
+fn shipped_crd() -> CustomResourceDefinition {
+    serde_json::from_value(yaml(&shared(
+        "upstream-crds/kaito/kaito.sh_workspaces.yaml",
+    )))
+    .unwrap()
+}
+
+#[test]
+fn schema_detection() {
+    let mut crd = shipped_crd();
+    crd.status = Some(
+        serde_json::from_value(json!({"conditions": [{"type": "Established", "status": "True"}]}))
+            .unwrap(),
+    );
+    match KaitoProvider.detect_schema(Some(&crd)) {
+        SchemaDetection::Supported(s) => assert_eq!(
+            (s.api_version.as_str(), s.fingerprint.as_str()),
+            ("kaito.sh/v1beta1", "c122e829f70c5bc8")
+        ),
+        other => panic!("{other:?}"),
+    }
+    // Only v1alpha1 served: rendered for v1alpha1.
+    let mut old = crd.clone();
+    old.spec
+        .versions
+        .iter_mut()
+        .filter(|v| v.name == "v1beta1")
+        .for_each(|v| v.served = false);
+    assert!(
+        matches!(KaitoProvider.detect_schema(Some(&old)), SchemaDetection::Supported(s) if s.version == "v1alpha1")
+    );
+    // A schema that renamed a field the provider writes: refused, naming the field.
+    let mut renamed: Value = serde_json::to_value(&crd).unwrap();
+    for version in renamed["spec"]["versions"].as_array_mut().unwrap() {
+        let resource =
+            &mut version["schema"]["openAPIV3Schema"]["properties"]["resource"]["properties"];
+        let count = resource.as_object_mut().unwrap().remove("count").unwrap();
+        resource["replicas"] = count;
+    }
+    let renamed: CustomResourceDefinition = serde_json::from_value(renamed).unwrap();
+    match KaitoProvider.detect_schema(Some(&renamed)) {
+        SchemaDetection::Unsupported { message, .. } => {
+            assert!(
+                message.contains("fields this provider writes are missing: resource.count"),
+                "{message}"
+            )
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(
+        KaitoProvider.detect_schema(None),
+        SchemaDetection::CrdNotInstalled {
+            crd: "workspaces.kaito.sh".into()
+        }
+    );
+    crd.status = None;
+    assert!(matches!(
+        KaitoProvider.detect_schema(Some(&crd)),
+        SchemaDetection::NotEstablished { .. }
+    ));
+}
+
+#[test]
+fn registration_matches_the_shipped_fixture() {
+    let path = format!(
+        "{}/../core-controller/tests/fixtures/shipped-providers/kaito.yaml",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let fixture = yaml(&std::fs::read_to_string(path).unwrap());
+    assert_eq!(
+        serde_json::to_value(KaitoProvider.registration()).unwrap(),
+        fixture["spec"]
+    );
+}
