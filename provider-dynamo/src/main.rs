@@ -1,1 +1,12 @@
-fn main() {}
+//! `airunway-provider-dynamo`: the NVIDIA Dynamo provider shim.
+
+#[airunway_api::provider::tokio::main(crate = "airunway_api::provider::tokio")]
+async fn main() -> std::process::ExitCode {
+    match airunway_api::provider::run(airunway_provider_dynamo::DynamoProvider).await {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("error: {error:#}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}

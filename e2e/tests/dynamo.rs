@@ -1,0 +1,507 @@
+//! The real `airunway-provider-dynamo` (with `airunway-provider-kaito` beside it, both as their
+//! ServiceAccounts) and the real core, against the real DynamoGraphDeployment CRD; the test plays
+//! the Dynamo operator with the status samples it really writes.
+
+use std::time::Duration;
+
+use airunway_api::constants::condition_types;
+use airunway_api::v1alpha1::{ConditionStatus, ModelDeployment, Phase};
+use airunway_e2e::stack::{self, FAST_HEALTH, Running};
+use airunway_e2e::wait::{wait_deleted, wait_for};
+use airunway_e2e::{TestEnv, cluster_lock, paths};
+use k8s_openapi::api::events::v1::Event;
+use kube::ResourceExt;
+use kube::api::{
+    Api, ApiResource, DeleteParams, DynamicObject, ListParams, Patch, PatchParams, PostParams,
+};
+use serde_json::{Value, json};
+
+const WAIT: Duration = Duration::from_secs(30);
+
+fn resource(group: &str, version: &str, kind: &str, plural: &str) -> ApiResource {
+    ApiResource {
+        group: group.into(),
+        version: version.into(),
+        api_version: format!("{group}/{version}"),
+        kind: kind.into(),
+        plural: plural.into(),
+    }
+}
+
+fn dgds(env: &TestEnv) -> Api<DynamicObject> {
+    let r = resource(
+        "nvidia.com",
+        "v1alpha1",
+        "DynamoGraphDeployment",
+        "dynamographdeployments",
+    );
+    Api::namespaced_with(env.client.clone(), &env.namespace, &r)
+}
+
+fn workspaces(env: &TestEnv) -> Api<DynamicObject> {
+    Api::namespaced_with(
+        env.client.clone(),
+        &env.namespace,
+        &resource("kaito.sh", "v1beta1", "Workspace", "workspaces"),
+    )
+}
+
+struct Stack {
+    core: Running,
+    dynamo: Running,
+    kaito: Running,
+}
+
+impl Stack {
+    fn stop(self) {
+        for running in [self.dynamo, self.kaito, self.core] {
+            running.process.terminate(Duration::from_secs(10));
+        }
+    }
+}
+
+async fn start(env: &TestEnv) -> Stack {
+    airunway_e2e::providers::delete_all(&env.client).await;
+    let flags = ["--heartbeat-interval=1s", "--status-sync-interval=2s"];
+    let core = stack::start_core(env, &env.control_plane.kubeconfig, &FAST_HEALTH, "core").await;
+    let dynamo_id = stack::service_account_identity(
+        env,
+        "deploy/providers/dynamo/rbac.yaml",
+        "airunway-provider-dynamo",
+    )
+    .await;
+    let dynamo = stack::start_provider(
+        env,
+        "airunway-provider-dynamo",
+        &dynamo_id,
+        &flags,
+        "dynamo-0",
+    )
+    .await;
+    let kaito_id = stack::service_account_identity(
+        env,
+        "deploy/providers/kaito/rbac.yaml",
+        "airunway-provider-kaito",
+    )
+    .await;
+    let kaito =
+        stack::start_provider(env, "airunway-provider-kaito", &kaito_id, &flags, "kaito-0").await;
+    // Both registered and ready before deployments arrive.
+    let ipcs: Api<airunway_api::v1alpha1::InferenceProviderConfig> = Api::all(env.client.clone());
+    for name in ["dynamo", "kaito"] {
+        wait_for(&ipcs, name, WAIT, "ready", |i| {
+            i.status.as_ref().and_then(|s| s.ready) == Some(true)
+        })
+        .await;
+    }
+    Stack {
+        core,
+        dynamo,
+        kaito,
+    }
+}
+
+fn design_doc_example(name: &str) -> ModelDeployment {
+    let path =
+        paths::workspace_root().join(format!("airunway-api/tests/fixtures/design-doc/{name}"));
+    let mut value: Value = serde_saphyr::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    value["metadata"]
+        .as_object_mut()
+        .unwrap()
+        .remove("namespace");
+    serde_json::from_value(value).unwrap()
+}
+
+fn deployment(name: &str, spec: Value) -> ModelDeployment {
+    serde_json::from_value(json!({"apiVersion": "airunway.ai/v1alpha1", "kind": "ModelDeployment", "metadata": {"name": name}, "spec": spec})).unwrap()
+}
+
+fn provider_of(md: &ModelDeployment) -> Option<String> {
+    md.status.as_ref()?.provider.as_ref()?.name.clone()
+}
+
+fn phase(md: &ModelDeployment) -> Option<Phase> {
+    md.status.as_ref()?.phase
+}
+
+fn condition(md: &ModelDeployment, type_: &str) -> Option<airunway_api::v1alpha1::Condition> {
+    md.status
+        .as_ref()?
+        .conditions
+        .as_ref()?
+        .iter()
+        .find(|c| c.type_ == type_)
+        .cloned()
+}
+
+async fn events(env: &TestEnv, reason: &str) -> Vec<String> {
+    let api: Api<Event> = Api::namespaced(env.client.clone(), &env.namespace);
+    api.list(&ListParams::default())
+        .await
+        .unwrap()
+        .items
+        .into_iter()
+        .filter(|e| e.reason.as_deref() == Some(reason))
+        .filter_map(|e| e.note)
+        .collect()
+}
+
+fn sample_status(file: &str) -> Value {
+    let path = paths::upstream_crds_dir().join("status-samples").join(file);
+    let value: Value = serde_saphyr::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    value["status"].clone()
+}
+
+#[tokio::test]
+async fn examples_auto_selection_and_status() {
+    let _lock = cluster_lock().await;
+    let env = TestEnv::new("dynamo-examples").await;
+    let stack = start(&env).await;
+    let mds: Api<ModelDeployment> = Api::namespaced(env.client.clone(), &env.namespace);
+    let dgd = dgds(&env);
+
+    // Example 1 (GPU vLLM, no provider named) is auto-selected to dynamo; example 3 names it.
+    for file in [
+        "modeldeployment-example1.yaml",
+        "modeldeployment-example3.yaml",
+    ] {
+        mds.create(&PostParams::default(), &design_doc_example(file))
+            .await
+            .unwrap();
+    }
+    // SGLang and disaggregated without a provider: dynamo too (kaito is running and ready).
+    mds.create(&PostParams::default(), &deployment("sgl", json!({"model": {"id": "Qwen/Qwen3-8B"}, "engine": {"type": "sglang"}, "resources": {"gpu": {"count": 1}}}))).await.unwrap();
+    mds.create(
+        &PostParams::default(),
+        &deployment(
+            "pd",
+            json!({"model": {"id": "Qwen/Qwen3-8B"}, "serving": {"mode": "disaggregated"},
+        "scaling": {"prefill": {"gpu": {"count": 1}}, "decode": {"gpu": {"count": 1}}}}),
+        ),
+    )
+    .await
+    .unwrap();
+    for (name, reason) in [
+        (
+            "llama-8b",
+            "matched capabilities: engine=vllm, gpu=true, mode=aggregated",
+        ),
+        ("llama-70b-pd", "explicit provider selection"),
+        (
+            "sgl",
+            "matched capabilities: engine=sglang, gpu=true, mode=aggregated",
+        ),
+        (
+            "pd",
+            "matched capabilities: engine=vllm, gpu=true, mode=disaggregated",
+        ),
+    ] {
+        let md = wait_for(&mds, name, WAIT, "Deploying on dynamo", |md| {
+            phase(md) == Some(Phase::Deploying)
+        })
+        .await;
+        assert_eq!(provider_of(&md).as_deref(), Some("dynamo"), "{name}");
+        assert_eq!(
+            md.status
+                .unwrap()
+                .provider
+                .unwrap()
+                .selected_reason
+                .as_deref(),
+            Some(reason),
+            "{name}"
+        );
+    }
+
+    // The real schema accepted the DGDs, with the expected services.
+    let services = |o: &DynamicObject| -> Vec<String> {
+        o.data["spec"]["services"]
+            .as_object()
+            .unwrap()
+            .keys()
+            .cloned()
+            .collect()
+    };
+    let one = dgd.get("llama-8b").await.unwrap();
+    assert_eq!(services(&one), ["Frontend", "VllmWorker"]);
+    assert_eq!(
+        one.data["spec"]["services"]["VllmWorker"]["extraPodSpec"]["mainContainer"]["args"],
+        json!([
+            "--model",
+            "meta-llama/Llama-3.1-8B-Instruct",
+            "--max-model-len",
+            "8192"
+        ])
+    );
+    let three = dgd.get("llama-70b-pd").await.unwrap();
+    assert_eq!(
+        services(&three),
+        ["Frontend", "VllmDecodeWorker", "VllmPrefillWorker"]
+    );
+    assert_eq!(three.data["spec"]["services"]["Frontend"]["replicas"], 2);
+    assert_eq!(
+        three.data["spec"]["services"]["Frontend"]["envs"],
+        json!([{"name": "DYN_ROUTER_MODE", "value": "kv"}])
+    );
+    assert_eq!(
+        three.data["spec"]["services"]["VllmPrefillWorker"]["subComponentType"],
+        "prefill"
+    );
+    assert_eq!(
+        services(&dgd.get("sgl").await.unwrap()),
+        ["Frontend", "SglangWorker"]
+    );
+
+    // Each real Dynamo status drives phase, message, replicas and endpoint.
+    for (file, expected, message_start, ready) in [
+        (
+            "dgd-initializing.yaml",
+            Phase::Deploying,
+            "Dynamo state: initializing",
+            0,
+        ),
+        (
+            "dgd-pending.yaml",
+            Phase::Deploying,
+            "Resources not ready: qwen3-frontend",
+            0,
+        ),
+        (
+            "dgd-pending-grove.yaml",
+            Phase::Deploying,
+            "Resources not ready: qwen3: podclique/",
+            0,
+        ),
+        (
+            "dgd-failed.yaml",
+            Phase::Failed,
+            "failed to reconcile Dynamo components deployments: no multinode orchestrator available",
+            0,
+        ),
+        ("dgd-successful.yaml", Phase::Running, "", 1),
+    ] {
+        // The samples name their worker service VllmWorker, as this DGD does.
+        let status = sample_status(file);
+        dgd.patch_status(
+            "llama-8b",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"status": status})),
+        )
+        .await
+        .unwrap();
+        let md = wait_for(&mds, "llama-8b", WAIT, file, |md| {
+            phase(md) == Some(expected)
+                && md
+                    .status
+                    .as_ref()
+                    .and_then(|s| s.message.as_deref())
+                    .is_some_and(|m| m.starts_with(message_start))
+        })
+        .await;
+        let status = md.status.clone().unwrap();
+        assert_eq!(
+            status.replicas.as_ref().unwrap().ready,
+            Some(ready),
+            "{file}"
+        );
+        let endpoint = status.endpoint.unwrap();
+        assert_eq!(
+            (endpoint.service.as_deref(), endpoint.port),
+            (Some("llama-8b-frontend"), Some(8000)),
+            "{file}"
+        );
+        assert_eq!(
+            condition(&md, condition_types::READY).unwrap().status,
+            if ready == 1 {
+                ConditionStatus::True
+            } else {
+                ConditionStatus::False
+            },
+            "{file}"
+        );
+    }
+    assert!(
+        events(&env, "ProviderError")
+            .await
+            .iter()
+            .any(|n| n.contains("no multinode orchestrator available"))
+    );
+    stack.stop();
+}
+
+#[tokio::test]
+async fn overrides_drift_mode_switch_deletion_and_incompatibility() {
+    let _lock = cluster_lock().await;
+    let env = TestEnv::new("dynamo-lifecycle").await;
+    let stack = start(&env).await;
+    let mds: Api<ModelDeployment> = Api::namespaced(env.client.clone(), &env.namespace);
+    let dgd = dgds(&env);
+    mds.create(&PostParams::default(), &deployment("chat", json!({"model": {"id": "Qwen/Qwen3-8B"}, "engine": {"type": "vllm"},
+        "resources": {"gpu": {"count": 1}}, "provider": {"name": "dynamo", "overrides": {"routerMode": "kv", "frontend": {"replicsa": 2}}}}))).await.unwrap();
+    wait_for(&mds, "chat", WAIT, "Deploying", |md| {
+        phase(md) == Some(Phase::Deploying)
+    })
+    .await;
+    // An override typo: a warning event naming the path.
+    let warnings = events(&env, "UnknownOverride").await;
+    assert!(
+        warnings
+            .iter()
+            .any(|n| n.starts_with("unknown key provider.overrides.frontend.replicsa is ignored")),
+        "{warnings:?}"
+    );
+
+    // Wrong override type: the reconcile fails with the path and the expected type.
+    mds.patch(
+        "chat",
+        &PatchParams::default(),
+        &Patch::Merge(
+            json!({"spec": {"provider": {"overrides": {"frontend": {"replicas": "two"}}}}}),
+        ),
+    )
+    .await
+    .unwrap();
+    let md = wait_for(&mds, "chat", WAIT, "Failed with the override error", |md| {
+        phase(md) == Some(Phase::Failed)
+    })
+    .await;
+    assert_eq!(
+        md.status.unwrap().message.as_deref(),
+        Some(
+            "invalid provider.overrides: provider.overrides.frontend.replicas must be a non-negative integer, got \"two\""
+        )
+    );
+    mds.patch(
+        "chat",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"spec": {"provider": {"overrides": {"frontend": {"replicas": 2}}}}})),
+    )
+    .await
+    .unwrap();
+    wait_for(&dgd, "chat", WAIT, "frontend replicas 2", |o| {
+        o.data["spec"]["services"]["Frontend"]["replicas"] == 2
+    })
+    .await;
+
+    // Drift is reverted.
+    dgd.patch(
+        "chat",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"spec": {"services": {"VllmWorker": {"replicas": 9}}}})),
+    )
+    .await
+    .unwrap();
+    wait_for(&dgd, "chat", WAIT, "worker replicas restored", |o| {
+        o.data["spec"]["services"]["VllmWorker"]["replicas"] == 1
+    })
+    .await;
+    assert!(
+        events(&env, "DriftDetected")
+            .await
+            .iter()
+            .any(|n| n.starts_with("Provider resource was modified directly, reconciling"))
+    );
+
+    // Switching serving.mode recreates the DGD with prefill and decode workers.
+    let uid = dgd.get("chat").await.unwrap().uid().unwrap();
+    mds.patch("chat", &PatchParams::default(), &Patch::Merge(json!({"spec": {"serving": {"mode": "disaggregated"}, "resources": null,
+        "scaling": {"prefill": {"gpu": {"count": 1}}, "decode": {"replicas": 2, "gpu": {"count": 1}}}}}))).await.unwrap();
+    let recreated = wait_for(&dgd, "chat", WAIT, "a new DGD", |o| {
+        o.uid() != Some(uid.clone())
+    })
+    .await;
+    assert!(
+        recreated.data["spec"]["services"]
+            .get("VllmPrefillWorker")
+            .is_some()
+    );
+    assert!(
+        recreated.data["spec"]["services"]
+            .get("VllmWorker")
+            .is_none()
+    );
+
+    // Deletion cascades.
+    mds.delete("chat", &DeleteParams::default()).await.unwrap();
+    wait_deleted(&mds, "chat", WAIT).await;
+    wait_deleted(&dgd, "chat", WAIT).await;
+
+    // llama.cpp on dynamo: ProviderCompatible=False with the spec's message.
+    mds.create(
+        &PostParams::default(),
+        &deployment(
+            "gguf",
+            json!({"model": {"id": "a/b"}, "engine": {"type": "llamacpp"}, "image": "i",
+        "resources": {"gpu": {"count": 1}}, "provider": {"name": "dynamo"}}),
+        ),
+    )
+    .await
+    .unwrap();
+    let md = wait_for(&mds, "gguf", WAIT, "ProviderCompatible=False", |md| {
+        condition(md, condition_types::PROVIDER_COMPATIBLE)
+            .is_some_and(|c| c.status == ConditionStatus::False)
+    })
+    .await;
+    assert_eq!(
+        condition(&md, condition_types::PROVIDER_COMPATIBLE)
+            .unwrap()
+            .message
+            .as_deref(),
+        Some("Dynamo does not support llamacpp engine")
+    );
+    assert!(dgd.get_opt("gguf").await.unwrap().is_none());
+    stack.stop();
+}
+
+#[tokio::test]
+async fn moving_from_kaito_to_dynamo() {
+    let _lock = cluster_lock().await;
+    let env = TestEnv::new("dynamo-move").await;
+    let stack = start(&env).await;
+    let mds: Api<ModelDeployment> = Api::namespaced(env.client.clone(), &env.namespace);
+    mds.create(
+        &PostParams::default(),
+        &deployment(
+            "mover",
+            json!({"model": {"id": "microsoft/Phi-4-mini-instruct"}, "engine": {"type": "vllm"},
+        "resources": {"gpu": {"count": 1}}, "provider": {"name": "kaito"}}),
+        ),
+    )
+    .await
+    .unwrap();
+    wait_for(&mds, "mover", WAIT, "Deploying on kaito", |md| {
+        phase(md) == Some(Phase::Deploying)
+    })
+    .await;
+    workspaces(&env).get("mover").await.unwrap();
+
+    mds.patch(
+        "mover",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"spec": {"provider": {"name": "dynamo"}}})),
+    )
+    .await
+    .unwrap();
+    wait_for(&mds, "mover", WAIT, "taken over by dynamo", |md| {
+        provider_of(md).as_deref() == Some("dynamo")
+            && md
+                .status
+                .as_ref()
+                .and_then(|s| s.provider.as_ref())
+                .and_then(|p| p.resource_kind.as_deref())
+                == Some("DynamoGraphDeployment")
+    })
+    .await;
+    wait_deleted(&workspaces(&env), "mover", WAIT).await;
+    dgds(&env).get("mover").await.unwrap();
+    let md = wait_for(&mds, "mover", WAIT, "kaito's finalizer released", |md| {
+        !md.finalizers()
+            .contains(&"airunway.ai/kaito-provider".to_string())
+    })
+    .await;
+    assert!(
+        md.finalizers()
+            .contains(&"airunway.ai/dynamo-provider".to_string())
+    );
+    stack.stop();
+}

@@ -1,0 +1,126 @@
+//! # airunway-provider-dynamo
+//!
+//! The AI Runway provider for [NVIDIA Dynamo](https://github.com/ai-dynamo/dynamo): each
+//! ModelDeployment assigned to `dynamo` becomes a `nvidia.com` DynamoGraphDeployment. Dynamo is
+//! the GPU default, the only SGLang and TensorRT-LLM provider, and the disaggregated
+//! prefill/decode provider. The pure parts are [`compat`], [`render`], [`status`] and [`schema`].
+
+pub mod compat;
+pub mod render;
+pub mod schema;
+pub mod status;
+
+use airunway_api::k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use airunway_api::kube::core::DynamicObject;
+use airunway_api::provider::{
+    Provider, RenderError, Rendered, SchemaDetection, TranslatedStatus, UpstreamKind,
+    UpstreamSchema,
+};
+use airunway_api::v1alpha1::{
+    EngineCapability, EngineCapabilityEntry, EngineType, InferenceProviderConfigSpec,
+    ModelDeployment, ProviderCapabilities, SelectionRule, ServingMode,
+};
+
+/// The provider name (and InferenceProviderConfig name).
+pub const NAME: &str = "dynamo";
+
+/// The Dynamo provider.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct DynamoProvider;
+
+impl Provider for DynamoProvider {
+    fn name(&self) -> &str {
+        NAME
+    }
+
+    fn display_name(&self) -> &str {
+        "Dynamo"
+    }
+
+    fn version(&self) -> &str {
+        env!("CARGO_PKG_VERSION")
+    }
+
+    fn registration(&self) -> InferenceProviderConfigSpec {
+        let engine = |name, serving_modes| {
+            EngineCapabilityEntry::Detailed(EngineCapability {
+                name,
+                serving_modes,
+                gpu_support: true,
+                cpu_support: false,
+            })
+        };
+        let both = || vec![ServingMode::Aggregated, ServingMode::Disaggregated];
+        InferenceProviderConfigSpec {
+            capabilities: Some(ProviderCapabilities {
+                engines: Some(vec![
+                    engine(EngineType::Vllm, both()),
+                    engine(EngineType::Sglang, both()),
+                    engine(EngineType::Trtllm, vec![ServingMode::Aggregated]),
+                ]),
+                ..Default::default()
+            }),
+            selection_rules: Some(vec![
+                // The only SGLang and TensorRT-LLM provider.
+                SelectionRule {
+                    condition: "spec.engine.type == 'trtllm' || spec.engine.type == 'sglang'"
+                        .into(),
+                    priority: 100,
+                },
+                // The disaggregated provider.
+                SelectionRule {
+                    condition: "spec.serving.mode == 'disaggregated'".into(),
+                    priority: 90,
+                },
+                // The GPU default (CPU and llama.cpp work goes to KAITO at 100).
+                SelectionRule {
+                    condition: "has(spec.resources.gpu) && spec.resources.gpu.count > 0".into(),
+                    priority: 50,
+                },
+            ]),
+            documentation: Some(
+                "https://github.com/airunway/airunway/blob/main/docs/providers/dynamo.md".into(),
+            ),
+            probe: None,
+        }
+    }
+
+    fn upstream(&self) -> UpstreamKind {
+        UpstreamKind {
+            group: "nvidia.com".into(),
+            kind: "DynamoGraphDeployment".into(),
+            plural: "dynamographdeployments".into(),
+            default_version: "v1alpha1".into(),
+            from_crd: true,
+        }
+    }
+
+    fn detect_schema(&self, crd: Option<&CustomResourceDefinition>) -> SchemaDetection {
+        airunway_api::provider::schema::detect_with(
+            "dynamographdeployments.nvidia.com",
+            "nvidia.com",
+            crd,
+            schema::ADAPTERS,
+        )
+    }
+
+    fn check_compatibility(&self, deployment: &ModelDeployment) -> Result<(), String> {
+        compat::check(deployment)
+    }
+
+    fn render(
+        &self,
+        deployment: &ModelDeployment,
+        schema: &UpstreamSchema,
+    ) -> Result<Rendered, RenderError> {
+        render::render(deployment, schema)
+    }
+
+    fn translate_status(
+        &self,
+        deployment: &ModelDeployment,
+        upstream: Option<&DynamicObject>,
+    ) -> TranslatedStatus {
+        status::translate(deployment, upstream)
+    }
+}

@@ -1,0 +1,359 @@
+//! ModelDeployment → DynamoGraphDeployment (pure), for the Dynamo 1.1 line.
+//!
+//! Services:
+//! - `Frontend` (`componentType: frontend`): replicas, CPU/memory requests and the router mode
+//!   from `provider.overrides` (defaults: 1 replica, cpu `"2"`, memory `"4Gi"`, `round-robin`).
+//!   The router mode is given as `DYN_ROUTER_MODE` (Dynamo 1.x has no service-level router
+//!   field; `none` leaves Dynamo's default).
+//! - aggregated: one worker (`VllmWorker`, `SglangWorker` or `TrtllmWorker`) with
+//!   `scaling.replicas` (0 honoured), GPU/memory limits and CPU request from `resources`.
+//! - disaggregated: `<Engine>PrefillWorker` and `<Engine>DecodeWorker`
+//!   (`subComponentType: prefill|decode`), each with its own replicas, GPUs and memory. Dynamo
+//!   1.0 replaced the `--is-prefill-worker`/`--is-decode-worker` flags shown in the design doc
+//!   with `--disaggregation-mode prefill|decode` (ai-dynamo/dynamo#6483); the vLLM prefill worker
+//!   also takes the NIXL `--kv-transfer-config`; SGLang workers take
+//!   `--disaggregation-transfer-backend nixl`.
+//!
+//! Workers run `python3 -m dynamo.<engine>` in exec form (no shell, so `engine.args` values
+//! cannot inject commands) with the model, the served name, context length (vLLM
+//! `--max-model-len`, SGLang `--context-length`; ignored with a warning for TensorRT-LLM),
+//! `--trust-remote-code`, tensor parallelism from the GPU count, then `engine.args` in key order
+//! as `--key value` (`""`/`"true"`: a bare flag; `"false"`: `--no-key`).
+//! `envFromSecret` carries the Hugging Face token Secret name (a reference; never read). `env`,
+//! `nodeSelector`, `tolerations` and pod labels/annotations go to every worker; images default
+//! to `nvcr.io/nvidia/ai-dynamo/<engine>-runtime:<DYNAMO_VERSION>` unless `spec.image`.
+
+use airunway_api::constants::event_reasons;
+use airunway_api::provider::overrides::{self, OverrideType};
+use airunway_api::provider::{RenderError, RenderWarning, Rendered, UpstreamSchema};
+use airunway_api::resolve::DEFAULT_GPU_TYPE;
+use airunway_api::serde_json::{self, Map, Value, json};
+use airunway_api::v1alpha1::{ComponentScaling, EngineType, ModelDeployment, ServingMode};
+
+/// The Dynamo release whose runtime images are the defaults.
+pub const DYNAMO_VERSION: &str = "1.1.1";
+/// The port of the frontend Service.
+pub const FRONTEND_PORT: i32 = 8000;
+
+/// The overrides Dynamo understands (design doc §4.15).
+pub const OVERRIDES: &[(&str, OverrideType)] = &[
+    (
+        "routerMode",
+        OverrideType::OneOf(&["kv", "round-robin", "none"]),
+    ),
+    (
+        "frontend",
+        OverrideType::Object(&[
+            ("replicas", OverrideType::Count),
+            (
+                "resources",
+                OverrideType::Object(&[
+                    ("cpu", OverrideType::Quantity),
+                    ("memory", OverrideType::Quantity),
+                ]),
+            ),
+        ]),
+    ),
+];
+
+/// Flags the provider sets itself; `engine.args` may not set them.
+const RESERVED_ARGS: &[&str] = &[
+    "model",
+    "model-path",
+    "served-model-name",
+    "disaggregation-mode",
+    "is-prefill-worker",
+    "is-decode-worker",
+    "max-model-len",
+    "context-length",
+    "trust-remote-code",
+    "tensor-parallel-size",
+    "tp",
+];
+
+/// The default runtime image of `engine`.
+pub fn default_image(engine: EngineType) -> String {
+    format!(
+        "nvcr.io/nvidia/ai-dynamo/{}-runtime:{DYNAMO_VERSION}",
+        engine.as_str()
+    )
+}
+
+fn service_prefix(engine: EngineType) -> &'static str {
+    match engine {
+        EngineType::Vllm => "Vllm",
+        EngineType::Sglang => "Sglang",
+        EngineType::Trtllm => "Trtllm",
+        EngineType::Llamacpp => "Llamacpp",
+    }
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Role {
+    Aggregated,
+    Prefill,
+    Decode,
+}
+
+/// The worker command line (after `python3 -m dynamo.<engine>`).
+fn worker_args(
+    md: &ModelDeployment,
+    engine: EngineType,
+    gpus: i32,
+    role: Role,
+) -> Result<Vec<String>, RenderError> {
+    let spec = &md.spec;
+    let model = spec.model.id.clone().unwrap_or_default();
+    let mut args: Vec<String> = Vec::new();
+    let model_flag = if engine == EngineType::Vllm {
+        "--model"
+    } else {
+        "--model-path"
+    };
+    if !model.is_empty() {
+        args.extend([model_flag.to_string(), model]);
+    }
+    if let Some(name) = spec.model.served_name.as_ref().filter(|n| !n.is_empty()) {
+        args.extend(["--served-model-name".to_string(), name.clone()]);
+    }
+    let engine_spec = spec.engine.as_ref();
+    if let Some(length) = engine_spec.and_then(|e| e.context_length) {
+        match engine {
+            EngineType::Vllm => args.extend(["--max-model-len".to_string(), length.to_string()]),
+            EngineType::Sglang => args.extend(["--context-length".to_string(), length.to_string()]),
+            _ => {}
+        }
+    }
+    if engine_spec.and_then(|e| e.trust_remote_code) == Some(true) && engine != EngineType::Trtllm {
+        args.push("--trust-remote-code".to_string());
+    }
+    if gpus > 1 {
+        let flag = if engine == EngineType::Sglang {
+            "--tp"
+        } else {
+            "--tensor-parallel-size"
+        };
+        args.extend([flag.to_string(), gpus.to_string()]);
+    }
+    match (role, engine) {
+        (Role::Prefill, EngineType::Vllm) => args.extend([
+            "--disaggregation-mode".to_string(),
+            "prefill".to_string(),
+            "--kv-transfer-config".to_string(),
+            r#"{"kv_connector":"NixlConnector","kv_role":"kv_both"}"#.to_string(),
+        ]),
+        (Role::Decode, EngineType::Vllm) => {
+            args.extend(["--disaggregation-mode".to_string(), "decode".to_string()])
+        }
+        (Role::Prefill | Role::Decode, _) => args.extend([
+            "--disaggregation-mode".to_string(),
+            if role == Role::Prefill {
+                "prefill"
+            } else {
+                "decode"
+            }
+            .to_string(),
+            "--disaggregation-transfer-backend".to_string(),
+            "nixl".to_string(),
+        ]),
+        (Role::Aggregated, _) => {}
+    }
+    for (key, value) in engine_spec
+        .and_then(|e| e.args.as_ref())
+        .into_iter()
+        .flatten()
+    {
+        if RESERVED_ARGS.contains(&key.as_str()) {
+            return Err(RenderError::Unsupported(format!(
+                "engine.args.{key} is set by the Dynamo provider from the ModelDeployment spec; remove it from engine.args"
+            )));
+        }
+        match value.as_str() {
+            "" | "true" => args.push(format!("--{key}")),
+            "false" => args.push(format!("--no-{key}")),
+            other => args.extend([format!("--{key}"), other.to_string()]),
+        }
+    }
+    Ok(args)
+}
+
+/// Renders the DynamoGraphDeployment for `md` against `schema`.
+pub fn render(md: &ModelDeployment, schema: &UpstreamSchema) -> Result<Rendered, RenderError> {
+    let spec = &md.spec;
+    let name = md.metadata.name.clone().unwrap_or_default();
+    let engine = md
+        .resolved_engine()
+        .ok_or_else(|| RenderError::Unsupported("No engine selected yet".into()))?;
+    let overrides_map: Option<&Map<String, Value>> =
+        spec.provider.as_ref().and_then(|p| p.overrides.as_ref());
+    let checked = overrides::check(overrides_map, OVERRIDES);
+    if !checked.errors.is_empty() {
+        return Err(RenderError::InvalidOverrides(format!(
+            "invalid provider.overrides: {}",
+            checked.errors.join("; ")
+        )));
+    }
+    let mut warnings: Vec<RenderWarning> = checked
+        .unknown
+        .iter()
+        .map(|path| RenderWarning {
+            reason: event_reasons::UNKNOWN_OVERRIDE,
+            message: format!("unknown key {path} is ignored (Dynamo supports routerMode, frontend.replicas, frontend.resources.cpu, frontend.resources.memory)"),
+        })
+        .collect();
+    if engine == EngineType::Trtllm {
+        let engine_spec = spec.engine.as_ref();
+        if engine_spec.and_then(|e| e.context_length).is_some() {
+            warnings.push(RenderWarning {
+                reason: event_reasons::SETTING_IGNORED,
+                message: "engine.contextLength is ignored for TensorRT-LLM: the context length is fixed when the engine is built".into(),
+            });
+        }
+        if engine_spec.and_then(|e| e.trust_remote_code) == Some(true) {
+            warnings.push(RenderWarning {
+                reason: event_reasons::SETTING_IGNORED,
+                message: "engine.trustRemoteCode is ignored for TensorRT-LLM (decided when the engine is built)".into(),
+            });
+        }
+    }
+
+    let image = spec
+        .image
+        .clone()
+        .filter(|i| !i.is_empty())
+        .unwrap_or_else(|| default_image(engine));
+    let secret = spec
+        .secrets
+        .as_ref()
+        .and_then(|s| s.hugging_face_token.clone());
+    let with_common = |mut service: Value| {
+        service["dynamoNamespace"] = json!(name);
+        if let Some(secret) = &secret {
+            service["envFromSecret"] = json!(secret);
+        }
+        service
+    };
+
+    // Frontend.
+    let frontend_replicas = overrides::get(overrides_map, "frontend.replicas")
+        .and_then(Value::as_u64)
+        .unwrap_or(1);
+    let frontend_cpu = overrides::get(overrides_map, "frontend.resources.cpu")
+        .and_then(Value::as_str)
+        .unwrap_or("2");
+    let frontend_memory = overrides::get(overrides_map, "frontend.resources.memory")
+        .and_then(Value::as_str)
+        .unwrap_or("4Gi");
+    let router_mode = overrides::get(overrides_map, "routerMode")
+        .and_then(Value::as_str)
+        .unwrap_or("round-robin");
+    let mut frontend = with_common(json!({
+        "componentType": "frontend",
+        "replicas": frontend_replicas,
+        "resources": {"requests": {"cpu": frontend_cpu, "memory": frontend_memory}},
+        "extraPodSpec": {"mainContainer": {"image": image}},
+    }));
+    if router_mode != "none" {
+        frontend["envs"] = json!([{"name": "DYN_ROUTER_MODE", "value": router_mode}]);
+    }
+
+    let worker = |role: Role,
+                  replicas: i32,
+                  gpus: i32,
+                  memory: Option<String>|
+     -> Result<Value, RenderError> {
+        let mut limits = json!({"gpu": gpus.to_string()});
+        if spec.gpu_type() != DEFAULT_GPU_TYPE {
+            limits["gpuType"] = json!(spec.gpu_type());
+        }
+        if let Some(memory) = memory {
+            limits["memory"] = json!(memory);
+        }
+        let mut resources = json!({"limits": limits});
+        if let (Role::Aggregated, Some(cpu)) =
+            (role, spec.resources.as_ref().and_then(|r| r.cpu.clone()))
+        {
+            resources["requests"] = json!({"cpu": cpu});
+        }
+        let mut pod_spec = json!({"mainContainer": {
+            "image": image,
+            "command": ["python3", "-m", format!("dynamo.{}", engine.as_str())],
+            "args": worker_args(md, engine, gpus, role)?,
+        }});
+        if let Some(selector) = spec.node_selector.as_ref().filter(|s| !s.is_empty()) {
+            pod_spec["nodeSelector"] = json!(selector);
+        }
+        if let Some(tolerations) = spec.tolerations.as_ref().filter(|t| !t.is_empty()) {
+            pod_spec["tolerations"] = serde_json::to_value(tolerations)
+                .map_err(|e| RenderError::Unsupported(e.to_string()))?;
+        }
+        let mut service = with_common(
+            json!({"componentType": "worker", "replicas": replicas, "resources": resources, "extraPodSpec": pod_spec}),
+        );
+        match role {
+            Role::Prefill => service["subComponentType"] = json!("prefill"),
+            Role::Decode => service["subComponentType"] = json!("decode"),
+            Role::Aggregated => {}
+        }
+        if let Some(env) = spec.env.as_ref().filter(|e| !e.is_empty()) {
+            service["envs"] =
+                serde_json::to_value(env).map_err(|e| RenderError::Unsupported(e.to_string()))?;
+        }
+        if let Some(metadata) = spec.pod_template.as_ref().and_then(|t| t.metadata.as_ref()) {
+            let mut meta = json!({});
+            if let Some(labels) = metadata.labels.as_ref().filter(|l| !l.is_empty()) {
+                meta["labels"] = json!(labels);
+            }
+            if let Some(annotations) = metadata.annotations.as_ref().filter(|a| !a.is_empty()) {
+                meta["annotations"] = json!(annotations);
+            }
+            if meta.as_object().is_some_and(|m| !m.is_empty()) {
+                service["extraPodMetadata"] = meta;
+            }
+        }
+        Ok(service)
+    };
+
+    let prefix = service_prefix(engine);
+    let mut services = Map::new();
+    services.insert("Frontend".into(), frontend);
+    match spec.serving_mode() {
+        ServingMode::Aggregated => {
+            let memory = spec.resources.as_ref().and_then(|r| r.memory.clone());
+            services.insert(
+                format!("{prefix}Worker"),
+                worker(Role::Aggregated, spec.replicas(), spec.gpu_count(), memory)?,
+            );
+        }
+        ServingMode::Disaggregated => {
+            let scaling = spec.scaling.clone().unwrap_or_default();
+            let role = |c: Option<ComponentScaling>| {
+                let c = c.unwrap_or_default();
+                (
+                    c.replicas.unwrap_or(1),
+                    c.gpu.as_ref().and_then(|g| g.count).unwrap_or(0),
+                    c.memory.clone(),
+                )
+            };
+            let (replicas, gpus, memory) = role(scaling.prefill);
+            services.insert(
+                format!("{prefix}PrefillWorker"),
+                worker(Role::Prefill, replicas, gpus, memory)?,
+            );
+            let (replicas, gpus, memory) = role(scaling.decode);
+            services.insert(
+                format!("{prefix}DecodeWorker"),
+                worker(Role::Decode, replicas, gpus, memory)?,
+            );
+        }
+    }
+    Ok(Rendered {
+        object: json!({
+            "apiVersion": schema.api_version,
+            "kind": "DynamoGraphDeployment",
+            "metadata": {"name": name},
+            "spec": {"backendFramework": engine.as_str(), "services": services},
+        }),
+        warnings,
+    })
+}

@@ -1,0 +1,421 @@
+//! Dynamo provider: the §4.2 examples as full objects, every engine, every override rule, every
+//! status sample, compatibility, schema detection and registration.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use airunway_api::k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use airunway_api::kube::core::DynamicObject;
+use airunway_api::provider::{Provider, RenderError, SchemaDetection, UpstreamSchema};
+use airunway_api::serde_json::{self, Value, json};
+use airunway_api::v1alpha1::{ModelDeployment, Phase};
+use airunway_provider_dynamo::DynamoProvider;
+
+fn yaml(text: &str) -> Value {
+    let docs: Vec<Value> = serde_saphyr::from_multiple(text).unwrap();
+    docs.into_iter().find(Value::is_object).unwrap()
+}
+
+fn read(path: &str) -> String {
+    std::fs::read_to_string(format!("{}/{path}", env!("CARGO_MANIFEST_DIR"))).unwrap()
+}
+
+fn schema() -> UpstreamSchema {
+    UpstreamSchema {
+        version: "v1alpha1".into(),
+        api_version: "nvidia.com/v1alpha1".into(),
+        fingerprint: "0f7144bebd244d78".into(),
+    }
+}
+
+fn md(spec: Value) -> ModelDeployment {
+    serde_json::from_value(json!({"apiVersion": "airunway.ai/v1alpha1", "kind": "ModelDeployment",
+        "metadata": {"name": "m", "namespace": "ns", "uid": "u"}, "spec": spec, "status": {"provider": {"name": "dynamo"}}}))
+    .unwrap()
+}
+
+fn example(name: &str) -> ModelDeployment {
+    let mut value = yaml(&read(&format!(
+        "../airunway-api/tests/fixtures/design-doc/{name}"
+    )));
+    value["metadata"]["namespace"] = json!("default");
+    serde_json::from_value(value).unwrap()
+}
+
+#[test]
+fn example_1_full_object() {
+    let rendered = DynamoProvider
+        .render(&example("modeldeployment-example1.yaml"), &schema())
+        .unwrap();
+    assert_eq!(
+        rendered.object,
+        yaml(&read("tests/fixtures/example1-dgd.yaml"))
+    );
+    assert!(rendered.warnings.is_empty());
+}
+
+#[test]
+fn example_3_full_object() {
+    let rendered = DynamoProvider
+        .render(&example("modeldeployment-example3.yaml"), &schema())
+        .unwrap();
+    assert_eq!(
+        rendered.object,
+        yaml(&read("tests/fixtures/example3-dgd.yaml"))
+    );
+}
+
+fn worker(rendered: &Value, service: &str) -> Value {
+    rendered["spec"]["services"][service].clone()
+}
+
+#[test]
+fn every_engine() {
+    let gpu2 = json!({"gpu": {"count": 2}, "memory": "80Gi", "cpu": "8"});
+    let sglang = DynamoProvider
+        .render(&md(json!({"model": {"id": "Qwen/Qwen3-8B", "servedName": "qwen"}, "engine": {"type": "sglang", "contextLength": 4096, "trustRemoteCode": true},
+            "resources": gpu2, "scaling": {"replicas": 3}})), &schema())
+        .unwrap();
+    assert_eq!(sglang.object["spec"]["backendFramework"], "sglang");
+    let w = worker(&sglang.object, "SglangWorker");
+    assert_eq!(
+        w["extraPodSpec"]["mainContainer"]["image"],
+        "nvcr.io/nvidia/ai-dynamo/sglang-runtime:1.1.1"
+    );
+    assert_eq!(
+        w["extraPodSpec"]["mainContainer"]["command"],
+        json!(["python3", "-m", "dynamo.sglang"])
+    );
+    assert_eq!(
+        w["extraPodSpec"]["mainContainer"]["args"],
+        json!([
+            "--model-path",
+            "Qwen/Qwen3-8B",
+            "--served-model-name",
+            "qwen",
+            "--context-length",
+            "4096",
+            "--trust-remote-code",
+            "--tp",
+            "2"
+        ])
+    );
+    assert_eq!(w["replicas"], 3);
+    assert_eq!(
+        w["resources"],
+        json!({"limits": {"gpu": "2", "memory": "80Gi"}, "requests": {"cpu": "8"}})
+    );
+
+    let trt = DynamoProvider
+        .render(&md(json!({"model": {"id": "nvidia/Llama-3.1-8B-FP8"}, "engine": {"type": "trtllm", "contextLength": 4096},
+            "resources": {"gpu": {"count": 1}}, "image": "registry.example/trtllm:custom"})), &schema())
+        .unwrap();
+    let w = worker(&trt.object, "TrtllmWorker");
+    assert_eq!(
+        w["extraPodSpec"]["mainContainer"]["image"], "registry.example/trtllm:custom",
+        "spec.image overrides the default"
+    );
+    assert_eq!(
+        w["extraPodSpec"]["mainContainer"]["args"],
+        json!(["--model-path", "nvidia/Llama-3.1-8B-FP8"])
+    );
+    assert_eq!(trt.warnings.len(), 1);
+    assert_eq!(trt.warnings[0].reason, "SettingIgnored");
+    assert!(
+        trt.warnings[0]
+            .message
+            .starts_with("engine.contextLength is ignored for TensorRT-LLM")
+    );
+
+    // engine.args in key order; "", "true" and "false" are flags; reserved keys refused.
+    let vllm = DynamoProvider
+        .render(&md(json!({"model": {"id": "a/b"}, "engine": {"type": "vllm", "args": {"quantization": "awq", "enforce-eager": "true",
+            "enable-prefix-caching": "false", "gpu-memory-utilization": "0.9"}}, "resources": {"gpu": {"count": 1, "type": "amd.com/gpu"}},
+            "scaling": {"replicas": 0}, "env": [{"name": "X", "value": "1"}], "nodeSelector": {"pool": "h100"},
+            "tolerations": [{"key": "gpu", "operator": "Exists"}], "podTemplate": {"metadata": {"labels": {"team": "a"}}}})), &schema())
+        .unwrap();
+    let w = worker(&vllm.object, "VllmWorker");
+    assert_eq!(
+        w["extraPodSpec"]["mainContainer"]["args"],
+        json!([
+            "--model",
+            "a/b",
+            "--no-enable-prefix-caching",
+            "--enforce-eager",
+            "--gpu-memory-utilization",
+            "0.9",
+            "--quantization",
+            "awq"
+        ])
+    );
+    assert_eq!(w["replicas"], 0, "scale to zero is honoured");
+    assert_eq!(
+        w["resources"]["limits"],
+        json!({"gpu": "1", "gpuType": "amd.com/gpu"})
+    );
+    assert_eq!(w["envs"], json!([{"name": "X", "value": "1"}]));
+    assert_eq!(w["extraPodSpec"]["nodeSelector"], json!({"pool": "h100"}));
+    assert_eq!(
+        w["extraPodSpec"]["tolerations"],
+        json!([{"key": "gpu", "operator": "Exists"}])
+    );
+    assert_eq!(w["extraPodMetadata"], json!({"labels": {"team": "a"}}));
+    let reserved = DynamoProvider.render(
+        &md(
+            json!({"model": {"id": "a/b"}, "engine": {"type": "vllm", "args": {"model": "other"}},
+        "resources": {"gpu": {"count": 1}}}),
+        ),
+        &schema(),
+    );
+    assert!(
+        matches!(reserved, Err(RenderError::Unsupported(m)) if m.starts_with("engine.args.model is set by the Dynamo provider"))
+    );
+
+    // SGLang disaggregated workers.
+    let disagg = DynamoProvider
+        .render(&md(json!({"model": {"id": "a/b"}, "engine": {"type": "sglang"}, "serving": {"mode": "disaggregated"},
+            "scaling": {"prefill": {"gpu": {"count": 1}}, "decode": {"replicas": 2, "gpu": {"count": 1}}}})), &schema())
+        .unwrap();
+    let prefill = worker(&disagg.object, "SglangPrefillWorker");
+    assert_eq!(prefill["subComponentType"], "prefill");
+    assert_eq!(
+        prefill["extraPodSpec"]["mainContainer"]["args"],
+        json!([
+            "--model-path",
+            "a/b",
+            "--disaggregation-mode",
+            "prefill",
+            "--disaggregation-transfer-backend",
+            "nixl"
+        ])
+    );
+    assert_eq!(worker(&disagg.object, "SglangDecodeWorker")["replicas"], 2);
+}
+
+#[test]
+fn override_rules() {
+    let base = |overrides: Value| {
+        md(
+            json!({"model": {"id": "a/b"}, "engine": {"type": "vllm"}, "resources": {"gpu": {"count": 1}},
+        "provider": {"name": "dynamo", "overrides": overrides}}),
+        )
+    };
+    // Defaults.
+    let rendered = DynamoProvider.render(&base(json!({})), &schema()).unwrap();
+    let frontend = worker(&rendered.object, "Frontend");
+    assert_eq!(frontend["replicas"], 1);
+    assert_eq!(
+        frontend["resources"],
+        json!({"requests": {"cpu": "2", "memory": "4Gi"}})
+    );
+    assert_eq!(
+        frontend["envs"],
+        json!([{"name": "DYN_ROUTER_MODE", "value": "round-robin"}])
+    );
+    // routerMode none leaves Dynamo's default.
+    let rendered = DynamoProvider
+        .render(&base(json!({"routerMode": "none"})), &schema())
+        .unwrap();
+    assert!(worker(&rendered.object, "Frontend").get("envs").is_none());
+    // Unknown keys at any depth are warnings naming the path.
+    let rendered = DynamoProvider
+        .render(
+            &base(json!({"routrMode": "kv", "frontend": {"replicsa": 3}})),
+            &schema(),
+        )
+        .unwrap();
+    let messages: Vec<&str> = rendered
+        .warnings
+        .iter()
+        .map(|w| w.message.as_str())
+        .collect();
+    assert_eq!(messages.len(), 2);
+    assert!(
+        messages[0].starts_with("unknown key provider.overrides.frontend.replicsa is ignored"),
+        "{messages:?}"
+    );
+    assert!(
+        messages[1].starts_with("unknown key provider.overrides.routrMode is ignored"),
+        "{messages:?}"
+    );
+    assert!(
+        rendered
+            .warnings
+            .iter()
+            .all(|w| w.reason == "UnknownOverride")
+    );
+    // Wrong types fail with the path and the expected type.
+    for (overrides, message) in [
+        (
+            json!({"routerMode": "random"}),
+            "invalid provider.overrides: provider.overrides.routerMode must be one of kv, round-robin, none, got \"random\"",
+        ),
+        (
+            json!({"frontend": {"replicas": "two"}}),
+            "invalid provider.overrides: provider.overrides.frontend.replicas must be a non-negative integer, got \"two\"",
+        ),
+        (
+            json!({"frontend": {"resources": {"cpu": 4}}}),
+            "invalid provider.overrides: provider.overrides.frontend.resources.cpu must be a quantity string such as \"4\" or \"8Gi\", got 4",
+        ),
+        (
+            json!({"frontend": "big"}),
+            "invalid provider.overrides: provider.overrides.frontend must be an object, got \"big\"",
+        ),
+    ] {
+        assert_eq!(
+            DynamoProvider.render(&base(overrides), &schema()),
+            Err(RenderError::InvalidOverrides(message.into()))
+        );
+    }
+}
+
+#[test]
+fn compatibility_messages() {
+    for (spec, message) in [
+        (
+            json!({"model": {"id": "a/b"}, "engine": {"type": "llamacpp"}, "image": "i", "resources": {"gpu": {"count": 1}}}),
+            "Dynamo does not support llamacpp engine",
+        ),
+        (
+            json!({"model": {"id": "a/b"}, "engine": {"type": "vllm"}}),
+            "Dynamo requires GPU (set resources.gpu.count > 0)",
+        ),
+        (
+            json!({"model": {"id": "a/b"}, "engine": {"type": "vllm"}, "serving": {"mode": "disaggregated"}, "scaling": {"prefill": {}, "decode": {"gpu": {"count": 1}}}}),
+            "Dynamo disaggregated mode requires scaling.prefill.gpu.count > 0",
+        ),
+        (
+            json!({"model": {"id": "a/b"}, "engine": {"type": "vllm"}, "serving": {"mode": "disaggregated"}, "scaling": {"prefill": {"gpu": {"count": 1}}}}),
+            "Dynamo disaggregated mode requires scaling.decode.gpu.count > 0",
+        ),
+    ] {
+        assert_eq!(
+            DynamoProvider.check_compatibility(&md(spec)),
+            Err(message.to_string())
+        );
+    }
+    assert_eq!(
+        DynamoProvider.check_compatibility(&example("modeldeployment-example3.yaml")),
+        Ok(())
+    );
+}
+
+fn sample(name: &str) -> DynamicObject {
+    serde_json::from_value(yaml(&read(&format!(
+        "../../shared/upstream-crds/status-samples/{name}"
+    ))))
+    .unwrap()
+}
+
+#[test]
+fn status_translation_of_every_sample() {
+    let deployment = md(
+        json!({"model": {"id": "Qwen/Qwen3-0.6B"}, "engine": {"type": "vllm"}, "resources": {"gpu": {"count": 1}}}),
+    );
+    let cases = [
+        (
+            "dgd-initializing.yaml",
+            Phase::Deploying,
+            Some("Dynamo state: initializing"),
+            false,
+            0,
+        ),
+        (
+            "dgd-pending.yaml",
+            Phase::Deploying,
+            Some(
+                "Resources not ready: qwen3-frontend: Component deployment not ready - Available condition not true; qwen3-vllmworker-7f3c9a1e: Component deployment not ready - Available condition not true",
+            ),
+            false,
+            0,
+        ),
+        (
+            "dgd-pending-grove.yaml",
+            Phase::Deploying,
+            Some(
+                "Resources not ready: qwen3: podclique/qwen3-0-frontend: desired=1, ready=0; podclique/qwen3-0-vllmworker: desired=1, ready=0",
+            ),
+            false,
+            0,
+        ),
+        ("dgd-successful.yaml", Phase::Running, None, true, 1),
+        (
+            "dgd-failed.yaml",
+            Phase::Failed,
+            Some(
+                "failed to reconcile Dynamo components deployments: no multinode orchestrator available",
+            ),
+            false,
+            0,
+        ),
+    ];
+    for (file, phase, message, ready, ready_replicas) in cases {
+        let translated = DynamoProvider.translate_status(&deployment, Some(&sample(file)));
+        assert_eq!(
+            (
+                translated.phase,
+                translated.message.as_deref(),
+                translated.ready
+            ),
+            (phase, message, ready),
+            "{file}"
+        );
+        let replicas = translated.replicas.unwrap();
+        assert_eq!(
+            (replicas.desired, replicas.ready),
+            (Some(1), Some(ready_replicas)),
+            "{file}: the frontend is not counted"
+        );
+        let endpoint = translated.endpoint.unwrap();
+        assert_eq!(
+            (endpoint.service.as_deref(), endpoint.port),
+            (Some("m-frontend"), Some(8000)),
+            "{file}"
+        );
+    }
+    // Disaggregated: prefill + decode replicas are summed (design doc example 3: 2 + 4 = 6).
+    let mut dgd = yaml(&read("tests/fixtures/example3-dgd.yaml"));
+    dgd["status"] = json!({"state": "successful", "conditions": [{"type": "Ready", "status": "True", "reason": "all_resources_are_ready",
+        "message": "All resources are ready", "lastTransitionTime": "2026-01-01T00:00:00Z"}],
+        "services": {"Frontend": {"componentKind": "Deployment", "componentName": "f", "replicas": 2, "updatedReplicas": 2, "readyReplicas": 2, "availableReplicas": 2},
+                     "VllmPrefillWorker": {"componentKind": "Deployment", "componentName": "p", "replicas": 2, "updatedReplicas": 2, "readyReplicas": 2, "availableReplicas": 2},
+                     "VllmDecodeWorker": {"componentKind": "PodClique", "componentName": "d", "replicas": 4, "updatedReplicas": 4, "readyReplicas": 4}}});
+    let translated = DynamoProvider.translate_status(
+        &example("modeldeployment-example3.yaml"),
+        Some(&serde_json::from_value(dgd).unwrap()),
+    );
+    let replicas = translated.replicas.unwrap();
+    assert_eq!(
+        (replicas.desired, replicas.ready, replicas.available),
+        (Some(6), Some(6), Some(6))
+    );
+    assert_eq!(
+        translated.endpoint.unwrap().service.as_deref(),
+        Some("llama-70b-pd-frontend")
+    );
+}
+
+#[test]
+fn schema_detection_and_registration() {
+    let mut crd: CustomResourceDefinition = serde_json::from_value(yaml(&read(
+        "../../shared/upstream-crds/dynamo/nvidia.com_dynamographdeployments.yaml",
+    )))
+    .unwrap();
+    crd.status = Some(
+        serde_json::from_value(json!({"conditions": [{"type": "Established", "status": "True"}]}))
+            .unwrap(),
+    );
+    match DynamoProvider.detect_schema(Some(&crd)) {
+        SchemaDetection::Supported(s) => assert_eq!(
+            (s.api_version.as_str(), s.fingerprint.as_str()),
+            ("nvidia.com/v1alpha1", "0f7144bebd244d78")
+        ),
+        other => panic!("{other:?}"),
+    }
+    let fixture = yaml(&read(
+        "../core-controller/tests/fixtures/shipped-providers/dynamo.yaml",
+    ));
+    assert_eq!(
+        serde_json::to_value(DynamoProvider.registration()).unwrap(),
+        fixture["spec"]
+    );
+}
