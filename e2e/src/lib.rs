@@ -15,6 +15,10 @@
 //! - [`http`]: GET for metrics and health endpoints.
 //! - [`process`]: child process supervision (teardown even on panic, Ctrl-C or SIGKILL).
 
+// The harness is test support: it fails a test by panicking with a message that says what was
+// expected and what was seen (the way assertions do), so `panic!` is its reporting channel.
+#![allow(clippy::panic)]
+
 pub mod binaries;
 pub mod control_plane;
 pub mod env;

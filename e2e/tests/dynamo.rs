@@ -1,6 +1,7 @@
 //! The real `airunway-provider-dynamo` (with `airunway-provider-kaito` beside it, both as their
 //! ServiceAccounts) and the real core, against the real DynamoGraphDeployment CRD; the test plays
 //! the Dynamo operator with the status samples it really writes.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::time::Duration;
 

@@ -1,6 +1,7 @@
 //! The real `airunway-provider-kaito` (running as its ServiceAccount with the shipped RBAC) and
 //! the real core, against the real KAITO Workspace CRD; the test plays the KAITO operator by
 //! writing the status samples KAITO v0.10 really writes.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::path::PathBuf;
 use std::time::Duration;

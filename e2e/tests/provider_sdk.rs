@@ -2,6 +2,7 @@
 //! built only on `airunway-api`), against the real control plane with the real core: its
 //! registration, probe and heartbeat; the lifecycle of a deployment; drift; recreation;
 //! deletion; stale-provider detection; SIGTERM; the finalizer timeout; field ownership.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::collections::BTreeSet;
 use std::path::PathBuf;
@@ -32,7 +33,7 @@ async fn provider_identity(env: &TestEnv) -> PathBuf {
     .await
 }
 
-async fn start_example(env: &TestEnv, kubeconfig: &PathBuf, extra: &[&str]) -> Running {
+async fn start_example(env: &TestEnv, kubeconfig: &std::path::Path, extra: &[&str]) -> Running {
     let mut args = vec!["--heartbeat-interval=1s", "--status-sync-interval=2s"];
     args.extend_from_slice(extra);
     start_provider(env, PROVIDER, kubeconfig, &args, "configmap-0").await

@@ -1,6 +1,7 @@
 //! The core's admission webhooks through the real API server: the shipped webhook
 //! configurations (clientConfig switched to a 127.0.0.1 URL), the core running as its
 //! ServiceAccount with the shipped RBAC, certificates managed in process.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -67,7 +68,7 @@ async fn remove_webhooks(client: &Client) {
 
 async fn start_core(
     env: &TestEnv,
-    kubeconfig: &PathBuf,
+    kubeconfig: &std::path::Path,
     port: u16,
     extra: &[&str],
 ) -> ProcessHandle {

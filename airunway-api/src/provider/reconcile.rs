@@ -149,7 +149,7 @@ async fn reconcile_inner<P: Provider>(
         .ok_or(ReconcileError::MissingField("metadata.name"))?;
     let ours = md.selected_provider() == Some(ctx.provider.name());
     let finalizer = ctx.finalizer();
-    let has_finalizer = md.finalizers().iter().any(|f| *f == finalizer);
+    let has_finalizer = md.finalizers().contains(&finalizer);
     if !ours && !has_finalizer {
         return Ok(Action::await_change());
     }

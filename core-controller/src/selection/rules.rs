@@ -43,15 +43,18 @@ pub struct RuleError {
     pub message: String,
 }
 
+/// A compiled rule, or why it does not compile.
+pub type CompiledRule = Arc<Result<cel::Program, String>>;
+
 /// Compiled rules, cached by expression text (compilation is the expensive part).
 #[derive(Clone, Default)]
 pub struct RuleSet {
-    cache: Arc<Mutex<HashMap<String, Arc<Result<cel::Program, String>>>>>,
+    cache: Arc<Mutex<HashMap<String, CompiledRule>>>,
 }
 
 impl RuleSet {
     /// Compiles `condition` (cached).
-    pub fn compile(&self, condition: &str) -> Arc<Result<cel::Program, String>> {
+    pub fn compile(&self, condition: &str) -> CompiledRule {
         if let Ok(cache) = self.cache.lock()
             && let Some(hit) = cache.get(condition)
         {

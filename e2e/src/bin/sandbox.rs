@@ -1,1 +1,2 @@
+//! `airunway-sandbox`: placeholder until the sandbox lands.
 fn main() {}
