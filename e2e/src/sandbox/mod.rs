@@ -1,0 +1,434 @@
+//! The local sandbox: the real control plane, `airunway-core` (with its webhooks) and every
+//! provider shim as local processes, the example deployments applied, and a status table.
+//!
+//! State lives in one folder (default `<workspace>/.sandbox`): the control plane's certificates,
+//! etcd data and kubeconfig, every process's log under `logs/`, and `processes` (name and
+//! process-group id of everything started). `down` stops those process groups and removes the
+//! folder; `up` runs `down` first, so starting twice never leaves strays.
+
+pub mod simulate;
+pub mod table;
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use airunway_api::v1alpha1::{InferenceProviderConfig, ModelDeployment};
+use anyhow::{Context, Result, bail};
+use k8s_openapi::api::core::v1::Namespace;
+use kube::Client;
+use kube::api::{Api, ListParams, ObjectMeta, Patch, PatchParams, PostParams};
+use serde_json::{Value, json};
+
+use crate::control_plane::{ControlPlane, ControlPlaneOptions, client_from_kubeconfig};
+use crate::process::{Lifetime, Spawn, is_alive, stop_process_group};
+use crate::{manifests, paths};
+
+/// Namespace the sandbox runs AI Runway's components as (Secrets, Leases, ServiceAccounts).
+pub const SYSTEM_NAMESPACE: &str = "airunway-system";
+/// Namespace the examples are applied to.
+pub const EXAMPLES_NAMESPACE: &str = "default";
+
+/// The sandbox's folder layout.
+#[derive(Clone, Debug)]
+pub struct State {
+    /// The folder.
+    pub root: PathBuf,
+}
+
+impl State {
+    /// `dir`, or `<workspace>/.sandbox`.
+    pub fn new(dir: Option<PathBuf>) -> State {
+        State {
+            root: dir.unwrap_or_else(|| paths::workspace_root().join(".sandbox")),
+        }
+    }
+
+    fn processes_file(&self) -> PathBuf {
+        self.root.join("processes")
+    }
+
+    /// Logs of every process.
+    pub fn logs(&self) -> PathBuf {
+        self.root.join("logs")
+    }
+
+    /// The admin kubeconfig.
+    pub fn kubeconfig(&self) -> PathBuf {
+        self.root.join("control-plane").join("admin.kubeconfig")
+    }
+
+    fn record(&self, name: &str, pid: u32) -> Result<()> {
+        use std::io::Write;
+        let mut file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(self.processes_file())?;
+        writeln!(file, "{name} {pid}")?;
+        Ok(())
+    }
+
+    /// `(name, process-group id)` of everything started.
+    pub fn processes(&self) -> Vec<(String, i32)> {
+        std::fs::read_to_string(self.processes_file())
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|line| {
+                let (name, pid) = line.split_once(' ')?;
+                Some((name.to_string(), pid.trim().parse().ok()?))
+            })
+            .collect()
+    }
+}
+
+/// Options of `up`.
+#[derive(Clone, Debug)]
+pub struct UpOptions {
+    /// Play the upstream operators (`--simulate-upstream`).
+    pub simulate_upstream: bool,
+    /// Skip building (the binaries and the control plane are already built).
+    pub no_build: bool,
+    /// Give up waiting for the table to settle after this long.
+    pub timeout: Duration,
+    /// Folder of example ModelDeployments to apply.
+    pub examples: PathBuf,
+}
+
+/// Stops everything a sandbox in `state` started and removes its folder.
+pub fn down(state: &State) -> Result<()> {
+    let processes = state.processes();
+    // Components first, the control plane last (so controllers shut down cleanly).
+    for (name, pgid) in processes.iter().rev() {
+        if is_alive(*pgid) {
+            println!("stopping {name} (pid {pgid})");
+            stop_process_group(*pgid, Duration::from_secs(10));
+        }
+    }
+    let left: Vec<&(String, i32)> = processes.iter().filter(|(_, p)| is_alive(*p)).collect();
+    if !left.is_empty() {
+        bail!("processes still running after stop: {left:?}");
+    }
+    if state.root.exists() {
+        std::fs::remove_dir_all(&state.root)
+            .with_context(|| format!("removing {}", state.root.display()))?;
+    }
+    Ok(())
+}
+
+fn run_checked(command: &mut std::process::Command, what: &str) -> Result<String> {
+    let output = command
+        .output()
+        .with_context(|| format!("running {what}"))?;
+    if !output.status.success() {
+        bail!(
+            "{what} failed:\n{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+    Ok(String::from_utf8_lossy(&output.stdout).trim().to_string())
+}
+
+fn build() -> Result<()> {
+    let root = paths::workspace_root();
+    println!(
+        "building the test control plane (cached under $HOME/.cache after the first time) ..."
+    );
+    let bin = run_checked(
+        std::process::Command::new(root.join("e2e/control-plane/build.sh")).current_dir(&root),
+        "e2e/control-plane/build.sh",
+    )?;
+    println!("  {bin}");
+    println!("building airunway-core and the providers ...");
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_string());
+    let status = std::process::Command::new(cargo)
+        .args(["build", "--workspace", "--bins"])
+        .current_dir(&root)
+        .status()
+        .context("running cargo build")?;
+    if !status.success() {
+        bail!("cargo build failed");
+    }
+    Ok(())
+}
+
+fn free_port() -> Result<u16> {
+    Ok(std::net::TcpListener::bind("127.0.0.1:0")?
+        .local_addr()?
+        .port())
+}
+
+/// Starts one of our binaries detached, logging into the sandbox folder.
+fn start_detached(
+    state: &State,
+    name: &str,
+    binary: &str,
+    kubeconfig: &Path,
+    args: Vec<String>,
+) -> Result<()> {
+    let handle = Spawn {
+        name: name.to_string(),
+        program: paths::our_binary(binary)?,
+        args,
+        env: [
+            ("KUBECONFIG".to_string(), kubeconfig.display().to_string()),
+            ("RUST_LOG".to_string(), "info".to_string()),
+            ("POD_NAMESPACE".to_string(), SYSTEM_NAMESPACE.to_string()),
+            ("POD_NAME".to_string(), name.to_string()),
+        ]
+        .into_iter()
+        .collect(),
+        log: state.logs().join(format!("{name}.log")),
+        lifetime: Lifetime::Detached,
+    }
+    .start()?;
+    state.record(name, handle.pid())
+}
+
+async fn apply_file(client: &Client, path: &Path, transform: impl Fn(&mut Value)) -> Result<()> {
+    let mut objects = manifests::read(path);
+    for object in &mut objects {
+        transform(object);
+    }
+    manifests::apply(client, &objects).await;
+    Ok(())
+}
+
+async fn wait_until<F, Fut>(what: &str, timeout: Duration, mut check: F) -> Result<()>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let deadline = Instant::now() + timeout;
+    while !check().await {
+        if Instant::now() > deadline {
+            bail!("timed out after {timeout:?} waiting for {what}");
+        }
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+    Ok(())
+}
+
+/// Brings the sandbox up and prints the table until the examples settle.
+pub async fn up(state: &State, options: &UpOptions) -> Result<()> {
+    if !state.processes().is_empty() || state.root.exists() {
+        println!("stopping the previous sandbox first");
+        down(state)?;
+    }
+    if !options.no_build {
+        build()?;
+    }
+    std::fs::create_dir_all(state.logs())?;
+    let started = Instant::now();
+    println!("starting etcd, kube-apiserver and kube-controller-manager ...");
+    let options_cp = ControlPlaneOptions {
+        lifetime: Lifetime::Detached,
+        dir: Some(state.root.join("control-plane")),
+    };
+    let cp = tokio::task::spawn_blocking(move || ControlPlane::start(options_cp)).await??;
+    for process in cp.processes() {
+        state.record(process.name(), process.pid())?;
+    }
+    let client = cp.client().await?;
+
+    // Components run as their ServiceAccounts with the shipped RBAC.
+    let namespaces: Api<Namespace> = Api::all(client.clone());
+    let namespace = Namespace {
+        metadata: ObjectMeta {
+            name: Some(SYSTEM_NAMESPACE.into()),
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    namespaces
+        .create(&PostParams::default(), &namespace)
+        .await?;
+    let root = paths::workspace_root();
+    let mut identities = Vec::new();
+    for (rbac, account) in [
+        ("deploy/core/rbac.yaml", "airunway-core"),
+        (
+            "deploy/providers/kaito/rbac.yaml",
+            "airunway-provider-kaito",
+        ),
+        (
+            "deploy/providers/dynamo/rbac.yaml",
+            "airunway-provider-dynamo",
+        ),
+    ] {
+        apply_file(&client, &root.join(rbac), |_| {}).await?;
+        let user = format!("system:serviceaccount:{SYSTEM_NAMESPACE}:{account}");
+        identities.push(cp.kubeconfig_for(&user, &["system:serviceaccounts"])?);
+    }
+
+    let webhook_port = free_port()?;
+    println!(
+        "starting airunway-core (webhooks on https://127.0.0.1:{webhook_port}) and the KAITO and Dynamo providers ..."
+    );
+    start_detached(
+        state,
+        "airunway-core",
+        "airunway-core",
+        &identities[0],
+        vec![
+            format!("--webhook-bind-address=127.0.0.1:{webhook_port}"),
+            "--webhook-extra-san=127.0.0.1".to_string(),
+            format!("--metrics-bind-address=127.0.0.1:{}", free_port()?),
+            format!("--health-probe-bind-address=127.0.0.1:{}", free_port()?),
+            "--provider-probe-interval=2s".to_string(),
+        ],
+    )?;
+    for (index, provider) in ["kaito", "dynamo"].iter().enumerate() {
+        start_detached(
+            state,
+            &format!("airunway-provider-{provider}"),
+            &format!("airunway-provider-{provider}"),
+            &identities[index + 1],
+            vec![
+                format!("--probe-bind-address=127.0.0.1:{}", free_port()?),
+                format!("--metrics-bind-address=127.0.0.1:{}", free_port()?),
+                format!("--health-probe-bind-address=127.0.0.1:{}", free_port()?),
+                "--heartbeat-interval=5s".to_string(),
+                "--status-sync-interval=3s".to_string(),
+            ],
+        )?;
+    }
+    // The shipped webhook configurations, reaching the local core by URL.
+    apply_file(&client, &root.join("deploy/core/webhooks.yaml"), |object| {
+        for webhook in object["webhooks"].as_array_mut().into_iter().flatten() {
+            let path = webhook["clientConfig"]["service"]["path"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string();
+            webhook["clientConfig"] =
+                json!({"url": format!("https://127.0.0.1:{webhook_port}{path}")});
+        }
+    })
+    .await?;
+    let ipcs: Api<InferenceProviderConfig> = Api::all(client.clone());
+    wait_until(
+        "the providers to register and report ready",
+        Duration::from_secs(90),
+        || async {
+            let Ok(list) = ipcs.list(&ListParams::default()).await else {
+                return false;
+            };
+            ["kaito", "dynamo"].iter().all(|name| {
+                list.items.iter().any(|i| {
+                    i.metadata.name.as_deref() == Some(name)
+                        && i.status.as_ref().and_then(|s| s.ready) == Some(true)
+                })
+            })
+        },
+    )
+    .await?;
+    let mds: Api<ModelDeployment> = Api::namespaced(client.clone(), EXAMPLES_NAMESPACE);
+    wait_until("the admission webhooks to answer", Duration::from_secs(60), || async {
+        let probe: Result<ModelDeployment, _> = serde_json::from_value(json!({"apiVersion": "airunway.ai/v1alpha1", "kind": "ModelDeployment",
+            "metadata": {"name": "webhook-probe"}, "spec": {"model": {"id": "a/b"}, "provider": {"overrides": {"hostPID": true}}}}));
+        let Ok(probe) = probe else { return false };
+        matches!(mds.create(&PostParams { dry_run: true, ..Default::default() }, &probe).await, Err(e) if e.to_string().contains("admission webhook"))
+    })
+    .await?;
+    if options.simulate_upstream {
+        let me = std::env::current_exe()?;
+        let handle = Spawn {
+            name: "simulate-upstream".into(),
+            program: me,
+            args: vec![
+                "simulate".into(),
+                format!("--kubeconfig={}", state.kubeconfig().display()),
+            ],
+            env: Default::default(),
+            log: state.logs().join("simulate-upstream.log"),
+            lifetime: Lifetime::Detached,
+        }
+        .start()?;
+        state.record("simulate-upstream", handle.pid())?;
+    }
+    println!("ready in {:.0}s\n", started.elapsed().as_secs_f64());
+
+    // Apply the examples (sorted for a stable order); invalid ones show the webhook's message.
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&options.examples)?
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|e| e == "yaml"))
+        .collect();
+    files.sort();
+    let mut expected = Vec::new();
+    for file in &files {
+        let text = std::fs::read_to_string(file)?;
+        let object: Value = serde_saphyr::from_str(&text)?;
+        let name = object["metadata"]["name"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
+        let shown = file
+            .strip_prefix(&root)
+            .unwrap_or(file)
+            .display()
+            .to_string();
+        match mds
+            .patch(
+                &name,
+                &PatchParams::apply("airunway-sandbox"),
+                &Patch::Apply(&object),
+            )
+            .await
+        {
+            Ok(_) => {
+                println!("applied  {shown} -> modeldeployment/{name}");
+                expected.push(name);
+            }
+            Err(kube::Error::Api(status)) => println!("REJECTED {shown}: {}", status.message),
+            Err(e) => println!("REJECTED {shown}: {e}"),
+        }
+    }
+    if !options.simulate_upstream {
+        println!(
+            "\nNo KAITO or Dynamo operator runs here, so upstream objects never become ready: deployments stop at Deploying."
+        );
+        println!(
+            "Run with --simulate-upstream to play the operators with their real status and see deployments reach Running."
+        );
+    }
+
+    // The table, reprinted whenever it changes, until everything settled.
+    let deadline = Instant::now() + options.timeout;
+    let mut last = String::new();
+    let settled = loop {
+        let list = mds.list(&ListParams::default()).await?.items;
+        let rows: Vec<table::Row> = list.iter().map(table::row).collect();
+        let rendered = table::render(&rows);
+        if rendered != last {
+            println!("\n{rendered}");
+            last = rendered;
+        }
+        if table::settled(&list, &expected, options.simulate_upstream) {
+            break true;
+        }
+        if Instant::now() > deadline {
+            break false;
+        }
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    };
+    let kubeconfig = state.kubeconfig();
+    println!(
+        "\n{}\n\nThe sandbox keeps running.\n  kubeconfig:   export KUBECONFIG={}\n  look:         kubectl get modeldeployments,inferenceproviderconfigs -A\n  your own:     kubectl apply -f my-modeldeployment.yaml   (see examples/)\n  logs:         {}\n  stop:         cargo run -p airunway-e2e -- down",
+        if settled {
+            "SETTLED: every example reached its final state."
+        } else {
+            "NOT SETTLED before the timeout (see the logs)."
+        },
+        kubeconfig.display(),
+        state.logs().display(),
+    );
+    if !settled {
+        bail!("the examples did not settle within {:?}", options.timeout);
+    }
+    Ok(())
+}
+
+/// Runs the upstream simulation against the sandbox until stopped.
+pub async fn simulate(kubeconfig: &Path) -> Result<()> {
+    let client = client_from_kubeconfig(kubeconfig).await?;
+    simulate::run(client, Duration::from_secs(3)).await
+}

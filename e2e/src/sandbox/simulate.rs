@@ -1,0 +1,171 @@
+//! `--simulate-upstream`: plays the KAITO and Dynamo operators (which do not run in the
+//! sandbox) by writing the status they really write (`../shared/upstream-crds/status-samples/`)
+//! to the upstream objects the providers create: first "not ready yet", then "ready", a few
+//! seconds apart. Sandbox and test code only; never part of a shipped binary.
+
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result};
+use kube::Client;
+use kube::api::{Api, ApiResource, DynamicObject, ListParams, Patch, PatchParams};
+use serde_json::{Value, json};
+
+use crate::paths;
+
+/// How far an object's simulated lifecycle has got.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Stage {
+    /// Created, no status written yet.
+    Created,
+    /// "Not ready yet" written.
+    Progressing,
+    /// "Ready" written.
+    Ready,
+}
+
+fn sample(file: &str) -> Result<Value> {
+    let path = paths::upstream_crds_dir().join("status-samples").join(file);
+    let text =
+        std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
+    let value: Value = serde_saphyr::from_str(&text)?;
+    Ok(value["status"].clone())
+}
+
+/// The Workspace status KAITO writes at `stage`.
+pub fn workspace_status(stage: Stage) -> Result<Value> {
+    sample(match stage {
+        Stage::Ready => "workspace-ready.yaml",
+        _ => "workspace-pending.yaml",
+    })
+}
+
+/// The DynamoGraphDeployment status the Dynamo operator writes at `stage`, with the services
+/// of `dgd` (the samples' condition wording, this object's service names and replica counts).
+pub fn dgd_status(dgd: &Value, stage: Stage) -> Result<Value> {
+    let mut status = sample(match stage {
+        Stage::Ready => "dgd-successful.yaml",
+        _ => "dgd-pending.yaml",
+    })?;
+    let name = dgd["metadata"]["name"].as_str().unwrap_or_default();
+    let mut services = serde_json::Map::new();
+    let mut not_ready = Vec::new();
+    for (service, spec) in dgd["spec"]["services"].as_object().into_iter().flatten() {
+        let replicas = spec["replicas"].as_i64().unwrap_or(1);
+        let component = format!("{name}-{}", service.to_lowercase());
+        let ready = if stage == Stage::Ready { replicas } else { 0 };
+        not_ready.push(format!(
+            "{component}: Component deployment not ready - Available condition not true"
+        ));
+        services.insert(service.clone(), json!({
+            "componentKind": "Deployment", "componentName": component, "componentNames": [component],
+            "replicas": replicas, "updatedReplicas": replicas, "readyReplicas": ready, "availableReplicas": ready,
+        }));
+    }
+    status["services"] = Value::Object(services);
+    if stage != Stage::Ready
+        && let Some(condition) = status["conditions"].get_mut(0)
+    {
+        condition["message"] = json!(format!("Resources not ready: {}", not_ready.join("; ")));
+    }
+    status["observedGeneration"] = dgd["metadata"]["generation"].clone();
+    Ok(status)
+}
+
+fn upstream_kinds() -> [(ApiResource, fn(&Value, Stage) -> Result<Value>); 2] {
+    let workspace = ApiResource {
+        group: "kaito.sh".into(),
+        version: "v1beta1".into(),
+        api_version: "kaito.sh/v1beta1".into(),
+        kind: "Workspace".into(),
+        plural: "workspaces".into(),
+    };
+    let dgd = ApiResource {
+        group: "nvidia.com".into(),
+        version: "v1alpha1".into(),
+        api_version: "nvidia.com/v1alpha1".into(),
+        kind: "DynamoGraphDeployment".into(),
+        plural: "dynamographdeployments".into(),
+    };
+    [
+        (workspace, |_, stage| workspace_status(stage)),
+        (dgd, dgd_status),
+    ]
+}
+
+/// Runs the simulation forever: each upstream object created by a provider gets "not ready"
+/// after `delay` and "ready" after twice `delay` (again after it is recreated).
+pub async fn run(client: Client, delay: Duration) -> Result<()> {
+    let mut seen: HashMap<String, (Instant, Stage)> = HashMap::new();
+    let selector = ListParams::default().labels("airunway.ai/managed-by=airunway");
+    loop {
+        for (resource, status_for) in upstream_kinds() {
+            let api: Api<DynamicObject> = Api::all_with(client.clone(), &resource);
+            let Ok(list) = api.list(&selector).await else {
+                continue;
+            };
+            for object in list.items {
+                let (Some(uid), Some(name), Some(namespace)) = (
+                    object.metadata.uid.clone(),
+                    object.metadata.name.clone(),
+                    object.metadata.namespace.clone(),
+                ) else {
+                    continue;
+                };
+                let (since, stage) = *seen
+                    .entry(uid.clone())
+                    .or_insert((Instant::now(), Stage::Created));
+                let next = match stage {
+                    Stage::Created if since.elapsed() >= delay => Stage::Progressing,
+                    Stage::Progressing if since.elapsed() >= delay * 2 => Stage::Ready,
+                    _ => continue,
+                };
+                let value = serde_json::to_value(&object)?;
+                let status = status_for(&value, next)?;
+                let namespaced: Api<DynamicObject> =
+                    Api::namespaced_with(client.clone(), &namespace, &resource);
+                match namespaced
+                    .patch_status(
+                        &name,
+                        &PatchParams::default(),
+                        &Patch::Merge(json!({"status": status})),
+                    )
+                    .await
+                {
+                    Ok(_) => {
+                        println!("simulated {} {namespace}/{name}: {next:?}", resource.kind);
+                        seen.insert(uid, (since, next));
+                    }
+                    Err(e) => eprintln!("simulating {} {namespace}/{name}: {e}", resource.kind),
+                }
+            }
+        }
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn dgd_status_follows_the_object() {
+        let dgd = json!({"metadata": {"name": "pd", "generation": 2}, "spec": {"services": {
+            "Frontend": {"replicas": 2}, "VllmPrefillWorker": {"replicas": 2}, "VllmDecodeWorker": {"replicas": 4}}}});
+        let pending = dgd_status(&dgd, Stage::Progressing).unwrap();
+        assert_eq!(pending["state"], "pending");
+        assert_eq!(pending["services"]["VllmDecodeWorker"]["readyReplicas"], 0);
+        assert!(
+            pending["conditions"][0]["message"]
+                .as_str()
+                .unwrap()
+                .contains("pd-vllmprefillworker: Component deployment not ready")
+        );
+        let ready = dgd_status(&dgd, Stage::Ready).unwrap();
+        assert_eq!(ready["state"], "successful");
+        assert_eq!(ready["services"]["VllmDecodeWorker"]["readyReplicas"], 4);
+        assert_eq!(ready["observedGeneration"], 2);
+        assert_eq!(workspace_status(Stage::Ready).unwrap()["state"], "Ready");
+    }
+}
