@@ -72,7 +72,10 @@ pub fn dgd_status(dgd: &Value, stage: Stage) -> Result<Value> {
     Ok(status)
 }
 
-fn upstream_kinds() -> [(ApiResource, fn(&Value, Stage) -> Result<Value>); 2] {
+/// Builds the status an upstream operator writes for an object at a stage.
+type StatusFor = fn(&Value, Stage) -> Result<Value>;
+
+fn upstream_kinds() -> [(ApiResource, StatusFor); 2] {
     let workspace = ApiResource {
         group: "kaito.sh".into(),
         version: "v1beta1".into(),

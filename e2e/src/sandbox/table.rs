@@ -126,7 +126,11 @@ mod tests {
             lines[1].ends_with("Running  Workspace/gemma-cpu"),
             "{table}"
         );
-        assert!(settled(&[md.clone()], &["gemma-cpu".into()], true));
+        assert!(settled(
+            std::slice::from_ref(&md),
+            &["gemma-cpu".into()],
+            true
+        ));
         assert!(settled(&[md], &["gemma-cpu".into()], false));
     }
 }
