@@ -18,6 +18,17 @@ fn read(path: &str) -> String {
     std::fs::read_to_string(format!("{}/{path}", env!("CARGO_MANIFEST_DIR"))).unwrap()
 }
 
+/// Reads a file of the upstream CRD material: `$AIRUNWAY_UPSTREAM_CRDS/<path>`, else
+/// `../shared/upstream-crds/<path>` next to the workspace.
+fn upstream(path: &str) -> String {
+    let dir = std::env::var("AIRUNWAY_UPSTREAM_CRDS")
+        .unwrap_or_else(|_| format!("{}/../../shared/upstream-crds", env!("CARGO_MANIFEST_DIR")));
+    let file = format!("{dir}/{path}");
+    std::fs::read_to_string(&file).unwrap_or_else(|e| {
+        panic!("reading {file}: {e} (the upstream CRDs are expected at ../shared/upstream-crds next to the workspace; set AIRUNWAY_UPSTREAM_CRDS to their directory)")
+    })
+}
+
 fn schema() -> UpstreamSchema {
     UpstreamSchema {
         version: "v1alpha1".into(),
@@ -300,10 +311,7 @@ fn compatibility_messages() {
 }
 
 fn sample(name: &str) -> DynamicObject {
-    serde_json::from_value(yaml(&read(&format!(
-        "../../shared/upstream-crds/status-samples/{name}"
-    ))))
-    .unwrap()
+    serde_json::from_value(yaml(&upstream(&format!("status-samples/{name}")))).unwrap()
 }
 
 #[test]
@@ -396,8 +404,8 @@ fn status_translation_of_every_sample() {
 
 #[test]
 fn schema_detection_and_registration() {
-    let mut crd: CustomResourceDefinition = serde_json::from_value(yaml(&read(
-        "../../shared/upstream-crds/dynamo/nvidia.com_dynamographdeployments.yaml",
+    let mut crd: CustomResourceDefinition = serde_json::from_value(yaml(&upstream(
+        "dynamo/nvidia.com_dynamographdeployments.yaml",
     )))
     .unwrap();
     crd.status = Some(

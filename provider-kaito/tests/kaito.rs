@@ -9,12 +9,15 @@ use airunway_api::serde_json::{self, Value, json};
 use airunway_api::v1alpha1::{ModelDeployment, Phase};
 use airunway_provider_kaito::KaitoProvider;
 
-fn shared(path: &str) -> String {
-    std::fs::read_to_string(format!(
-        "{}/../../shared/{path}",
-        env!("CARGO_MANIFEST_DIR")
-    ))
-    .unwrap()
+/// Reads a file of the upstream CRD material: `$AIRUNWAY_UPSTREAM_CRDS/<path>`, else
+/// `../shared/upstream-crds/<path>` next to the workspace.
+fn upstream(path: &str) -> String {
+    let dir = std::env::var("AIRUNWAY_UPSTREAM_CRDS")
+        .unwrap_or_else(|_| format!("{}/../../shared/upstream-crds", env!("CARGO_MANIFEST_DIR")));
+    let file = format!("{dir}/{path}");
+    std::fs::read_to_string(&file).unwrap_or_else(|e| {
+        panic!("reading {file}: {e} (the upstream CRDs are expected at ../shared/upstream-crds next to the workspace; set AIRUNWAY_UPSTREAM_CRDS to their directory)")
+    })
 }
 
 fn yaml(text: &str) -> Value {
@@ -203,10 +206,7 @@ fn compatibility_messages() {
 }
 
 fn sample(name: &str) -> DynamicObject {
-    serde_json::from_value(yaml(&shared(&format!(
-        "upstream-crds/status-samples/{name}"
-    ))))
-    .unwrap()
+    serde_json::from_value(yaml(&upstream(&format!("status-samples/{name}")))).unwrap()
 }
 
 #[test]
@@ -281,10 +281,7 @@ fn status_translation_of_every_sample() {
 }
 
 fn shipped_crd() -> CustomResourceDefinition {
-    serde_json::from_value(yaml(&shared(
-        "upstream-crds/kaito/kaito.sh_workspaces.yaml",
-    )))
-    .unwrap()
+    serde_json::from_value(yaml(&upstream("kaito/kaito.sh_workspaces.yaml"))).unwrap()
 }
 
 #[test]
