@@ -241,35 +241,30 @@ async fn reconcile_inner<P: Provider>(
                 "{} ({crd} is missing)",
                 messages::provider_crd_not_installed(provider.name())
             );
-            let status = ProviderStatus::not_deployed(
+            return hold(
+                md,
+                ctx,
                 Phase::Pending,
-                message.clone(),
                 compatible,
-                (reasons::UPSTREAM_CRD_NOT_INSTALLED, message),
-            );
-            write_status(md, ctx, &status).await?;
-            return Ok(Action::requeue(ctx.status_sync));
+                reasons::UPSTREAM_CRD_NOT_INSTALLED,
+                message,
+            )
+            .await;
         }
         SchemaDetection::NotEstablished { crd } => {
             let message = format!("Waiting for CRD {crd} to be Established");
-            let status = ProviderStatus::not_deployed(
+            return hold(
+                md,
+                ctx,
                 Phase::Pending,
-                message.clone(),
                 compatible,
-                (reasons::UPSTREAM_CRD_NOT_INSTALLED, message),
-            );
-            write_status(md, ctx, &status).await?;
-            return Ok(Action::requeue(ctx.status_sync));
+                reasons::UPSTREAM_CRD_NOT_INSTALLED,
+                message,
+            )
+            .await;
         }
         SchemaDetection::Unsupported { message, .. } => {
-            let status = ProviderStatus::not_deployed(
-                Phase::Failed,
-                message.clone(),
-                (false, reasons::UNSUPPORTED_SCHEMA, message.clone()),
-                (reasons::UNSUPPORTED_SCHEMA, message),
-            );
-            write_status(md, ctx, &status).await?;
-            return Ok(Action::requeue(ctx.status_sync));
+            return hold_incompatible(md, ctx, reasons::UNSUPPORTED_SCHEMA, message).await;
         }
     };
 
@@ -282,14 +277,7 @@ async fn reconcile_inner<P: Provider>(
                 RenderError::Unsupported(_) => reasons::INCOMPATIBLE_CONFIGURATION,
             };
             let message = error.to_string();
-            let status = ProviderStatus::not_deployed(
-                Phase::Failed,
-                message.clone(),
-                (false, reason, message.clone()),
-                (reason, message),
-            );
-            write_status(md, ctx, &status).await?;
-            return Ok(Action::requeue(ctx.status_sync));
+            return hold_incompatible(md, ctx, reason, message).await;
         }
     };
     publish_render_warnings(md, ctx, &rendered.warnings).await;
@@ -307,14 +295,15 @@ async fn reconcile_inner<P: Provider>(
             let message = format!(
                 "{kind} {namespace}/{name} already exists and is not owned by this ModelDeployment; delete or rename it"
             );
-            let status = ProviderStatus::not_deployed(
+            return hold(
+                md,
+                ctx,
                 Phase::Failed,
-                message.clone(),
                 compatible,
-                (reasons::APPLY_FAILED, message),
-            );
-            write_status(md, ctx, &status).await?;
-            return Ok(Action::requeue(ctx.status_sync));
+                reasons::APPLY_FAILED,
+                message,
+            )
+            .await;
         }
         if live.metadata.deletion_timestamp.is_some() {
             // Being deleted (identity change): wait until it is gone, then create it anew.
@@ -369,26 +358,28 @@ async fn reconcile_inner<P: Provider>(
                 messages::provider_crd_not_installed(provider.name()),
                 status.message
             );
-            let status = ProviderStatus::not_deployed(
+            return hold(
+                md,
+                ctx,
                 Phase::Pending,
-                message.clone(),
                 compatible,
-                (reasons::UPSTREAM_CRD_NOT_INSTALLED, message),
-            );
-            write_status(md, ctx, &status).await?;
-            return Ok(Action::requeue(ctx.status_sync));
+                reasons::UPSTREAM_CRD_NOT_INSTALLED,
+                message,
+            )
+            .await;
         }
         Err(kube::Error::Api(status)) if (400..500).contains(&status.code) => {
             ctx.metrics.error("apply_rejected");
             let message = format!("The API server rejected {kind} {name}: {}", status.message);
-            let status = ProviderStatus::not_deployed(
+            return hold(
+                md,
+                ctx,
                 Phase::Failed,
-                message.clone(),
                 compatible,
-                (reasons::APPLY_FAILED, message),
-            );
-            write_status(md, ctx, &status).await?;
-            return Ok(Action::requeue(ctx.status_sync));
+                reasons::APPLY_FAILED,
+                message,
+            )
+            .await;
         }
         Err(e) => return Err(api_error(format!("applying {kind} {namespace}/{name}"))(e)),
     };
@@ -407,6 +398,34 @@ async fn reconcile_inner<P: Provider>(
         ProviderStatus::from_translation(provider.display_name(), (name, kind), &translated);
     write_status(md, ctx, &status).await?;
     Ok(Action::requeue(ctx.status_sync))
+}
+
+/// Reports why nothing is deployed (for `reason`, with `message` as the phase message and on
+/// `ResourceCreated`) and checks again after the status sync interval.
+async fn hold<P: Provider>(
+    md: &ModelDeployment,
+    ctx: &Context<P>,
+    phase: Phase,
+    compatible: (bool, &str, String),
+    reason: &str,
+    message: String,
+) -> Result<Action, ReconcileError> {
+    let status =
+        ProviderStatus::not_deployed(phase, message.clone(), compatible, (reason, message));
+    write_status(md, ctx, &status).await?;
+    Ok(Action::requeue(ctx.status_sync))
+}
+
+/// [`hold`] in `Failed` for a configuration this provider cannot serve: `ProviderCompatible`
+/// is false with the same reason and message.
+async fn hold_incompatible<P: Provider>(
+    md: &ModelDeployment,
+    ctx: &Context<P>,
+    reason: &str,
+    message: String,
+) -> Result<Action, ReconcileError> {
+    let compatible = (false, reason, message.clone());
+    hold(md, ctx, Phase::Failed, compatible, reason, message).await
 }
 
 async fn add_finalizer(
