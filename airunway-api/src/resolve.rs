@@ -5,8 +5,8 @@ use std::collections::BTreeMap;
 
 use crate::constants::{annotations, labels};
 use crate::v1alpha1::{
-    ComponentScaling, EngineType, GpuSpec, ModelDeployment, ModelDeploymentSpec, ModelSource,
-    ScalingSpec, ServingMode, ServingSpec,
+    ComponentScaling, Condition, EngineType, GpuSpec, ModelDeployment, ModelDeploymentSpec,
+    ModelSource, Phase, ScalingSpec, ServingMode, ServingSpec,
 };
 
 /// The default GPU extended resource name.
@@ -201,6 +201,19 @@ impl ModelDeployment {
                 .and_then(|s| s.engine.as_ref())
                 .and_then(|e| e.engine_type)
         })
+    }
+
+    /// The status condition of `type_`, if present.
+    pub fn condition(&self, type_: &str) -> Option<&Condition> {
+        crate::conditions::find(
+            self.status.as_ref().and_then(|s| s.conditions.as_deref()),
+            type_,
+        )
+    }
+
+    /// `status.phase`, if written.
+    pub fn phase(&self) -> Option<Phase> {
+        self.status.as_ref().and_then(|s| s.phase)
     }
 
     /// The provider recorded in `status.provider.name`.

@@ -238,11 +238,9 @@ pub fn desired_status(md: &ModelDeployment, decision: &CoreDecision) -> DesiredC
             let reason = current_provider
                 .and_then(|p| p.selected_reason.clone())
                 .unwrap_or_default();
-            let previous = conditions::find(
-                md.status.as_ref().and_then(|s| s.conditions.as_deref()),
-                condition_types::PROVIDER_SELECTED,
-            )
-            .filter(|c| c.is_true());
+            let previous = md
+                .condition(condition_types::PROVIDER_SELECTED)
+                .filter(|c| c.is_true());
             conditions.push(match previous {
                 Some(c) => DesiredCondition::new(
                     condition_types::PROVIDER_SELECTED,

@@ -5,8 +5,9 @@ use std::path::PathBuf;
 use std::sync::Mutex;
 
 use k8s_openapi::api::core::v1::Namespace;
+use k8s_openapi::api::events::v1::Event;
 use kube::Client;
-use kube::api::{Api, ObjectMeta, PostParams};
+use kube::api::{Api, ListParams, ObjectMeta, PostParams};
 
 use crate::control_plane::ControlPlane;
 use crate::process::tail;
@@ -68,6 +69,19 @@ impl TestEnv {
             namespace,
             extra_logs: Mutex::new(Vec::new()),
         }
+    }
+
+    /// The notes of the events in the test's namespace with `reason`.
+    pub async fn event_notes(&self, reason: &str) -> Vec<String> {
+        let api: Api<Event> = Api::namespaced(self.client.clone(), &self.namespace);
+        api.list(&ListParams::default())
+            .await
+            .unwrap_or_else(|e| panic!("listing events in {}: {e}", self.namespace))
+            .items
+            .into_iter()
+            .filter(|e| e.reason.as_deref() == Some(reason))
+            .filter_map(|e| e.note)
+            .collect()
     }
 
     /// Adds a log file to the failure report.

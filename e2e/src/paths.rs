@@ -20,6 +20,17 @@ pub fn upstream_crds_dir() -> PathBuf {
         .unwrap_or_else(|| workspace_root().join("../shared/upstream-crds"))
 }
 
+/// The `status` of an upstream status sample (`<upstream CRDs>/status-samples/<file>`): what
+/// the upstream operator really writes.
+pub fn upstream_status_sample(file: &str) -> Result<serde_json::Value> {
+    let path = upstream_crds_dir().join("status-samples").join(file);
+    let text =
+        std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
+    let value: serde_json::Value =
+        serde_saphyr::from_str(&text).with_context(|| format!("parsing {}", path.display()))?;
+    Ok(value["status"].clone())
+}
+
 /// `deploy/crds` of this workspace.
 pub fn our_crds_dir() -> PathBuf {
     workspace_root().join("deploy/crds")

@@ -31,22 +31,6 @@ fn deployment(name: &str, spec: Value) -> ModelDeployment {
     .unwrap()
 }
 
-fn condition<'a>(
-    md: &'a ModelDeployment,
-    type_: &str,
-) -> Option<&'a airunway_api::v1alpha1::Condition> {
-    md.status
-        .as_ref()?
-        .conditions
-        .as_ref()?
-        .iter()
-        .find(|c| c.type_ == type_)
-}
-
-fn provider_of(md: &ModelDeployment) -> Option<&str> {
-    md.status.as_ref()?.provider.as_ref()?.name.as_deref()
-}
-
 #[tokio::test]
 async fn selection_outcomes_of_section_4_4_in_status() {
     let _lock = cluster_lock().await;
@@ -139,7 +123,7 @@ async fn selection_outcomes_of_section_4_4_in_status() {
     }
     for (name, _, provider, engine, reason, selected_reason) in cases {
         let md = wait_for(&api, name, WAIT, "a provider selection", |md| {
-            provider_of(md).is_some()
+            md.selected_provider().is_some()
         })
         .await;
         let status = md.status.as_ref().unwrap();
@@ -153,7 +137,7 @@ async fn selection_outcomes_of_section_4_4_in_status() {
         let e = status.engine.as_ref().unwrap();
         assert_eq!(e.engine_type.map(|e| e.as_str()), Some(engine), "{name}");
         assert!(e.selected_reason.is_some(), "{name}");
-        let selected = condition(&md, condition_types::PROVIDER_SELECTED).unwrap();
+        let selected = md.condition(condition_types::PROVIDER_SELECTED).unwrap();
         assert_eq!(
             (selected.status, selected.reason.as_deref()),
             (ConditionStatus::True, Some(reason)),
@@ -166,19 +150,17 @@ async fn selection_outcomes_of_section_4_4_in_status() {
             );
         }
         assert!(
-            condition(&md, condition_types::VALIDATED)
+            md.condition(condition_types::VALIDATED).unwrap().is_true(),
+            "{name}"
+        );
+        assert!(
+            md.condition(condition_types::ENGINE_SELECTED)
                 .unwrap()
                 .is_true(),
             "{name}"
         );
         assert!(
-            condition(&md, condition_types::ENGINE_SELECTED)
-                .unwrap()
-                .is_true(),
-            "{name}"
-        );
-        assert!(
-            condition(&md, condition_types::PROVIDER_HEALTHY)
+            md.condition(condition_types::PROVIDER_HEALTHY)
                 .unwrap()
                 .is_true(),
             "{name}"
@@ -266,7 +248,7 @@ async fn no_churn_and_exact_field_ownership() {
     .await
     .unwrap();
     let md = wait_for(&api, "settled", WAIT, "selection", |md| {
-        provider_of(md) == Some("kaito")
+        md.selected_provider() == Some("kaito")
     })
     .await;
 
@@ -417,7 +399,7 @@ async fn pause_annotation_stops_all_writes() {
         .await
         .unwrap();
     wait_for(&api, "paused", WAIT, "selection after unpausing", |md| {
-        provider_of(md) == Some("kaito")
+        md.selected_provider() == Some("kaito")
     })
     .await;
     core.process.terminate(Duration::from_secs(10));
@@ -447,11 +429,11 @@ async fn selector_disabled_keeps_deployments_pending() {
     .await
     .unwrap();
     let md = wait_for(&api, "unnamed", WAIT, "ProviderSelected=False", |md| {
-        condition(md, condition_types::PROVIDER_SELECTED)
+        md.condition(condition_types::PROVIDER_SELECTED)
             .is_some_and(|c| c.status == ConditionStatus::False)
     })
     .await;
-    let c = condition(&md, condition_types::PROVIDER_SELECTED).unwrap();
+    let c = md.condition(condition_types::PROVIDER_SELECTED).unwrap();
     assert_eq!(c.message.as_deref(), Some(messages::SELECTOR_DISABLED));
     assert_eq!(c.reason.as_deref(), Some(reasons::SELECTOR_DISABLED));
     let status = md.status.as_ref().unwrap();
@@ -461,7 +443,7 @@ async fn selector_disabled_keeps_deployments_pending() {
     // A named provider still works with the selector disabled.
     api.create(&PostParams::default(), &deployment("named", json!({"model": {"id": "a/b"}, "engine": {"type": "llamacpp"}, "provider": {"name": "kaito"}}))).await.unwrap();
     let md = wait_for(&api, "named", WAIT, "explicit selection", |md| {
-        provider_of(md) == Some("kaito")
+        md.selected_provider() == Some("kaito")
     })
     .await;
     assert_eq!(
@@ -506,7 +488,7 @@ async fn no_healthy_providers_then_a_provider_appears() {
     )
     .await;
     assert_eq!(md.status.as_ref().unwrap().phase, Some(Phase::Pending));
-    let c = condition(&md, condition_types::PROVIDER_SELECTED).unwrap();
+    let c = md.condition(condition_types::PROVIDER_SELECTED).unwrap();
     assert_eq!(
         (c.status, c.reason.as_deref()),
         (ConditionStatus::False, Some(reasons::NO_HEALTHY_PROVIDERS))
@@ -535,12 +517,11 @@ async fn no_healthy_providers_then_a_provider_appears() {
     );
     assert!(message.contains("kaito: not ready"), "{message}");
     assert_eq!(
-        condition(
-            &md_get(&api, "waiting").await,
-            condition_types::PROVIDER_SELECTED
-        )
-        .unwrap()
-        .last_transition_time,
+        md_get(&api, "waiting")
+            .await
+            .condition(condition_types::PROVIDER_SELECTED)
+            .unwrap()
+            .last_transition_time,
         stuck_since,
         "lastTransitionTime moves only when the status changes"
     );
@@ -548,11 +529,11 @@ async fn no_healthy_providers_then_a_provider_appears() {
     // kaito appears: the waiting deployment is un-stuck without touching it.
     heartbeat(&env.client, "kaito", true).await;
     let md = wait_for(&api, "waiting", WAIT, "selection of kaito", |md| {
-        provider_of(md) == Some("kaito")
+        md.selected_provider() == Some("kaito")
     })
     .await;
     assert!(
-        condition(&md, condition_types::PROVIDER_SELECTED)
+        md.condition(condition_types::PROVIDER_SELECTED)
             .unwrap()
             .is_true()
     );
@@ -584,7 +565,7 @@ async fn reconcile_time_validation_keeps_invalid_deployments_pending() {
     .await
     .unwrap();
     let md = wait_for(&api, "escalating", WAIT, "Validated=False", |md| {
-        condition(md, condition_types::VALIDATED)
+        md.condition(condition_types::VALIDATED)
             .is_some_and(|c| c.status == ConditionStatus::False)
     })
     .await;
@@ -598,14 +579,14 @@ async fn reconcile_time_validation_keeps_invalid_deployments_pending() {
         "{message}"
     );
     assert_eq!(
-        condition(&md, condition_types::VALIDATED)
+        md.condition(condition_types::VALIDATED)
             .unwrap()
             .message
             .as_deref(),
         Some(message.as_str())
     );
     assert!(
-        provider_of(&md).is_none(),
+        md.selected_provider().is_none(),
         "an invalid deployment is not sent to a provider"
     );
 
@@ -615,14 +596,10 @@ async fn reconcile_time_validation_keeps_invalid_deployments_pending() {
         .await
         .unwrap();
     let md = wait_for(&api, "escalating", WAIT, "validation and selection", |md| {
-        provider_of(md) == Some("kaito")
+        md.selected_provider() == Some("kaito")
     })
     .await;
-    assert!(
-        condition(&md, condition_types::VALIDATED)
-            .unwrap()
-            .is_true()
-    );
+    assert!(md.condition(condition_types::VALIDATED).unwrap().is_true());
     let events: Api<Event> = Api::namespaced(env.client.clone(), &env.namespace);
     let list = events.list(&ListParams::default()).await.unwrap();
     assert!(
@@ -672,7 +649,7 @@ async fn leader_election_hands_over_within_the_lease_duration() {
     .await
     .unwrap();
     wait_for(&api, "first", WAIT, "selection by the leader", |md| {
-        provider_of(md) == Some("kaito")
+        md.selected_provider() == Some("kaito")
     })
     .await;
     let events: Api<Event> = Api::namespaced(env.client.clone(), &env.namespace);
@@ -737,7 +714,7 @@ async fn leader_election_hands_over_within_the_lease_duration() {
     .await
     .unwrap();
     wait_for(&api, "second", WAIT, "selection by the new leader", |md| {
-        provider_of(md) == Some("kaito")
+        md.selected_provider() == Some("kaito")
     })
     .await;
     let second = eventually("the new leader's event", WAIT, || async {
@@ -783,7 +760,7 @@ async fn a_selection_rule_that_fails_is_surfaced() {
     .unwrap();
     // The failing rule counts as false: kaito wins despite broken's higher priority.
     wait_for(&api, "ruled", WAIT, "selection of kaito", |md| {
-        provider_of(md) == Some("kaito")
+        md.selected_provider() == Some("kaito")
     })
     .await;
     let ipcs: Api<airunway_api::v1alpha1::InferenceProviderConfig> = Api::all(env.client.clone());

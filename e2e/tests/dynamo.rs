@@ -10,11 +10,8 @@ use airunway_api::v1alpha1::{ConditionStatus, ModelDeployment, Phase};
 use airunway_e2e::stack::{self, FAST_HEALTH, Running};
 use airunway_e2e::wait::{wait_deleted, wait_for};
 use airunway_e2e::{TestEnv, cluster_lock, paths};
-use k8s_openapi::api::events::v1::Event;
 use kube::ResourceExt;
-use kube::api::{
-    Api, ApiResource, DeleteParams, DynamicObject, ListParams, Patch, PatchParams, PostParams,
-};
+use kube::api::{Api, ApiResource, DeleteParams, DynamicObject, Patch, PatchParams, PostParams};
 use serde_json::{Value, json};
 
 const WAIT: Duration = Duration::from_secs(30);
@@ -117,42 +114,6 @@ fn deployment(name: &str, spec: Value) -> ModelDeployment {
     serde_json::from_value(json!({"apiVersion": "airunway.ai/v1alpha1", "kind": "ModelDeployment", "metadata": {"name": name}, "spec": spec})).unwrap()
 }
 
-fn provider_of(md: &ModelDeployment) -> Option<String> {
-    md.status.as_ref()?.provider.as_ref()?.name.clone()
-}
-
-fn phase(md: &ModelDeployment) -> Option<Phase> {
-    md.status.as_ref()?.phase
-}
-
-fn condition(md: &ModelDeployment, type_: &str) -> Option<airunway_api::v1alpha1::Condition> {
-    md.status
-        .as_ref()?
-        .conditions
-        .as_ref()?
-        .iter()
-        .find(|c| c.type_ == type_)
-        .cloned()
-}
-
-async fn events(env: &TestEnv, reason: &str) -> Vec<String> {
-    let api: Api<Event> = Api::namespaced(env.client.clone(), &env.namespace);
-    api.list(&ListParams::default())
-        .await
-        .unwrap()
-        .items
-        .into_iter()
-        .filter(|e| e.reason.as_deref() == Some(reason))
-        .filter_map(|e| e.note)
-        .collect()
-}
-
-fn sample_status(file: &str) -> Value {
-    let path = paths::upstream_crds_dir().join("status-samples").join(file);
-    let value: Value = serde_saphyr::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
-    value["status"].clone()
-}
-
 #[tokio::test]
 async fn examples_auto_selection_and_status() {
     let _lock = cluster_lock().await;
@@ -198,10 +159,10 @@ async fn examples_auto_selection_and_status() {
         ),
     ] {
         let md = wait_for(&mds, name, WAIT, "Deploying on dynamo", |md| {
-            phase(md) == Some(Phase::Deploying)
+            md.phase() == Some(Phase::Deploying)
         })
         .await;
-        assert_eq!(provider_of(&md).as_deref(), Some("dynamo"), "{name}");
+        assert_eq!(md.selected_provider(), Some("dynamo"), "{name}");
         assert_eq!(
             md.status
                 .unwrap()
@@ -282,7 +243,7 @@ async fn examples_auto_selection_and_status() {
         ("dgd-successful.yaml", Phase::Running, "", 1),
     ] {
         // The samples name their worker service VllmWorker, as this DGD does.
-        let status = sample_status(file);
+        let status = paths::upstream_status_sample(file).unwrap();
         dgd.patch_status(
             "llama-8b",
             &PatchParams::default(),
@@ -291,7 +252,7 @@ async fn examples_auto_selection_and_status() {
         .await
         .unwrap();
         let md = wait_for(&mds, "llama-8b", WAIT, file, |md| {
-            phase(md) == Some(expected)
+            md.phase() == Some(expected)
                 && md
                     .status
                     .as_ref()
@@ -312,7 +273,7 @@ async fn examples_auto_selection_and_status() {
             "{file}"
         );
         assert_eq!(
-            condition(&md, condition_types::READY).unwrap().status,
+            md.condition(condition_types::READY).unwrap().status,
             if ready == 1 {
                 ConditionStatus::True
             } else {
@@ -322,7 +283,7 @@ async fn examples_auto_selection_and_status() {
         );
     }
     assert!(
-        events(&env, "ProviderError")
+        env.event_notes("ProviderError")
             .await
             .iter()
             .any(|n| n.contains("no multinode orchestrator available"))
@@ -340,11 +301,11 @@ async fn overrides_drift_mode_switch_deletion_and_incompatibility() {
     mds.create(&PostParams::default(), &deployment("chat", json!({"model": {"id": "Qwen/Qwen3-8B"}, "engine": {"type": "vllm"},
         "resources": {"gpu": {"count": 1}}, "provider": {"name": "dynamo", "overrides": {"routerMode": "kv", "frontend": {"replicsa": 2}}}}))).await.unwrap();
     wait_for(&mds, "chat", WAIT, "Deploying", |md| {
-        phase(md) == Some(Phase::Deploying)
+        md.phase() == Some(Phase::Deploying)
     })
     .await;
     // An override typo: a warning event naming the path.
-    let warnings = events(&env, "UnknownOverride").await;
+    let warnings = env.event_notes("UnknownOverride").await;
     assert!(
         warnings
             .iter()
@@ -363,7 +324,7 @@ async fn overrides_drift_mode_switch_deletion_and_incompatibility() {
     .await
     .unwrap();
     let md = wait_for(&mds, "chat", WAIT, "Failed with the override error", |md| {
-        phase(md) == Some(Phase::Failed)
+        md.phase() == Some(Phase::Failed)
     })
     .await;
     assert_eq!(
@@ -397,7 +358,7 @@ async fn overrides_drift_mode_switch_deletion_and_incompatibility() {
     })
     .await;
     assert!(
-        events(&env, "DriftDetected")
+        env.event_notes("DriftDetected")
             .await
             .iter()
             .any(|n| n.starts_with("Provider resource was modified directly, reconciling"))
@@ -439,12 +400,12 @@ async fn overrides_drift_mode_switch_deletion_and_incompatibility() {
     .await
     .unwrap();
     let md = wait_for(&mds, "gguf", WAIT, "ProviderCompatible=False", |md| {
-        condition(md, condition_types::PROVIDER_COMPATIBLE)
+        md.condition(condition_types::PROVIDER_COMPATIBLE)
             .is_some_and(|c| c.status == ConditionStatus::False)
     })
     .await;
     assert_eq!(
-        condition(&md, condition_types::PROVIDER_COMPATIBLE)
+        md.condition(condition_types::PROVIDER_COMPATIBLE)
             .unwrap()
             .message
             .as_deref(),
@@ -471,7 +432,7 @@ async fn moving_from_kaito_to_dynamo() {
     .await
     .unwrap();
     wait_for(&mds, "mover", WAIT, "Deploying on kaito", |md| {
-        phase(md) == Some(Phase::Deploying)
+        md.phase() == Some(Phase::Deploying)
     })
     .await;
     workspaces(&env).get("mover").await.unwrap();
@@ -484,7 +445,7 @@ async fn moving_from_kaito_to_dynamo() {
     .await
     .unwrap();
     wait_for(&mds, "mover", WAIT, "taken over by dynamo", |md| {
-        provider_of(md).as_deref() == Some("dynamo")
+        md.selected_provider() == Some("dynamo")
             && md
                 .status
                 .as_ref()

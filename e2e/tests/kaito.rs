@@ -12,12 +12,9 @@ use airunway_e2e::control_plane::{crd_files, install_crds};
 use airunway_e2e::stack::{self, FAST_HEALTH, Running};
 use airunway_e2e::wait::{eventually, wait_deleted, wait_for};
 use airunway_e2e::{TestEnv, cluster_lock, paths};
-use k8s_openapi::api::events::v1::Event;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::ResourceExt;
-use kube::api::{
-    Api, ApiResource, DeleteParams, DynamicObject, ListParams, Patch, PatchParams, PostParams,
-};
+use kube::api::{Api, ApiResource, DeleteParams, DynamicObject, Patch, PatchParams, PostParams};
 use serde_json::{Value, json};
 
 const WAIT: Duration = Duration::from_secs(30);
@@ -67,38 +64,6 @@ fn cpu_llamacpp() -> Value {
            "secrets": {"huggingFaceToken": "hf-token"}})
 }
 
-fn condition(md: &ModelDeployment, type_: &str) -> Option<airunway_api::v1alpha1::Condition> {
-    md.status
-        .as_ref()?
-        .conditions
-        .as_ref()?
-        .iter()
-        .find(|c| c.type_ == type_)
-        .cloned()
-}
-
-fn phase(md: &ModelDeployment) -> Option<Phase> {
-    md.status.as_ref()?.phase
-}
-
-async fn events(env: &TestEnv, reason: &str) -> Vec<String> {
-    let api: Api<Event> = Api::namespaced(env.client.clone(), &env.namespace);
-    api.list(&ListParams::default())
-        .await
-        .unwrap()
-        .items
-        .into_iter()
-        .filter(|e| e.reason.as_deref() == Some(reason))
-        .filter_map(|e| e.note)
-        .collect()
-}
-
-fn sample_status(file: &str) -> Value {
-    let path = paths::upstream_crds_dir().join("status-samples").join(file);
-    let value: Value = serde_saphyr::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
-    value["status"].clone()
-}
-
 #[tokio::test]
 async fn cpu_llamacpp_lifecycle_with_the_real_workspace_schema() {
     let _lock = cluster_lock().await;
@@ -115,7 +80,7 @@ async fn cpu_llamacpp_lifecycle_with_the_real_workspace_schema() {
     .await
     .unwrap();
     let md = wait_for(&mds, "gemma-cpu", WAIT, "Deploying on kaito", |md| {
-        phase(md) == Some(Phase::Deploying)
+        md.phase() == Some(Phase::Deploying)
     })
     .await;
     let status = md.status.clone().unwrap();
@@ -217,18 +182,18 @@ async fn cpu_llamacpp_lifecycle_with_the_real_workspace_schema() {
         ws.patch_status(
             "gemma-cpu",
             &PatchParams::default(),
-            &Patch::Merge(json!({"status": sample_status(file)})),
+            &Patch::Merge(json!({"status": paths::upstream_status_sample(file).unwrap()})),
         )
         .await
         .unwrap();
         let md = wait_for(&mds, "gemma-cpu", WAIT, file, |md| {
-            phase(md) == Some(expected_phase)
+            md.phase() == Some(expected_phase)
                 && md.status.as_ref().and_then(|s| s.message.as_deref()) == Some(message)
         })
         .await;
         let status = md.status.clone().unwrap();
         assert_eq!(
-            condition(&md, condition_types::READY).unwrap().status,
+            md.condition(condition_types::READY).unwrap().status,
             ready,
             "{file}"
         );
@@ -259,7 +224,7 @@ async fn cpu_llamacpp_lifecycle_with_the_real_workspace_schema() {
     })
     .await;
     assert!(
-        events(&env, "DriftDetected")
+        env.event_notes("DriftDetected")
             .await
             .iter()
             .any(|n| n.starts_with("Provider resource was modified directly, reconciling"))
@@ -304,7 +269,7 @@ async fn vllm_preset_named_kaito_and_incompatible_engines() {
     mds.create(&PostParams::default(), &deployment("phi", json!({"model": {"id": "microsoft/Phi-4-mini-instruct"}, "engine": {"type": "vllm"},
         "resources": {"gpu": {"count": 1}}, "provider": {"name": "kaito"}, "secrets": {"huggingFaceToken": "hf"}}))).await.unwrap();
     wait_for(&mds, "phi", WAIT, "Deploying", |md| {
-        phase(md) == Some(Phase::Deploying)
+        md.phase() == Some(Phase::Deploying)
     })
     .await;
     let workspace = workspaces(&env).get("phi").await.unwrap();
@@ -332,21 +297,21 @@ async fn vllm_preset_named_kaito_and_incompatible_engines() {
     .await
     .unwrap();
     let md = wait_for(&mds, "sgl", WAIT, "ProviderCompatible=False", |md| {
-        condition(md, condition_types::PROVIDER_COMPATIBLE)
+        md.condition(condition_types::PROVIDER_COMPATIBLE)
             .is_some_and(|c| c.status == ConditionStatus::False)
     })
     .await;
     assert_eq!(
-        condition(&md, condition_types::PROVIDER_COMPATIBLE)
+        md.condition(condition_types::PROVIDER_COMPATIBLE)
             .unwrap()
             .message
             .as_deref(),
         Some("KAITO does not support sglang engine")
     );
-    assert_eq!(phase(&md), Some(Phase::Failed));
+    assert_eq!(md.phase(), Some(Phase::Failed));
     assert!(workspaces(&env).get_opt("sgl").await.unwrap().is_none());
     assert!(
-        events(&env, "ProviderIncompatible")
+        env.event_notes("ProviderIncompatible")
             .await
             .contains(&"KAITO does not support sglang engine".to_string())
     );
@@ -387,7 +352,7 @@ async fn deletion_does_not_hang_when_the_kaito_crd_is_gone() {
     .await
     .unwrap();
     wait_for(&mds, "orphan", WAIT, "Deploying", |md| {
-        phase(md) == Some(Phase::Deploying)
+        md.phase() == Some(Phase::Deploying)
     })
     .await;
 
@@ -443,7 +408,7 @@ async fn deletion_does_not_hang_when_the_kaito_crd_is_gone() {
             .is_some_and(|m| m.starts_with(&messages::provider_crd_not_installed("kaito")))
     })
     .await;
-    assert_eq!(phase(&md), Some(Phase::Pending));
+    assert_eq!(md.phase(), Some(Phase::Pending));
 
     // Put the CRD back for the other tests of this binary.
     let files: Vec<_> = crd_files()

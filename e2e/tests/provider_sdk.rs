@@ -16,9 +16,8 @@ use airunway_e2e::stack::{self, FAST_HEALTH, Running, start_core, start_provider
 use airunway_e2e::wait::{wait_deleted, wait_for};
 use airunway_e2e::{TestEnv, cluster_lock};
 use k8s_openapi::api::core::v1::ConfigMap;
-use k8s_openapi::api::events::v1::Event;
 use kube::ResourceExt;
-use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
+use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use serde_json::{Value, json};
 
 const WAIT: Duration = Duration::from_secs(30);
@@ -47,32 +46,6 @@ fn deployment(name: &str, spec: Value) -> ModelDeployment {
     serde_json::from_value(json!({"apiVersion": "airunway.ai/v1alpha1", "kind": "ModelDeployment",
         "metadata": {"name": name, "labels": {"airunway.ai/team": "research", "app": "not-propagated"}}, "spec": spec}))
     .unwrap()
-}
-
-fn condition(md: &ModelDeployment, type_: &str) -> Option<airunway_api::v1alpha1::Condition> {
-    md.status
-        .as_ref()?
-        .conditions
-        .as_ref()?
-        .iter()
-        .find(|c| c.type_ == type_)
-        .cloned()
-}
-
-fn running(md: &ModelDeployment) -> bool {
-    md.status.as_ref().and_then(|s| s.phase) == Some(Phase::Running)
-}
-
-async fn events(env: &TestEnv, reason: &str) -> Vec<String> {
-    let api: Api<Event> = Api::namespaced(env.client.clone(), &env.namespace);
-    api.list(&ListParams::default())
-        .await
-        .unwrap()
-        .items
-        .into_iter()
-        .filter(|e| e.reason.as_deref() == Some(reason))
-        .filter_map(|e| e.note)
-        .collect()
 }
 
 #[tokio::test]
@@ -217,7 +190,10 @@ async fn lifecycle_drift_recreate_and_deletion() {
     )
     .await
     .unwrap();
-    let md = wait_for(&mds, "chat", WAIT, "Running", running).await;
+    let md = wait_for(&mds, "chat", WAIT, "Running", |md| {
+        md.phase() == Some(Phase::Running)
+    })
+    .await;
     let status = md.status.clone().unwrap();
     assert_eq!(
         status.provider.as_ref().unwrap().name.as_deref(),
@@ -241,7 +217,7 @@ async fn lifecycle_drift_recreate_and_deletion() {
         (condition_types::RESOURCE_CREATED, reasons::RESOURCE_CREATED),
         (condition_types::READY, reasons::DEPLOYMENT_READY),
     ] {
-        let c = condition(&md, t).unwrap();
+        let c = md.condition(t).unwrap();
         assert_eq!(
             (c.status, c.reason.as_deref()),
             (ConditionStatus::True, Some(reason)),
@@ -249,7 +225,7 @@ async fn lifecycle_drift_recreate_and_deletion() {
         );
     }
     assert_eq!(
-        condition(&md, condition_types::RESOURCE_CREATED)
+        md.condition(condition_types::RESOURCE_CREATED)
             .unwrap()
             .message
             .as_deref(),
@@ -285,9 +261,9 @@ async fn lifecycle_drift_recreate_and_deletion() {
         !labels.contains_key("app"),
         "only airunway.ai/ labels are propagated"
     );
-    assert!(!events(&env, "ResourceCreated").await.is_empty());
+    assert!(!env.event_notes("ResourceCreated").await.is_empty());
     assert!(
-        events(&env, "ResourceCreated")
+        env.event_notes("ResourceCreated")
             .await
             .contains(&"Created ConfigMap 'chat'".to_string())
     );
@@ -361,7 +337,7 @@ async fn lifecycle_drift_recreate_and_deletion() {
         cm.data.as_ref().unwrap()["replicas"] == "1"
     })
     .await;
-    let drift = events(&env, "DriftDetected").await;
+    let drift = env.event_notes("DriftDetected").await;
     assert!(
         drift
             .iter()
@@ -395,7 +371,10 @@ async fn lifecycle_drift_recreate_and_deletion() {
     })
     .await;
     assert_ne!(cm.uid().unwrap(), uid, "an identity change must recreate");
-    wait_for(&mds, "chat", WAIT, "Running again", running).await;
+    wait_for(&mds, "chat", WAIT, "Running again", |md| {
+        md.phase() == Some(Phase::Running)
+    })
+    .await;
 
     // Deletion removes the ConfigMap and releases the deployment.
     mds.delete("chat", &DeleteParams::default()).await.unwrap();
@@ -416,7 +395,10 @@ async fn stale_provider_detection_and_recovery() {
     let mds: Api<ModelDeployment> = Api::namespaced(env.client.clone(), &env.namespace);
     let ipcs: Api<InferenceProviderConfig> = Api::all(env.client.clone());
     mds.create(&PostParams::default(), &deployment("before", json!({"model": {"id": "example/a"}, "engine": {"type": "vllm"}, "resources": {"gpu": {"count": 1}}}))).await.unwrap();
-    wait_for(&mds, "before", WAIT, "Running", running).await;
+    wait_for(&mds, "before", WAIT, "Running", |md| {
+        md.phase() == Some(Phase::Running)
+    })
+    .await;
 
     // kill -9: the probe fails; within the threshold the provider is not available.
     let killed = std::time::Instant::now();
@@ -452,11 +434,11 @@ async fn stale_provider_detection_and_recovery() {
         .unwrap();
     assert_eq!(available.reason.as_deref(), Some(reasons::PROBE_FAILED));
     let md = wait_for(&mds, "before", WAIT, "ProviderHealthy=False", |md| {
-        condition(md, condition_types::PROVIDER_HEALTHY)
+        md.condition(condition_types::PROVIDER_HEALTHY)
             .is_some_and(|c| c.status == ConditionStatus::False)
     })
     .await;
-    let healthy = condition(&md, condition_types::PROVIDER_HEALTHY).unwrap();
+    let healthy = md.condition(condition_types::PROVIDER_HEALTHY).unwrap();
     assert_eq!(healthy.reason.as_deref(), Some(reasons::PROVIDER_STALE));
     assert!(
         healthy
@@ -466,12 +448,12 @@ async fn stale_provider_detection_and_recovery() {
             .starts_with("Provider configmap is stale since "),
         "{healthy:?}"
     );
-    assert!(!events(&env, "ProviderUnhealthy").await.is_empty());
+    assert!(!env.event_notes("ProviderUnhealthy").await.is_empty());
 
     // A new deployment is not sent to the stale provider.
     mds.create(&PostParams::default(), &deployment("during", json!({"model": {"id": "example/b"}, "engine": {"type": "vllm"}, "resources": {"gpu": {"count": 1}}}))).await.unwrap();
     let waiting = wait_for(&mds, "during", WAIT, "Pending without a provider", |md| {
-        condition(md, condition_types::PROVIDER_SELECTED)
+        md.condition(condition_types::PROVIDER_SELECTED)
             .is_some_and(|c| c.status == ConditionStatus::False)
     })
     .await;
@@ -490,14 +472,15 @@ async fn stale_provider_detection_and_recovery() {
     // Restart: everything recovers.
     let provider = start_example(&env, &kubeconfig, &[]).await;
     wait_for(&mds, "before", WAIT, "ProviderHealthy=True", |md| {
-        condition(md, condition_types::PROVIDER_HEALTHY).is_some_and(|c| c.is_true())
+        md.condition(condition_types::PROVIDER_HEALTHY)
+            .is_some_and(|c| c.is_true())
     })
     .await;
     wait_for(&mds, "during", WAIT, "selection and Running", |md| {
-        running(md)
+        md.phase() == Some(Phase::Running)
     })
     .await;
-    assert!(!events(&env, "ProviderRecovered").await.is_empty());
+    assert!(!env.event_notes("ProviderRecovered").await.is_empty());
 
     // SIGTERM: ready=false is written at once.
     provider.process.terminate(Duration::from_secs(10));
@@ -538,7 +521,10 @@ async fn finalizer_timeout_releases_a_stuck_deletion() {
     )
     .await
     .unwrap();
-    wait_for(&mds, "stuck", WAIT, "Running", running).await;
+    wait_for(&mds, "stuck", WAIT, "Running", |md| {
+        md.phase() == Some(Phase::Running)
+    })
+    .await;
     // The "upstream operator" never finishes deleting its object.
     cms.patch(
         "stuck",
@@ -559,7 +545,7 @@ async fn finalizer_timeout_releases_a_stuck_deletion() {
         elapsed >= Duration::from_secs(4),
         "released before the timeout: {elapsed:?}"
     );
-    let notes = events(&env, "FinalizerTimeout").await;
+    let notes = env.event_notes("FinalizerTimeout").await;
     assert!(
         notes
             .iter()

@@ -204,10 +204,7 @@ async fn reconcile_inner<P: Provider>(
     }
 
     // The core says the current spec is invalid: deploy nothing until it is fixed.
-    let validated = conditions::find(
-        md.status.as_ref().and_then(|s| s.conditions.as_deref()),
-        condition_types::VALIDATED,
-    );
+    let validated = md.condition(condition_types::VALIDATED);
     if validated.is_some_and(|c| {
         c.status == ConditionStatus::False && c.observed_generation == md.metadata.generation
     }) {
@@ -594,7 +591,7 @@ async fn write_status<P: Provider>(
             )
             .await;
     }
-    let was_failed = md.status.as_ref().and_then(|s| s.phase) == Some(Phase::Failed);
+    let was_failed = md.phase() == Some(Phase::Failed);
     if status.phase == Phase::Failed && !was_failed {
         ctx.events
             .warning(

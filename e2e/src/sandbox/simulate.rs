@@ -6,7 +6,7 @@
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use kube::Client;
 use kube::api::{Api, ApiResource, DynamicObject, ListParams, Patch, PatchParams};
 use serde_json::{Value, json};
@@ -24,17 +24,9 @@ pub enum Stage {
     Ready,
 }
 
-fn sample(file: &str) -> Result<Value> {
-    let path = paths::upstream_crds_dir().join("status-samples").join(file);
-    let text =
-        std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
-    let value: Value = serde_saphyr::from_str(&text)?;
-    Ok(value["status"].clone())
-}
-
 /// The Workspace status KAITO writes at `stage`.
 pub fn workspace_status(stage: Stage) -> Result<Value> {
-    sample(match stage {
+    paths::upstream_status_sample(match stage {
         Stage::Ready => "workspace-ready.yaml",
         _ => "workspace-pending.yaml",
     })
@@ -43,7 +35,7 @@ pub fn workspace_status(stage: Stage) -> Result<Value> {
 /// The DynamoGraphDeployment status the Dynamo operator writes at `stage`, with the services
 /// of `dgd` (the samples' condition wording, this object's service names and replica counts).
 pub fn dgd_status(dgd: &Value, stage: Stage) -> Result<Value> {
-    let mut status = sample(match stage {
+    let mut status = paths::upstream_status_sample(match stage {
         Stage::Ready => "dgd-successful.yaml",
         _ => "dgd-pending.yaml",
     })?;
