@@ -24,7 +24,7 @@
 //! and recorded in the provider's `SelectionRulesValid` condition.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, LazyLock, Mutex};
 
 use airunway_api::v1alpha1::{EngineType, ModelDeployment};
 use kube::core::cel::{KubeCelExt, cel};
@@ -76,10 +76,15 @@ pub fn compile(condition: &str) -> Result<cel::Program, String> {
     cel::Program::compile(condition).map_err(|e| e.to_string())
 }
 
-/// The variables a rule is evaluated against (see the module docs).
+/// The CEL standard library with the Kubernetes extensions, registered once: every rule
+/// context is a child scope of it.
+static KUBERNETES_FUNCTIONS: LazyLock<cel::Context<'static>> =
+    LazyLock::new(|| cel::Context::default().with_all());
+
+/// The variables a rule is evaluated against (see the module docs), built once per deployment
+/// and shared by every rule evaluated for it.
 pub struct RuleInput {
-    spec: cel::Value,
-    metadata: cel::Value,
+    context: cel::Context<'static>,
 }
 
 impl RuleInput {
@@ -93,18 +98,15 @@ impl RuleInput {
             "labels": meta.labels.clone().unwrap_or_default(),
             "annotations": meta.annotations.clone().unwrap_or_default(),
         });
-        Ok(RuleInput {
-            spec: json_to_cel(&spec_value),
-            metadata: json_to_cel(&metadata),
-        })
+        let mut context = KUBERNETES_FUNCTIONS.new_inner_scope();
+        context.add_variable_from_value("spec", json_to_cel(&spec_value));
+        context.add_variable_from_value("metadata", json_to_cel(&metadata));
+        Ok(RuleInput { context })
     }
 
     /// Evaluates `program`: `Ok(bool)` or the error.
     pub fn evaluate(&self, program: &cel::Program) -> Result<bool, String> {
-        let mut context = cel::Context::default().with_all();
-        context.add_variable_from_value("spec", self.spec.clone());
-        context.add_variable_from_value("metadata", self.metadata.clone());
-        match program.execute(&context) {
+        match program.execute(&self.context) {
             Ok(cel::Value::Bool(b)) => Ok(b),
             Ok(other) => Err(format!(
                 "rule returned {} instead of a bool",
