@@ -127,6 +127,13 @@ fn run_checked(command: &mut std::process::Command, what: &str) -> Result<String
     Ok(String::from_utf8_lossy(&output.stdout).trim().to_string())
 }
 
+/// The packages whose binaries the sandbox starts (each package's binary has its name).
+const SANDBOX_PACKAGES: [&str; 3] = [
+    "airunway-core",
+    "airunway-provider-kaito",
+    "airunway-provider-dynamo",
+];
+
 fn build() -> Result<()> {
     let root = paths::workspace_root();
     println!(
@@ -139,8 +146,14 @@ fn build() -> Result<()> {
     println!("  {bin}");
     println!("building airunway-core and the providers ...");
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_string());
+    // Only the binaries the sandbox starts: rebuilding this package would replace the running
+    // executable, which `up --simulate-upstream` starts again as the simulator.
+    let mut args = vec!["build", "--locked", "--bins"];
+    for package in SANDBOX_PACKAGES {
+        args.extend(["-p", package]);
+    }
     let status = std::process::Command::new(cargo)
-        .args(["build", "--workspace", "--bins"])
+        .args(args)
         .current_dir(&root)
         .status()
         .context("running cargo build")?;
@@ -213,6 +226,8 @@ pub async fn up(state: &State, options: &UpOptions) -> Result<()> {
         println!("stopping the previous sandbox first");
         down(state)?;
     }
+    // Resolved before the build, so the simulator is started from a path that exists.
+    let sandbox_exe = std::env::current_exe().context("locating the sandbox executable")?;
     if !options.no_build {
         build()?;
     }
@@ -329,10 +344,9 @@ pub async fn up(state: &State, options: &UpOptions) -> Result<()> {
     })
     .await?;
     if options.simulate_upstream {
-        let me = std::env::current_exe()?;
         let handle = Spawn {
             name: "simulate-upstream".into(),
-            program: me,
+            program: sandbox_exe,
             args: vec![
                 "simulate".into(),
                 format!("--kubeconfig={}", state.kubeconfig().display()),
