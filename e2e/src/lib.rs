@@ -13,7 +13,7 @@
 //! - [`providers`]: provider registrations written as a provider writes them.
 //! - [`manifests`]: the shipped `deploy/` manifests applied to the test control plane.
 //! - [`http`]: GET for metrics and health endpoints.
-//! - [`sandbox`]: the local sandbox (`cargo run -p airunway-e2e -- up`).
+//! - [`sandbox`]: the local sandbox (`e2e/sandbox up`).
 //! - [`process`]: child process supervision (teardown even on panic, Ctrl-C or SIGKILL).
 
 // The harness is test support: it fails a test by panicking with a message that says what was

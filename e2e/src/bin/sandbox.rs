@@ -1,8 +1,8 @@
 //! `airunway-sandbox`: run AI Runway locally for real, with nothing but this repository.
 //!
 //! ```text
-//! cargo run -p airunway-e2e -- up [--simulate-upstream]   # start everything, apply examples/
-//! cargo run -p airunway-e2e -- down                       # stop everything, remove the state
+//! e2e/sandbox up [--simulate-upstream]   # build, start everything, apply examples/
+//! e2e/sandbox down                       # stop everything, remove the state
 //! ```
 
 use std::path::PathBuf;

@@ -127,13 +127,6 @@ fn run_checked(command: &mut std::process::Command, what: &str) -> Result<String
     Ok(String::from_utf8_lossy(&output.stdout).trim().to_string())
 }
 
-/// The packages whose binaries the sandbox starts (each package's binary has its name).
-const SANDBOX_PACKAGES: [&str; 3] = [
-    "airunway-core",
-    "airunway-provider-kaito",
-    "airunway-provider-dynamo",
-];
-
 fn build() -> Result<()> {
     let root = paths::workspace_root();
     println!(
@@ -146,14 +139,11 @@ fn build() -> Result<()> {
     println!("  {bin}");
     println!("building airunway-core and the providers ...");
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_string());
-    // Only the binaries the sandbox starts: rebuilding this package would replace the running
-    // executable, which `up --simulate-upstream` starts again as the simulator.
-    let mut args = vec!["build", "--locked", "--bins"];
-    for package in SANDBOX_PACKAGES {
-        args.extend(["-p", package]);
-    }
+    // The same build as `e2e/sandbox` and `e2e/run-tests` (so it is a no-op after them). Run
+    // through `cargo run -p airunway-e2e` it rebuilds this executable with the workspace's
+    // features, which is why the simulator's path is resolved before the build.
     let status = std::process::Command::new(cargo)
-        .args(args)
+        .args(["build", "--workspace", "--bins", "--locked"])
         .current_dir(&root)
         .status()
         .context("running cargo build")?;
@@ -426,7 +416,7 @@ pub async fn up(state: &State, options: &UpOptions) -> Result<()> {
     };
     let kubeconfig = state.kubeconfig();
     println!(
-        "\n{}\n\nThe sandbox keeps running.\n  kubeconfig:   export KUBECONFIG={}\n  look:         kubectl get modeldeployments,inferenceproviderconfigs -A\n  your own:     kubectl apply -f my-modeldeployment.yaml   (see examples/)\n  logs:         {}\n  stop:         cargo run -p airunway-e2e -- down",
+        "\n{}\n\nThe sandbox keeps running.\n  kubeconfig:   export KUBECONFIG={}\n  look:         kubectl get modeldeployments,inferenceproviderconfigs -A\n  your own:     kubectl apply -f my-modeldeployment.yaml   (see examples/)\n  logs:         {}\n  stop:         e2e/sandbox down",
         if settled {
             "SETTLED: every example reached its final state."
         } else {
