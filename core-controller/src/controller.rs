@@ -8,7 +8,7 @@ use airunway_api::conditions;
 use airunway_api::constants::{condition_types, event_reasons, field_managers, reasons};
 use airunway_api::runtime::EventPublisher;
 use airunway_api::v1alpha1::{ConditionStatus, InferenceProviderConfig, ModelDeployment};
-use futures::StreamExt;
+use futures::{Stream, StreamExt, stream};
 use jiff::Timestamp;
 use kube::api::{Api, Patch, PatchParams};
 use kube::runtime::controller::{Action, Controller};
@@ -16,6 +16,8 @@ use kube::runtime::reflector::{ObjectRef, Store};
 use kube::runtime::watcher;
 use kube::{Client, Resource, ResourceExt};
 use serde_json::json;
+use tokio::sync::broadcast;
+use tokio::sync::broadcast::error::RecvError;
 use tokio_util::sync::CancellationToken;
 
 use crate::error::ReconcileError;
@@ -327,35 +329,102 @@ async fn report_rule_errors(
     }
 }
 
+/// How many provider changes wait for the controller before it is considered lagging.
+const PROVIDER_CHANGES_BUFFER: usize = 1024;
+
+/// InferenceProviderConfig changes as the provider cache sees them. The watch that fills the
+/// cache announces each change after the cache holds it, so the reconciles it triggers read
+/// the new state. (A second watch as the trigger could deliver the change first: the reconcile
+/// would decide on the old provider state, and nothing would trigger it again.)
+#[derive(Clone, Debug)]
+pub struct ProviderChanges {
+    sender: broadcast::Sender<InferenceProviderConfig>,
+}
+
+impl Default for ProviderChanges {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl ProviderChanges {
+    /// A channel with no listener yet.
+    pub fn new() -> Self {
+        let (sender, _) = broadcast::channel(PROVIDER_CHANGES_BUFFER);
+        ProviderChanges { sender }
+    }
+
+    /// Announces a change (created, updated or deleted provider); nobody listening is fine.
+    pub fn announce(&self, ipc: InferenceProviderConfig) {
+        // An error only means no controller is running (not the leader): nothing to trigger.
+        let _ = self.sender.send(ipc);
+    }
+
+    /// A listener for changes announced from now on.
+    pub fn subscribe(&self) -> broadcast::Receiver<InferenceProviderConfig> {
+        self.sender.subscribe()
+    }
+}
+
+/// The changes as a controller trigger stream. A listener that fell behind gets every cached
+/// provider instead of the changes it missed.
+fn provider_trigger(
+    changes: broadcast::Receiver<InferenceProviderConfig>,
+    providers: Store<InferenceProviderConfig>,
+) -> impl Stream<Item = Result<InferenceProviderConfig, watcher::Error>> + Send + 'static {
+    stream::unfold(
+        (changes, providers),
+        |(mut changes, providers)| async move {
+            let batch: Vec<InferenceProviderConfig> = match changes.recv().await {
+                Ok(ipc) => vec![ipc],
+                Err(RecvError::Lagged(missed)) => {
+                    tracing::warn!(
+                        missed,
+                        "provider changes overflowed; re-queueing the deployments of every provider"
+                    );
+                    providers
+                        .state()
+                        .iter()
+                        .map(|ipc| (**ipc).clone())
+                        .collect()
+                }
+                Err(RecvError::Closed) => return None,
+            };
+            Some((
+                stream::iter(batch.into_iter().map(Ok)),
+                (changes, providers),
+            ))
+        },
+    )
+    .flatten()
+}
+
 /// Runs the controller until `shutdown`.
 pub async fn run_controller(
     ctx: Arc<Context>,
     controller: Controller<ModelDeployment>,
+    provider_changes: broadcast::Receiver<InferenceProviderConfig>,
     shutdown: CancellationToken,
 ) {
     let store = controller.store();
-    let ipcs: Api<InferenceProviderConfig> = Api::all(ctx.client.clone());
+    let trigger = provider_trigger(provider_changes, ctx.providers.clone());
     controller
-        // A provider appearing, changing its rules or its health re-queues the deployments still
-        // waiting for selection and those it serves.
-        .watches(
-            ipcs,
-            watcher::Config::default(),
-            move |ipc: InferenceProviderConfig| {
-                let provider = ipc.name_any();
-                store
-                    .state()
-                    .into_iter()
-                    .filter(|md| {
-                        let selected = md.selected_provider();
-                        selected.is_none()
-                            || selected == Some(provider.as_str())
-                            || md.spec.explicit_provider() == Some(provider.as_str())
-                    })
-                    .map(|md| ObjectRef::from_obj(&*md))
-                    .collect::<Vec<_>>()
-            },
-        )
+        // A provider appearing, changing its rules or its health, or going away re-queues the
+        // deployments still waiting for selection and those it serves.
+        .watches_stream(trigger, move |ipc: InferenceProviderConfig| {
+            let provider = ipc.name_any();
+            store
+                .state()
+                .into_iter()
+                .filter(|md| {
+                    let selected = md.selected_provider();
+                    selected.is_none()
+                        || selected == Some(provider.as_str())
+                        || md.spec.explicit_provider() == Some(provider.as_str())
+                })
+                .map(|md| ObjectRef::from_obj(&*md))
+                .collect::<Vec<_>>()
+        })
         .graceful_shutdown_on(shutdown.cancelled_owned())
         .run(reconcile, error_policy, ctx)
         .for_each(|result| async move {
@@ -364,4 +433,61 @@ pub async fn run_controller(
             }
         })
         .await;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kube::runtime::reflector;
+
+    fn ipc(name: &str) -> InferenceProviderConfig {
+        serde_json::from_value(json!({
+            "apiVersion": "airunway.ai/v1alpha1", "kind": "InferenceProviderConfig",
+            "metadata": {"name": name}, "spec": {},
+        }))
+        .unwrap()
+    }
+
+    fn names(ipcs: &[Result<InferenceProviderConfig, watcher::Error>]) -> Vec<String> {
+        ipcs.iter()
+            .map(|r| r.as_ref().unwrap().name_any())
+            .collect()
+    }
+
+    #[tokio::test]
+    async fn announced_changes_trigger_in_order() {
+        let (store, _writer) = reflector::store();
+        let changes = ProviderChanges::new();
+        let trigger = provider_trigger(changes.subscribe(), store);
+        changes.announce(ipc("kaito"));
+        changes.announce(ipc("dynamo"));
+        drop(changes);
+        let seen: Vec<_> = trigger.collect().await;
+        assert_eq!(names(&seen), ["kaito", "dynamo"]);
+    }
+
+    #[tokio::test]
+    async fn a_lagging_listener_gets_every_cached_provider() {
+        let (store, mut writer) = reflector::store();
+        for name in ["dynamo", "kaito"] {
+            writer.apply_watcher_event(&watcher::Event::Apply(ipc(name)));
+        }
+        let changes = ProviderChanges::new();
+        let trigger = provider_trigger(changes.subscribe(), store);
+        let overflow = 10;
+        for i in 0..PROVIDER_CHANGES_BUFFER + overflow {
+            changes.announce(ipc(&format!("p{i}")));
+        }
+        drop(changes);
+        let seen = names(&trigger.collect::<Vec<_>>().await);
+        let mut cached = seen[..2].to_vec();
+        cached.sort();
+        assert_eq!(cached, ["dynamo", "kaito"], "the cache first");
+        assert_eq!(seen.len(), 2 + PROVIDER_CHANGES_BUFFER);
+        assert_eq!(
+            seen[2],
+            format!("p{overflow}"),
+            "then what is still buffered"
+        );
+    }
 }

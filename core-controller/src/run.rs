@@ -16,7 +16,7 @@ use kube::runtime::{WatchStreamExt, reflector, watcher};
 use prometheus_client::registry::Registry;
 
 use crate::args::Args;
-use crate::controller::{Context, run_controller};
+use crate::controller::{Context, ProviderChanges, run_controller};
 use crate::health::{MonitorOptions, run_monitor};
 use crate::metrics::{CoreMetrics, DeploymentCollector};
 use crate::selection::{HealthPolicy, RuleSet};
@@ -54,17 +54,21 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     .await?;
 
     // The provider cache serves the webhooks on every replica and the controller on the leader.
+    // The same watch announces each change once the cache holds it (see `ProviderChanges`).
     let (providers, writer) = reflector::store();
+    let provider_changes = ProviderChanges::new();
     let ipcs: Api<InferenceProviderConfig> = Api::all(client.clone());
     let reflect = watcher(ipcs, watcher::Config::default())
         .default_backoff()
         .reflect(writer)
-        .applied_objects();
+        .touched_objects();
+    let announce = provider_changes.clone();
     tokio::spawn(async move {
         futures::pin_mut!(reflect);
         while let Some(event) = reflect.next().await {
-            if let Err(e) = event {
-                tracing::warn!(error = %e, "InferenceProviderConfig watch error");
+            match event {
+                Ok(ipc) => announce.announce(ipc),
+                Err(e) => tracing::warn!(error = %e, "InferenceProviderConfig watch error"),
             }
         }
     });
@@ -141,7 +145,12 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         monitor,
         stop_controller.clone(),
     ));
-    let controller_task = tokio::spawn(run_controller(ctx, controller, stop_controller.clone()));
+    let controller_task = tokio::spawn(run_controller(
+        ctx,
+        controller,
+        provider_changes.subscribe(),
+        stop_controller.clone(),
+    ));
     match leader.as_mut() {
         Some(election) => {
             tokio::select! {

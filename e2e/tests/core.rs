@@ -202,10 +202,9 @@ async fn selection_outcomes_of_section_4_4_in_status() {
         "{notes:?}"
     );
 
-    // Metrics.
-    let (code, body) = http::get(&core.metrics_url()).await.unwrap();
-    assert_eq!(code, 200);
-    for series in [
+    // Metrics: the phase gauges come from the core's watch cache, which may trail the reads
+    // above by a moment, so wait for every series.
+    let expected = [
         format!(
             "airunway_modeldeployment_total{{namespace=\"{}\",phase=\"Pending\"}} 9",
             env.namespace
@@ -219,9 +218,20 @@ async fn selection_outcomes_of_section_4_4_in_status() {
             "airunway_deployment_phase{{name=\"cpu-llamacpp\",namespace=\"{}\",phase=\"Pending\"}} 1",
             env.namespace
         ),
-    ] {
-        assert!(body.contains(&series), "/metrics lacks {series}:\n{body}");
-    }
+    ];
+    let metrics_url = core.metrics_url();
+    eventually("the core's metrics series", WAIT, || async {
+        let (code, body) = http::get(&metrics_url).await.map_err(|e| e.to_string())?;
+        match expected
+            .iter()
+            .find(|series| !body.contains(series.as_str()))
+        {
+            None if code == 200 => Ok(()),
+            None => Err(format!("HTTP {code}:\n{body}")),
+            Some(missing) => Err(format!("/metrics lacks {missing}:\n{body}")),
+        }
+    })
+    .await;
     core.process.terminate(Duration::from_secs(10));
     delete_all(&env.client).await;
 }
