@@ -9,8 +9,8 @@
 use airunway_api::k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use airunway_api::k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use airunway_api::kube::core::DynamicObject;
-use airunway_api::provider::desired::{ProviderStatus, desired_upstream, drifted};
-use airunway_api::provider::{Provider, SchemaDetection, UpstreamSchema};
+use airunway_api::provider::desired::DesiredUpstream;
+use airunway_api::provider::{Provider, UpstreamSchema, cycle, testing};
 use airunway_api::serde_json::{self, Value, json};
 use airunway_api::v1alpha1::ModelDeployment;
 use airunway_provider_dynamo::DynamoProvider;
@@ -23,35 +23,20 @@ fn main() {
     divan::main();
 }
 
-fn yaml(text: &str) -> Value {
-    let docs: Vec<Value> = serde_saphyr::from_multiple(text).unwrap();
-    docs.into_iter().find(Value::is_object).unwrap()
-}
-
-/// A file of the upstream CRD material (`$AIRUNWAY_UPSTREAM_CRDS`, else
-/// `../shared/upstream-crds` next to the workspace).
-fn upstream(path: &str) -> Value {
-    let dir = std::env::var("AIRUNWAY_UPSTREAM_CRDS")
-        .unwrap_or_else(|_| format!("{}/../../shared/upstream-crds", env!("CARGO_MANIFEST_DIR")));
-    let file = format!("{dir}/{path}");
-    yaml(&std::fs::read_to_string(&file).unwrap_or_else(|e| panic!("reading {file}: {e}")))
-}
-
 fn installed_crd() -> CustomResourceDefinition {
-    let mut crd: CustomResourceDefinition =
-        serde_json::from_value(upstream("dynamo/nvidia.com_dynamographdeployments.yaml")).unwrap();
-    crd.status = Some(
-        serde_json::from_value(json!({"conditions": [{"type": "Established", "status": "True"}]}))
-            .unwrap(),
-    );
-    crd
+    testing::established_crd(
+        env!("CARGO_MANIFEST_DIR"),
+        "dynamo/nvidia.com_dynamographdeployments.yaml",
+    )
+    .unwrap()
 }
 
 fn detected_schema() -> UpstreamSchema {
-    match DynamoProvider.detect_schema(Some(&installed_crd())) {
-        SchemaDetection::Supported(schema) => schema,
-        other => panic!("the shipped DynamoGraphDeployment CRD must be supported: {other:?}"),
-    }
+    let detection = DynamoProvider.detect_schema(Some(&installed_crd()));
+    detection
+        .schema()
+        .cloned()
+        .expect("the shipped CRD is supported")
 }
 
 /// The design doc's Dynamo examples: aggregated vLLM (example 1) and disaggregated vLLM with
@@ -61,7 +46,7 @@ fn deployment(example: &str) -> ModelDeployment {
         "{}/../airunway-api/tests/fixtures/design-doc/modeldeployment-{example}.yaml",
         env!("CARGO_MANIFEST_DIR")
     );
-    let mut value = yaml(&std::fs::read_to_string(&file).unwrap());
+    let mut value: Value = testing::read_yaml(file.as_ref()).unwrap();
     value["metadata"]["uid"] = json!("u");
     value["metadata"]["generation"] = json!(1);
     value["metadata"]["labels"] = json!({"airunway.ai/team": "search"});
@@ -69,13 +54,25 @@ fn deployment(example: &str) -> ModelDeployment {
     serde_json::from_value(value).unwrap()
 }
 
-/// The DynamoGraphDeployment as the API server returns it: the desired object with a ready status.
-fn live(desired: &Value) -> DynamicObject {
-    let mut live = desired.clone();
-    live["metadata"]["uid"] = json!("w");
-    live["metadata"]["resourceVersion"] = json!("42");
-    live["status"] = upstream("status-samples/dgd-successful.yaml")["status"].clone();
-    serde_json::from_value(live).unwrap()
+/// The deployment, the DynamoGraphDeployment to apply for it, and that object as the API
+/// server returns it once the upstream operator reports it ready.
+fn settled(
+    example: &str,
+) -> (
+    ModelDeployment,
+    UpstreamSchema,
+    DesiredUpstream,
+    DynamicObject,
+) {
+    let (md, schema) = (deployment(example), detected_schema());
+    let applied = cycle::apply(&DynamoProvider, &md, &schema, None, &now()).unwrap();
+    let sample: Value = testing::upstream(
+        env!("CARGO_MANIFEST_DIR"),
+        "status-samples/dgd-successful.yaml",
+    )
+    .unwrap();
+    let live = cycle::served(&applied.desired, sample["status"].clone()).unwrap();
+    (md, schema, applied.desired, live)
 }
 
 fn now() -> Time {
@@ -85,47 +82,22 @@ fn now() -> Time {
 /// A reconcile that applies: every pure step from the deployment to the status patch.
 #[divan::bench(args = ["example1", "example3"])]
 fn apply_cycle(bencher: Bencher<'_, '_>, example: &str) {
-    let md = deployment(example);
-    let schema = detected_schema();
-    let first = DynamoProvider.render(&md, &schema).unwrap();
-    let live = live(&desired_upstream(&md, &first).object);
-    let live_value = serde_json::to_value(&live).unwrap();
+    let (md, schema, _, live) = settled(example);
     let now = now();
-    bencher.bench_local(|| {
-        DynamoProvider.check_compatibility(black_box(&md)).unwrap();
-        let rendered = DynamoProvider.render(&md, &schema).unwrap();
-        let desired = desired_upstream(&md, &rendered);
-        assert!(!drifted(&desired, &live_value));
-        let translated = DynamoProvider.translate_status(&md, Some(&live));
-        let status = ProviderStatus::from_translation(
-            DynamoProvider.display_name(),
-            ("m".into(), "DynamoGraphDeployment".into()),
-            &translated,
-        );
-        black_box(status.patch(&md, &now))
-    });
+    bencher
+        .bench_local(|| cycle::apply(&DynamoProvider, black_box(&md), &schema, Some(&live), &now));
 }
 
 /// The periodic status sync of a settled deployment: translate and compare, no write.
 #[divan::bench(args = ["example1", "example3"])]
 fn status_sync(bencher: Bencher<'_, '_>, example: &str) {
-    let md = deployment(example);
-    let rendered = DynamoProvider.render(&md, &detected_schema()).unwrap();
-    let live = live(&desired_upstream(&md, &rendered).object);
-    bencher.bench_local(|| {
-        let translated = DynamoProvider.translate_status(black_box(&md), Some(&live));
-        let status = ProviderStatus::from_translation(
-            DynamoProvider.display_name(),
-            ("m".into(), "DynamoGraphDeployment".into()),
-            &translated,
-        );
-        black_box(status.is_current(&md, "dynamo-provider"))
-    });
+    let (md, _, desired, live) = settled(example);
+    bencher.bench_local(|| cycle::status_sync(&DynamoProvider, black_box(&md), &desired, &live));
 }
 
-/// Schema detection of the installed DynamoGraphDeployment CRD (on start and on every CRD change).
+/// Schema detection of the installed DynamoGraphDeployment CRD (on start and on every heartbeat).
 #[divan::bench]
 fn detect_schema(bencher: Bencher<'_, '_>) {
     let crd = installed_crd();
-    bencher.bench_local(|| black_box(DynamoProvider.detect_schema(black_box(Some(&crd)))));
+    bencher.bench_local(|| DynamoProvider.detect_schema(black_box(Some(&crd))));
 }

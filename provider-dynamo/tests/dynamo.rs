@@ -4,7 +4,7 @@
 
 use airunway_api::k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use airunway_api::kube::core::DynamicObject;
-use airunway_api::provider::{Provider, RenderError, SchemaDetection, UpstreamSchema};
+use airunway_api::provider::{Provider, RenderError, SchemaDetection, UpstreamSchema, testing};
 use airunway_api::serde_json::{self, Value, json};
 use airunway_api::v1alpha1::{ModelDeployment, Phase};
 use airunway_provider_dynamo::DynamoProvider;
@@ -16,17 +16,6 @@ fn yaml(text: &str) -> Value {
 
 fn read(path: &str) -> String {
     std::fs::read_to_string(format!("{}/{path}", env!("CARGO_MANIFEST_DIR"))).unwrap()
-}
-
-/// Reads a file of the upstream CRD material: `$AIRUNWAY_UPSTREAM_CRDS/<path>`, else
-/// `../shared/upstream-crds/<path>` next to the workspace.
-fn upstream(path: &str) -> String {
-    let dir = std::env::var("AIRUNWAY_UPSTREAM_CRDS")
-        .unwrap_or_else(|_| format!("{}/../../shared/upstream-crds", env!("CARGO_MANIFEST_DIR")));
-    let file = format!("{dir}/{path}");
-    std::fs::read_to_string(&file).unwrap_or_else(|e| {
-        panic!("reading {file}: {e} (the upstream CRDs are expected at ../shared/upstream-crds next to the workspace; set AIRUNWAY_UPSTREAM_CRDS to their directory)")
-    })
 }
 
 fn schema() -> UpstreamSchema {
@@ -311,7 +300,11 @@ fn compatibility_messages() {
 }
 
 fn sample(name: &str) -> DynamicObject {
-    serde_json::from_value(yaml(&upstream(&format!("status-samples/{name}")))).unwrap()
+    testing::upstream(
+        env!("CARGO_MANIFEST_DIR"),
+        &format!("status-samples/{name}"),
+    )
+    .unwrap()
 }
 
 #[test]
@@ -404,9 +397,10 @@ fn status_translation_of_every_sample() {
 
 #[test]
 fn schema_detection_and_registration() {
-    let mut crd: CustomResourceDefinition = serde_json::from_value(yaml(&upstream(
+    let mut crd: CustomResourceDefinition = testing::upstream(
+        env!("CARGO_MANIFEST_DIR"),
         "dynamo/nvidia.com_dynamographdeployments.yaml",
-    )))
+    )
     .unwrap();
     crd.status = Some(
         serde_json::from_value(json!({"conditions": [{"type": "Established", "status": "True"}]}))

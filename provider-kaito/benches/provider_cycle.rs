@@ -9,8 +9,8 @@
 use airunway_api::k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use airunway_api::k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use airunway_api::kube::core::DynamicObject;
-use airunway_api::provider::desired::{ProviderStatus, desired_upstream, drifted};
-use airunway_api::provider::{Provider, SchemaDetection, UpstreamSchema};
+use airunway_api::provider::desired::DesiredUpstream;
+use airunway_api::provider::{Provider, UpstreamSchema, cycle, testing};
 use airunway_api::serde_json::{self, Value, json};
 use airunway_api::v1alpha1::ModelDeployment;
 use airunway_provider_kaito::KaitoProvider;
@@ -23,35 +23,16 @@ fn main() {
     divan::main();
 }
 
-fn yaml(text: &str) -> Value {
-    let docs: Vec<Value> = serde_saphyr::from_multiple(text).unwrap();
-    docs.into_iter().find(Value::is_object).unwrap()
-}
-
-/// A file of the upstream CRD material (`$AIRUNWAY_UPSTREAM_CRDS`, else
-/// `../shared/upstream-crds` next to the workspace).
-fn upstream(path: &str) -> Value {
-    let dir = std::env::var("AIRUNWAY_UPSTREAM_CRDS")
-        .unwrap_or_else(|_| format!("{}/../../shared/upstream-crds", env!("CARGO_MANIFEST_DIR")));
-    let file = format!("{dir}/{path}");
-    yaml(&std::fs::read_to_string(&file).unwrap_or_else(|e| panic!("reading {file}: {e}")))
-}
-
 fn installed_crd() -> CustomResourceDefinition {
-    let mut crd: CustomResourceDefinition =
-        serde_json::from_value(upstream("kaito/kaito.sh_workspaces.yaml")).unwrap();
-    crd.status = Some(
-        serde_json::from_value(json!({"conditions": [{"type": "Established", "status": "True"}]}))
-            .unwrap(),
-    );
-    crd
+    testing::established_crd(env!("CARGO_MANIFEST_DIR"), "kaito/kaito.sh_workspaces.yaml").unwrap()
 }
 
 fn detected_schema() -> UpstreamSchema {
-    match KaitoProvider.detect_schema(Some(&installed_crd())) {
-        SchemaDetection::Supported(schema) => schema,
-        other => panic!("the shipped Workspace CRD must be supported: {other:?}"),
-    }
+    let detection = KaitoProvider.detect_schema(Some(&installed_crd()));
+    detection
+        .schema()
+        .cloned()
+        .expect("the shipped CRD is supported")
 }
 
 /// The deployments of the docs: llama.cpp on CPU (design doc example 2) and vLLM on a GPU.
@@ -83,13 +64,25 @@ fn deployment(engine: &str) -> ModelDeployment {
     .unwrap()
 }
 
-/// The Workspace as the API server returns it: the desired object with a ready status.
-fn live(desired: &Value) -> DynamicObject {
-    let mut live = desired.clone();
-    live["metadata"]["uid"] = json!("w");
-    live["metadata"]["resourceVersion"] = json!("42");
-    live["status"] = upstream("status-samples/workspace-ready.yaml")["status"].clone();
-    serde_json::from_value(live).unwrap()
+/// The deployment, the Workspace to apply for it, and the Workspace as the API server
+/// returns it once the upstream operator reports it ready.
+fn settled(
+    engine: &str,
+) -> (
+    ModelDeployment,
+    UpstreamSchema,
+    DesiredUpstream,
+    DynamicObject,
+) {
+    let (md, schema) = (deployment(engine), detected_schema());
+    let applied = cycle::apply(&KaitoProvider, &md, &schema, None, &now()).unwrap();
+    let sample: Value = testing::upstream(
+        env!("CARGO_MANIFEST_DIR"),
+        "status-samples/workspace-ready.yaml",
+    )
+    .unwrap();
+    let live = cycle::served(&applied.desired, sample["status"].clone()).unwrap();
+    (md, schema, applied.desired, live)
 }
 
 fn now() -> Time {
@@ -99,47 +92,22 @@ fn now() -> Time {
 /// A reconcile that applies: every pure step from the deployment to the status patch.
 #[divan::bench(args = ["llamacpp", "vllm"])]
 fn apply_cycle(bencher: Bencher<'_, '_>, engine: &str) {
-    let md = deployment(engine);
-    let schema = detected_schema();
-    let first = KaitoProvider.render(&md, &schema).unwrap();
-    let live = live(&desired_upstream(&md, &first).object);
-    let live_value = serde_json::to_value(&live).unwrap();
+    let (md, schema, _, live) = settled(engine);
     let now = now();
-    bencher.bench_local(|| {
-        KaitoProvider.check_compatibility(black_box(&md)).unwrap();
-        let rendered = KaitoProvider.render(&md, &schema).unwrap();
-        let desired = desired_upstream(&md, &rendered);
-        assert!(!drifted(&desired, &live_value));
-        let translated = KaitoProvider.translate_status(&md, Some(&live));
-        let status = ProviderStatus::from_translation(
-            KaitoProvider.display_name(),
-            ("m".into(), "Workspace".into()),
-            &translated,
-        );
-        black_box(status.patch(&md, &now))
-    });
+    bencher
+        .bench_local(|| cycle::apply(&KaitoProvider, black_box(&md), &schema, Some(&live), &now));
 }
 
 /// The periodic status sync of a settled deployment: translate and compare, no write.
 #[divan::bench(args = ["llamacpp", "vllm"])]
 fn status_sync(bencher: Bencher<'_, '_>, engine: &str) {
-    let md = deployment(engine);
-    let rendered = KaitoProvider.render(&md, &detected_schema()).unwrap();
-    let live = live(&desired_upstream(&md, &rendered).object);
-    bencher.bench_local(|| {
-        let translated = KaitoProvider.translate_status(black_box(&md), Some(&live));
-        let status = ProviderStatus::from_translation(
-            KaitoProvider.display_name(),
-            ("m".into(), "Workspace".into()),
-            &translated,
-        );
-        black_box(status.is_current(&md, "kaito-provider"))
-    });
+    let (md, _, desired, live) = settled(engine);
+    bencher.bench_local(|| cycle::status_sync(&KaitoProvider, black_box(&md), &desired, &live));
 }
 
-/// Schema detection of the installed Workspace CRD (on start and on every CRD change).
+/// Schema detection of the installed Workspace CRD (on start and on every heartbeat).
 #[divan::bench]
 fn detect_schema(bencher: Bencher<'_, '_>) {
     let crd = installed_crd();
-    bencher.bench_local(|| black_box(KaitoProvider.detect_schema(black_box(Some(&crd)))));
+    bencher.bench_local(|| KaitoProvider.detect_schema(black_box(Some(&crd))));
 }

@@ -4,21 +4,10 @@
 
 use airunway_api::k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use airunway_api::kube::core::DynamicObject;
-use airunway_api::provider::{Provider, SchemaDetection, UpstreamSchema};
+use airunway_api::provider::{Provider, SchemaDetection, UpstreamSchema, testing};
 use airunway_api::serde_json::{self, Value, json};
 use airunway_api::v1alpha1::{ModelDeployment, Phase};
 use airunway_provider_kaito::KaitoProvider;
-
-/// Reads a file of the upstream CRD material: `$AIRUNWAY_UPSTREAM_CRDS/<path>`, else
-/// `../shared/upstream-crds/<path>` next to the workspace.
-fn upstream(path: &str) -> String {
-    let dir = std::env::var("AIRUNWAY_UPSTREAM_CRDS")
-        .unwrap_or_else(|_| format!("{}/../../shared/upstream-crds", env!("CARGO_MANIFEST_DIR")));
-    let file = format!("{dir}/{path}");
-    std::fs::read_to_string(&file).unwrap_or_else(|e| {
-        panic!("reading {file}: {e} (the upstream CRDs are expected at ../shared/upstream-crds next to the workspace; set AIRUNWAY_UPSTREAM_CRDS to their directory)")
-    })
-}
 
 fn yaml(text: &str) -> Value {
     serde_saphyr::from_str(text.trim_start_matches("---\n")).unwrap()
@@ -206,7 +195,11 @@ fn compatibility_messages() {
 }
 
 fn sample(name: &str) -> DynamicObject {
-    serde_json::from_value(yaml(&upstream(&format!("status-samples/{name}")))).unwrap()
+    testing::upstream(
+        env!("CARGO_MANIFEST_DIR"),
+        &format!("status-samples/{name}"),
+    )
+    .unwrap()
 }
 
 #[test]
@@ -281,7 +274,7 @@ fn status_translation_of_every_sample() {
 }
 
 fn shipped_crd() -> CustomResourceDefinition {
-    serde_json::from_value(yaml(&upstream("kaito/kaito.sh_workspaces.yaml"))).unwrap()
+    testing::upstream(env!("CARGO_MANIFEST_DIR"), "kaito/kaito.sh_workspaces.yaml").unwrap()
 }
 
 #[test]

@@ -22,6 +22,7 @@
 //!    shutdown — the same flags as the core.
 
 mod args;
+pub mod cycle;
 pub mod desired;
 mod metrics;
 pub mod overrides;
@@ -30,6 +31,8 @@ mod reconcile;
 pub mod registration;
 mod runner;
 pub mod schema;
+#[cfg(feature = "provider-testing")]
+pub mod testing;
 mod traits;
 
 /// The async runtime the SDK runs on, re-exported so a provider's `main` needs no other

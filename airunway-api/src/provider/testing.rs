@@ -1,0 +1,129 @@
+//! Test and benchmark support for providers (feature `provider-testing`): the upstream CRD
+//! material (the real CRDs and the status the real operators write) read as values, and a
+//! CRD as the API server reports it once established. Use it from `[dev-dependencies]`.
+
+use std::path::{Path, PathBuf};
+
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use serde::de::DeserializeOwned;
+use serde_json::{Value, json};
+
+/// The environment variable naming the directory of the upstream CRD material.
+pub const UPSTREAM_CRDS_ENV: &str = "AIRUNWAY_UPSTREAM_CRDS";
+
+/// Why a fixture could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum FixtureError {
+    /// The file could not be read.
+    #[error(
+        "reading {file}: {source} (the upstream CRDs are expected at ../shared/upstream-crds next to the workspace; set {UPSTREAM_CRDS_ENV} to their directory)"
+    )]
+    Read {
+        /// The file.
+        file: PathBuf,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+    /// The file is not YAML, or holds no object.
+    #[error("{file}: {message}")]
+    Parse {
+        /// The file.
+        file: PathBuf,
+        /// What is wrong.
+        message: String,
+    },
+}
+
+impl FixtureError {
+    /// A short, static label.
+    pub fn category(&self) -> &'static str {
+        match self {
+            FixtureError::Read { .. } => "read",
+            FixtureError::Parse { .. } => "parse",
+        }
+    }
+}
+
+/// The directory of the upstream CRD material: `$AIRUNWAY_UPSTREAM_CRDS`, else
+/// `../shared/upstream-crds` next to the workspace of the crate at `manifest_dir` (pass
+/// `env!("CARGO_MANIFEST_DIR")` of a crate at the workspace's top level).
+pub fn upstream_dir(manifest_dir: &str) -> PathBuf {
+    std::env::var_os(UPSTREAM_CRDS_ENV)
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(manifest_dir).join("../../shared/upstream-crds"))
+}
+
+/// The first YAML document of `file` that is an object, decoded as `T`.
+pub fn read_yaml<T: DeserializeOwned>(file: &Path) -> Result<T, FixtureError> {
+    let text = std::fs::read_to_string(file).map_err(|source| FixtureError::Read {
+        file: file.to_path_buf(),
+        source,
+    })?;
+    let parse = |message: String| FixtureError::Parse {
+        file: file.to_path_buf(),
+        message,
+    };
+    let documents: Vec<Value> =
+        serde_saphyr::from_multiple(&text).map_err(|e| parse(e.to_string()))?;
+    let object = documents
+        .into_iter()
+        .find(Value::is_object)
+        .ok_or_else(|| parse("no YAML document is an object".into()))?;
+    serde_json::from_value(object).map_err(|e| parse(e.to_string()))
+}
+
+/// `<upstream material>/<path>`, e.g. `status-samples/workspace-ready.yaml`, decoded as `T`.
+pub fn upstream<T: DeserializeOwned>(manifest_dir: &str, path: &str) -> Result<T, FixtureError> {
+    read_yaml(&upstream_dir(manifest_dir).join(path))
+}
+
+/// The upstream CRD at `path` as the API server reports it once it is established.
+pub fn established_crd(
+    manifest_dir: &str,
+    path: &str,
+) -> Result<CustomResourceDefinition, FixtureError> {
+    let mut crd: Value = upstream(manifest_dir, path)?;
+    crd["status"] = json!({"conditions": [{"type": "Established", "status": "True"}]});
+    serde_json::from_value(crd).map_err(|e| FixtureError::Parse {
+        file: upstream_dir(manifest_dir).join(path),
+        message: e.to_string(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::provider::schema::is_established;
+
+    #[test]
+    fn reads_the_first_object_and_names_the_file_on_errors() {
+        let dir = std::env::temp_dir().join(format!("airunway-fixtures-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("two.yaml");
+        std::fs::write(&file, "# comment only\n---\nkind: A\n---\nkind: B\n").unwrap();
+        let value: Value = read_yaml(&file).unwrap();
+        assert_eq!(value, json!({"kind": "A"}));
+
+        std::fs::write(&file, "- a list\n").unwrap();
+        let error = read_yaml::<Value>(&file).unwrap_err();
+        assert_eq!(error.category(), "parse");
+        assert!(
+            error
+                .to_string()
+                .contains("two.yaml: no YAML document is an object")
+        );
+
+        let missing = read_yaml::<Value>(&dir.join("missing.yaml")).unwrap_err();
+        assert_eq!(missing.category(), "read");
+        assert!(missing.to_string().contains(UPSTREAM_CRDS_ENV), "{missing}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn shipped_crds_read_as_established() {
+        let crd =
+            established_crd(env!("CARGO_MANIFEST_DIR"), "kaito/kaito.sh_workspaces.yaml").unwrap();
+        assert_eq!(crd.metadata.name.as_deref(), Some("workspaces.kaito.sh"));
+        assert!(is_established(&crd));
+    }
+}
