@@ -4,8 +4,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use airunway_api::runtime::{
-    EventPublisher, HealthState, LeaderElection, default_identity, kube_client,
-    require_airunway_crds, serve_health, serve_metrics, shutdown_on_signals,
+    EventPublisher, LeaderElection, Started, default_identity, serve_metrics, start,
 };
 use airunway_api::v1alpha1::{InferenceProviderConfig, ModelDeployment};
 use anyhow::Context as _;
@@ -28,17 +27,11 @@ pub const CONTROLLER_NAME: &str = "airunway-core";
 
 /// Runs the core until SIGTERM (or lost leadership, which is an error).
 pub async fn run(args: Args) -> anyhow::Result<()> {
-    let client = kube_client().await?;
-    let shutdown = shutdown_on_signals()?;
-    require_airunway_crds(&client).await?;
-
-    let health = HealthState::default();
-    serve_health(
-        args.common.health_probe_bind_address,
-        health.clone(),
-        shutdown.clone(),
-    )
-    .await?;
+    let Started {
+        client,
+        shutdown,
+        health,
+    } = start(&args.common).await?;
     let mut registry = Registry::with_prefix("airunway");
     let metrics = CoreMetrics::register(&mut registry);
 

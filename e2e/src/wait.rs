@@ -5,6 +5,7 @@ use std::fmt::Debug;
 use std::future::Future;
 use std::time::{Duration, Instant};
 
+use airunway_api::v1alpha1::{Condition, ConditionStatus, ModelDeployment};
 use kube::Resource;
 use kube::api::Api;
 use serde::Serialize;
@@ -54,6 +55,27 @@ where
         }
     })
     .await
+}
+
+/// Waits until ModelDeployment `name` has condition `type_` with `status`; returns the
+/// deployment and that condition.
+pub async fn wait_for_condition(
+    api: &Api<ModelDeployment>,
+    name: &str,
+    timeout: Duration,
+    type_: &str,
+    status: ConditionStatus,
+) -> (ModelDeployment, Condition) {
+    let what = format!("{type_}={}", status.as_str());
+    let md = wait_for(api, name, timeout, &what, |md| {
+        md.condition(type_).is_some_and(|c| c.status == status)
+    })
+    .await;
+    let condition = md
+        .condition(type_)
+        .cloned()
+        .unwrap_or_else(|| panic!("{name}: condition {type_} vanished"));
+    (md, condition)
 }
 
 /// Waits until object `name` is gone.

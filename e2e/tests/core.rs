@@ -10,7 +10,7 @@ use airunway_api::constants::{condition_types, messages, reasons};
 use airunway_api::v1alpha1::{ConditionStatus, ModelDeployment, Phase};
 use airunway_e2e::providers::{delete_all, heartbeat, register_shipped};
 use airunway_e2e::stack::{self, Running};
-use airunway_e2e::wait::{eventually, wait_for};
+use airunway_e2e::wait::{eventually, wait_for, wait_for_condition};
 use airunway_e2e::{TestEnv, cluster_lock, http};
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::events::v1::Event;
@@ -438,12 +438,14 @@ async fn selector_disabled_keeps_deployments_pending() {
     )
     .await
     .unwrap();
-    let md = wait_for(&api, "unnamed", WAIT, "ProviderSelected=False", |md| {
-        md.condition(condition_types::PROVIDER_SELECTED)
-            .is_some_and(|c| c.status == ConditionStatus::False)
-    })
+    let (md, c) = wait_for_condition(
+        &api,
+        "unnamed",
+        WAIT,
+        condition_types::PROVIDER_SELECTED,
+        ConditionStatus::False,
+    )
     .await;
-    let c = md.condition(condition_types::PROVIDER_SELECTED).unwrap();
     assert_eq!(c.message.as_deref(), Some(messages::SELECTOR_DISABLED));
     assert_eq!(c.reason.as_deref(), Some(reasons::SELECTOR_DISABLED));
     let status = md.status.as_ref().unwrap();
@@ -574,10 +576,13 @@ async fn reconcile_time_validation_keeps_invalid_deployments_pending() {
     )
     .await
     .unwrap();
-    let md = wait_for(&api, "escalating", WAIT, "Validated=False", |md| {
-        md.condition(condition_types::VALIDATED)
-            .is_some_and(|c| c.status == ConditionStatus::False)
-    })
+    let (md, validated) = wait_for_condition(
+        &api,
+        "escalating",
+        WAIT,
+        condition_types::VALIDATED,
+        ConditionStatus::False,
+    )
     .await;
     let status = md.status.as_ref().unwrap();
     assert_eq!(status.phase, Some(Phase::Pending));
@@ -588,13 +593,7 @@ async fn reconcile_time_validation_keeps_invalid_deployments_pending() {
         ),
         "{message}"
     );
-    assert_eq!(
-        md.condition(condition_types::VALIDATED)
-            .unwrap()
-            .message
-            .as_deref(),
-        Some(message.as_str())
-    );
+    assert_eq!(validated.message.as_deref(), Some(message.as_str()));
     assert!(
         md.selected_provider().is_none(),
         "an invalid deployment is not sent to a provider"

@@ -8,7 +8,7 @@ use std::time::Duration;
 use airunway_api::constants::condition_types;
 use airunway_api::v1alpha1::{ConditionStatus, ModelDeployment, Phase};
 use airunway_e2e::stack::{self, FAST_HEALTH, Running};
-use airunway_e2e::wait::{wait_deleted, wait_for};
+use airunway_e2e::wait::{wait_deleted, wait_for, wait_for_condition};
 use airunway_e2e::{TestEnv, cluster_lock, paths};
 use kube::ResourceExt;
 use kube::api::{Api, ApiResource, DeleteParams, DynamicObject, Patch, PatchParams, PostParams};
@@ -399,16 +399,16 @@ async fn overrides_drift_mode_switch_deletion_and_incompatibility() {
     )
     .await
     .unwrap();
-    let md = wait_for(&mds, "gguf", WAIT, "ProviderCompatible=False", |md| {
-        md.condition(condition_types::PROVIDER_COMPATIBLE)
-            .is_some_and(|c| c.status == ConditionStatus::False)
-    })
+    let (_, compatible) = wait_for_condition(
+        &mds,
+        "gguf",
+        WAIT,
+        condition_types::PROVIDER_COMPATIBLE,
+        ConditionStatus::False,
+    )
     .await;
     assert_eq!(
-        md.condition(condition_types::PROVIDER_COMPATIBLE)
-            .unwrap()
-            .message
-            .as_deref(),
+        compatible.message.as_deref(),
         Some("Dynamo does not support llamacpp engine")
     );
     assert!(dgd.get_opt("gguf").await.unwrap().is_none());

@@ -7,10 +7,12 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use airunway_api::constants::{condition_types, messages};
-use airunway_api::v1alpha1::{ConditionStatus, InferenceProviderConfig, ModelDeployment, Phase};
+use airunway_api::v1alpha1::{
+    ConditionStatus, InferenceProviderConfig, ModelDeployment, Phase, ProviderStatus,
+};
 use airunway_e2e::control_plane::{crd_files, install_crds};
 use airunway_e2e::stack::{self, FAST_HEALTH, Running};
-use airunway_e2e::wait::{eventually, wait_deleted, wait_for};
+use airunway_e2e::wait::{eventually, wait_deleted, wait_for, wait_for_condition};
 use airunway_e2e::{TestEnv, cluster_lock, paths};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::ResourceExt;
@@ -85,16 +87,15 @@ async fn cpu_llamacpp_lifecycle_with_the_real_workspace_schema() {
     .await;
     let status = md.status.clone().unwrap();
     assert_eq!(
-        status.provider.as_ref().unwrap().name.as_deref(),
-        Some("kaito")
-    );
-    assert_eq!(
-        status.provider.as_ref().unwrap().selected_reason.as_deref(),
-        Some("matched capabilities: engine=llamacpp, gpu=false, mode=aggregated")
-    );
-    assert_eq!(
-        status.provider.as_ref().unwrap().resource_kind.as_deref(),
-        Some("Workspace")
+        status.provider,
+        Some(ProviderStatus {
+            name: Some("kaito".into()),
+            selected_reason: Some(
+                "matched capabilities: engine=llamacpp, gpu=false, mode=aggregated".into()
+            ),
+            resource_name: Some("gemma-cpu".into()),
+            resource_kind: Some("Workspace".into()),
+        })
     );
     let workspace = ws.get("gemma-cpu").await.unwrap();
     let data = &workspace.data;
@@ -296,16 +297,16 @@ async fn vllm_preset_named_kaito_and_incompatible_engines() {
     )
     .await
     .unwrap();
-    let md = wait_for(&mds, "sgl", WAIT, "ProviderCompatible=False", |md| {
-        md.condition(condition_types::PROVIDER_COMPATIBLE)
-            .is_some_and(|c| c.status == ConditionStatus::False)
-    })
+    let (md, compatible) = wait_for_condition(
+        &mds,
+        "sgl",
+        WAIT,
+        condition_types::PROVIDER_COMPATIBLE,
+        ConditionStatus::False,
+    )
     .await;
     assert_eq!(
-        md.condition(condition_types::PROVIDER_COMPATIBLE)
-            .unwrap()
-            .message
-            .as_deref(),
+        compatible.message.as_deref(),
         Some("KAITO does not support sglang engine")
     );
     assert_eq!(md.phase(), Some(Phase::Failed));

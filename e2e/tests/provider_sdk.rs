@@ -11,9 +11,11 @@ use std::time::Duration;
 use airunway_api::constants::{condition_types, reasons};
 use airunway_api::probe::v1::GetInfoRequest;
 use airunway_api::probe::v1::provider_service_client::ProviderServiceClient;
-use airunway_api::v1alpha1::{ConditionStatus, InferenceProviderConfig, ModelDeployment, Phase};
+use airunway_api::v1alpha1::{
+    ConditionStatus, InferenceProviderConfig, ModelDeployment, Phase, ProviderStatus,
+};
 use airunway_e2e::stack::{self, FAST_HEALTH, Running, start_core, start_provider};
-use airunway_e2e::wait::{wait_deleted, wait_for};
+use airunway_e2e::wait::{wait_deleted, wait_for, wait_for_condition};
 use airunway_e2e::{TestEnv, cluster_lock};
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::ResourceExt;
@@ -196,16 +198,15 @@ async fn lifecycle_drift_recreate_and_deletion() {
     .await;
     let status = md.status.clone().unwrap();
     assert_eq!(
-        status.provider.as_ref().unwrap().name.as_deref(),
-        Some("configmap")
-    );
-    assert_eq!(
-        status.provider.as_ref().unwrap().resource_kind.as_deref(),
-        Some("ConfigMap")
-    );
-    assert_eq!(
-        status.provider.as_ref().unwrap().resource_name.as_deref(),
-        Some("chat")
+        status.provider,
+        Some(ProviderStatus {
+            name: Some("configmap".into()),
+            selected_reason: Some(
+                "matched capabilities: engine=llamacpp, gpu=false, mode=aggregated".into()
+            ),
+            resource_name: Some("chat".into()),
+            resource_kind: Some("ConfigMap".into()),
+        })
     );
     assert_eq!(status.endpoint.as_ref().unwrap().port, Some(8000));
     assert_eq!(status.replicas.as_ref().unwrap().ready, Some(1));
@@ -433,12 +434,14 @@ async fn stale_provider_detection_and_recovery() {
         .find(|c| c.type_ == condition_types::AVAILABLE)
         .unwrap();
     assert_eq!(available.reason.as_deref(), Some(reasons::PROBE_FAILED));
-    let md = wait_for(&mds, "before", WAIT, "ProviderHealthy=False", |md| {
-        md.condition(condition_types::PROVIDER_HEALTHY)
-            .is_some_and(|c| c.status == ConditionStatus::False)
-    })
+    let (_, healthy) = wait_for_condition(
+        &mds,
+        "before",
+        WAIT,
+        condition_types::PROVIDER_HEALTHY,
+        ConditionStatus::False,
+    )
     .await;
-    let healthy = md.condition(condition_types::PROVIDER_HEALTHY).unwrap();
     assert_eq!(healthy.reason.as_deref(), Some(reasons::PROVIDER_STALE));
     assert!(
         healthy
@@ -452,10 +455,13 @@ async fn stale_provider_detection_and_recovery() {
 
     // A new deployment is not sent to the stale provider.
     mds.create(&PostParams::default(), &deployment("during", json!({"model": {"id": "example/b"}, "engine": {"type": "vllm"}, "resources": {"gpu": {"count": 1}}}))).await.unwrap();
-    let waiting = wait_for(&mds, "during", WAIT, "Pending without a provider", |md| {
-        md.condition(condition_types::PROVIDER_SELECTED)
-            .is_some_and(|c| c.status == ConditionStatus::False)
-    })
+    let (waiting, _) = wait_for_condition(
+        &mds,
+        "during",
+        WAIT,
+        condition_types::PROVIDER_SELECTED,
+        ConditionStatus::False,
+    )
     .await;
     assert!(
         waiting
@@ -471,10 +477,13 @@ async fn stale_provider_detection_and_recovery() {
 
     // Restart: everything recovers.
     let provider = start_example(&env, &kubeconfig, &[]).await;
-    wait_for(&mds, "before", WAIT, "ProviderHealthy=True", |md| {
-        md.condition(condition_types::PROVIDER_HEALTHY)
-            .is_some_and(|c| c.is_true())
-    })
+    wait_for_condition(
+        &mds,
+        "before",
+        WAIT,
+        condition_types::PROVIDER_HEALTHY,
+        ConditionStatus::True,
+    )
     .await;
     wait_for(&mds, "during", WAIT, "selection and Running", |md| {
         md.phase() == Some(Phase::Running)

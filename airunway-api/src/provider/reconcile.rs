@@ -231,37 +231,32 @@ async fn reconcile_inner<P: Provider>(
         reasons::COMPATIBILITY_VERIFIED,
         format!("Configuration compatible with {}", provider.display_name()),
     );
-    let schema = match ctx.detection() {
-        SchemaDetection::Supported(schema) => schema,
-        SchemaDetection::CrdNotInstalled { crd } => {
-            let message = format!(
-                "{} ({crd} is missing)",
-                messages::provider_crd_not_installed(provider.name())
-            );
-            return hold(
-                md,
-                ctx,
-                Phase::Pending,
-                compatible,
-                reasons::UPSTREAM_CRD_NOT_INSTALLED,
-                message,
-            )
-            .await;
-        }
+    // Without a usable upstream CRD the deployment waits in Pending, saying which CRD.
+    let waiting_for_crd = match ctx.detection() {
+        SchemaDetection::Supported(schema) => Ok(schema),
+        SchemaDetection::CrdNotInstalled { crd } => Err(format!(
+            "{} ({crd} is missing)",
+            messages::provider_crd_not_installed(provider.name())
+        )),
         SchemaDetection::NotEstablished { crd } => {
-            let message = format!("Waiting for CRD {crd} to be Established");
-            return hold(
-                md,
-                ctx,
-                Phase::Pending,
-                compatible,
-                reasons::UPSTREAM_CRD_NOT_INSTALLED,
-                message,
-            )
-            .await;
+            Err(format!("Waiting for CRD {crd} to be Established"))
         }
         SchemaDetection::Unsupported { message, .. } => {
             return hold_incompatible(md, ctx, reasons::UNSUPPORTED_SCHEMA, message).await;
+        }
+    };
+    let schema = match waiting_for_crd {
+        Ok(schema) => schema,
+        Err(message) => {
+            return hold(
+                md,
+                ctx,
+                Phase::Pending,
+                compatible,
+                reasons::UPSTREAM_CRD_NOT_INSTALLED,
+                message,
+            )
+            .await;
         }
     };
 

@@ -21,9 +21,8 @@ use super::traits::{Provider, SchemaDetection};
 use crate::constants::labels;
 use crate::probe::v1::{EngineCapability, GetInfoResponse, UpstreamHealth, upstream_health};
 use crate::runtime::{
-    EventPublisher, HealthState, LeaderElection, default_identity, init_telemetry,
-    install_crypto_provider, kube_client, require_airunway_crds, serve_health, serve_metrics,
-    shutdown_on_signals,
+    EventPublisher, LeaderElection, Started, default_identity, init_telemetry,
+    install_crypto_provider, serve_metrics, start,
 };
 use crate::v1alpha1::{ModelDeployment, ProbeEndpoint};
 
@@ -146,17 +145,11 @@ fn probe_info<P: Provider>(provider: &P, detection: &SchemaDetection) -> GetInfo
 /// Runs `provider` with `args` until SIGTERM (or lost leadership, an error).
 pub async fn run_with_args<P: Provider>(provider: P, args: ProviderArgs) -> anyhow::Result<()> {
     let name = provider.name().to_string();
-    let client = kube_client().await?;
-    let shutdown = shutdown_on_signals()?;
-    require_airunway_crds(&client).await?;
-
-    let health = HealthState::default();
-    serve_health(
-        args.common.health_probe_bind_address,
-        health.clone(),
-        shutdown.clone(),
-    )
-    .await?;
+    let Started {
+        client,
+        shutdown,
+        health,
+    } = start(&args.common).await?;
     let mut registry = Registry::with_prefix("airunway");
     let metrics = ProviderMetrics::register(&mut registry, &name);
     serve_metrics(

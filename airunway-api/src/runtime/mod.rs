@@ -29,6 +29,37 @@ pub fn install_crypto_provider() -> anyhow::Result<()> {
         .map_err(|_| anyhow::anyhow!("a rustls crypto provider was already installed"))
 }
 
+/// What every AI Runway binary starts from (see [`start`]).
+pub struct Started {
+    /// API client.
+    pub client: kube::Client,
+    /// Cancelled on SIGTERM or SIGINT.
+    pub shutdown: tokio_util::sync::CancellationToken,
+    /// `/healthz` and `/readyz`; not ready until the binary calls `set_ready(true)`.
+    pub health: HealthState,
+}
+
+/// The common start of a binary: a client from the environment, shutdown on signals, AI
+/// Runway's CRDs required, and the health endpoints served on
+/// `--health-probe-bind-address`.
+pub async fn start(common: &CommonArgs) -> anyhow::Result<Started> {
+    let client = kube_client().await?;
+    let shutdown = shutdown_on_signals()?;
+    require_airunway_crds(&client).await?;
+    let health = HealthState::default();
+    serve_health(
+        common.health_probe_bind_address,
+        health.clone(),
+        shutdown.clone(),
+    )
+    .await?;
+    Ok(Started {
+        client,
+        shutdown,
+        health,
+    })
+}
+
 /// A Kubernetes client from the environment (in-cluster config, or `KUBECONFIG` /
 /// `~/.kube/config`), with a clear error when none is available.
 pub async fn kube_client() -> anyhow::Result<kube::Client> {
