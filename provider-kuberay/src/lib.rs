@@ -1,0 +1,109 @@
+//! # airunway-provider-kuberay
+//!
+//! The AI Runway provider for [KubeRay](https://github.com/ray-project/kuberay): each
+//! ModelDeployment assigned to `kuberay` becomes a `ray.io` RayService running a Ray Serve LLM
+//! application on vLLM. KubeRay is explicit-only: it registers no selection rule, so the core
+//! gives it only the deployments that name it in `spec.provider.name`. The pure parts are
+//! [`compat`], [`render`] (with [`overrides`]), [`status`] and [`schema`]; the SDK in
+//! `airunway-api` does the rest.
+
+pub mod compat;
+pub mod overrides;
+pub mod render;
+pub mod schema;
+pub mod status;
+
+use airunway_api::k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use airunway_api::kube::core::DynamicObject;
+use airunway_api::provider::{
+    Provider, RenderError, Rendered, SchemaDetection, TranslatedStatus, UpstreamKind,
+    UpstreamSchema,
+};
+use airunway_api::v1alpha1::{
+    EngineCapability, EngineCapabilityEntry, EngineType, InferenceProviderConfigSpec,
+    ModelDeployment, ProviderCapabilities, ServingMode,
+};
+
+/// The provider name (and InferenceProviderConfig name).
+pub const NAME: &str = "kuberay";
+/// The upstream API group.
+pub const GROUP: &str = "ray.io";
+/// The upstream kind.
+pub const KIND: &str = "RayService";
+/// The upstream plural.
+pub const PLURAL: &str = "rayservices";
+/// The upstream CRD.
+pub const CRD_NAME: &str = "rayservices.ray.io";
+
+/// The KubeRay provider.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct KubeRayProvider;
+
+impl Provider for KubeRayProvider {
+    fn name(&self) -> &str {
+        NAME
+    }
+
+    fn display_name(&self) -> &str {
+        "KubeRay"
+    }
+
+    fn version(&self) -> &str {
+        env!("CARGO_PKG_VERSION")
+    }
+
+    fn registration(&self) -> InferenceProviderConfigSpec {
+        InferenceProviderConfigSpec {
+            capabilities: Some(ProviderCapabilities {
+                engines: Some(vec![EngineCapabilityEntry::Detailed(EngineCapability {
+                    name: EngineType::Vllm,
+                    serving_modes: vec![ServingMode::Aggregated, ServingMode::Disaggregated],
+                    gpu_support: true,
+                    cpu_support: false,
+                })]),
+                ..Default::default()
+            }),
+            // Explicit-only (design doc §4.5): no selection rule, so the core never picks
+            // KubeRay on its own.
+            selection_rules: None,
+            documentation: Some(
+                "https://github.com/airunway/airunway/blob/main/docs/providers/kuberay.md".into(),
+            ),
+            probe: None,
+        }
+    }
+
+    fn upstream(&self) -> UpstreamKind {
+        UpstreamKind {
+            group: GROUP.into(),
+            kind: KIND.into(),
+            plural: PLURAL.into(),
+            default_version: "v1".into(),
+            from_crd: true,
+        }
+    }
+
+    fn detect_schema(&self, crd: Option<&CustomResourceDefinition>) -> SchemaDetection {
+        airunway_api::provider::schema::detect_with(CRD_NAME, GROUP, crd, schema::ADAPTERS)
+    }
+
+    fn check_compatibility(&self, deployment: &ModelDeployment) -> Result<(), String> {
+        compat::check(deployment)
+    }
+
+    fn render(
+        &self,
+        deployment: &ModelDeployment,
+        schema: &UpstreamSchema,
+    ) -> Result<Rendered, RenderError> {
+        render::render(deployment, schema)
+    }
+
+    fn translate_status(
+        &self,
+        deployment: &ModelDeployment,
+        upstream: Option<&DynamicObject>,
+    ) -> TranslatedStatus {
+        status::translate(deployment, upstream)
+    }
+}

@@ -1,0 +1,263 @@
+//! `provider.overrides` for KubeRay (pure): design doc §4.15 (`head.resources`,
+//! `head.rayStartParams`) and the same settings for the worker groups (`worker.resources`,
+//! `worker.rayStartParams`).
+//!
+//! The overrides are deep-merged onto the provider's defaults: a value replaces the default, a
+//! JSON `null` deletes it (e.g. `head: {rayStartParams: {dashboard-host: null}}` drops the
+//! default `dashboard-host`; `head: {resources: null}` leaves the head without CPU and memory
+//! settings). Unknown keys at any depth are reported as warnings and ignored; a value of the
+//! wrong type fails the render naming the path; a key that would escalate the privileges of the
+//! Ray pods (e.g. `securityContext`, `hostNetwork`) fails the render wherever it appears, even
+//! if the core's admission webhook was bypassed.
+
+use std::collections::BTreeMap;
+
+use airunway_api::constants::event_reasons;
+use airunway_api::provider::overrides::{self, OverrideType};
+use airunway_api::provider::{RenderError, RenderWarning};
+use airunway_api::serde_json::{Map, Value};
+
+/// Override keys refused anywhere: they would let a user who may only create ModelDeployments
+/// run Ray pods with more privilege than the provider grants (the same keys the core's
+/// webhook refuses).
+pub const ESCALATING_KEYS: &[&str] = &[
+    "securityContext",
+    "serviceAccountName",
+    "serviceAccount",
+    "hostNetwork",
+    "hostPID",
+    "hostIPC",
+    "automountServiceAccountToken",
+    "nodeName",
+    "priorityClassName",
+    "runtimeClassName",
+];
+
+/// The head group key.
+pub const HEAD: &str = "head";
+/// The worker groups key (every worker group: `gpu-workers`, or prefill and decode).
+pub const WORKER: &str = "worker";
+
+const GROUP: OverrideType = OverrideType::Object(&[
+    (
+        "resources",
+        OverrideType::Object(&[
+            ("cpu", OverrideType::Quantity),
+            ("memory", OverrideType::Quantity),
+        ]),
+    ),
+    ("rayStartParams", OverrideType::StringMap),
+]);
+
+/// The overrides KubeRay understands.
+pub const SCHEMA: &[(&str, OverrideType)] = &[(HEAD, GROUP), (WORKER, GROUP)];
+
+/// The supported keys, for messages.
+pub const SUPPORTED: &str = "head.resources.cpu, head.resources.memory, head.rayStartParams, worker.resources.cpu, worker.resources.memory, worker.rayStartParams";
+
+/// One overridable value.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum Setting {
+    /// Not overridden: the provider's default applies.
+    #[default]
+    Default,
+    /// `null`: no value at all.
+    Deleted,
+    /// The given value.
+    Set(String),
+}
+
+impl Setting {
+    /// The value after the override: `default` unless set or deleted.
+    pub fn or(&self, default: Option<&str>) -> Option<String> {
+        match self {
+            Setting::Default => default.map(str::to_string),
+            Setting::Deleted => None,
+            Setting::Set(value) => Some(value.clone()),
+        }
+    }
+}
+
+/// The overrides of one group (head or workers).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct GroupOverrides {
+    /// CPU (request and limit).
+    pub cpu: Setting,
+    /// Memory (request and limit).
+    pub memory: Setting,
+    /// `rayStartParams`: `true` drops the provider's defaults first (`rayStartParams: null`).
+    pub clear_params: bool,
+    /// `rayStartParams` entries: `Some` sets, `None` deletes.
+    pub params: BTreeMap<String, Option<String>>,
+}
+
+impl GroupOverrides {
+    /// `defaults` with the overrides merged in.
+    pub fn ray_start_params(&self, defaults: &[(&str, String)]) -> BTreeMap<String, String> {
+        let mut out: BTreeMap<String, String> = if self.clear_params {
+            BTreeMap::new()
+        } else {
+            defaults
+                .iter()
+                .map(|(k, v)| ((*k).to_string(), v.clone()))
+                .collect()
+        };
+        for (key, value) in &self.params {
+            match value {
+                Some(value) => {
+                    out.insert(key.clone(), value.clone());
+                }
+                None => {
+                    out.remove(key);
+                }
+            }
+        }
+        out
+    }
+
+    fn delete(&mut self, rest: &[&str]) -> bool {
+        match rest {
+            [] => {
+                self.cpu = Setting::Deleted;
+                self.memory = Setting::Deleted;
+                self.clear_params = true;
+            }
+            ["resources"] => {
+                self.cpu = Setting::Deleted;
+                self.memory = Setting::Deleted;
+            }
+            ["resources", "cpu"] => self.cpu = Setting::Deleted,
+            ["resources", "memory"] => self.memory = Setting::Deleted,
+            ["rayStartParams"] => self.clear_params = true,
+            ["rayStartParams", key] => {
+                self.params.insert((*key).to_string(), None);
+            }
+            _ => return false,
+        }
+        true
+    }
+}
+
+/// The parsed overrides and the warnings about them.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct KubeRayOverrides {
+    /// The head group.
+    pub head: GroupOverrides,
+    /// Every worker group.
+    pub worker: GroupOverrides,
+    /// Unknown keys (ignored).
+    pub warnings: Vec<RenderWarning>,
+}
+
+fn escalating(path: &str, value: &Value, found: &mut Vec<String>) {
+    if let Value::Object(map) = value {
+        for (key, child) in map {
+            let here = format!("{path}.{key}");
+            if ESCALATING_KEYS.contains(&key.as_str()) {
+                found.push(here.clone());
+            }
+            escalating(&here, child, found);
+        }
+    } else if let Value::Array(items) = value {
+        for (index, child) in items.iter().enumerate() {
+            escalating(&format!("{path}[{index}]"), child, found);
+        }
+    }
+}
+
+/// `map` without its `null` values (at any depth), and the dotted paths of those.
+fn without_nulls(
+    map: &Map<String, Value>,
+    prefix: &[String],
+) -> (Map<String, Value>, Vec<Vec<String>>) {
+    let mut kept = Map::new();
+    let mut nulls = Vec::new();
+    for (key, value) in map {
+        let mut path = prefix.to_vec();
+        path.push(key.clone());
+        match value {
+            Value::Null => nulls.push(path),
+            Value::Object(inner) => {
+                let (inner_kept, inner_nulls) = without_nulls(inner, &path);
+                kept.insert(key.clone(), Value::Object(inner_kept));
+                nulls.extend(inner_nulls);
+            }
+            other => {
+                kept.insert(key.clone(), other.clone());
+            }
+        }
+    }
+    (kept, nulls)
+}
+
+fn unknown(path: &str) -> RenderWarning {
+    RenderWarning {
+        reason: event_reasons::UNKNOWN_OVERRIDE,
+        message: format!("unknown key {path} is ignored (KubeRay supports {SUPPORTED})"),
+    }
+}
+
+fn strings(value: Option<&Value>) -> BTreeMap<String, String> {
+    value
+        .and_then(Value::as_object)
+        .into_iter()
+        .flatten()
+        .filter_map(|(k, v)| v.as_str().map(|v| (k.clone(), v.to_string())))
+        .collect()
+}
+
+/// Parses `provider.overrides`.
+pub fn parse(map: Option<&Map<String, Value>>) -> Result<KubeRayOverrides, RenderError> {
+    let mut out = KubeRayOverrides::default();
+    let Some(map) = map else {
+        return Ok(out);
+    };
+    let mut refused = Vec::new();
+    escalating(
+        "provider.overrides",
+        &Value::Object(map.clone()),
+        &mut refused,
+    );
+    if !refused.is_empty() {
+        return Err(RenderError::InvalidOverrides(format!(
+            "invalid provider.overrides: {} would escalate the privileges of the Ray pods and is not allowed",
+            refused.join(", ")
+        )));
+    }
+    let (kept, nulls) = without_nulls(map, &[]);
+    for path in nulls {
+        let parts: Vec<&str> = path.iter().map(String::as_str).collect();
+        let handled = match parts.split_first() {
+            Some((&HEAD, rest)) => out.head.delete(rest),
+            Some((&WORKER, rest)) => out.worker.delete(rest),
+            _ => false,
+        };
+        if !handled {
+            out.warnings
+                .push(unknown(&format!("provider.overrides.{}", parts.join("."))));
+        }
+    }
+    let checked = overrides::check(Some(&kept), SCHEMA);
+    if !checked.errors.is_empty() {
+        return Err(RenderError::InvalidOverrides(format!(
+            "invalid provider.overrides: {}",
+            checked.errors.join("; ")
+        )));
+    }
+    out.warnings
+        .extend(checked.unknown.iter().map(|path| unknown(path)));
+    for (key, group) in [(HEAD, &mut out.head), (WORKER, &mut out.worker)] {
+        let kept = Some(&kept);
+        for (field, setting) in [("cpu", &mut group.cpu), ("memory", &mut group.memory)] {
+            if let Some(value) =
+                overrides::get(kept, &format!("{key}.resources.{field}")).and_then(Value::as_str)
+            {
+                *setting = Setting::Set(value.to_string());
+            }
+        }
+        for (param, value) in strings(overrides::get(kept, &format!("{key}.rayStartParams"))) {
+            group.params.insert(param, Some(value));
+        }
+    }
+    Ok(out)
+}

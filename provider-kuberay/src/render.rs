@@ -1,0 +1,475 @@
+//! ModelDeployment → RayService (pure), for KubeRay 1.3 and Ray Serve LLM.
+//!
+//! - `spec.serveConfigV2` (YAML text): one Serve application [`APP_NAME`] at `/`, built by Ray
+//!   Serve LLM's OpenAI-compatible builder on vLLM: `ray.serve.llm:build_openai_app` with one
+//!   LLM config (aggregated), or `ray.serve.llm:build_pd_openai_app` with a prefill and a
+//!   decode config (disaggregated, vLLM's NIXL KV connector). Each config carries the model
+//!   (`model_loading_config.model_source` = `model.id`, `model_id` = `model.servedName` or
+//!   `model.id`), `deployment_config.num_replicas` (`scaling.replicas`, 0 honoured; prefill and
+//!   decode replicas when disaggregated) and vLLM `engine_kwargs`: `max_model_len`
+//!   (`engine.contextLength`), `trust_remote_code`, `tensor_parallel_size` (GPUs > 1), then
+//!   `engine.args` in key order with `-` turned into `_` and values typed (`""`/`"true"` →
+//!   true, `"false"` → false, numbers → numbers), so `enable-prefix-caching: "false"` turns
+//!   prefix caching off and `enforce-eager: ""` turns eager mode on.
+//! - `headGroupSpec`: container `ray-head` (the image: `spec.image` or [`default_image`]), the
+//!   Ray ports, CPU/memory from `provider.overrides.head.resources` (defaults `"4"`, `"16Gi"`),
+//!   `rayStartParams` `{dashboard-host: 0.0.0.0}` merged with `head.rayStartParams`.
+//! - `workerGroupSpecs`: `gpu-workers` (aggregated) or `prefill-workers` and `decode-workers`,
+//!   `replicas` = `minReplicas` = `maxReplicas`, container `ray-worker` with the GPUs
+//!   (`<gpu type>: <count>`), memory (`resources.memory` or the component's, default `"32Gi"`,
+//!   else `worker.resources.memory`) and CPU (`resources.cpu`, else `worker.resources.cpu`).
+//! - Every Ray pod: `env`, the Hugging Face token as `HF_TOKEN` from a `secretKeyRef` to the
+//!   Secret named in `secrets.huggingFaceToken` (key `HF_TOKEN`; a reference, never read),
+//!   `nodeSelector`, `tolerations`, the pod labels/annotations of `podTemplate.metadata` and
+//!   `airunway.ai/deployment: <name>`.
+
+use std::collections::BTreeMap;
+
+use airunway_api::constants::{event_reasons, labels};
+use airunway_api::provider::{RenderError, RenderWarning, Rendered, UpstreamSchema};
+use airunway_api::resolve::DEFAULT_GPU_TYPE;
+use airunway_api::serde_json::{self, Map, Value, json};
+use airunway_api::v1alpha1::{ComponentScaling, ModelDeployment, ServingMode};
+
+use crate::overrides::{self, GroupOverrides};
+
+/// The Ray release the default image and `rayVersion` are for.
+pub const RAY_VERSION: &str = "2.55.0";
+/// The Serve port of the `<name>-serve-svc` Service KubeRay creates.
+pub const SERVE_PORT: i32 = 8000;
+/// The Serve application name.
+pub const APP_NAME: &str = "llm";
+/// The head container name.
+pub const HEAD_CONTAINER: &str = "ray-head";
+/// The worker container name.
+pub const WORKER_CONTAINER: &str = "ray-worker";
+/// The aggregated worker group.
+pub const GPU_GROUP: &str = "gpu-workers";
+/// The disaggregated prefill worker group.
+pub const PREFILL_GROUP: &str = "prefill-workers";
+/// The disaggregated decode worker group.
+pub const DECODE_GROUP: &str = "decode-workers";
+/// Ray Serve LLM's OpenAI-compatible application builder.
+pub const AGGREGATED_IMPORT_PATH: &str = "ray.serve.llm:build_openai_app";
+/// Ray Serve LLM's prefill/decode application builder.
+pub const DISAGGREGATED_IMPORT_PATH: &str = "ray.serve.llm:build_pd_openai_app";
+/// The environment variable the Hugging Face token is given as (and the Secret key read).
+pub const HF_TOKEN_ENV: &str = "HF_TOKEN";
+/// Head CPU default (design doc §4.15).
+pub const HEAD_CPU: &str = "4";
+/// Head memory default (design doc §4.15).
+pub const HEAD_MEMORY: &str = "16Gi";
+/// Worker memory default (design doc §4.15).
+pub const WORKER_MEMORY: &str = "32Gi";
+
+/// `engine.args` the provider sets itself from the ModelDeployment spec.
+const RESERVED_ARGS: &[&str] = &[
+    "model",
+    "served-model-name",
+    "max-model-len",
+    "trust-remote-code",
+    "tensor-parallel-size",
+    "kv-transfer-config",
+];
+
+/// `engine.args` of the `vllm serve` HTTP server: Ray Serve's OpenAI ingress replaces that
+/// server, so they have no KubeRay equivalent (a warning, not passed on).
+pub const SERVER_ONLY_ARGS: &[&str] = &[
+    "host",
+    "port",
+    "api-key",
+    "root-path",
+    "ssl-keyfile",
+    "ssl-certfile",
+    "ssl-ca-certs",
+    "allowed-origins",
+    "uvicorn-log-level",
+];
+
+/// The default image: Ray with Ray Serve LLM and vLLM.
+pub fn default_image() -> String {
+    format!("rayproject/ray-llm:{RAY_VERSION}-py311-cu128")
+}
+
+fn ignored(message: impl Into<String>) -> RenderWarning {
+    RenderWarning {
+        reason: event_reasons::SETTING_IGNORED,
+        message: message.into(),
+    }
+}
+
+fn to_value<T: airunway_api::k8s_openapi::serde::Serialize>(
+    value: &T,
+) -> Result<Value, RenderError> {
+    serde_json::to_value(value).map_err(|e| RenderError::Unsupported(e.to_string()))
+}
+
+/// An `engine.args` value as a typed engine keyword argument.
+pub fn typed_arg(value: &str) -> Value {
+    match value {
+        "" | "true" => Value::Bool(true),
+        "false" => Value::Bool(false),
+        other => other
+            .parse::<i64>()
+            .map(Value::from)
+            .ok()
+            .or_else(|| {
+                other
+                    .parse::<f64>()
+                    .ok()
+                    .filter(|f| f.is_finite())
+                    .and_then(|f| serde_json::Number::from_f64(f).map(Value::Number))
+            })
+            .unwrap_or_else(|| Value::String(other.to_string())),
+    }
+}
+
+/// The vLLM engine keyword arguments, and warnings for arguments with no equivalent.
+fn engine_kwargs(
+    md: &ModelDeployment,
+    gpus: i32,
+    warnings: &mut Vec<RenderWarning>,
+) -> Result<Map<String, Value>, RenderError> {
+    let engine = md.spec.engine.as_ref();
+    let mut kwargs = Map::new();
+    if let Some(length) = engine.and_then(|e| e.context_length) {
+        kwargs.insert("max_model_len".into(), json!(length));
+    }
+    if engine.and_then(|e| e.trust_remote_code) == Some(true) {
+        kwargs.insert("trust_remote_code".into(), json!(true));
+    }
+    if gpus > 1 {
+        kwargs.insert("tensor_parallel_size".into(), json!(gpus));
+    }
+    for (key, value) in engine.and_then(|e| e.args.as_ref()).into_iter().flatten() {
+        if RESERVED_ARGS.contains(&key.as_str()) {
+            return Err(RenderError::Unsupported(format!(
+                "engine.args.{key} is set by the KubeRay provider from the ModelDeployment spec; remove it from engine.args"
+            )));
+        }
+        if SERVER_ONLY_ARGS.contains(&key.as_str()) {
+            let message = format!(
+                "engine.args.{key} is ignored: it configures the vLLM HTTP server, which Ray Serve's OpenAI ingress replaces on KubeRay"
+            );
+            if !warnings.iter().any(|w| w.message == message) {
+                warnings.push(ignored(message));
+            }
+            continue;
+        }
+        kwargs.insert(key.replace('-', "_"), typed_arg(value));
+    }
+    Ok(kwargs)
+}
+
+/// One Ray Serve LLM config.
+fn llm_config(
+    md: &ModelDeployment,
+    replicas: i32,
+    gpus: i32,
+    disaggregated: bool,
+    warnings: &mut Vec<RenderWarning>,
+) -> Result<Value, RenderError> {
+    let spec = &md.spec;
+    let model = spec.model.id.clone().unwrap_or_default();
+    let served = spec
+        .model
+        .served_name
+        .clone()
+        .filter(|n| !n.is_empty())
+        .unwrap_or_else(|| model.clone());
+    let mut kwargs = engine_kwargs(md, gpus, warnings)?;
+    if disaggregated {
+        kwargs.insert(
+            "kv_transfer_config".into(),
+            json!({"kv_connector": "NixlConnector", "kv_role": "kv_both"}),
+        );
+    }
+    Ok(json!({
+        "model_loading_config": {"model_id": served, "model_source": model},
+        "deployment_config": {"num_replicas": replicas},
+        "engine_kwargs": kwargs,
+    }))
+}
+
+/// The `serveConfigV2` text.
+fn serve_config(
+    md: &ModelDeployment,
+    warnings: &mut Vec<RenderWarning>,
+) -> Result<String, RenderError> {
+    let spec = &md.spec;
+    let (import_path, args) = match spec.serving_mode() {
+        ServingMode::Aggregated => (
+            AGGREGATED_IMPORT_PATH,
+            json!({"llm_configs": [llm_config(md, spec.replicas(), spec.gpu_count(), false, warnings)?]}),
+        ),
+        ServingMode::Disaggregated => {
+            let (prefill, decode) = components(md);
+            (
+                DISAGGREGATED_IMPORT_PATH,
+                json!({
+                    "prefill_config": llm_config(md, prefill.replicas, prefill.gpus, true, warnings)?,
+                    "decode_config": llm_config(md, decode.replicas, decode.gpus, true, warnings)?,
+                }),
+            )
+        }
+    };
+    let config = json!({"applications": [{
+        "name": APP_NAME,
+        "route_prefix": "/",
+        "import_path": import_path,
+        "args": args,
+    }]});
+    serde_saphyr::to_string(&config)
+        .map_err(|e| RenderError::Unsupported(format!("cannot write serveConfigV2 as YAML: {e}")))
+}
+
+/// The sizing of one worker group.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Component {
+    replicas: i32,
+    gpus: i32,
+    memory: Option<String>,
+}
+
+fn component(c: Option<&ComponentScaling>) -> Component {
+    Component {
+        replicas: c.and_then(|c| c.replicas).unwrap_or(1),
+        gpus: c
+            .and_then(|c| c.gpu.as_ref())
+            .and_then(|g| g.count)
+            .unwrap_or(0),
+        memory: c.and_then(|c| c.memory.clone()),
+    }
+}
+
+fn components(md: &ModelDeployment) -> (Component, Component) {
+    let scaling = md.spec.scaling.as_ref();
+    (
+        component(scaling.and_then(|s| s.prefill.as_ref())),
+        component(scaling.and_then(|s| s.decode.as_ref())),
+    )
+}
+
+/// The container environment: `env`, then the token reference (which replaces a user
+/// `HF_TOKEN`).
+fn environment(md: &ModelDeployment) -> Result<Vec<Value>, RenderError> {
+    let spec = &md.spec;
+    let secret = spec
+        .secrets
+        .as_ref()
+        .and_then(|s| s.hugging_face_token.clone())
+        .filter(|s| !s.is_empty());
+    let mut env: Vec<Value> = Vec::new();
+    for var in spec.env.iter().flatten() {
+        if secret.is_some() && var.name == HF_TOKEN_ENV {
+            continue;
+        }
+        env.push(to_value(var)?);
+    }
+    if let Some(secret) = secret {
+        env.push(json!({"name": HF_TOKEN_ENV, "valueFrom": {"secretKeyRef": {"name": secret, "key": HF_TOKEN_ENV}}}));
+    }
+    Ok(env)
+}
+
+/// CPU and memory as equal requests and limits, plus extra limits (GPUs).
+fn resources(cpu: Option<String>, memory: Option<String>, extra: &[(&str, String)]) -> Value {
+    let mut amounts = Map::new();
+    if let Some(cpu) = cpu {
+        amounts.insert("cpu".into(), json!(cpu));
+    }
+    if let Some(memory) = memory {
+        amounts.insert("memory".into(), json!(memory));
+    }
+    for (name, amount) in extra {
+        amounts.insert((*name).to_string(), json!(amount));
+    }
+    if amounts.is_empty() {
+        return json!({});
+    }
+    json!({"limits": amounts.clone(), "requests": amounts})
+}
+
+/// Everything every Ray pod of the deployment shares.
+struct PodCommon {
+    image: String,
+    env: Vec<Value>,
+    metadata: Value,
+    node_selector: Option<Value>,
+    tolerations: Option<Value>,
+}
+
+impl PodCommon {
+    fn new(md: &ModelDeployment) -> Result<PodCommon, RenderError> {
+        let spec = &md.spec;
+        let name = md.metadata.name.clone().unwrap_or_default();
+        let mut pod_labels: BTreeMap<String, String> = BTreeMap::new();
+        let mut annotations: BTreeMap<String, String> = BTreeMap::new();
+        if let Some(metadata) = spec.pod_template.as_ref().and_then(|t| t.metadata.as_ref()) {
+            pod_labels.extend(metadata.labels.clone().unwrap_or_default());
+            annotations.extend(metadata.annotations.clone().unwrap_or_default());
+        }
+        pod_labels.insert(labels::DEPLOYMENT.to_string(), name);
+        let mut metadata = json!({"labels": pod_labels});
+        if !annotations.is_empty() {
+            metadata["annotations"] = json!(annotations);
+        }
+        Ok(PodCommon {
+            image: spec
+                .image
+                .clone()
+                .filter(|i| !i.is_empty())
+                .unwrap_or_else(default_image),
+            env: environment(md)?,
+            metadata,
+            node_selector: spec
+                .node_selector
+                .as_ref()
+                .filter(|s| !s.is_empty())
+                .map(|s| json!(s)),
+            tolerations: match spec.tolerations.as_ref().filter(|t| !t.is_empty()) {
+                Some(t) => Some(to_value(t)?),
+                None => None,
+            },
+        })
+    }
+
+    fn template(&self, mut container: Value) -> Value {
+        container["image"] = json!(self.image);
+        if !self.env.is_empty() {
+            container["env"] = json!(self.env);
+        }
+        let mut pod = json!({"containers": [container]});
+        if let Some(selector) = &self.node_selector {
+            pod["nodeSelector"] = selector.clone();
+        }
+        if let Some(tolerations) = &self.tolerations {
+            pod["tolerations"] = tolerations.clone();
+        }
+        json!({"metadata": self.metadata, "spec": pod})
+    }
+}
+
+fn head_group(common: &PodCommon, head: &GroupOverrides) -> Value {
+    let container = json!({
+        "name": HEAD_CONTAINER,
+        "ports": [
+            {"containerPort": 6379, "name": "gcs-server"},
+            {"containerPort": 8265, "name": "dashboard"},
+            {"containerPort": 10001, "name": "client"},
+            {"containerPort": SERVE_PORT, "name": "serve"},
+        ],
+        "resources": resources(head.cpu.or(Some(HEAD_CPU)), head.memory.or(Some(HEAD_MEMORY)), &[]),
+    });
+    json!({
+        "rayStartParams": head.ray_start_params(&[("dashboard-host", "0.0.0.0".to_string())]),
+        "template": common.template(container),
+    })
+}
+
+fn worker_group(
+    md: &ModelDeployment,
+    common: &PodCommon,
+    worker: &GroupOverrides,
+    name: &str,
+    sizing: &Component,
+    cpu: Option<String>,
+) -> Value {
+    let gpu_type = md.spec.gpu_type().to_string();
+    let memory = sizing
+        .memory
+        .clone()
+        .or_else(|| worker.memory.or(Some(WORKER_MEMORY)));
+    let cpu = cpu.or_else(|| worker.cpu.or(None));
+    let mut default_params: Vec<(&str, String)> = Vec::new();
+    if gpu_type != DEFAULT_GPU_TYPE {
+        // Ray detects NVIDIA GPUs itself; other accelerators are declared.
+        default_params.push(("num-gpus", sizing.gpus.to_string()));
+    }
+    let container = json!({
+        "name": WORKER_CONTAINER,
+        "resources": resources(cpu, memory, &[(gpu_type.as_str(), sizing.gpus.to_string())]),
+    });
+    json!({
+        "groupName": name,
+        "replicas": sizing.replicas,
+        "minReplicas": sizing.replicas,
+        "maxReplicas": sizing.replicas,
+        "rayStartParams": worker.ray_start_params(&default_params),
+        "template": common.template(container),
+    })
+}
+
+/// Warnings for settings the deployment carries that KubeRay has no place for.
+fn unmapped(md: &ModelDeployment, warnings: &mut Vec<RenderWarning>) {
+    let spec = &md.spec;
+    let scaling = spec.scaling.as_ref();
+    let resources = spec.resources.as_ref();
+    match spec.serving_mode() {
+        ServingMode::Aggregated => {
+            if scaling.is_some_and(|s| s.prefill.is_some() || s.decode.is_some()) {
+                warnings.push(ignored("scaling.prefill and scaling.decode are ignored in aggregated mode on KubeRay: the gpu-workers group takes scaling.replicas and resources"));
+            }
+        }
+        ServingMode::Disaggregated => {
+            if scaling.is_some_and(|s| s.replicas.is_some()) {
+                warnings.push(ignored("scaling.replicas is ignored in disaggregated mode on KubeRay: the prefill-workers and decode-workers groups take scaling.prefill.replicas and scaling.decode.replicas"));
+            }
+            if resources.is_some_and(|r| r.cpu.is_some() || r.memory.is_some()) {
+                warnings.push(ignored("resources.cpu and resources.memory are ignored in disaggregated mode on KubeRay: set scaling.prefill.memory and scaling.decode.memory (worker CPU: provider.overrides.worker.resources.cpu)"));
+            }
+        }
+    }
+}
+
+/// Renders the RayService for `md` against `schema`.
+pub fn render(md: &ModelDeployment, schema: &UpstreamSchema) -> Result<Rendered, RenderError> {
+    let spec = &md.spec;
+    let name = md.metadata.name.clone().unwrap_or_default();
+    let parsed = overrides::parse(spec.provider.as_ref().and_then(|p| p.overrides.as_ref()))?;
+    let mut warnings = parsed.warnings.clone();
+    unmapped(md, &mut warnings);
+    let serve_config_v2 = serve_config(md, &mut warnings)?;
+    let common = PodCommon::new(md)?;
+    let workers = match spec.serving_mode() {
+        ServingMode::Aggregated => {
+            let sizing = Component {
+                replicas: spec.replicas(),
+                gpus: spec.gpu_count(),
+                memory: spec.resources.as_ref().and_then(|r| r.memory.clone()),
+            };
+            let cpu = spec.resources.as_ref().and_then(|r| r.cpu.clone());
+            vec![worker_group(
+                md,
+                &common,
+                &parsed.worker,
+                GPU_GROUP,
+                &sizing,
+                cpu,
+            )]
+        }
+        ServingMode::Disaggregated => {
+            let (prefill, decode) = components(md);
+            vec![
+                worker_group(md, &common, &parsed.worker, PREFILL_GROUP, &prefill, None),
+                worker_group(md, &common, &parsed.worker, DECODE_GROUP, &decode, None),
+            ]
+        }
+    };
+    Ok(Rendered {
+        object: json!({
+            "apiVersion": schema.api_version,
+            "kind": "RayService",
+            "metadata": {"name": name},
+            "spec": {
+                "serveConfigV2": serve_config_v2,
+                "rayClusterConfig": {
+                    "rayVersion": RAY_VERSION,
+                    "headGroupSpec": head_group(&common, &parsed.head),
+                    "workerGroupSpecs": workers,
+                },
+            },
+        }),
+        warnings,
+    })
+}

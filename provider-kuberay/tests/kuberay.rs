@@ -1,0 +1,817 @@
+//! KubeRay provider: the rendered RayService (aggregated and disaggregated) as full objects,
+//! every mapped field, the override rules, compatibility messages, every status sample (and
+//! the situations KubeRay reports only through its application statuses), schema detection
+//! and registration.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use airunway_api::k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use airunway_api::kube::core::DynamicObject;
+use airunway_api::provider::{Provider, RenderError, SchemaDetection, UpstreamSchema, testing};
+use airunway_api::serde_json::{self, Value, json};
+use airunway_api::v1alpha1::{ModelDeployment, Phase};
+use airunway_provider_kuberay::KubeRayProvider;
+use airunway_provider_kuberay::schema::{V1_KUBERAY_1_3, V1ALPHA1_KUBERAY_1_3};
+
+fn schema() -> UpstreamSchema {
+    UpstreamSchema {
+        version: "v1".into(),
+        api_version: "ray.io/v1".into(),
+        fingerprint: V1_KUBERAY_1_3.into(),
+    }
+}
+
+fn md(spec: Value) -> ModelDeployment {
+    serde_json::from_value(json!({"apiVersion": "airunway.ai/v1alpha1", "kind": "ModelDeployment",
+        "metadata": {"name": "m", "namespace": "ns", "uid": "u"}, "spec": spec, "status": {"provider": {"name": "kuberay"}}}))
+    .unwrap()
+}
+
+fn gpu_vllm(extra: Value) -> ModelDeployment {
+    let mut spec = json!({"model": {"id": "Qwen/Qwen3-8B"}, "engine": {"type": "vllm"},
+        "resources": {"gpu": {"count": 1}}, "provider": {"name": "kuberay"}});
+    for (key, value) in extra.as_object().unwrap() {
+        spec[key] = value.clone();
+    }
+    md(spec)
+}
+
+fn render(md: &ModelDeployment) -> (Value, Vec<(String, String)>) {
+    let rendered = KubeRayProvider.render(md, &schema()).unwrap();
+    let warnings = rendered
+        .warnings
+        .iter()
+        .map(|w| (w.reason.to_string(), w.message.clone()))
+        .collect();
+    (rendered.object, warnings)
+}
+
+fn fixture(name: &str) -> Value {
+    testing::read_yaml(format!("{}/tests/fixtures/{name}", env!("CARGO_MANIFEST_DIR")).as_ref())
+        .unwrap()
+}
+
+/// The serveConfigV2 text parsed back.
+fn serve_config(object: &Value) -> Value {
+    let text = object["spec"]["serveConfigV2"].as_str().unwrap();
+    let docs: Vec<Value> = serde_saphyr::from_multiple(text).unwrap();
+    docs.into_iter().next().unwrap()
+}
+
+fn llm_config(object: &Value) -> Value {
+    serve_config(object)["applications"][0]["args"]["llm_configs"][0].clone()
+}
+
+fn head(object: &Value) -> Value {
+    object["spec"]["rayClusterConfig"]["headGroupSpec"].clone()
+}
+
+fn workers(object: &Value) -> Vec<Value> {
+    object["spec"]["rayClusterConfig"]["workerGroupSpecs"]
+        .as_array()
+        .unwrap()
+        .clone()
+}
+
+fn container(group: &Value) -> Value {
+    group["template"]["spec"]["containers"][0].clone()
+}
+
+#[test]
+fn aggregated_full_object() {
+    let deployment = gpu_vllm(json!({
+        "model": {"id": "Qwen/Qwen3-8B", "servedName": "qwen3"},
+        "engine": {"type": "vllm", "contextLength": 8192, "trustRemoteCode": true,
+                   "args": {"gpu-memory-utilization": "0.85", "enable-prefix-caching": "true", "enforce-eager": "", "quantization": "fp8", "max-num-seqs": "64"}},
+        "resources": {"gpu": {"count": 2}, "memory": "64Gi", "cpu": "8"},
+        "scaling": {"replicas": 2},
+        "env": [{"name": "VLLM_LOGGING_LEVEL", "value": "DEBUG"}],
+        "secrets": {"huggingFaceToken": "hf-token"},
+        "nodeSelector": {"pool": "h100"},
+        "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}],
+        "podTemplate": {"metadata": {"labels": {"team": "search"}, "annotations": {"prometheus.io/scrape": "true"}}},
+    }));
+    let (object, warnings) = render(&deployment);
+    assert!(warnings.is_empty(), "{warnings:?}");
+    let mut without_text = object.clone();
+    without_text["spec"]["serveConfigV2"] = json!("(compared parsed)");
+    let expected = fixture("aggregated-rayservice.yaml");
+    let mut expected_without_text = expected.clone();
+    expected_without_text["spec"]["serveConfigV2"] = json!("(compared parsed)");
+    assert_eq!(without_text, expected_without_text);
+    // The YAML text says what the fixture's text says.
+    let fixture_text = expected["spec"]["serveConfigV2"].as_str().unwrap();
+    let fixture_config: Vec<Value> = serde_saphyr::from_multiple(fixture_text).unwrap();
+    assert_eq!(serve_config(&object), fixture_config[0]);
+}
+
+#[test]
+fn engine_arguments_are_typed_and_in_key_order() {
+    let (object, _) = render(&gpu_vllm(json!({
+        "model": {"id": "Qwen/Qwen3-8B", "servedName": "chat"},
+        "engine": {"type": "vllm", "contextLength": 4096, "trustRemoteCode": true,
+                   "args": {"enable-prefix-caching": "false", "enforce-eager": "true", "quantization": "awq", "gpu-memory-utilization": "0.9", "max-num-seqs": "128"}},
+    })));
+    let config = llm_config(&object);
+    assert_eq!(
+        config["model_loading_config"],
+        json!({"model_id": "chat", "model_source": "Qwen/Qwen3-8B"})
+    );
+    let kwargs = &config["engine_kwargs"];
+    assert_eq!(
+        kwargs,
+        &json!({"max_model_len": 4096, "trust_remote_code": true, "enable_prefix_caching": false,
+                "enforce_eager": true, "quantization": "awq", "gpu_memory_utilization": 0.9, "max_num_seqs": 128})
+    );
+    let keys: Vec<&String> = kwargs.as_object().unwrap().keys().collect();
+    let mut sorted = keys.clone();
+    sorted.sort();
+    assert_eq!(keys, sorted, "engine_kwargs are written in key order");
+    // Prefix caching on, eager by a bare flag.
+    let (object, _) = render(&gpu_vllm(
+        json!({"engine": {"type": "vllm", "args": {"enable-prefix-caching": "true", "enforce-eager": ""}}}),
+    ));
+    assert_eq!(
+        llm_config(&object)["engine_kwargs"],
+        json!({"enable_prefix_caching": true, "enforce_eager": true})
+    );
+    // Without a served name the model id is the API name; one GPU sets no tensor parallelism.
+    assert_eq!(
+        llm_config(&object)["model_loading_config"]["model_id"],
+        "Qwen/Qwen3-8B"
+    );
+    // Flags the provider sets are refused; vLLM HTTP server flags have no equivalent.
+    for key in [
+        "model",
+        "served-model-name",
+        "max-model-len",
+        "tensor-parallel-size",
+    ] {
+        let result = KubeRayProvider.render(
+            &gpu_vllm(json!({"engine": {"type": "vllm", "args": {key: "x"}}})),
+            &schema(),
+        );
+        assert_eq!(
+            result,
+            Err(RenderError::Unsupported(format!(
+                "engine.args.{key} is set by the KubeRay provider from the ModelDeployment spec; remove it from engine.args"
+            )))
+        );
+    }
+    let (object, warnings) = render(&gpu_vllm(
+        json!({"engine": {"type": "vllm", "args": {"port": "9000", "dtype": "bfloat16"}}}),
+    ));
+    assert_eq!(
+        llm_config(&object)["engine_kwargs"],
+        json!({"dtype": "bfloat16"})
+    );
+    assert_eq!(
+        warnings,
+        [(
+            "SettingIgnored".to_string(),
+            "engine.args.port is ignored: it configures the vLLM HTTP server, which Ray Serve's OpenAI ingress replaces on KubeRay".to_string()
+        )]
+    );
+}
+
+#[test]
+fn replicas_image_and_defaults() {
+    // scaling.replicas 0 is honoured in Serve and in the worker group.
+    let (object, _) = render(&gpu_vllm(json!({"scaling": {"replicas": 0}})));
+    assert_eq!(
+        llm_config(&object)["deployment_config"],
+        json!({"num_replicas": 0})
+    );
+    let group = &workers(&object)[0];
+    assert_eq!(
+        (
+            &group["replicas"],
+            &group["minReplicas"],
+            &group["maxReplicas"]
+        ),
+        (&json!(0), &json!(0), &json!(0))
+    );
+    // Defaults: one replica, the Ray LLM image, head 4 CPUs / 16Gi, workers 32Gi.
+    let (object, _) = render(&gpu_vllm(json!({})));
+    assert_eq!(
+        llm_config(&object)["deployment_config"],
+        json!({"num_replicas": 1})
+    );
+    assert_eq!(
+        container(&head(&object))["image"],
+        "rayproject/ray-llm:2.55.0-py311-cu128"
+    );
+    assert_eq!(
+        container(&head(&object))["resources"],
+        json!({"limits": {"cpu": "4", "memory": "16Gi"}, "requests": {"cpu": "4", "memory": "16Gi"}})
+    );
+    assert_eq!(
+        head(&object)["rayStartParams"],
+        json!({"dashboard-host": "0.0.0.0"})
+    );
+    let worker = &workers(&object)[0];
+    assert_eq!(worker["groupName"], "gpu-workers");
+    assert_eq!(worker["rayStartParams"], json!({}));
+    assert_eq!(
+        container(worker)["resources"],
+        json!({"limits": {"memory": "32Gi", "nvidia.com/gpu": "1"}, "requests": {"memory": "32Gi", "nvidia.com/gpu": "1"}})
+    );
+    assert_eq!(object["spec"]["rayClusterConfig"]["rayVersion"], "2.55.0");
+    assert!(container(worker).get("env").is_none());
+    assert_eq!(
+        worker["template"]["metadata"],
+        json!({"labels": {"airunway.ai/deployment": "m"}})
+    );
+    // spec.image replaces the image of every Ray pod.
+    let (object, _) = render(&gpu_vllm(
+        json!({"image": "registry.example/ray-llm:custom"}),
+    ));
+    assert_eq!(
+        container(&head(&object))["image"],
+        "registry.example/ray-llm:custom"
+    );
+    assert_eq!(
+        container(&workers(&object)[0])["image"],
+        "registry.example/ray-llm:custom"
+    );
+    // Another GPU type: its resource name, and Ray is told the count.
+    let (object, _) = render(&gpu_vllm(
+        json!({"resources": {"gpu": {"count": 2, "type": "amd.com/gpu"}}}),
+    ));
+    let worker = &workers(&object)[0];
+    assert_eq!(container(worker)["resources"]["limits"]["amd.com/gpu"], "2");
+    assert_eq!(worker["rayStartParams"], json!({"num-gpus": "2"}));
+    assert_eq!(
+        llm_config(&object)["engine_kwargs"],
+        json!({"tensor_parallel_size": 2})
+    );
+}
+
+#[test]
+fn token_secret_env_and_scheduling_on_every_pod() {
+    let (object, _) = render(&gpu_vllm(json!({
+        "secrets": {"huggingFaceToken": "my-hf"},
+        "env": [{"name": "HF_TOKEN", "value": "plain"}, {"name": "A", "value": "1"},
+                {"name": "B", "valueFrom": {"configMapKeyRef": {"name": "cm", "key": "b"}}}],
+        "nodeSelector": {"pool": "a100"},
+        "tolerations": [{"key": "gpu", "operator": "Exists"}],
+    })));
+    for group in [head(&object), workers(&object)[0].clone()] {
+        assert_eq!(
+            container(&group)["env"],
+            json!([
+                {"name": "A", "value": "1"},
+                {"name": "B", "valueFrom": {"configMapKeyRef": {"name": "cm", "key": "b"}}},
+                {"name": "HF_TOKEN", "valueFrom": {"secretKeyRef": {"name": "my-hf", "key": "HF_TOKEN"}}},
+            ]),
+            "the Secret is referenced, never read, and replaces a plain HF_TOKEN"
+        );
+        assert_eq!(
+            group["template"]["spec"]["nodeSelector"],
+            json!({"pool": "a100"})
+        );
+        assert_eq!(
+            group["template"]["spec"]["tolerations"],
+            json!([{"key": "gpu", "operator": "Exists"}])
+        );
+    }
+}
+
+#[test]
+fn disaggregated_full_object() {
+    let deployment = md(json!({
+        "model": {"id": "meta-llama/Llama-3.1-70B-Instruct"},
+        "engine": {"type": "vllm", "contextLength": 16384},
+        "serving": {"mode": "disaggregated"},
+        "scaling": {"prefill": {"replicas": 2, "gpu": {"count": 4}, "memory": "128Gi"},
+                    "decode": {"replicas": 3, "gpu": {"count": 2}}},
+        "provider": {"name": "kuberay"},
+    }));
+    let (object, warnings) = render(&deployment);
+    assert!(warnings.is_empty(), "{warnings:?}");
+    let expected = fixture("disaggregated-rayservice.yaml");
+    let mut a = object.clone();
+    let mut b = expected.clone();
+    a["spec"]["serveConfigV2"] = Value::Null;
+    b["spec"]["serveConfigV2"] = Value::Null;
+    assert_eq!(a, b);
+    let fixture_text = expected["spec"]["serveConfigV2"].as_str().unwrap();
+    let fixture_config: Vec<Value> = serde_saphyr::from_multiple(fixture_text).unwrap();
+    assert_eq!(serve_config(&object), fixture_config[0]);
+
+    let app = &serve_config(&object)["applications"][0];
+    assert_eq!(app["import_path"], "ray.serve.llm:build_pd_openai_app");
+    assert_eq!(
+        app["args"]["prefill_config"]["deployment_config"]["num_replicas"],
+        2
+    );
+    assert_eq!(
+        app["args"]["decode_config"]["deployment_config"]["num_replicas"],
+        3
+    );
+    assert_eq!(
+        app["args"]["prefill_config"]["engine_kwargs"]["tensor_parallel_size"],
+        4
+    );
+    let groups = workers(&object);
+    let names: Vec<&str> = groups
+        .iter()
+        .map(|g| g["groupName"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["prefill-workers", "decode-workers"]);
+    assert_eq!(groups[0]["replicas"], 2);
+    assert_eq!(
+        container(&groups[0])["resources"]["limits"],
+        json!({"memory": "128Gi", "nvidia.com/gpu": "4"})
+    );
+    assert_eq!(groups[1]["replicas"], 3);
+    assert_eq!(
+        container(&groups[1])["resources"]["limits"],
+        json!({"memory": "32Gi", "nvidia.com/gpu": "2"})
+    );
+
+    // Settings of the other mode are ignored with a warning naming them.
+    let (_, warnings) = render(&md(json!({
+        "model": {"id": "a/b"}, "engine": {"type": "vllm"}, "serving": {"mode": "disaggregated"},
+        "scaling": {"replicas": 4, "prefill": {"gpu": {"count": 1}}, "decode": {"gpu": {"count": 1}}},
+        "resources": {"memory": "10Gi"},
+    })));
+    let messages: Vec<&str> = warnings.iter().map(|(_, m)| m.as_str()).collect();
+    assert_eq!(messages.len(), 2, "{messages:?}");
+    assert!(
+        messages[0].starts_with("scaling.replicas is ignored in disaggregated mode on KubeRay")
+    );
+    assert!(messages[1].starts_with(
+        "resources.cpu and resources.memory are ignored in disaggregated mode on KubeRay"
+    ));
+    assert!(
+        warnings
+            .iter()
+            .all(|(reason, _)| reason == "SettingIgnored")
+    );
+}
+
+#[test]
+fn override_rules() {
+    let with = |overrides: Value| {
+        gpu_vllm(json!({"provider": {"name": "kuberay", "overrides": overrides}}))
+    };
+    // The design doc's example: head resources and start parameters.
+    let (object, warnings) = render(&with(
+        json!({"head": {"resources": {"cpu": "4", "memory": "8Gi"},
+        "rayStartParams": {"dashboard-host": "0.0.0.0", "num-cpus": "0"}}}),
+    ));
+    assert!(warnings.is_empty());
+    assert_eq!(
+        container(&head(&object))["resources"],
+        json!({"limits": {"cpu": "4", "memory": "8Gi"}, "requests": {"cpu": "4", "memory": "8Gi"}})
+    );
+    assert_eq!(
+        head(&object)["rayStartParams"],
+        json!({"dashboard-host": "0.0.0.0", "num-cpus": "0"})
+    );
+    // Deep merge: only what is given changes; null deletes a default.
+    let (object, _) = render(&with(
+        json!({"head": {"resources": {"memory": "12Gi", "cpu": null},
+        "rayStartParams": {"dashboard-host": null, "num-cpus": "0"}}}),
+    ));
+    assert_eq!(
+        container(&head(&object))["resources"],
+        json!({"limits": {"memory": "12Gi"}, "requests": {"memory": "12Gi"}})
+    );
+    assert_eq!(head(&object)["rayStartParams"], json!({"num-cpus": "0"}));
+    let (object, _) = render(&with(
+        json!({"head": {"resources": null, "rayStartParams": null}}),
+    ));
+    assert_eq!(container(&head(&object))["resources"], json!({}));
+    assert_eq!(head(&object)["rayStartParams"], json!({}));
+    // Worker groups: CPU and memory where the deployment does not set them, start parameters.
+    let (object, warnings) = render(&with(
+        json!({"worker": {"resources": {"cpu": "16", "memory": "48Gi"},
+        "rayStartParams": {"object-store-memory": "1000000000"}}}),
+    ));
+    assert!(warnings.is_empty());
+    let worker = &workers(&object)[0];
+    assert_eq!(
+        container(worker)["resources"]["requests"],
+        json!({"cpu": "16", "memory": "48Gi", "nvidia.com/gpu": "1"})
+    );
+    assert_eq!(
+        worker["rayStartParams"],
+        json!({"object-store-memory": "1000000000"})
+    );
+    let (object, _) = render(&gpu_vllm(
+        json!({"resources": {"gpu": {"count": 1}, "memory": "20Gi", "cpu": "2"},
+        "provider": {"name": "kuberay", "overrides": {"worker": {"resources": {"cpu": "16", "memory": "48Gi"}}}}}),
+    ));
+    assert_eq!(
+        container(&workers(&object)[0])["resources"]["requests"],
+        json!({"cpu": "2", "memory": "20Gi", "nvidia.com/gpu": "1"}),
+        "the deployment's own resources win over the override"
+    );
+    // Unknown keys at any depth: warnings naming the path.
+    let (_, warnings) = render(&with(
+        json!({"haed": {"resources": {"cpu": "1"}}, "head": {"replicsa": 2, "resources": {"gpu": null}}}),
+    ));
+    let messages: Vec<&str> = warnings.iter().map(|(_, m)| m.as_str()).collect();
+    assert_eq!(
+        messages,
+        [
+            "unknown key provider.overrides.head.resources.gpu is ignored (KubeRay supports head.resources.cpu, head.resources.memory, head.rayStartParams, worker.resources.cpu, worker.resources.memory, worker.rayStartParams)",
+            "unknown key provider.overrides.haed is ignored (KubeRay supports head.resources.cpu, head.resources.memory, head.rayStartParams, worker.resources.cpu, worker.resources.memory, worker.rayStartParams)",
+            "unknown key provider.overrides.head.replicsa is ignored (KubeRay supports head.resources.cpu, head.resources.memory, head.rayStartParams, worker.resources.cpu, worker.resources.memory, worker.rayStartParams)",
+        ]
+    );
+    assert!(
+        warnings
+            .iter()
+            .all(|(reason, _)| reason == "UnknownOverride")
+    );
+    // Wrong types: the render fails naming the path and the expected type.
+    for (overrides, message) in [
+        (
+            json!({"head": {"resources": {"cpu": 4}}}),
+            "invalid provider.overrides: provider.overrides.head.resources.cpu must be a quantity string such as \"4\" or \"8Gi\", got 4",
+        ),
+        (
+            json!({"head": {"rayStartParams": {"num-cpus": 0}}}),
+            "invalid provider.overrides: provider.overrides.head.rayStartParams must be a map of strings, got {\"num-cpus\":0}",
+        ),
+        (
+            json!({"worker": "big"}),
+            "invalid provider.overrides: provider.overrides.worker must be an object, got \"big\"",
+        ),
+    ] {
+        assert_eq!(
+            KubeRayProvider.render(&with(overrides), &schema()),
+            Err(RenderError::InvalidOverrides(message.into()))
+        );
+    }
+    // Privilege-escalating keys are refused wherever they are.
+    for (overrides, path) in [
+        (
+            json!({"head": {"securityContext": {"privileged": true}}}),
+            "provider.overrides.head.securityContext",
+        ),
+        (
+            json!({"worker": {"template": {"spec": {"hostNetwork": true}}}}),
+            "provider.overrides.worker.template.spec.hostNetwork",
+        ),
+        (
+            json!({"serviceAccountName": "admin"}),
+            "provider.overrides.serviceAccountName",
+        ),
+    ] {
+        assert_eq!(
+            KubeRayProvider.render(&with(overrides), &schema()),
+            Err(RenderError::InvalidOverrides(format!(
+                "invalid provider.overrides: {path} would escalate the privileges of the Ray pods and is not allowed"
+            )))
+        );
+    }
+}
+
+#[test]
+fn compatibility_messages() {
+    for (spec, message) in [
+        (
+            json!({"model": {"id": "a/b"}, "engine": {"type": "llamacpp"}, "image": "i", "resources": {"gpu": {"count": 1}}}),
+            "KubeRay does not support llamacpp engine",
+        ),
+        (
+            json!({"model": {"id": "a/b"}, "engine": {"type": "sglang"}, "resources": {"gpu": {"count": 1}}}),
+            "KubeRay does not support sglang engine",
+        ),
+        (
+            json!({"model": {"id": "a/b"}, "engine": {"type": "trtllm"}, "resources": {"gpu": {"count": 1}}}),
+            "KubeRay does not support trtllm engine",
+        ),
+        (
+            json!({"model": {"id": "a/b"}, "engine": {"type": "vllm"}}),
+            "KubeRay requires GPU (set resources.gpu.count > 0)",
+        ),
+        (
+            json!({"model": {"id": "a/b"}, "engine": {"type": "vllm"}, "resources": {"gpu": {"count": 0}}}),
+            "KubeRay requires GPU (set resources.gpu.count > 0)",
+        ),
+        (
+            json!({"model": {"id": "a/b"}, "engine": {"type": "vllm"}, "serving": {"mode": "disaggregated"},
+                "scaling": {"prefill": {"replicas": 1}, "decode": {"gpu": {"count": 1}}}}),
+            "KubeRay disaggregated mode requires scaling.prefill.gpu.count > 0",
+        ),
+        (
+            json!({"model": {"id": "a/b"}, "engine": {"type": "vllm"}, "serving": {"mode": "disaggregated"},
+                "scaling": {"prefill": {"gpu": {"count": 1}}}}),
+            "KubeRay disaggregated mode requires scaling.decode.gpu.count > 0",
+        ),
+        (
+            json!({"model": {"source": "custom"}, "engine": {"type": "vllm"}, "resources": {"gpu": {"count": 1}}}),
+            "KubeRay requires model.id (the model the Ray Serve application loads)",
+        ),
+    ] {
+        assert_eq!(
+            KubeRayProvider.check_compatibility(&md(spec)),
+            Err(message.to_string())
+        );
+    }
+    assert_eq!(
+        KubeRayProvider.check_compatibility(&gpu_vllm(json!({}))),
+        Ok(())
+    );
+    assert_eq!(
+        KubeRayProvider.check_compatibility(&md(json!({"model": {"id": "a/b"}, "engine": {"type": "vllm"},
+            "serving": {"mode": "disaggregated"}, "scaling": {"prefill": {"gpu": {"count": 1}}, "decode": {"gpu": {"count": 1}}}}))),
+        Ok(())
+    );
+}
+
+fn sample(name: &str) -> Value {
+    testing::upstream(
+        env!("CARGO_MANIFEST_DIR"),
+        &format!("status-samples/{name}"),
+    )
+    .unwrap()
+}
+
+fn object(value: Value) -> DynamicObject {
+    serde_json::from_value(value).unwrap()
+}
+
+/// (phase, message, ready, (desired, ready, available) replicas)
+type Seen = (
+    Phase,
+    Option<String>,
+    bool,
+    (Option<i32>, Option<i32>, Option<i32>),
+);
+
+fn translate(value: Value) -> Seen {
+    let deployment = gpu_vllm(json!({}));
+    let t = KubeRayProvider.translate_status(&deployment, Some(&object(value)));
+    let endpoint = t.endpoint.unwrap();
+    assert_eq!(
+        (endpoint.service.as_deref(), endpoint.port),
+        (Some("m-serve-svc"), Some(8000))
+    );
+    let r = t.replicas.unwrap();
+    (
+        t.phase,
+        t.message,
+        t.ready,
+        (r.desired, r.ready, r.available),
+    )
+}
+
+const TRACEBACK: &str = "Deploying app 'llm' failed with exception:\nTraceback (most recent call last):\n  File \"/home/ray/anaconda3/lib/python3.11/site-packages/ray/serve/_private/application_state.py\", line 1193, in build_serve_application\n    app = call_user_app_builder_with_args_if_necessary(\nModuleNotFoundError: No module named 'vllm_serve'";
+
+#[test]
+fn status_translation_of_every_sample() {
+    assert_eq!(
+        translate(sample("rayservice-pending.yaml")),
+        (
+            Phase::Deploying,
+            Some(
+                "RayService is initializing: RayCluster Pods are being provisioned for first time"
+                    .into()
+            ),
+            false,
+            (Some(1), Some(0), Some(0))
+        )
+    );
+    assert_eq!(
+        translate(sample("rayservice-running.yaml")),
+        (Phase::Running, None, true, (Some(1), Some(1), Some(1)))
+    );
+    // The failure is only in the pending cluster's application status; Ready says "initializing".
+    assert_eq!(
+        translate(sample("rayservice-deploy-failed.yaml")),
+        (
+            Phase::Failed,
+            Some(TRACEBACK.into()),
+            false,
+            (Some(1), Some(0), Some(0))
+        )
+    );
+    // No status yet.
+    let mut fresh = sample("rayservice-running.yaml");
+    fresh.as_object_mut().unwrap().remove("status");
+    assert_eq!(
+        translate(fresh),
+        (
+            Phase::Deploying,
+            Some("Waiting for the KubeRay operator to reconcile RayService m".into()),
+            false,
+            (Some(1), Some(0), Some(0))
+        )
+    );
+    // Not created yet.
+    let t = KubeRayProvider.translate_status(&gpu_vllm(json!({})), None);
+    assert_eq!(
+        (t.phase, t.ready, t.endpoint),
+        (Phase::Deploying, false, None)
+    );
+}
+
+/// The running sample with the active application in `status`/`message`.
+fn running_with_app(status: &str, message: Option<&str>) -> Value {
+    let mut value = sample("rayservice-running.yaml");
+    let app = &mut value["status"]["activeServiceStatus"]["applicationStatuses"]["llm"];
+    app["status"] = json!(status);
+    if let Some(message) = message {
+        app["message"] = json!(message);
+    }
+    value
+}
+
+#[test]
+fn ready_is_not_application_health() {
+    // Ready=True (serve endpoints exist) but the active application failed: Failed, not Running.
+    assert_eq!(
+        translate(running_with_app(
+            "DEPLOY_FAILED",
+            Some("Deploying app 'llm' failed: CUDA out of memory")
+        )),
+        (
+            Phase::Failed,
+            Some("Deploying app 'llm' failed: CUDA out of memory".into()),
+            false,
+            (Some(1), Some(0), Some(0))
+        )
+    );
+    assert_eq!(
+        translate(running_with_app("DEPLOY_FAILED", None)),
+        (
+            Phase::Failed,
+            Some("Serve application llm is DEPLOY_FAILED".into()),
+            false,
+            (Some(1), Some(0), Some(0))
+        )
+    );
+    // Unhealthy after it ran: Serve restarts replicas, so Deploying with the message.
+    assert_eq!(
+        translate(running_with_app("UNHEALTHY", Some("The deployment VLLMDeployment is UNHEALTHY: replica health check failed"))),
+        (
+            Phase::Deploying,
+            Some("Serve application llm is UNHEALTHY: The deployment VLLMDeployment is UNHEALTHY: replica health check failed".into()),
+            false,
+            (Some(1), Some(0), Some(0))
+        )
+    );
+    // Still deploying behind Ready=True.
+    assert_eq!(
+        translate(running_with_app("DEPLOYING", None)),
+        (
+            Phase::Deploying,
+            Some("Serve application llm is DEPLOYING".into()),
+            false,
+            (Some(1), Some(0), Some(0))
+        )
+    );
+    // Serve endpoints dropped to 0 after promotion.
+    let mut value = sample("rayservice-running.yaml");
+    value["status"]["conditions"][0] = json!({"type": "Ready", "status": "False", "reason": "ZeroServeEndpoints",
+        "message": "Number of serve endpoints dropped to 0", "lastTransitionTime": "2026-05-14T10:09:00Z"});
+    assert_eq!(
+        translate(value),
+        (
+            Phase::Deploying,
+            Some("Number of serve endpoints dropped to 0".into()),
+            false,
+            (Some(1), Some(0), Some(0))
+        )
+    );
+}
+
+#[test]
+fn upgrades() {
+    // An update rolling out on a pending cluster while the active one serves.
+    let running = sample("rayservice-running.yaml");
+    let pending = sample("rayservice-pending.yaml");
+    let mut upgrading = running.clone();
+    upgrading["status"]["pendingServiceStatus"] = pending["status"]["pendingServiceStatus"].clone();
+    upgrading["status"]["pendingServiceStatus"]["rayClusterName"] = json!("qwen3-raycluster-b9q4z");
+    assert_eq!(
+        translate(upgrading),
+        (
+            Phase::Deploying,
+            Some("Updating: a new Ray cluster is being prepared and the previous one keeps serving: RayCluster Pods are being provisioned for first time".into()),
+            true,
+            (Some(1), Some(1), Some(1))
+        )
+    );
+    // The update failed on the pending cluster: surfaced, while the previous version serves.
+    let failed = sample("rayservice-deploy-failed.yaml");
+    let mut upgrade_failed = running.clone();
+    upgrade_failed["status"]["pendingServiceStatus"] =
+        failed["status"]["pendingServiceStatus"].clone();
+    upgrade_failed["status"]["pendingServiceStatus"]["rayClusterName"] =
+        json!("qwen3-raycluster-b9q4z");
+    assert_eq!(
+        translate(upgrade_failed),
+        (
+            Phase::Failed,
+            Some(format!(
+                "The update failed to deploy; the previous version keeps serving: {TRACEBACK}"
+            )),
+            true,
+            (Some(1), Some(1), Some(1))
+        )
+    );
+}
+
+#[test]
+fn replicas_sum_the_worker_groups() {
+    let mut value = sample("rayservice-running.yaml");
+    let group = value["spec"]["rayClusterConfig"]["workerGroupSpecs"][0].clone();
+    let mut second = group.clone();
+    second["groupName"] = json!("decode-workers");
+    second["replicas"] = json!(3);
+    value["spec"]["rayClusterConfig"]["workerGroupSpecs"] = json!([group, second]);
+    value["status"]["activeServiceStatus"]["rayClusterStatus"]["readyWorkerReplicas"] = json!(4);
+    value["status"]["activeServiceStatus"]["rayClusterStatus"]["availableWorkerReplicas"] =
+        json!(3);
+    assert_eq!(translate(value).3, (Some(4), Some(4), Some(3)));
+}
+
+fn crd() -> CustomResourceDefinition {
+    testing::established_crd(
+        env!("CARGO_MANIFEST_DIR"),
+        "kuberay/ray.io_rayservices.yaml",
+    )
+    .unwrap()
+}
+
+#[test]
+fn schema_detection() {
+    match KubeRayProvider.detect_schema(Some(&crd())) {
+        SchemaDetection::Supported(s) => assert_eq!(
+            (s.api_version.as_str(), s.fingerprint.as_str()),
+            ("ray.io/v1", V1_KUBERAY_1_3)
+        ),
+        other => panic!("{other:?}"),
+    }
+    // Only v1alpha1 served: rendered for v1alpha1.
+    let mut old = crd();
+    for version in &mut old.spec.versions {
+        version.served = version.name == "v1alpha1";
+    }
+    match KubeRayProvider.detect_schema(Some(&old)) {
+        SchemaDetection::Supported(s) => assert_eq!(
+            (s.api_version.as_str(), s.fingerprint.as_str()),
+            ("ray.io/v1alpha1", V1ALPHA1_KUBERAY_1_3)
+        ),
+        other => panic!("{other:?}"),
+    }
+    let rendered = KubeRayProvider
+        .render(
+            &gpu_vllm(json!({})),
+            &UpstreamSchema {
+                version: "v1alpha1".into(),
+                api_version: "ray.io/v1alpha1".into(),
+                fingerprint: V1ALPHA1_KUBERAY_1_3.into(),
+            },
+        )
+        .unwrap();
+    assert_eq!(rendered.object["apiVersion"], "ray.io/v1alpha1");
+    // A changed schema (a field this provider writes retyped): refused, naming the schema.
+    let mut changed = serde_json::to_value(crd()).unwrap();
+    changed["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]
+        ["serveConfigV2"]["type"] = json!("object");
+    let changed: CustomResourceDefinition = serde_json::from_value(changed).unwrap();
+    match KubeRayProvider.detect_schema(Some(&changed)) {
+        SchemaDetection::Unsupported {
+            api_version,
+            message,
+            ..
+        } => {
+            assert_eq!(api_version, "ray.io/v1");
+            assert!(
+                message
+                    .starts_with("unsupported rayservices.ray.io schema ray.io/v1 (fingerprint "),
+                "{message}"
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(
+        KubeRayProvider.detect_schema(None),
+        SchemaDetection::CrdNotInstalled {
+            crd: "rayservices.ray.io".into()
+        }
+    );
+}
+
+#[test]
+fn registration_is_explicit_only() {
+    let fixture: Value = testing::read_yaml(
+        format!(
+            "{}/../core-controller/tests/fixtures/shipped-providers/kuberay.yaml",
+            env!("CARGO_MANIFEST_DIR")
+        )
+        .as_ref(),
+    )
+    .unwrap();
+    let registration = serde_json::to_value(KubeRayProvider.registration()).unwrap();
+    assert_eq!(registration, fixture["spec"]);
+    assert!(registration.get("selectionRules").is_none());
+    assert_eq!(KubeRayProvider.upstream().crd_name(), "rayservices.ray.io");
+}
