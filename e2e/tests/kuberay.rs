@@ -1,0 +1,553 @@
+//! The real `airunway-provider-kuberay` (running as its ServiceAccount with the shipped RBAC)
+//! and the real core, against the real KubeRay RayService CRD; the test plays the KubeRay
+//! operator by writing the status samples KubeRay v1.3 really writes.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::time::Duration;
+
+use airunway_api::constants::{condition_types, messages};
+use airunway_api::v1alpha1::{
+    ConditionStatus, InferenceProviderConfig, ModelDeployment, Phase, ProviderStatus,
+};
+use airunway_e2e::control_plane::{crd_files, install_crds};
+use airunway_e2e::stack::{self, FAST_HEALTH, Running};
+use airunway_e2e::wait::{eventually, wait_deleted, wait_for, wait_for_condition};
+use airunway_e2e::{TestEnv, cluster_lock, paths};
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::ResourceExt;
+use kube::api::{Api, ApiResource, DeleteParams, DynamicObject, Patch, PatchParams, PostParams};
+use serde_json::{Value, json};
+
+const WAIT: Duration = Duration::from_secs(30);
+/// The fingerprint of the shipped `ray.io/v1` RayService schema (provider-kuberay/src/schema.rs).
+const V1_FINGERPRINT: &str = "7cb62e52578d3371";
+
+fn rayservices(env: &TestEnv) -> Api<DynamicObject> {
+    let resource = ApiResource {
+        group: "ray.io".into(),
+        version: "v1".into(),
+        api_version: "ray.io/v1".into(),
+        kind: "RayService".into(),
+        plural: "rayservices".into(),
+    };
+    Api::namespaced_with(env.client.clone(), &env.namespace, &resource)
+}
+
+async fn start(env: &TestEnv) -> (Running, Running) {
+    airunway_e2e::providers::delete_all(&env.client).await;
+    let identity = stack::service_account_identity(
+        env,
+        "deploy/providers/kuberay/rbac.yaml",
+        "airunway-provider-kuberay",
+    )
+    .await;
+    let core = stack::start_core(env, &env.control_plane.kubeconfig, &FAST_HEALTH, "core").await;
+    let provider = stack::start_provider(
+        env,
+        "airunway-provider-kuberay",
+        &identity,
+        &[
+            "--heartbeat-interval=1s",
+            "--status-sync-interval=2s",
+            "--finalizer-timeout=20s",
+        ],
+        "kuberay-0",
+    )
+    .await;
+    let ipcs: Api<InferenceProviderConfig> = Api::all(env.client.clone());
+    wait_for(&ipcs, "kuberay", WAIT, "ready", |i| {
+        i.status.as_ref().and_then(|s| s.ready) == Some(true)
+    })
+    .await;
+    (core, provider)
+}
+
+fn deployment(name: &str, spec: Value) -> ModelDeployment {
+    serde_json::from_value(json!({"apiVersion": "airunway.ai/v1alpha1", "kind": "ModelDeployment", "metadata": {"name": name}, "spec": spec})).unwrap()
+}
+
+fn gpu_vllm_on_kuberay() -> Value {
+    json!({"model": {"id": "Qwen/Qwen3-8B", "servedName": "qwen3"},
+           "provider": {"name": "kuberay", "overrides": {"head": {"rayStartParams": {"num-cpus": "0"}}}},
+           "engine": {"type": "vllm", "contextLength": 8192, "args": {"enable-prefix-caching": "false", "enforce-eager": ""}},
+           "resources": {"gpu": {"count": 1}, "memory": "32Gi"},
+           "env": [{"name": "VLLM_LOGGING_LEVEL", "value": "INFO"}],
+           "secrets": {"huggingFaceToken": "hf-token"},
+           "nodeSelector": {"pool": "gpu"},
+           "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}],
+           "podTemplate": {"metadata": {"labels": {"team": "search"}}}})
+}
+
+/// Replaces the RayService's whole status with `status`, as the KubeRay operator does.
+async fn write_status(api: &Api<DynamicObject>, name: &str, status: Value) {
+    let patch: json_patch::Patch =
+        serde_json::from_value(json!([{"op": "add", "path": "/status", "value": status}])).unwrap();
+    api.patch_status(name, &PatchParams::default(), &Patch::Json::<()>(patch))
+        .await
+        .unwrap();
+}
+
+fn sample(file: &str) -> Value {
+    paths::upstream_status_sample(file).unwrap()
+}
+
+#[tokio::test]
+async fn gpu_vllm_named_kuberay_lifecycle_with_the_real_rayservice_schema() {
+    let _lock = cluster_lock().await;
+    let env = TestEnv::new("kuberay-lifecycle").await;
+    let (core, provider) = start(&env).await;
+    let mds: Api<ModelDeployment> = Api::namespaced(env.client.clone(), &env.namespace);
+    let rs = rayservices(&env);
+
+    mds.create(
+        &PostParams::default(),
+        &deployment("qwen", gpu_vllm_on_kuberay()),
+    )
+    .await
+    .unwrap();
+    // A GPU vLLM deployment that does not name kuberay: KubeRay is never a candidate.
+    mds.create(
+        &PostParams::default(),
+        &deployment(
+            "unnamed",
+            json!({"model": {"id": "Qwen/Qwen3-8B"}, "engine": {"type": "vllm"}, "resources": {"gpu": {"count": 1}}}),
+        ),
+    )
+    .await
+    .unwrap();
+
+    let md = wait_for(&mds, "qwen", WAIT, "Deploying on kuberay", |md| {
+        md.phase() == Some(Phase::Deploying)
+    })
+    .await;
+    assert_eq!(
+        md.status.clone().unwrap().provider,
+        Some(ProviderStatus {
+            name: Some("kuberay".into()),
+            selected_reason: Some("explicit provider selection".into()),
+            resource_name: Some("qwen".into()),
+            resource_kind: Some("RayService".into()),
+        })
+    );
+    // Accepted by the real RayService schema, with the expected fields.
+    let ray_service = rs.get("qwen").await.unwrap();
+    let spec = &ray_service.data["spec"];
+    let config: Value = serde_saphyr::from_str(spec["serveConfigV2"].as_str().unwrap()).unwrap();
+    let app = &config["applications"][0];
+    assert_eq!(
+        (&app["name"], &app["route_prefix"], &app["import_path"]),
+        (
+            &json!("llm"),
+            &json!("/"),
+            &json!("ray.serve.llm:build_openai_app")
+        )
+    );
+    assert_eq!(
+        app["args"]["llm_configs"][0],
+        json!({"model_loading_config": {"model_id": "qwen3", "model_source": "Qwen/Qwen3-8B"},
+               "deployment_config": {"num_replicas": 1},
+               "engine_kwargs": {"max_model_len": 8192, "enable_prefix_caching": false, "enforce_eager": true}})
+    );
+    let cluster = &spec["rayClusterConfig"];
+    assert_eq!(
+        cluster["headGroupSpec"]["rayStartParams"],
+        json!({"dashboard-host": "0.0.0.0", "num-cpus": "0"})
+    );
+    let head = &cluster["headGroupSpec"]["template"]["spec"]["containers"][0];
+    assert_eq!(head["name"], "ray-head");
+    assert_eq!(head["image"], "rayproject/ray-llm:2.55.0-py311-cu128");
+    let workers = cluster["workerGroupSpecs"].as_array().unwrap();
+    assert_eq!(workers.len(), 1);
+    let group = &workers[0];
+    assert_eq!(
+        (
+            &group["groupName"],
+            &group["replicas"],
+            &group["minReplicas"],
+            &group["maxReplicas"]
+        ),
+        (&json!("gpu-workers"), &json!(1), &json!(1), &json!(1))
+    );
+    let worker = &group["template"]["spec"]["containers"][0];
+    assert_eq!(
+        worker["resources"]["limits"],
+        json!({"memory": "32Gi", "nvidia.com/gpu": "1"})
+    );
+    assert_eq!(
+        worker["env"],
+        json!([{"name": "VLLM_LOGGING_LEVEL", "value": "INFO"},
+               {"name": "HF_TOKEN", "valueFrom": {"secretKeyRef": {"name": "hf-token", "key": "HF_TOKEN"}}}])
+    );
+    assert_eq!(
+        group["template"]["spec"]["nodeSelector"],
+        json!({"pool": "gpu"})
+    );
+    assert_eq!(
+        group["template"]["metadata"]["labels"],
+        json!({"airunway.ai/deployment": "qwen", "team": "search"})
+    );
+    let owner = &ray_service.metadata.owner_references.as_ref().unwrap()[0];
+    assert_eq!(
+        (owner.kind.as_str(), owner.name.as_str(), owner.controller),
+        ("ModelDeployment", "qwen", Some(true))
+    );
+    assert_eq!(
+        ray_service
+            .labels()
+            .get("airunway.ai/managed-by")
+            .map(String::as_str),
+        Some("airunway")
+    );
+
+    // The deployment that did not name kuberay was never given to it.
+    let (unnamed, _) = wait_for_condition(
+        &mds,
+        "unnamed",
+        WAIT,
+        condition_types::PROVIDER_SELECTED,
+        ConditionStatus::False,
+    )
+    .await;
+    assert_eq!(unnamed.selected_provider(), None);
+    assert_eq!(unnamed.phase(), Some(Phase::Pending));
+    assert!(rs.get_opt("unnamed").await.unwrap().is_none());
+
+    // Each real KubeRay status drives the deployment.
+    let mut ready_but_app_failed = sample("rayservice-running.yaml");
+    ready_but_app_failed["activeServiceStatus"]["applicationStatuses"]["llm"] = json!({"status": "DEPLOY_FAILED", "message": "Deploying app 'llm' failed: CUDA out of memory"});
+    let cases = [
+        (
+            sample("rayservice-pending.yaml"),
+            Phase::Deploying,
+            "RayService is initializing: RayCluster Pods are being provisioned for first time",
+            ConditionStatus::False,
+            0,
+        ),
+        (
+            sample("rayservice-running.yaml"),
+            Phase::Running,
+            "",
+            ConditionStatus::True,
+            1,
+        ),
+        (
+            sample("rayservice-deploy-failed.yaml"),
+            Phase::Failed,
+            "Deploying app 'llm' failed with exception:\nTraceback (most recent call last):",
+            ConditionStatus::False,
+            0,
+        ),
+        (
+            ready_but_app_failed,
+            Phase::Failed,
+            "Deploying app 'llm' failed: CUDA out of memory",
+            ConditionStatus::False,
+            0,
+        ),
+        (
+            sample("rayservice-running.yaml"),
+            Phase::Running,
+            "",
+            ConditionStatus::True,
+            1,
+        ),
+    ];
+    for (index, (status, expected_phase, message, ready, ready_replicas)) in
+        cases.into_iter().enumerate()
+    {
+        write_status(&rs, "qwen", status).await;
+        let md = wait_for(&mds, "qwen", WAIT, &format!("status case {index}"), |md| {
+            md.phase() == Some(expected_phase)
+                && md
+                    .status
+                    .as_ref()
+                    .and_then(|s| s.message.as_deref())
+                    .is_some_and(|m| {
+                        m.starts_with(message) && (!message.is_empty() || m.is_empty())
+                    })
+        })
+        .await;
+        let status = md.status.clone().unwrap();
+        assert_eq!(
+            md.condition(condition_types::READY).unwrap().status,
+            ready,
+            "case {index}"
+        );
+        let replicas = status.replicas.unwrap();
+        assert_eq!(
+            (replicas.desired, replicas.ready),
+            (Some(1), Some(ready_replicas)),
+            "case {index}"
+        );
+        let endpoint = status.endpoint.unwrap();
+        assert_eq!(
+            (endpoint.service.as_deref(), endpoint.port),
+            (Some("qwen-serve-svc"), Some(8000)),
+            "case {index}"
+        );
+    }
+    assert!(
+        env.event_notes("ProviderError")
+            .await
+            .iter()
+            .any(|n| n.contains("No module named 'vllm_serve'")),
+        "the failed application's message is an event too"
+    );
+
+    // A hand edit of the RayService is restored, with a DriftDetected event.
+    rs.patch(
+        "qwen",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"spec": {"rayClusterConfig": {"rayVersion": "2.9.0"}}})),
+    )
+    .await
+    .unwrap();
+    wait_for(&rs, "qwen", WAIT, "rayVersion restored", |o| {
+        o.data["spec"]["rayClusterConfig"]["rayVersion"] == "2.55.0"
+    })
+    .await;
+    assert!(
+        env.event_notes("DriftDetected")
+            .await
+            .iter()
+            .any(|n| n.starts_with("Provider resource was modified directly, reconciling"))
+    );
+
+    // Changing model.id recreates the RayService.
+    let uid = rs.get("qwen").await.unwrap().uid().unwrap();
+    mds.patch(
+        "qwen",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"spec": {"model": {"id": "Qwen/Qwen3-4B"}}})),
+    )
+    .await
+    .unwrap();
+    let recreated = wait_for(&rs, "qwen", WAIT, "a new RayService", |o| {
+        o.uid() != Some(uid.clone())
+    })
+    .await;
+    assert!(
+        recreated.data["spec"]["serveConfigV2"]
+            .as_str()
+            .unwrap()
+            .contains("model_source: Qwen/Qwen3-4B")
+    );
+
+    // Deleting the deployment deletes the RayService.
+    mds.delete("qwen", &DeleteParams::default()).await.unwrap();
+    wait_deleted(&mds, "qwen", WAIT).await;
+    wait_deleted(&rs, "qwen", WAIT).await;
+    provider.process.terminate(Duration::from_secs(10));
+    core.process.terminate(Duration::from_secs(10));
+}
+
+#[tokio::test]
+async fn incompatible_deployments_overrides_and_the_registration() {
+    let _lock = cluster_lock().await;
+    let env = TestEnv::new("kuberay-compat").await;
+    let (core, provider) = start(&env).await;
+    let mds: Api<ModelDeployment> = Api::namespaced(env.client.clone(), &env.namespace);
+    let rs = rayservices(&env);
+
+    for (name, spec, message) in [
+        (
+            "gguf",
+            json!({"model": {"id": "a/b"}, "engine": {"type": "llamacpp"}, "image": "i", "resources": {"gpu": {"count": 1}}, "provider": {"name": "kuberay"}}),
+            "KubeRay does not support llamacpp engine",
+        ),
+        (
+            "sgl",
+            json!({"model": {"id": "a/b"}, "engine": {"type": "sglang"}, "resources": {"gpu": {"count": 1}}, "provider": {"name": "kuberay"}}),
+            "KubeRay does not support sglang engine",
+        ),
+        (
+            "trt",
+            json!({"model": {"id": "a/b"}, "engine": {"type": "trtllm"}, "resources": {"gpu": {"count": 1}}, "provider": {"name": "kuberay"}}),
+            "KubeRay does not support trtllm engine",
+        ),
+    ] {
+        mds.create(&PostParams::default(), &deployment(name, spec))
+            .await
+            .unwrap();
+        let (md, compatible) = wait_for_condition(
+            &mds,
+            name,
+            WAIT,
+            condition_types::PROVIDER_COMPATIBLE,
+            ConditionStatus::False,
+        )
+        .await;
+        assert_eq!(compatible.message.as_deref(), Some(message), "{name}");
+        assert_eq!(md.phase(), Some(Phase::Failed), "{name}");
+        assert!(rs.get_opt(name).await.unwrap().is_none(), "{name}");
+        assert!(
+            env.event_notes("ProviderIncompatible")
+                .await
+                .contains(&message.to_string())
+        );
+    }
+    // vLLM without GPUs never reaches the provider: the API server refuses it with the CRD's
+    // own rule (the provider's "KubeRay requires GPU" is its last line, unit-tested).
+    let refused = mds
+        .create(
+            &PostParams::default(),
+            &deployment(
+                "cpu",
+                json!({"model": {"id": "a/b"}, "engine": {"type": "vllm"}, "resources": {"gpu": {"count": 0}}, "provider": {"name": "kuberay"}}),
+            ),
+        )
+        .await;
+    match refused {
+        Err(kube::Error::Api(status)) => assert!(
+            status.code == 422 && status.message.contains(messages::VLLM_REQUIRES_GPU),
+            "{status:?}"
+        ),
+        other => panic!("a vLLM deployment without GPUs was not refused: {other:?}"),
+    }
+    assert!(rs.get_opt("cpu").await.unwrap().is_none());
+
+    // Overrides: a typo is a warning naming the path; a wrong type fails the deployment.
+    let mut spec = gpu_vllm_on_kuberay();
+    spec["provider"]["overrides"] = json!({"head": {"rayStartParms": {"num-cpus": "0"}}});
+    mds.create(&PostParams::default(), &deployment("typo", spec))
+        .await
+        .unwrap();
+    wait_for(&mds, "typo", WAIT, "Deploying", |md| {
+        md.phase() == Some(Phase::Deploying)
+    })
+    .await;
+    let warnings = env.event_notes("UnknownOverride").await;
+    assert!(
+        warnings
+            .iter()
+            .any(|n| n.starts_with("unknown key provider.overrides.head.rayStartParms is ignored")),
+        "{warnings:?}"
+    );
+    mds.patch(
+        "typo",
+        &PatchParams::default(),
+        &Patch::Merge(
+            json!({"spec": {"provider": {"overrides": {"head": {"resources": {"cpu": 4}}}}}}),
+        ),
+    )
+    .await
+    .unwrap();
+    let md = wait_for(&mds, "typo", WAIT, "Failed with the override error", |md| {
+        md.phase() == Some(Phase::Failed)
+    })
+    .await;
+    assert_eq!(
+        md.status.unwrap().message.as_deref(),
+        Some(
+            "invalid provider.overrides: provider.overrides.head.resources.cpu must be a quantity string such as \"4\" or \"8Gi\", got 4"
+        )
+    );
+
+    // The IPC: ready, version, heartbeat, schema version and fingerprint; no selection rules.
+    let ipcs: Api<InferenceProviderConfig> = Api::all(env.client.clone());
+    let ipc = ipcs.get("kuberay").await.unwrap();
+    assert!(ipc.spec.selection_rules.as_ref().is_none_or(Vec::is_empty));
+    let first = ipc.status.unwrap();
+    assert_eq!(first.ready, Some(true));
+    assert_eq!(first.version.as_deref(), Some("kuberay-provider:0.1.0"));
+    assert_eq!(first.upstream_crd_version.as_deref(), Some("ray.io/v1"));
+    assert_eq!(first.upstream_schema_hash.as_deref(), Some(V1_FINGERPRINT));
+    let heartbeat = first.last_heartbeat.clone().unwrap();
+    eventually("a newer heartbeat", WAIT, || async {
+        let status = ipcs.get("kuberay").await.map_err(|e| e.to_string())?.status;
+        match status.and_then(|s| s.last_heartbeat) {
+            Some(next) if next != heartbeat => Ok(()),
+            other => Err(format!("{other:?}")),
+        }
+    })
+    .await;
+    provider.process.terminate(Duration::from_secs(10));
+    core.process.terminate(Duration::from_secs(10));
+}
+
+#[tokio::test]
+async fn deletion_does_not_hang_when_the_rayservice_crd_is_gone() {
+    let _lock = cluster_lock().await;
+    let env = TestEnv::new("kuberay-crd-gone").await;
+    let (core, provider) = start(&env).await;
+    let mds: Api<ModelDeployment> = Api::namespaced(env.client.clone(), &env.namespace);
+    mds.create(
+        &PostParams::default(),
+        &deployment("orphan", gpu_vllm_on_kuberay()),
+    )
+    .await
+    .unwrap();
+    wait_for(&mds, "orphan", WAIT, "Deploying", |md| {
+        md.phase() == Some(Phase::Deploying)
+    })
+    .await;
+
+    let crds: Api<CustomResourceDefinition> = Api::all(env.client.clone());
+    crds.delete("rayservices.ray.io", &DeleteParams::default())
+        .await
+        .unwrap();
+    wait_deleted(&crds, "rayservices.ray.io", Duration::from_secs(60)).await;
+    // The provider notices: not ready, with the reason.
+    let ipcs: Api<InferenceProviderConfig> = Api::all(env.client.clone());
+    let ipc = wait_for(&ipcs, "kuberay", WAIT, "ready=false", |ipc| {
+        ipc.status.as_ref().and_then(|s| s.ready) == Some(false)
+    })
+    .await;
+    let upstream = ipc
+        .status
+        .unwrap()
+        .conditions
+        .unwrap()
+        .into_iter()
+        .find(|c| c.type_ == condition_types::UPSTREAM_AVAILABLE)
+        .unwrap();
+    assert_eq!(
+        upstream.message.as_deref(),
+        Some("CRD rayservices.ray.io is not installed: install KubeRay in the cluster")
+    );
+
+    let started = std::time::Instant::now();
+    mds.delete("orphan", &DeleteParams::default())
+        .await
+        .unwrap();
+    wait_deleted(&mds, "orphan", Duration::from_secs(15)).await;
+    eprintln!(
+        "deleted without the RayService CRD in {:.1}s (finalizer timeout is 20s)",
+        started.elapsed().as_secs_f64()
+    );
+
+    // A new named deployment reports the missing CRD.
+    mds.create(
+        &PostParams::default(),
+        &deployment("later", gpu_vllm_on_kuberay()),
+    )
+    .await
+    .unwrap();
+    let md = wait_for(&mds, "later", WAIT, "the missing-CRD message", |md| {
+        md.status
+            .as_ref()
+            .and_then(|s| s.message.as_deref())
+            .is_some_and(|m| m.starts_with(&messages::provider_crd_not_installed("kuberay")))
+    })
+    .await;
+    assert_eq!(md.phase(), Some(Phase::Pending));
+
+    // Put the CRD back for the other tests of this binary.
+    let files: Vec<_> = crd_files()
+        .unwrap()
+        .into_iter()
+        .filter(|f| f.ends_with("ray.io_rayservices.yaml"))
+        .collect();
+    install_crds(&env.client, &files).await.unwrap();
+    eventually("the provider to be ready again", WAIT, || async {
+        let ipc = ipcs.get("kuberay").await.map_err(|e| e.to_string())?;
+        if ipc.status.as_ref().and_then(|s| s.ready) == Some(true) {
+            Ok(())
+        } else {
+            Err(format!("{:?}", ipc.status))
+        }
+    })
+    .await;
+    provider.process.terminate(Duration::from_secs(10));
+    core.process.terminate(Duration::from_secs(10));
+}
