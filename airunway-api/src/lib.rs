@@ -23,6 +23,7 @@ pub use kube;
 pub use schemars;
 pub use serde_json;
 
+pub mod cache_trim;
 pub mod conditions;
 pub mod constants;
 pub mod managed_fields;

@@ -1,6 +1,8 @@
 //! The ModelDeployment reconcile: fetch (watch caches) → decide (pure) → apply the core's status
 //! with server-side apply when it changed → events, metrics, rule error reports.
 
+use std::collections::HashMap;
+use std::hash::{DefaultHasher, Hash, Hasher};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -329,6 +331,54 @@ async fn report_rule_errors(
     }
 }
 
+/// What the core last saw of each provider's selection inputs: its spec generation, `ready`,
+/// and its conditions (type, status, reason, message) — everything but the heartbeat time.
+#[derive(Debug, Default)]
+pub struct SelectionInputs {
+    seen: HashMap<String, u64>,
+}
+
+impl SelectionInputs {
+    fn fingerprint(ipc: &InferenceProviderConfig) -> u64 {
+        let status = ipc.status.as_ref();
+        let conditions: Vec<_> = status
+            .and_then(|s| s.conditions.as_ref())
+            .into_iter()
+            .flatten()
+            .map(|c| {
+                (
+                    &c.type_,
+                    &c.status,
+                    &c.reason,
+                    &c.message,
+                    c.observed_generation,
+                )
+            })
+            .collect();
+        let mut hasher = DefaultHasher::new();
+        (
+            ipc.metadata.generation,
+            ipc.metadata.deletion_timestamp.is_some(),
+            status.and_then(|s| s.ready),
+            format!("{conditions:?}"),
+        )
+            .hash(&mut hasher);
+        hasher.finish()
+    }
+
+    /// Whether `ipc` (just seen by the watch; `deleted` when it left the cache) differs from
+    /// what was seen last in anything but its heartbeat; records it.
+    pub fn changed(&mut self, ipc: &InferenceProviderConfig, deleted: bool) -> bool {
+        let name = ipc.name_any();
+        if deleted {
+            self.seen.remove(&name);
+            return true;
+        }
+        let fingerprint = Self::fingerprint(ipc);
+        self.seen.insert(name, fingerprint) != Some(fingerprint)
+    }
+}
+
 /// How many provider changes wait for the controller before it is considered lagging.
 const PROVIDER_CHANGES_BUFFER: usize = 1024;
 
@@ -452,6 +502,22 @@ mod tests {
         ipcs.iter()
             .map(|r| r.as_ref().unwrap().name_any())
             .collect()
+    }
+
+    #[test]
+    fn heartbeats_alone_are_not_selection_changes() {
+        let mut seen = SelectionInputs::default();
+        let mut provider = ipc("kaito");
+        provider.status =
+            serde_json::from_value(json!({"ready": true, "lastHeartbeat": "2026-01-01T00:00:00Z"}))
+                .unwrap();
+        assert!(seen.changed(&provider, false), "first sight");
+        provider.status.as_mut().unwrap().last_heartbeat =
+            serde_json::from_value(json!("2026-01-01T00:00:30Z")).unwrap();
+        assert!(!seen.changed(&provider, false), "a heartbeat");
+        provider.status.as_mut().unwrap().ready = Some(false);
+        assert!(seen.changed(&provider, false), "readiness");
+        assert!(seen.changed(&provider, true), "deletion");
     }
 
     #[tokio::test]

@@ -3,6 +3,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use airunway_api::cache_trim;
 use airunway_api::runtime::{
     EventPublisher, LeaderElection, Started, default_identity, serve_metrics, start,
 };
@@ -11,16 +12,20 @@ use anyhow::Context as _;
 use futures::StreamExt;
 use kube::api::Api;
 use kube::runtime::controller::{Config as ControllerConfig, Controller};
+use kube::runtime::reflector::ObjectRef;
 use kube::runtime::{WatchStreamExt, reflector, watcher};
 use prometheus_client::registry::Registry;
 
 use crate::args::Args;
-use crate::controller::{Context, ProviderChanges, run_controller};
+use crate::controller::{Context, ProviderChanges, SelectionInputs, run_controller};
 use crate::health::{MonitorOptions, run_monitor};
 use crate::metrics::{CoreMetrics, DeploymentCollector};
 use crate::selection::{HealthPolicy, RuleSet};
 use crate::webhook::certs::CertConfig;
 use crate::webhook::{WebhookOptions, start_webhooks};
+
+/// How many deployments the core reconciles at once.
+const RECONCILE_CONCURRENCY: u16 = 8;
 
 /// Name the core reports events as.
 pub const CONTROLLER_NAME: &str = "airunway-core";
@@ -35,9 +40,17 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     let mut registry = Registry::with_prefix("airunway");
     let metrics = CoreMetrics::register(&mut registry);
 
+    // Deployments are cached with only what the reconcile reads (status ownership, no
+    // last-applied copy of the spec): see `cache_trim`.
     let deployments: Api<ModelDeployment> = Api::all(client.clone());
-    let controller = Controller::new(deployments, watcher::Config::default())
-        .with_config(ControllerConfig::default().concurrency(4));
+    let (deployment_store, deployment_writer) = reflector::store();
+    let deployment_changes = watcher(deployments, watcher::Config::default().any_semantic())
+        .default_backoff()
+        .modify(|md: &mut ModelDeployment| cache_trim::keep_status_ownership(&mut md.metadata))
+        .reflect(deployment_writer)
+        .touched_objects();
+    let controller = Controller::for_stream(deployment_changes, deployment_store)
+        .with_config(ControllerConfig::default().concurrency(RECONCILE_CONCURRENCY));
     registry.register_collector(Box::new(DeploymentCollector::new(controller.store())));
     serve_metrics(
         args.common.metrics_bind_address,
@@ -56,11 +69,20 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         .reflect(writer)
         .touched_objects();
     let announce = provider_changes.clone();
+    let cached = providers.clone();
     tokio::spawn(async move {
         futures::pin_mut!(reflect);
+        // A heartbeat alone changes nothing selection reads (staleness reaches the deployments
+        // through the monitor's `Available` condition), so it wakes no deployment.
+        let mut seen = SelectionInputs::default();
         while let Some(event) = reflect.next().await {
             match event {
-                Ok(ipc) => announce.announce(ipc),
+                Ok(ipc) => {
+                    let deleted = cached.get(&ObjectRef::from_obj(&ipc)).is_none();
+                    if seen.changed(&ipc, deleted) {
+                        announce.announce(ipc);
+                    }
+                }
                 Err(e) => tracing::warn!(error = %e, "InferenceProviderConfig watch error"),
             }
         }

@@ -23,6 +23,20 @@ use crate::paths;
 use crate::pki::{self, CertAndKey, TestCa};
 use crate::process::{self, Lifetime, ProcessHandle, Spawn};
 
+/// The API server's audit policy: every request at `Metadata` level (who, verb, resource,
+/// object, response code; no bodies), recorded once it completes (and when a watch starts).
+pub const AUDIT_POLICY: &str = "apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: [RequestReceived]
+rules:
+- level: Metadata
+";
+
+/// The API server's audit log of a control plane in `dir` (JSON lines, see [`AUDIT_POLICY`]).
+pub fn audit_log_path(dir: &Path) -> PathBuf {
+    dir.join("logs").join("kube-apiserver-audit.log")
+}
+
 /// Field manager the harness uses to install CRDs.
 pub const HARNESS_FIELD_MANAGER: &str = "airunway-e2e";
 
@@ -327,6 +341,9 @@ fn start_once(bin: &Path, options: &ControlPlaneOptions) -> Result<ControlPlane>
 
     // kube-apiserver
     let step = Instant::now();
+    let audit_policy = dir.join("audit-policy.yaml");
+    std::fs::write(&audit_policy, AUDIT_POLICY)?;
+    std::fs::create_dir_all(&logs)?;
     let apiserver = Spawn {
         name: "kube-apiserver".into(),
         program: bin.join("kube-apiserver"),
@@ -357,6 +374,10 @@ fn start_once(bin: &Path, options: &ControlPlaneOptions) -> Result<ControlPlane>
             "--disable-admission-plugins=ServiceAccount".into(),
             "--allow-privileged=true".into(),
             "--profiling=false".into(),
+            format!("--audit-policy-file={}", audit_policy.display()),
+            format!("--audit-log-path={}", audit_log_path(&dir).display()),
+            "--audit-log-format=json".into(),
+            "--audit-log-maxbackup=0".into(),
             "--v=0".into(),
         ],
         env: [("GOMAXPROCS".to_string(), "2".to_string())]

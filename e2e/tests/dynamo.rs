@@ -60,7 +60,7 @@ impl Stack {
 
 async fn start(env: &TestEnv) -> Stack {
     airunway_e2e::providers::delete_all(&env.client).await;
-    let flags = ["--heartbeat-interval=1s", "--status-sync-interval=2s"];
+    let flags = ["--heartbeat-interval=1s"];
     let core = stack::start_core(env, &env.control_plane.kubeconfig, &FAST_HEALTH, "core").await;
     let dynamo_id = stack::service_account_identity(
         env,

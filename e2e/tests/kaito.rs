@@ -45,11 +45,7 @@ async fn start(env: &TestEnv) -> (Running, Running) {
         env,
         "airunway-provider-kaito",
         &identity,
-        &[
-            "--heartbeat-interval=1s",
-            "--status-sync-interval=2s",
-            "--finalizer-timeout=20s",
-        ],
+        &["--heartbeat-interval=1s", "--finalizer-timeout=20s"],
         "kaito-0",
     )
     .await;

@@ -35,7 +35,7 @@ async fn provider_identity(env: &TestEnv) -> PathBuf {
 }
 
 async fn start_example(env: &TestEnv, kubeconfig: &std::path::Path, extra: &[&str]) -> Running {
-    let mut args = vec!["--heartbeat-interval=1s", "--status-sync-interval=2s"];
+    let mut args = vec!["--heartbeat-interval=1s"];
     args.extend_from_slice(extra);
     start_provider(env, PROVIDER, kubeconfig, &args, "configmap-0").await
 }

@@ -30,9 +30,12 @@ pub struct ProviderArgs {
     #[arg(long, env = "AIRUNWAY_HEARTBEAT_INTERVAL", default_value = "30s", value_parser = parse_duration)]
     pub heartbeat_interval: Duration,
 
-    /// How often each deployment's status is re-synced from its upstream object.
-    #[arg(long, env = "AIRUNWAY_STATUS_SYNC_INTERVAL", default_value = "30s", value_parser = parse_duration)]
-    pub status_sync_interval: Duration,
+    /// How often each deployment is re-checked without a change. Status follows the upstream
+    /// object through the provider's watch, not this timer; the re-check reads only the watch
+    /// caches and writes nothing unless something differs. (`--status-sync-interval` is the
+    /// old name.)
+    #[arg(long, alias = "status-sync-interval", env = "AIRUNWAY_RESYNC_INTERVAL", default_value = "10m", value_parser = parse_duration)]
+    pub resync_interval: Duration,
 
     /// How long deletion waits for the upstream object before the finalizer is removed anyway
     /// (with a FinalizerTimeout warning event).

@@ -1,13 +1,14 @@
-//! The pure steps of one provider reconcile in the order the SDK takes them, without an API
-//! server: for a provider's own tests and benchmarks (the shipped providers' benchmarks use
-//! it). The SDK's reconcile interleaves the same steps with its reads and writes.
+//! The pure steps of one provider reconcile ([`super::plan`]) without an API server: for a
+//! provider's own tests and benchmarks (the shipped providers' benchmarks use it). The SDK's
+//! reconcile runs exactly these functions and carries out what they return.
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::core::DynamicObject;
 use serde_json::{Value, json};
 
-use super::desired::{self, DesiredUpstream, ProviderStatus};
-use super::traits::{Provider, RenderError, UpstreamSchema};
+use super::desired::{DesiredUpstream, ProviderStatus};
+use super::plan::{self, HoldCause, Plan};
+use super::traits::{Provider, SchemaDetection, UpstreamSchema};
 use crate::v1alpha1::ModelDeployment;
 
 /// Why a deployment stops before its upstream object is applied.
@@ -16,9 +17,14 @@ pub enum CycleError {
     /// [`Provider::check_compatibility`] refused it (`ProviderCompatible=False`).
     #[error("incompatible: {0}")]
     Incompatible(String),
-    /// [`Provider::render`] failed.
-    #[error("render failed: {0}")]
-    Render(#[from] RenderError),
+    /// Held for another reason (render error, object not owned, schema); the phase message.
+    #[error("held: {message}")]
+    Held {
+        /// Why.
+        cause: HoldCause,
+        /// The message the deployment shows.
+        message: String,
+    },
 }
 
 impl CycleError {
@@ -26,16 +32,18 @@ impl CycleError {
     pub fn category(&self) -> &'static str {
         match self {
             CycleError::Incompatible(_) => "incompatible",
-            CycleError::Render(e) => e.category(),
+            CycleError::Held { cause, .. } => cause.error_category().unwrap_or("held"),
         }
     }
 }
 
-/// What an applying reconcile computes.
+/// What a deploying reconcile computes.
 #[derive(Clone, Debug, PartialEq)]
 pub struct AppliedCycle {
     /// The object to apply, with owner reference, labels and hash annotations.
     pub desired: DesiredUpstream,
+    /// Whether the SDK writes the object (missing, changed or edited); `false`: in sync.
+    pub applies: bool,
     /// Whether the live object was edited by hand (a `DriftDetected` event).
     pub drifted: bool,
     /// The provider-owned status derived from the live object.
@@ -44,9 +52,8 @@ pub struct AppliedCycle {
     pub status_patch: Value,
 }
 
-/// Compatibility, render, the object to apply, the drift check against `live` (the object
-/// the API server returned, `None` before it exists), status translation and the status
-/// patch at `now`.
+/// [`plan::plan`] for a supported `schema` and `live` (the cached object, `None` before it
+/// exists), with the status translated from `live` and its patch at `now`.
 pub fn apply<P: Provider>(
     provider: &P,
     md: &ModelDeployment,
@@ -54,53 +61,58 @@ pub fn apply<P: Provider>(
     live: Option<&DynamicObject>,
     now: &Time,
 ) -> Result<AppliedCycle, CycleError> {
-    provider
-        .check_compatibility(md)
-        .map_err(CycleError::Incompatible)?;
-    let rendered = provider.render(md, schema)?;
-    let desired = desired::desired_upstream(md, &rendered);
-    let drifted = live
-        .and_then(|live| serde_json::to_value(live).ok())
-        .is_some_and(|live| desired::drifted(&desired, &live));
-    let status = translated_status(provider, md, &desired, live);
+    let detection = SchemaDetection::Supported(schema.clone());
+    let (desired, applies, drifted, status) = match plan::plan(provider, md, &detection, live) {
+        Plan::Apply {
+            desired, drifted, ..
+        } => {
+            let status = plan::status_from_live(provider, md, &desired, live);
+            (desired, true, drifted, status)
+        }
+        Plan::InSync {
+            desired, status, ..
+        } => (desired, false, false, status),
+        Plan::Hold { cause, status } => {
+            return Err(match cause {
+                HoldCause::Incompatible => CycleError::Incompatible(status.message),
+                cause => CycleError::Held {
+                    cause,
+                    message: status.message,
+                },
+            });
+        }
+        Plan::AwaitDeletion | Plan::Recreate { .. } => {
+            return Err(CycleError::Held {
+                cause: HoldCause::NotOwned,
+                message: "the live object is being replaced".into(),
+            });
+        }
+    };
     let status_patch = status.patch(md, now);
     Ok(AppliedCycle {
         desired,
+        applies,
         drifted,
         status,
         status_patch,
     })
 }
 
-/// The periodic status sync of a deployment whose object exists: the status translated from
-/// `live`, and whether the deployment already shows it (then nothing is written).
+/// The status sync of a deployment whose object exists (what the SDK does when the upstream
+/// watch reports a change): the status translated from `live`, and whether the deployment
+/// already shows it (then nothing is written).
 pub fn status_sync<P: Provider>(
     provider: &P,
     md: &ModelDeployment,
     desired: &DesiredUpstream,
     live: &DynamicObject,
 ) -> (ProviderStatus, bool) {
-    let status = translated_status(provider, md, desired, Some(live));
-    let current = status.is_current(md, &format!("{}-provider", provider.name()));
+    let status = plan::status_from_live(provider, md, desired, Some(live));
+    let current = status.is_current(
+        md,
+        &crate::constants::field_managers::provider(provider.name()),
+    );
     (status, current)
-}
-
-fn translated_status<P: Provider>(
-    provider: &P,
-    md: &ModelDeployment,
-    desired: &DesiredUpstream,
-    live: Option<&DynamicObject>,
-) -> ProviderStatus {
-    let name = desired.object["metadata"]["name"]
-        .as_str()
-        .unwrap_or_default()
-        .to_string();
-    let kind = desired.object["kind"]
-        .as_str()
-        .unwrap_or_default()
-        .to_string();
-    let translated = provider.translate_status(md, live);
-    ProviderStatus::from_translation(provider.display_name(), (name, kind), &translated)
 }
 
 /// The object as the API server would return it after the apply: `desired` with a uid, a
@@ -120,7 +132,7 @@ pub fn served(
 mod tests {
     use super::*;
     use crate::provider::SchemaDetection;
-    use crate::provider::traits::{Rendered, TranslatedStatus, UpstreamKind};
+    use crate::provider::traits::{RenderError, Rendered, TranslatedStatus, UpstreamKind};
     use crate::v1alpha1::{InferenceProviderConfigSpec, Phase};
     use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 
@@ -214,6 +226,7 @@ mod tests {
     fn first_apply_then_ready_then_drift() {
         let md = md("a/b");
         let first = apply(&Echo, &md, &schema(), None, &now()).unwrap();
+        assert!(first.applies, "a missing object is created");
         assert!(!first.drifted);
         assert_eq!(first.status.phase, Phase::Deploying);
         assert_eq!(
@@ -224,16 +237,26 @@ mod tests {
 
         let live = served(&first.desired, json!({"ready": true})).unwrap();
         let settled = apply(&Echo, &md, &schema(), Some(&live), &now()).unwrap();
+        assert!(
+            !settled.applies,
+            "an object as desired is not written again"
+        );
         assert!(!settled.drifted);
         assert_eq!(settled.status.phase, Phase::Running);
 
         let mut edited = serde_json::to_value(&live).unwrap();
         edited["data"]["model"] = json!("edited/by-hand");
         let edited: DynamicObject = serde_json::from_value(edited).unwrap();
+        let restored = apply(&Echo, &md, &schema(), Some(&edited), &now()).unwrap();
         assert!(
-            apply(&Echo, &md, &schema(), Some(&edited), &now())
-                .unwrap()
-                .drifted
+            restored.drifted && restored.applies,
+            "an edited object is restored"
+        );
+
+        let changed = apply(&Echo, &self::md("a/c"), &schema(), Some(&live), &now());
+        assert!(
+            matches!(changed, Err(CycleError::Held { .. })),
+            "a changed identity field replaces the object: {changed:?}"
         );
     }
 

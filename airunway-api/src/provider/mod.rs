@@ -17,20 +17,28 @@
 //!    owner reference and labels; drift overwritten with a `DriftDetected` event; identity
 //!    changes delete and recreate; moving to another provider cleans up and releases the
 //!    finalizer and the status fields; status translation applied to the provider-owned status
-//!    fields; periodic status sync; `ResourceCreated`/`Ready`; events.
+//!    fields; `ResourceCreated`/`Ready`; events. The pipeline is [`plan::triage`] →
+//!    [`plan::plan`] (pure) → apply only when the plan says so → status only when it changed;
+//!    every read comes from the watch caches, and a change of the upstream object (its
+//!    operator's status, an edit, a deletion) arrives through the provider's watch on its kind
+//!    (only objects labelled `airunway.ai/managed-by: airunway`), never by polling.
 //! 4. **Operations**: metrics, `/healthz`, `/readyz`, Lease leader election, tracing, graceful
 //!    shutdown — the same flags as the core.
 
 mod args;
+mod cleanup;
 pub mod cycle;
 pub mod desired;
+mod live;
 mod metrics;
 pub mod overrides;
+pub mod plan;
 mod probe_server;
 mod reconcile;
 pub mod registration;
 mod runner;
 pub mod schema;
+mod status_write;
 #[cfg(feature = "provider-testing")]
 pub mod testing;
 mod traits;

@@ -1,25 +1,26 @@
-//! The provider reconcile loop (the shell around the provider's pure functions).
+//! The provider reconcile: fetch (watch caches) → [`triage`](super::plan::triage) →
+//! [`plan`](super::plan::plan) (pure) → apply the upstream object only when the plan says so
+//! (server-side apply) → write the provider-owned status only when it changed. Every read comes
+//! from the watch caches; nothing is polled: a change of the deployment or of its upstream
+//! object (status written by the upstream operator, an edit, a deletion) wakes the reconcile.
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::api::{
     Api, ApiResource, DeleteParams, DynamicObject, Patch, PatchParams, PropagationPolicy,
 };
 use kube::runtime::controller::Action;
 use kube::{Client, Resource, ResourceExt};
-use serde_json::{Value, json};
 
-use super::desired::{self, ProviderStatus};
-use super::traits::{Provider, RenderError, SchemaDetection, UpstreamKind};
-use crate::conditions;
-use crate::constants::{
-    condition_types, event_reasons, field_managers, finalizers, messages, reasons,
-};
+use super::cleanup;
+use super::live::LiveObjects;
+use super::plan::{self, Plan, Triage};
+use super::status_write;
+use super::traits::{Provider, RenderWarning, SchemaDetection, UpstreamKind};
+use crate::constants::{event_reasons, field_managers, finalizers};
 use crate::runtime::EventPublisher;
-use crate::v1alpha1::{ConditionStatus, ModelDeployment, Phase};
+use crate::v1alpha1::ModelDeployment;
 
 /// A provider reconcile failure. [`category`](ReconcileError::category) labels metrics.
 #[derive(Debug, thiserror::Error)]
@@ -60,7 +61,8 @@ impl ReconcileError {
     }
 }
 
-fn api_error(action: impl Into<String>) -> impl FnOnce(kube::Error) -> ReconcileError {
+/// Wraps a [`kube::Error`] with what was being done.
+pub(super) fn api_error(action: impl Into<String>) -> impl FnOnce(kube::Error) -> ReconcileError {
     let action = action.into();
     move |source| ReconcileError::Api { action, source }
 }
@@ -73,32 +75,39 @@ pub struct Context<P: Provider> {
     pub client: Client,
     /// The upstream kind.
     pub upstream: UpstreamKind,
-    /// The latest upstream detection (refreshed with every heartbeat).
+    /// The latest upstream detection (refreshed when the CRD changes).
     pub detection: Arc<RwLock<SchemaDetection>>,
+    /// The upstream objects this provider manages, as its watch sees them (plus what it just
+    /// applied and the watch has not delivered yet).
+    pub live: LiveObjects,
     /// Events.
     pub events: EventPublisher,
     /// `--finalizer-timeout`.
     pub finalizer_timeout: Duration,
-    /// `--status-sync-interval`.
-    pub status_sync: Duration,
+    /// `--resync-interval`: a periodic re-check from the caches (no API call unless a write is
+    /// due).
+    pub resync: Duration,
     /// Metrics.
     pub metrics: super::metrics::ProviderMetrics,
     /// When each deployment that moved to another provider was first seen (cleanup timeout).
-    pub moved_since: Mutex<HashMap<String, Instant>>,
+    pub moved_since: std::sync::Mutex<std::collections::HashMap<String, Instant>>,
     /// The generation whose render warnings were already published, per deployment.
-    pub warned: Mutex<HashMap<String, i64>>,
+    pub warned: std::sync::Mutex<std::collections::HashMap<String, i64>>,
 }
 
 impl<P: Provider> Context<P> {
-    fn manager(&self) -> String {
+    /// Field manager `<name>-provider`.
+    pub(super) fn manager(&self) -> String {
         field_managers::provider(self.provider.name())
     }
 
-    fn finalizer(&self) -> String {
+    /// Finalizer `airunway.ai/<name>-provider`.
+    pub(super) fn finalizer(&self) -> String {
         finalizers::provider(self.provider.name())
     }
 
-    fn detection(&self) -> SchemaDetection {
+    /// The current detection.
+    pub(super) fn detection(&self) -> SchemaDetection {
         self.detection
             .read()
             .map(|d| d.clone())
@@ -107,7 +116,8 @@ impl<P: Provider> Context<P> {
             })
     }
 
-    fn upstream_api(&self, namespace: &str) -> Api<DynamicObject> {
+    /// The upstream API in `namespace`, for the detected version.
+    pub(super) fn upstream_api(&self, namespace: &str) -> Api<DynamicObject> {
         let version = self
             .detection()
             .schema()
@@ -121,6 +131,11 @@ impl<P: Provider> Context<P> {
             plural: self.upstream.plural.clone(),
         };
         Api::namespaced_with(self.client.clone(), namespace, &resource)
+    }
+
+    /// The cached upstream object `namespace/name`.
+    pub(super) fn live(&self, namespace: &str, name: &str) -> Option<Arc<DynamicObject>> {
+        self.live.get(namespace, name)
     }
 }
 
@@ -147,463 +162,148 @@ async fn reconcile_inner<P: Provider>(
         .name
         .clone()
         .ok_or(ReconcileError::MissingField("metadata.name"))?;
-    let ours = md.selected_provider() == Some(ctx.provider.name());
-    let finalizer = ctx.finalizer();
-    let has_finalizer = md.finalizers().contains(&finalizer);
-    if !ours && !has_finalizer {
-        return Ok(Action::await_change());
-    }
-    if md.is_reconcile_paused() {
-        return Ok(Action::await_change());
-    }
-    let uid = md.metadata.uid.clone().unwrap_or_default();
-    let deployments: Api<ModelDeployment> = Api::namespaced(ctx.client.clone(), &namespace);
-
-    if md.metadata.deletion_timestamp.is_some() {
-        if !has_finalizer {
-            return Ok(Action::await_change());
+    match plan::triage(md, ctx.provider.name()) {
+        Triage::Ignore | Triage::Paused => Ok(Action::await_change()),
+        Triage::Delete => cleanup::on_delete(md, ctx).await,
+        Triage::MovedAway => cleanup::on_moved_away(md, ctx).await,
+        Triage::AddFinalizer => {
+            cleanup::add_finalizer(md, ctx).await?;
+            // The update wakes the next reconcile.
+            Ok(Action::await_change())
         }
-        let since = md
-            .metadata
-            .deletion_timestamp
-            .as_ref()
-            .map(|t| t.0)
-            .unwrap_or_else(jiff::Timestamp::now);
-        let timed_out = jiff::Timestamp::now().duration_since(since)
-            > jiff::SignedDuration::try_from(ctx.finalizer_timeout)
-                .unwrap_or(jiff::SignedDuration::MAX);
-        return cleanup(md, ctx, &deployments, timed_out, false).await;
+        Triage::AwaitValidSpec => Ok(Action::await_change()),
+        Triage::Deploy => {
+            cleanup::forget_move(md, ctx);
+            deploy(md, ctx, &namespace, &name).await
+        }
     }
-    if !ours {
-        // Moved to another provider: clean up, release our status fields and the finalizer.
-        let first_seen = {
-            let mut moved = ctx
-                .moved_since
-                .lock()
-                .map_err(|_| ReconcileError::MissingField("lock"))?;
-            *moved.entry(uid.clone()).or_insert_with(Instant::now)
-        };
-        let result = cleanup(
-            md,
-            ctx,
-            &deployments,
-            first_seen.elapsed() > ctx.finalizer_timeout,
-            true,
-        )
-        .await;
-        return result;
-    }
-    if let Ok(mut moved) = ctx.moved_since.lock() {
-        moved.remove(&uid);
-    }
+}
 
-    if !has_finalizer {
-        add_finalizer(md, &deployments, &finalizer).await?;
-        // The update triggers the next reconcile.
-        return Ok(Action::await_change());
-    }
-
-    // The core says the current spec is invalid: deploy nothing until it is fixed.
-    let validated = md.condition(condition_types::VALIDATED);
-    if validated.is_some_and(|c| {
-        c.status == ConditionStatus::False && c.observed_generation == md.metadata.generation
-    }) {
-        return Ok(Action::requeue(ctx.status_sync));
-    }
-
-    let provider = &ctx.provider;
+/// Carries out the [`Plan`] for a deployment to deploy.
+async fn deploy<P: Provider>(
+    md: &ModelDeployment,
+    ctx: &Context<P>,
+    namespace: &str,
+    name: &str,
+) -> Result<Action, ReconcileError> {
+    let provider = ctx.provider.as_ref();
     let kind = ctx.upstream.kind.clone();
-    if let Err(message) = provider.check_compatibility(md) {
-        let status = ProviderStatus::not_deployed(
-            Phase::Failed,
-            message.clone(),
-            (false, reasons::INCOMPATIBLE_CONFIGURATION, message.clone()),
-            (
-                reasons::INCOMPATIBLE_CONFIGURATION,
-                format!("No {kind} is created for an incompatible configuration"),
-            ),
-        );
-        write_status(md, ctx, &status).await?;
-        return Ok(Action::requeue(ctx.status_sync));
-    }
-    let compatible = (
-        true,
-        reasons::COMPATIBILITY_VERIFIED,
-        format!("Configuration compatible with {}", provider.display_name()),
-    );
-    // Without a usable upstream CRD the deployment waits in Pending, saying which CRD.
-    let waiting_for_crd = match ctx.detection() {
-        SchemaDetection::Supported(schema) => Ok(schema),
-        SchemaDetection::CrdNotInstalled { crd } => Err(format!(
-            "{} ({crd} is missing)",
-            messages::provider_crd_not_installed(provider.name())
-        )),
-        SchemaDetection::NotEstablished { crd } => {
-            Err(format!("Waiting for CRD {crd} to be Established"))
+    let live = ctx.live(namespace, name);
+    let status = match plan::plan(provider, md, &ctx.detection(), live.as_deref()) {
+        Plan::Hold { cause, status } => {
+            if let Some(category) = cause.error_category() {
+                ctx.metrics.error(category);
+            }
+            status
         }
-        SchemaDetection::Unsupported { message, .. } => {
-            return hold_incompatible(md, ctx, reasons::UNSUPPORTED_SCHEMA, message).await;
+        Plan::AwaitDeletion => {
+            // The watch reports the deletion; the timer is only a safety net.
+            return Ok(Action::requeue(ctx.resync));
         }
-    };
-    let schema = match waiting_for_crd {
-        Ok(schema) => schema,
-        Err(message) => {
-            return hold(
-                md,
-                ctx,
-                Phase::Pending,
-                compatible,
-                reasons::UPSTREAM_CRD_NOT_INSTALLED,
-                message,
-            )
-            .await;
+        Plan::Recreate { name, status } => {
+            recreate(md, ctx, namespace, &name).await?;
+            status
         }
-    };
-
-    let rendered = match provider.render(md, &schema) {
-        Ok(rendered) => rendered,
-        Err(error) => {
-            ctx.metrics.error(error.category());
-            let reason = match error {
-                RenderError::InvalidOverrides(_) => reasons::INVALID_OVERRIDES,
-                RenderError::Unsupported(_) => reasons::INCOMPATIBLE_CONFIGURATION,
-            };
-            let message = error.to_string();
-            return hold_incompatible(md, ctx, reason, message).await;
+        Plan::InSync {
+            status, warnings, ..
+        } => {
+            publish_render_warnings(md, ctx, &warnings).await;
+            status
         }
-    };
-    publish_render_warnings(md, ctx, &rendered.warnings).await;
-
-    let desired = desired::desired_upstream(md, &rendered);
-    let upstream = ctx.upstream_api(&namespace);
-    let live = upstream
-        .get_opt(&name)
-        .await
-        .map_err(api_error(format!("reading {kind} {namespace}/{name}")))?;
-    let reference = md.object_ref(&());
-    if let Some(live) = &live {
-        let live_value = serde_json::to_value(live).unwrap_or(Value::Null);
-        if !desired::owned_by(&live_value, md) {
-            let message = format!(
-                "{kind} {namespace}/{name} already exists and is not owned by this ModelDeployment; delete or rename it"
-            );
-            return hold(
-                md,
-                ctx,
-                Phase::Failed,
-                compatible,
-                reasons::APPLY_FAILED,
-                message,
-            )
-            .await;
-        }
-        if live.metadata.deletion_timestamp.is_some() {
-            // Being deleted (identity change): wait until it is gone, then create it anew.
-            return Ok(Action::requeue(Duration::from_secs(2)));
-        }
-        if desired::live_identity_hash(&live_value) != Some(desired.identity_hash.as_str()) {
-            ctx.events
-                .normal(&reference, event_reasons::RESOURCE_RECREATED, "Recreate",
-                    format!("Deleting {kind} '{name}' to recreate it: an identity field (model.id, model.source, engine.type, provider.name or serving.mode) changed"))
-                .await;
-            upstream
-                .delete(
-                    &name,
-                    &DeleteParams {
-                        propagation_policy: Some(PropagationPolicy::Background),
-                        ..Default::default()
-                    },
+        Plan::Apply {
+            desired,
+            drifted,
+            creating,
+            warnings,
+        } => {
+            publish_render_warnings(md, ctx, &warnings).await;
+            let reference = md.object_ref(&());
+            if drifted {
+                ctx.events
+                    .warning(&reference, event_reasons::DRIFT_DETECTED, "Reconcile",
+                        format!("Provider resource was modified directly, reconciling ({kind} '{name}' is restored from the ModelDeployment)"))
+                    .await;
+            }
+            let upstream = ctx.upstream_api(namespace);
+            match upstream
+                .patch(
+                    name,
+                    &PatchParams::apply(&ctx.manager()).force(),
+                    &Patch::Apply(&desired.object),
                 )
                 .await
-                .map_err(api_error(format!("deleting {kind} {namespace}/{name}")))?;
-            let message = format!("Recreating {kind} {name} after an identity change");
-            let status = ProviderStatus::not_deployed(
-                Phase::Deploying,
-                message.clone(),
-                compatible,
-                (reasons::RECREATING, message),
-            );
-            write_status(md, ctx, &status).await?;
-            return Ok(Action::requeue(Duration::from_secs(1)));
+            {
+                Ok(mut applied) => {
+                    if creating {
+                        ctx.events
+                            .normal(
+                                &reference,
+                                event_reasons::RESOURCE_CREATED,
+                                "Create",
+                                format!("Created {kind} '{name}'"),
+                            )
+                            .await;
+                    }
+                    let status = plan::status_from_live(provider, md, &desired, Some(&applied));
+                    crate::cache_trim::drop_ownership(&mut applied.metadata);
+                    ctx.live.remember(applied);
+                    status
+                }
+                // The CRD went away after detection.
+                Err(kube::Error::Api(status)) if status.code == 404 => {
+                    plan::crd_gone(provider, &status.message)
+                }
+                Err(kube::Error::Api(status)) if (400..500).contains(&status.code) => {
+                    ctx.metrics.error("apply_rejected");
+                    plan::apply_rejected(provider, &kind, name, &status.message)
+                }
+                Err(e) => return Err(api_error(format!("applying {kind} {namespace}/{name}"))(e)),
+            }
         }
-        if desired::drifted(&desired, &live_value) {
-            ctx.events
-                .warning(&reference, event_reasons::DRIFT_DETECTED, "Reconcile",
-                    format!("Provider resource was modified directly, reconciling ({kind} '{name}' is restored from the ModelDeployment)"))
-                .await;
-        }
-    }
+    };
+    status_write::write(md, ctx, &status).await?;
+    Ok(Action::requeue(ctx.resync))
+}
 
-    let applied = match upstream
-        .patch(
-            &name,
-            &PatchParams::apply(&ctx.manager()).force(),
-            &Patch::Apply(&desired.object),
+/// Deletes the live object after an identity change (it is created anew once gone).
+async fn recreate<P: Provider>(
+    md: &ModelDeployment,
+    ctx: &Context<P>,
+    namespace: &str,
+    name: &str,
+) -> Result<(), ReconcileError> {
+    let kind = &ctx.upstream.kind;
+    ctx.events
+        .normal(&md.object_ref(&()), event_reasons::RESOURCE_RECREATED, "Recreate",
+            format!("Deleting {kind} '{name}' to recreate it: an identity field (model.id, model.source, engine.type, provider.name or serving.mode) changed"))
+        .await;
+    match ctx
+        .upstream_api(namespace)
+        .delete(
+            name,
+            &DeleteParams {
+                propagation_policy: Some(PropagationPolicy::Background),
+                ..Default::default()
+            },
         )
         .await
     {
-        Ok(applied) => applied,
+        Ok(_) => {
+            ctx.live.forget(namespace, name);
+            Ok(())
+        }
         Err(kube::Error::Api(status)) if status.code == 404 => {
-            // The CRD went away after detection.
-            let message = format!(
-                "{} ({})",
-                messages::provider_crd_not_installed(provider.name()),
-                status.message
-            );
-            return hold(
-                md,
-                ctx,
-                Phase::Pending,
-                compatible,
-                reasons::UPSTREAM_CRD_NOT_INSTALLED,
-                message,
-            )
-            .await;
+            ctx.live.forget(namespace, name);
+            Ok(())
         }
-        Err(kube::Error::Api(status)) if (400..500).contains(&status.code) => {
-            ctx.metrics.error("apply_rejected");
-            let message = format!("The API server rejected {kind} {name}: {}", status.message);
-            return hold(
-                md,
-                ctx,
-                Phase::Failed,
-                compatible,
-                reasons::APPLY_FAILED,
-                message,
-            )
-            .await;
-        }
-        Err(e) => return Err(api_error(format!("applying {kind} {namespace}/{name}"))(e)),
-    };
-    if live.is_none() {
-        ctx.events
-            .normal(
-                &reference,
-                event_reasons::RESOURCE_CREATED,
-                "Create",
-                format!("Created {kind} '{name}'"),
-            )
-            .await;
+        Err(e) => Err(api_error(format!("deleting {kind} {namespace}/{name}"))(e)),
     }
-    let translated = provider.translate_status(md, Some(&applied));
-    let status =
-        ProviderStatus::from_translation(provider.display_name(), (name, kind), &translated);
-    write_status(md, ctx, &status).await?;
-    Ok(Action::requeue(ctx.status_sync))
-}
-
-/// Reports why nothing is deployed (for `reason`, with `message` as the phase message and on
-/// `ResourceCreated`) and checks again after the status sync interval.
-async fn hold<P: Provider>(
-    md: &ModelDeployment,
-    ctx: &Context<P>,
-    phase: Phase,
-    compatible: (bool, &str, String),
-    reason: &str,
-    message: String,
-) -> Result<Action, ReconcileError> {
-    let status =
-        ProviderStatus::not_deployed(phase, message.clone(), compatible, (reason, message));
-    write_status(md, ctx, &status).await?;
-    Ok(Action::requeue(ctx.status_sync))
-}
-
-/// [`hold`] in `Failed` for a configuration this provider cannot serve: `ProviderCompatible`
-/// is false with the same reason and message.
-async fn hold_incompatible<P: Provider>(
-    md: &ModelDeployment,
-    ctx: &Context<P>,
-    reason: &str,
-    message: String,
-) -> Result<Action, ReconcileError> {
-    let compatible = (false, reason, message.clone());
-    hold(md, ctx, Phase::Failed, compatible, reason, message).await
-}
-
-async fn add_finalizer(
-    md: &ModelDeployment,
-    api: &Api<ModelDeployment>,
-    finalizer: &str,
-) -> Result<(), ReconcileError> {
-    let name = md.name_any();
-    let patch = match &md.metadata.finalizers {
-        None => json!([{"op": "add", "path": "/metadata/finalizers", "value": [finalizer]}]),
-        Some(current) => json!([
-            {"op": "test", "path": "/metadata/finalizers", "value": current},
-            {"op": "add", "path": "/metadata/finalizers/-", "value": finalizer},
-        ]),
-    };
-    let patch: json_patch::Patch = serde_json::from_value(patch)
-        .map_err(|_| ReconcileError::MissingField("finalizer patch"))?;
-    api.patch(&name, &PatchParams::default(), &Patch::<()>::Json(patch))
-        .await
-        .map_err(api_error(format!("adding finalizer {finalizer} to {name}")))?;
-    Ok(())
-}
-
-async fn remove_finalizer(
-    md: &ModelDeployment,
-    api: &Api<ModelDeployment>,
-    finalizer: &str,
-) -> Result<(), ReconcileError> {
-    let name = md.name_any();
-    let current = md.metadata.finalizers.clone().unwrap_or_default();
-    let kept: Vec<&String> = current.iter().filter(|f| *f != finalizer).collect();
-    let patch: json_patch::Patch = serde_json::from_value(json!([
-        {"op": "test", "path": "/metadata/finalizers", "value": current},
-        {"op": "replace", "path": "/metadata/finalizers", "value": kept},
-    ]))
-    .map_err(|_| ReconcileError::MissingField("finalizer patch"))?;
-    match api
-        .patch(&name, &PatchParams::default(), &Patch::<()>::Json(patch))
-        .await
-    {
-        Ok(_) => Ok(()),
-        Err(kube::Error::Api(s)) if s.code == 404 => Ok(()),
-        Err(e) => Err(api_error(format!(
-            "removing finalizer {finalizer} from {name}"
-        ))(e)),
-    }
-}
-
-/// Deletes the upstream object and releases the finalizer once it is gone (or on timeout).
-/// `moved`: the deployment moved to another provider (also release our status fields).
-async fn cleanup<P: Provider>(
-    md: &ModelDeployment,
-    ctx: &Context<P>,
-    deployments: &Api<ModelDeployment>,
-    timed_out: bool,
-    moved: bool,
-) -> Result<Action, ReconcileError> {
-    let name = md.name_any();
-    let namespace = md.namespace().unwrap_or_default();
-    let kind = ctx.upstream.kind.clone();
-    let upstream = ctx.upstream_api(&namespace);
-    let gone = match upstream.get_opt(&name).await {
-        Ok(None) => true,
-        Ok(Some(live)) => {
-            let value = serde_json::to_value(&live).unwrap_or(Value::Null);
-            if !desired::owned_by(&value, md) {
-                true
-            } else {
-                if live.metadata.deletion_timestamp.is_none() {
-                    match upstream
-                        .delete(
-                            &name,
-                            &DeleteParams {
-                                propagation_policy: Some(PropagationPolicy::Background),
-                                ..Default::default()
-                            },
-                        )
-                        .await
-                    {
-                        Ok(_) | Err(kube::Error::Api(_)) => {}
-                        Err(e) => tracing::warn!(error = %e, "deleting {kind} {namespace}/{name}"),
-                    }
-                }
-                false
-            }
-        }
-        // 404 for the resource type: the upstream CRD is gone, nothing can be left.
-        Err(kube::Error::Api(s)) if s.code == 404 => true,
-        Err(e) => {
-            tracing::warn!(error = %e, "reading {kind} {namespace}/{name} during cleanup");
-            false
-        }
-    };
-    if !gone && !timed_out {
-        return Ok(Action::requeue(Duration::from_secs(2)));
-    }
-    if !gone {
-        tracing::warn!(object = %format!("{namespace}/{name}"), %kind, "finalizer timeout: the upstream object was not deleted and may be orphaned; delete it by hand");
-        ctx.events
-            .warning(&md.object_ref(&()), event_reasons::FINALIZER_TIMEOUT, "Cleanup",
-                format!("Finalizer removed after timeout, provider resource may be orphaned ({kind} '{name}')"))
-            .await;
-    }
-    if moved {
-        // Hand our status fields over: an empty apply drops what this manager owns.
-        let body = json!({"apiVersion": crate::constants::API_VERSION, "kind": "ModelDeployment",
-            "metadata": {"name": name, "namespace": namespace}, "status": {}});
-        if let Err(e) = deployments
-            .patch_status(
-                &name,
-                &PatchParams::apply(&ctx.manager()).force(),
-                &Patch::Apply(&body),
-            )
-            .await
-        {
-            tracing::warn!(error = %e, "releasing status fields of {namespace}/{name}");
-        }
-    }
-    remove_finalizer(md, deployments, &ctx.finalizer()).await?;
-    if let Ok(mut moved_since) = ctx.moved_since.lock() {
-        moved_since.remove(md.metadata.uid.as_deref().unwrap_or_default());
-    }
-    Ok(Action::await_change())
-}
-
-/// Writes the provider's status when it changed, with events for transitions.
-async fn write_status<P: Provider>(
-    md: &ModelDeployment,
-    ctx: &Context<P>,
-    status: &ProviderStatus,
-) -> Result<(), ReconcileError> {
-    let manager = ctx.manager();
-    if status.is_current(md, &manager) {
-        return Ok(());
-    }
-    let name = md.name_any();
-    let api: Api<ModelDeployment> =
-        Api::namespaced(ctx.client.clone(), &md.namespace().unwrap_or_default());
-    let body = status.patch(md, &Time(jiff::Timestamp::now()));
-    api.patch_status(
-        &name,
-        &PatchParams::apply(&manager).force(),
-        &Patch::Apply(&body),
-    )
-    .await
-    .map_err(api_error(format!("writing the status of {name}")))?;
-
-    let reference = md.object_ref(&());
-    let old = md.status.as_ref().and_then(|s| s.conditions.as_deref());
-    if let Some(compatible) = status
-        .conditions
-        .iter()
-        .find(|c| c.type_ == condition_types::PROVIDER_COMPATIBLE)
-        && compatible.status == ConditionStatus::False
-        && !conditions::find(old, condition_types::PROVIDER_COMPATIBLE).is_some_and(|c| {
-            c.status == ConditionStatus::False
-                && c.message.as_deref() == Some(compatible.message.as_str())
-        })
-    {
-        ctx.events
-            .warning(
-                &reference,
-                event_reasons::PROVIDER_INCOMPATIBLE,
-                "CheckCompatibility",
-                compatible.message.clone(),
-            )
-            .await;
-    }
-    let was_failed = md.phase() == Some(Phase::Failed);
-    if status.phase == Phase::Failed && !was_failed {
-        ctx.events
-            .warning(
-                &reference,
-                event_reasons::PROVIDER_ERROR,
-                "Reconcile",
-                format!("Provider resource in error state: {}", status.message),
-            )
-            .await;
-    }
-    Ok(())
 }
 
 async fn publish_render_warnings<P: Provider>(
     md: &ModelDeployment,
     ctx: &Context<P>,
-    warnings: &[super::traits::RenderWarning],
+    warnings: &[RenderWarning],
 ) {
     if warnings.is_empty() {
         return;

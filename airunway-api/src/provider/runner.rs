@@ -5,19 +5,23 @@ use std::time::Duration;
 
 use clap::Parser;
 use futures::StreamExt;
+use futures::channel::mpsc;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::Client;
 use kube::api::{Api, ApiResource, DynamicObject};
 use kube::runtime::controller::{Config as ControllerConfig, Controller};
-use kube::runtime::watcher;
+use kube::runtime::{WatchStreamExt, reflector, watcher};
 use prometheus_client::registry::Registry;
 use tokio::sync::watch;
 
 use super::args::ProviderArgs;
+use super::live::LiveObjects;
 use super::metrics::ProviderMetrics;
+use super::plan;
 use super::reconcile::{Context, error_policy, reconcile};
 use super::registration::{self, Heartbeat};
 use super::traits::{Provider, SchemaDetection};
+use crate::cache_trim;
 use crate::constants::labels;
 use crate::probe::v1::{EngineCapability, GetInfoResponse, UpstreamHealth, upstream_health};
 use crate::runtime::{
@@ -63,6 +67,19 @@ impl<P: Provider> Reporter<P> {
     }
 }
 
+/// How many deployments are reconciled at once: enough to keep the API server busy, few
+/// enough that a burst queues here (deduplicated per deployment) instead of in flight.
+const RECONCILE_CONCURRENCY: u16 = 8;
+
+/// Trims a watched deployment to what the reconcile reads (see [`cache_trim`]); one that is
+/// neither assigned to `provider` nor carries its finalizer keeps no spec.
+fn trim_deployment(md: &mut ModelDeployment, provider: &str) {
+    cache_trim::keep_status_ownership(&mut md.metadata);
+    if plan::triage(md, provider) == plan::Triage::Ignore {
+        md.spec = Default::default();
+    }
+}
+
 /// Parses the command line and runs `provider` until SIGTERM.
 pub async fn run<P: Provider>(provider: P) -> anyhow::Result<()> {
     let args = ProviderArgs::parse();
@@ -72,22 +89,43 @@ pub async fn run<P: Provider>(provider: P) -> anyhow::Result<()> {
     run_with_args(provider, args).await
 }
 
-async fn detect<P: Provider>(
-    client: &Client,
-    provider: &P,
-    previous: &SchemaDetection,
-) -> SchemaDetection {
+/// The upstream detection and the CRD `resourceVersion` it was computed from.
+#[derive(Clone, Debug)]
+struct Detected {
+    detection: SchemaDetection,
+    crd_version: Option<String>,
+}
+
+/// Detects the upstream schema. The CRD's metadata is read first; the whole CRD (for Dynamo
+/// almost a megabyte) is read and fingerprinted again only when its `resourceVersion` changed.
+async fn detect<P: Provider>(client: &Client, provider: &P, previous: &Detected) -> Detected {
     let upstream = provider.upstream();
     if !upstream.from_crd {
-        return provider.detect_schema(None);
+        return Detected {
+            detection: provider.detect_schema(None),
+            crd_version: None,
+        };
     }
     let api: Api<CustomResourceDefinition> = Api::all(client.clone());
+    let keep = |e: kube::Error| {
+        tracing::warn!(error = %e, crd = %upstream.crd_name(), "could not read the upstream CRD; keeping the last detection");
+        previous.clone()
+    };
+    let version = match api.get_metadata_opt(&upstream.crd_name()).await {
+        Ok(meta) => meta.and_then(|m| m.metadata.resource_version),
+        Err(e) => return keep(e),
+    };
+    if version.is_some() && version == previous.crd_version {
+        return previous.clone();
+    }
     match api.get_opt(&upstream.crd_name()).await {
-        Ok(crd) => provider.detect_schema(crd.as_ref()),
-        Err(e) => {
-            tracing::warn!(error = %e, crd = %upstream.crd_name(), "could not read the upstream CRD; keeping the last detection");
-            previous.clone()
-        }
+        Ok(crd) => Detected {
+            crd_version: crd
+                .as_ref()
+                .and_then(|c| c.metadata.resource_version.clone()),
+            detection: provider.detect_schema(crd.as_ref()),
+        },
+        Err(e) => keep(e),
     }
 }
 
@@ -163,12 +201,17 @@ pub async fn run_with_args<P: Provider>(provider: P, args: ProviderArgs) -> anyh
     let first = detect(
         &client,
         &provider,
-        &SchemaDetection::NotEstablished {
-            crd: upstream.crd_name(),
+        &Detected {
+            detection: SchemaDetection::NotEstablished {
+                crd: upstream.crd_name(),
+            },
+            crd_version: None,
         },
     )
     .await;
-    tracing::info!(detection = ?first, "upstream detected");
+    tracing::info!(detection = ?first.detection, "upstream detected");
+    let first_detected = first.clone();
+    let first = first.detection;
     let detection = Arc::new(RwLock::new(first.clone()));
     let (info_tx, info_rx) = watch::channel(probe_info(&provider, &first));
     super::probe_server::serve(args.probe_bind_address, info_rx, shutdown.clone()).await?;
@@ -227,7 +270,9 @@ pub async fn run_with_args<P: Provider>(provider: P, args: ProviderArgs) -> anyh
     }
     tracing::info!(provider = %name, "registered");
 
-    // Heartbeat loop: re-detect the upstream, refresh the probe info, report in.
+    // Heartbeat loop: re-detect the upstream (cheaply: see `detect`), refresh the probe info,
+    // report in. A changed detection re-checks every deployment (one waiting for the CRD, say).
+    let (mut detection_changed, detection_changes) = mpsc::channel::<()>(1);
     let stop_heartbeat = shutdown.child_token();
     {
         let (client, provider, detection, stop) = (
@@ -239,42 +284,30 @@ pub async fn run_with_args<P: Provider>(provider: P, args: ProviderArgs) -> anyh
         let reporter = reporter.clone();
         let interval = args.heartbeat_interval;
         tokio::spawn(async move {
+            let mut previous = first_detected;
             loop {
                 tokio::select! {
                     _ = stop.cancelled() => return,
                     _ = tokio::time::sleep(interval) => {}
                 }
-                let previous = detection
-                    .read()
-                    .map(|d| d.clone())
-                    .unwrap_or_else(|_| SchemaDetection::NotEstablished { crd: String::new() });
                 let current = detect(&client, provider.as_ref(), &previous).await;
-                if current != previous {
-                    tracing::info!(detection = ?current, "upstream changed");
+                if current.detection != previous.detection {
+                    tracing::info!(detection = ?current.detection, "upstream changed");
+                    if let Ok(mut d) = detection.write() {
+                        *d = current.detection.clone();
+                    }
+                    let _ = info_tx.send(probe_info(provider.as_ref(), &current.detection));
+                    // Full: a re-check of everything is already queued.
+                    let _ = detection_changed.try_send(());
                 }
-                if let Ok(mut d) = detection.write() {
-                    *d = current.clone();
-                }
-                let _ = info_tx.send(probe_info(provider.as_ref(), &current));
-                if let Err(e) = reporter.beat(&current, false).await {
+                if let Err(e) = reporter.beat(&current.detection, false).await {
                     tracing::warn!(error = %e, "heartbeat failed");
                 }
+                previous = current;
             }
         });
     }
 
-    let ctx = Arc::new(Context {
-        provider: provider.clone(),
-        client: client.clone(),
-        upstream: upstream.clone(),
-        detection: detection.clone(),
-        events: EventPublisher::new(client.clone(), &format!("{name}-provider")),
-        finalizer_timeout: args.finalizer_timeout,
-        status_sync: args.status_sync_interval,
-        metrics,
-        moved_since: Mutex::new(Default::default()),
-        warned: Mutex::new(Default::default()),
-    });
     let version_for_watch = first
         .schema()
         .map(|s| s.version.clone())
@@ -286,29 +319,64 @@ pub async fn run_with_args<P: Provider>(provider: P, args: ProviderArgs) -> anyh
         kind: upstream.kind.clone(),
         plural: upstream.plural.clone(),
     };
+    // The upstream objects this provider manages: one watch, narrowed by label, cached
+    // without their managedFields; its events wake the owning deployment's reconcile.
+    let live_writer = reflector::store::Writer::new(resource.clone());
+    let live = LiveObjects::new(live_writer.as_reader(), resource.clone());
     let owned: Api<DynamicObject> = Api::all_with(client.clone(), &resource);
-    let stop_controller = shutdown.child_token();
-    let controller = Controller::new(
-        Api::<ModelDeployment>::all(client.clone()),
-        watcher::Config::default(),
-    )
-    .owns_with(
+    let owned_changes = watcher(
         owned,
-        resource,
-        watcher::Config::default().labels(&format!(
-            "{}={}",
-            labels::MANAGED_BY,
-            labels::MANAGED_BY_VALUE
-        )),
+        watcher::Config::default()
+            .labels(&format!(
+                "{}={}",
+                labels::MANAGED_BY,
+                labels::MANAGED_BY_VALUE
+            ))
+            .any_semantic(),
     )
-    .with_config(ControllerConfig::default().concurrency(4))
-    .graceful_shutdown_on(stop_controller.clone().cancelled_owned())
-    .run(reconcile, error_policy, ctx)
-    .for_each(|result| async move {
-        if let Err(e) = result {
-            tracing::debug!(error = %e, "controller event");
-        }
+    .default_backoff()
+    .modify(|object: &mut DynamicObject| cache_trim::drop_ownership(&mut object.metadata))
+    .reflect(live_writer)
+    .touched_objects();
+    // Every ModelDeployment (which are this provider's is in their status), cached with only
+    // what the reconcile reads; those of other providers keep little more than metadata.
+    let deployments_writer = reflector::store::Writer::<ModelDeployment>::default();
+    let deployments = deployments_writer.as_reader();
+    let provider_name = name.clone();
+    let deployment_changes = watcher(
+        Api::<ModelDeployment>::all(client.clone()),
+        watcher::Config::default().any_semantic(),
+    )
+    .default_backoff()
+    .modify(move |md: &mut ModelDeployment| trim_deployment(md, &provider_name))
+    .reflect(deployments_writer)
+    .touched_objects();
+
+    let ctx = Arc::new(Context {
+        provider: provider.clone(),
+        client: client.clone(),
+        upstream: upstream.clone(),
+        detection: detection.clone(),
+        live,
+        events: EventPublisher::new(client.clone(), &format!("{name}-provider")),
+        finalizer_timeout: args.finalizer_timeout,
+        resync: args.resync_interval,
+        metrics,
+        moved_since: Mutex::new(Default::default()),
+        warned: Mutex::new(Default::default()),
     });
+    let stop_controller = shutdown.child_token();
+    let controller = Controller::for_stream(deployment_changes, deployments)
+        .owns_stream_with(owned_changes, resource)
+        .reconcile_all_on(detection_changes)
+        .with_config(ControllerConfig::default().concurrency(RECONCILE_CONCURRENCY))
+        .graceful_shutdown_on(stop_controller.clone().cancelled_owned())
+        .run(reconcile, error_policy, ctx)
+        .for_each(|result| async move {
+            if let Err(e) = result {
+                tracing::debug!(error = %e, "controller event");
+            }
+        });
     let controller_task = tokio::spawn(controller);
     tracing::info!(provider = %name, "reconciling ModelDeployments");
 

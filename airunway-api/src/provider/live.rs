@@ -1,0 +1,91 @@
+//! The live upstream objects a provider manages: its watch cache, plus the objects it applied
+//! that the watch has not delivered yet. Without the second part a reconcile woken right after
+//! an apply (by the deployment's own status write, say) would find no object in the cache and
+//! create it again.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use kube::api::{ApiResource, DynamicObject};
+use kube::runtime::reflector::{ObjectRef, Store};
+
+/// Objects applied and not yet seen by the watch, by namespace and name.
+type AppliedObjects = HashMap<(String, String), Arc<DynamicObject>>;
+
+/// Cached upstream objects by namespace and name.
+#[derive(Clone)]
+pub struct LiveObjects {
+    store: Store<DynamicObject>,
+    resource: ApiResource,
+    applied: Arc<Mutex<AppliedObjects>>,
+}
+
+/// Whether resourceVersion `a` is older than `b`. Resource versions are opaque; the API
+/// server's are etcd revisions, compared as numbers when both parse (otherwise: not older).
+fn older(a: Option<&str>, b: Option<&str>) -> bool {
+    match (
+        a.and_then(|v| v.parse::<u64>().ok()),
+        b.and_then(|v| v.parse::<u64>().ok()),
+    ) {
+        (Some(a), Some(b)) => a < b,
+        _ => false,
+    }
+}
+
+impl LiveObjects {
+    /// Reads `store`, the reflector of the provider's upstream watch of `resource`.
+    pub fn new(store: Store<DynamicObject>, resource: ApiResource) -> LiveObjects {
+        LiveObjects {
+            store,
+            resource,
+            applied: Arc::default(),
+        }
+    }
+
+    /// The newest known object `namespace/name`.
+    pub fn get(&self, namespace: &str, name: &str) -> Option<Arc<DynamicObject>> {
+        let cached = self
+            .store
+            .get(&ObjectRef::new_with(name, self.resource.clone()).within(namespace));
+        let key = (namespace.to_string(), name.to_string());
+        let Ok(mut applied) = self.applied.lock() else {
+            return cached;
+        };
+        match (applied.get(&key), cached) {
+            (Some(mine), Some(cached)) => {
+                if older(
+                    cached.metadata.resource_version.as_deref(),
+                    mine.metadata.resource_version.as_deref(),
+                ) {
+                    Some(mine.clone())
+                } else {
+                    // The watch caught up.
+                    applied.remove(&key);
+                    Some(cached)
+                }
+            }
+            (Some(mine), None) => Some(mine.clone()),
+            (None, cached) => cached,
+        }
+    }
+
+    /// Records an object this provider just applied.
+    pub fn remember(&self, object: DynamicObject) {
+        let (Some(namespace), Some(name)) = (
+            object.metadata.namespace.clone(),
+            object.metadata.name.clone(),
+        ) else {
+            return;
+        };
+        if let Ok(mut applied) = self.applied.lock() {
+            applied.insert((namespace, name), Arc::new(object));
+        }
+    }
+
+    /// Forgets what this provider applied to `namespace/name` (it deleted it).
+    pub fn forget(&self, namespace: &str, name: &str) {
+        if let Ok(mut applied) = self.applied.lock() {
+            applied.remove(&(namespace.to_string(), name.to_string()));
+        }
+    }
+}

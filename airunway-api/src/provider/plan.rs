@@ -1,0 +1,410 @@
+//! The pure half of a provider reconcile: what to do with a deployment ([`triage`]) and, for
+//! one to deploy, what to write ([`plan`]), from values only — the deployment as the watch
+//! cache holds it, the upstream detection and the live upstream object from the cache. The SDK's
+//! reconcile ([`super::reconcile`]) carries out the result; [`super::cycle`] runs the same
+//! functions without an API server for tests and benchmarks.
+
+use kube::core::DynamicObject;
+use serde_json::Value;
+
+use super::desired::{self, DesiredUpstream, ProviderStatus};
+use super::traits::{Provider, RenderError, RenderWarning, SchemaDetection, UpstreamSchema};
+use crate::constants::{condition_types, finalizers, messages, reasons};
+use crate::v1alpha1::{ConditionStatus, ModelDeployment, Phase};
+
+/// What the reconcile does with a deployment it was woken for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Triage {
+    /// Neither assigned to this provider nor carrying its finalizer: not ours.
+    Ignore,
+    /// `airunway.ai/reconcile-paused` is set: no reads, no writes.
+    Paused,
+    /// Being deleted with our finalizer: delete the upstream object, then release.
+    Delete,
+    /// Assigned to another provider but still carrying our finalizer: clean up, hand over our
+    /// status fields, release.
+    MovedAway,
+    /// Assigned to us without our finalizer yet: add it (the update wakes us again).
+    AddFinalizer,
+    /// The core found the current spec invalid: deploy nothing until it is fixed.
+    AwaitValidSpec,
+    /// Deploy it: [`plan`].
+    Deploy,
+}
+
+/// Decides what to do with `md` for provider `provider_name` (pure).
+pub fn triage(md: &ModelDeployment, provider_name: &str) -> Triage {
+    let ours = md.selected_provider() == Some(provider_name);
+    let has_finalizer = md
+        .metadata
+        .finalizers
+        .iter()
+        .flatten()
+        .any(|f| *f == finalizers::provider(provider_name));
+    if !ours && !has_finalizer {
+        return Triage::Ignore;
+    }
+    if md.is_reconcile_paused() {
+        return Triage::Paused;
+    }
+    if md.metadata.deletion_timestamp.is_some() {
+        return if has_finalizer {
+            Triage::Delete
+        } else {
+            Triage::Ignore
+        };
+    }
+    if !ours {
+        return Triage::MovedAway;
+    }
+    if !has_finalizer {
+        return Triage::AddFinalizer;
+    }
+    let invalid = md.condition(condition_types::VALIDATED).is_some_and(|c| {
+        c.status == ConditionStatus::False && c.observed_generation == md.metadata.generation
+    });
+    if invalid {
+        Triage::AwaitValidSpec
+    } else {
+        Triage::Deploy
+    }
+}
+
+/// Why a deployment is held without an upstream object; also the metrics label of the hold.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HoldCause {
+    /// [`Provider::check_compatibility`] refused it.
+    Incompatible,
+    /// The upstream CRD is missing or not Established.
+    CrdUnavailable,
+    /// The installed upstream schema is unknown to this provider version.
+    UnsupportedSchema,
+    /// [`Provider::render`] failed.
+    Render(&'static str),
+    /// An object of the same name exists and belongs to someone else.
+    NotOwned,
+}
+
+impl HoldCause {
+    /// A short, static label for metrics (`None`: not an error, e.g. waiting for a CRD).
+    pub fn error_category(&self) -> Option<&'static str> {
+        match self {
+            HoldCause::Incompatible | HoldCause::CrdUnavailable => None,
+            HoldCause::UnsupportedSchema => Some("unsupported_schema"),
+            HoldCause::Render(category) => Some(category),
+            HoldCause::NotOwned => Some("not_owned"),
+        }
+    }
+}
+
+/// What to write for a deployment to deploy.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Plan {
+    /// Nothing can be deployed: write `status` (and keep whatever exists untouched).
+    Hold {
+        /// Why.
+        cause: HoldCause,
+        /// The provider-owned status to show.
+        status: ProviderStatus,
+    },
+    /// The live object is being deleted (an identity change): wait until it is gone.
+    AwaitDeletion,
+    /// An identity field changed: delete the live object (it is created anew once gone) and
+    /// show `status`.
+    Recreate {
+        /// The object's name.
+        name: String,
+        /// The provider-owned status to show meanwhile.
+        status: ProviderStatus,
+    },
+    /// Apply `desired`: it does not exist yet, its spec changed, or someone edited it.
+    Apply {
+        /// The object to apply.
+        desired: DesiredUpstream,
+        /// Whether the live object was edited by hand (a `DriftDetected` event).
+        drifted: bool,
+        /// Whether it is created (no live object).
+        creating: bool,
+        /// Notes for the user from the render.
+        warnings: Vec<RenderWarning>,
+    },
+    /// The live object is as desired: only the status translated from it may need writing.
+    InSync {
+        /// The object as desired (what the live one already is).
+        desired: DesiredUpstream,
+        /// The provider-owned status translated from the live object.
+        status: ProviderStatus,
+        /// Notes for the user from the render.
+        warnings: Vec<RenderWarning>,
+    },
+}
+
+/// `ProviderCompatible=True` as `(status, reason, message)`.
+fn compatible<P: Provider>(provider: &P) -> (bool, &'static str, String) {
+    (
+        true,
+        reasons::COMPATIBILITY_VERIFIED,
+        format!("Configuration compatible with {}", provider.display_name()),
+    )
+}
+
+fn hold(
+    cause: HoldCause,
+    phase: Phase,
+    compatible: (bool, &str, String),
+    reason: &str,
+    message: String,
+) -> Plan {
+    Plan::Hold {
+        cause,
+        status: ProviderStatus::not_deployed(phase, message.clone(), compatible, (reason, message)),
+    }
+}
+
+fn hold_incompatible(cause: HoldCause, reason: &str, message: String) -> Plan {
+    hold(
+        cause,
+        Phase::Failed,
+        (false, reason, message.clone()),
+        reason,
+        message,
+    )
+}
+
+/// The schema to render for, or the plan that holds the deployment until there is one.
+fn usable_schema<P: Provider>(
+    provider: &P,
+    detection: &SchemaDetection,
+) -> Result<UpstreamSchema, Box<Plan>> {
+    let waiting = match detection {
+        SchemaDetection::Supported(schema) => return Ok(schema.clone()),
+        SchemaDetection::CrdNotInstalled { crd } => format!(
+            "{} ({crd} is missing)",
+            messages::provider_crd_not_installed(provider.name())
+        ),
+        SchemaDetection::NotEstablished { crd } => {
+            format!("Waiting for CRD {crd} to be Established")
+        }
+        SchemaDetection::Unsupported { message, .. } => {
+            return Err(Box::new(hold_incompatible(
+                HoldCause::UnsupportedSchema,
+                reasons::UNSUPPORTED_SCHEMA,
+                message.clone(),
+            )));
+        }
+    };
+    Err(Box::new(hold(
+        HoldCause::CrdUnavailable,
+        Phase::Pending,
+        compatible(provider),
+        reasons::UPSTREAM_CRD_NOT_INSTALLED,
+        waiting,
+    )))
+}
+
+/// The status for a deployment whose upstream object could not be applied because the CRD
+/// went away after detection (`detail`: the API server's message).
+pub fn crd_gone<P: Provider>(provider: &P, detail: &str) -> ProviderStatus {
+    let message = format!(
+        "{} ({detail})",
+        messages::provider_crd_not_installed(provider.name())
+    );
+    ProviderStatus::not_deployed(
+        Phase::Pending,
+        message.clone(),
+        compatible(provider),
+        (reasons::UPSTREAM_CRD_NOT_INSTALLED, message),
+    )
+}
+
+/// The status for an upstream object the API server refused (`detail`: its message).
+pub fn apply_rejected<P: Provider>(
+    provider: &P,
+    kind: &str,
+    name: &str,
+    detail: &str,
+) -> ProviderStatus {
+    let message = format!("The API server rejected {kind} {name}: {detail}");
+    ProviderStatus::not_deployed(
+        Phase::Failed,
+        message.clone(),
+        compatible(provider),
+        (reasons::APPLY_FAILED, message),
+    )
+}
+
+/// The provider-owned status translated from the live (or just applied) object.
+pub fn status_from_live<P: Provider>(
+    provider: &P,
+    md: &ModelDeployment,
+    desired: &DesiredUpstream,
+    live: Option<&DynamicObject>,
+) -> ProviderStatus {
+    let name = desired.object["metadata"]["name"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    let kind = desired.object["kind"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    let translated = provider.translate_status(md, live);
+    ProviderStatus::from_translation(provider.display_name(), (name, kind), &translated)
+}
+
+/// What to write for a deployment [`triage`] said to deploy: compatibility, schema, render,
+/// then the comparison with `live` (the cached upstream object of the same name, if any). An
+/// object is applied only when it is missing, its spec changed or it was edited by hand.
+pub fn plan<P: Provider>(
+    provider: &P,
+    md: &ModelDeployment,
+    detection: &SchemaDetection,
+    live: Option<&DynamicObject>,
+) -> Plan {
+    if let Err(message) = provider.check_compatibility(md) {
+        return hold_incompatible(
+            HoldCause::Incompatible,
+            reasons::INCOMPATIBLE_CONFIGURATION,
+            message,
+        );
+    }
+    let schema = match usable_schema(provider, detection) {
+        Ok(schema) => schema,
+        Err(held) => return *held,
+    };
+    let rendered = match provider.render(md, &schema) {
+        Ok(rendered) => rendered,
+        Err(error) => {
+            let reason = match error {
+                RenderError::InvalidOverrides(_) => reasons::INVALID_OVERRIDES,
+                RenderError::Unsupported(_) => reasons::INCOMPATIBLE_CONFIGURATION,
+            };
+            return hold_incompatible(
+                HoldCause::Render(error.category()),
+                reason,
+                error.to_string(),
+            );
+        }
+    };
+    let desired = desired::desired_upstream(md, &rendered);
+    compare(provider, md, desired, rendered.warnings, live)
+}
+
+/// The live-object half of [`plan`].
+fn compare<P: Provider>(
+    provider: &P,
+    md: &ModelDeployment,
+    desired: DesiredUpstream,
+    warnings: Vec<RenderWarning>,
+    live: Option<&DynamicObject>,
+) -> Plan {
+    let Some(live) = live else {
+        return Plan::Apply {
+            desired,
+            drifted: false,
+            creating: true,
+            warnings,
+        };
+    };
+    let name = desired.object["metadata"]["name"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    let kind = desired.object["kind"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    let live_value = serde_json::to_value(live).unwrap_or(Value::Null);
+    if !desired::owned_by(&live_value, md) {
+        let namespace = md.metadata.namespace.clone().unwrap_or_default();
+        return hold(
+            HoldCause::NotOwned,
+            Phase::Failed,
+            compatible(provider),
+            reasons::APPLY_FAILED,
+            format!(
+                "{kind} {namespace}/{name} already exists and is not owned by this ModelDeployment; delete or rename it"
+            ),
+        );
+    }
+    if live.metadata.deletion_timestamp.is_some() {
+        return Plan::AwaitDeletion;
+    }
+    if desired::live_identity_hash(&live_value) != Some(desired.identity_hash.as_str()) {
+        let message = format!("Recreating {kind} {name} after an identity change");
+        return Plan::Recreate {
+            name,
+            status: ProviderStatus::not_deployed(
+                Phase::Deploying,
+                message.clone(),
+                compatible(provider),
+                (reasons::RECREATING, message),
+            ),
+        };
+    }
+    let same_spec = live_value["metadata"]["annotations"][crate::constants::annotations::SPEC_HASH]
+        .as_str()
+        == Some(desired.spec_hash.as_str());
+    let drifted = desired::drifted(&desired, &live_value);
+    if !same_spec || drifted {
+        return Plan::Apply {
+            desired,
+            drifted,
+            creating: false,
+            warnings,
+        };
+    }
+    Plan::InSync {
+        status: status_from_live(provider, md, &desired, Some(live)),
+        desired,
+        warnings,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn md(value: Value) -> ModelDeployment {
+        serde_json::from_value(value).unwrap()
+    }
+
+    fn base() -> Value {
+        json!({"apiVersion": "airunway.ai/v1alpha1", "kind": "ModelDeployment",
+            "metadata": {"name": "m", "namespace": "ns", "uid": "u", "generation": 2},
+            "spec": {"model": {"id": "a/b"}},
+            "status": {"provider": {"name": "echo"}}})
+    }
+
+    #[test]
+    fn triage_follows_assignment_finalizer_pause_and_deletion() {
+        let mut value = base();
+        assert_eq!(triage(&md(value.clone()), "other"), Triage::Ignore);
+        assert_eq!(triage(&md(value.clone()), "echo"), Triage::AddFinalizer);
+        value["metadata"]["finalizers"] = json!(["airunway.ai/echo-provider"]);
+        assert_eq!(triage(&md(value.clone()), "echo"), Triage::Deploy);
+        value["status"]["provider"]["name"] = json!("other");
+        assert_eq!(triage(&md(value.clone()), "echo"), Triage::MovedAway);
+        value["metadata"]["deletionTimestamp"] = json!("2026-01-01T00:00:00Z");
+        assert_eq!(triage(&md(value.clone()), "echo"), Triage::Delete);
+        value["metadata"]["annotations"] = json!({"airunway.ai/reconcile-paused": "true"});
+        assert_eq!(triage(&md(value), "echo"), Triage::Paused);
+    }
+
+    #[test]
+    fn triage_waits_for_a_valid_spec_of_this_generation() {
+        let mut value = base();
+        value["metadata"]["finalizers"] = json!(["airunway.ai/echo-provider"]);
+        value["status"]["conditions"] = json!([{"type": "Validated", "status": "False",
+            "reason": "ValidationFailed", "message": "bad", "lastTransitionTime": "2026-01-01T00:00:00Z",
+            "observedGeneration": 2}]);
+        assert_eq!(triage(&md(value.clone()), "echo"), Triage::AwaitValidSpec);
+        value["status"]["conditions"][0]["observedGeneration"] = json!(1);
+        assert_eq!(
+            triage(&md(value), "echo"),
+            Triage::Deploy,
+            "a verdict on an older generation does not hold the new one"
+        );
+    }
+}
