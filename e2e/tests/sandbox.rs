@@ -93,7 +93,7 @@ fn run_up(simulate: bool) {
         .map(|e| e.path())
         .filter(|p| p.extension().is_some_and(|e| e == "yaml"))
         .collect();
-    assert_eq!(examples.len(), 4);
+    assert_eq!(examples.len(), 5);
     for example in &examples {
         let name = example.file_name().unwrap().to_string_lossy().to_string();
         assert!(
@@ -127,6 +127,13 @@ fn run_up(simulate: bool) {
             "matched capabilities: engine=vllm, gpu=true, mode=aggregated",
             "DynamoGraphDeployment/llama-8b",
         ),
+        (
+            "qwen3-ray",
+            "vllm",
+            "kuberay",
+            "explicit provider selection",
+            "RayService/qwen3-ray",
+        ),
     ];
     assert_eq!(rows.len(), expected.len(), "{output}");
     for (row, (name, engine, provider, reason, upstream)) in rows.iter().zip(expected) {
@@ -145,7 +152,7 @@ fn run_up(simulate: bool) {
     }
     if !simulate {
         assert!(
-            output.contains("No KAITO or Dynamo operator runs here"),
+            output.contains("No KAITO, Dynamo or KubeRay operator runs here"),
             "{output}"
         );
     }
@@ -153,7 +160,7 @@ fn run_up(simulate: bool) {
 
     // down stops everything it started and removes the state.
     let processes = State::new(Some(state.clone())).processes();
-    assert!(processes.len() >= 6, "{processes:?}");
+    assert!(processes.len() >= 7, "{processes:?}");
     assert!(
         processes.iter().all(|(_, pid)| is_alive(*pid)),
         "everything runs after up returns"

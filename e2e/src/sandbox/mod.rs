@@ -27,6 +27,8 @@ use crate::{manifests, paths};
 pub const SYSTEM_NAMESPACE: &str = "airunway-system";
 /// Namespace the examples are applied to.
 pub const EXAMPLES_NAMESPACE: &str = "default";
+/// The provider shims the sandbox runs (each with its ServiceAccount and shipped RBAC).
+pub const PROVIDERS: [&str; 3] = ["kaito", "dynamo", "kuberay"];
 
 /// The sandbox's folder layout.
 #[derive(Clone, Debug)]
@@ -258,6 +260,10 @@ pub async fn up(state: &State, options: &UpOptions) -> Result<()> {
             "deploy/providers/dynamo/rbac.yaml",
             "airunway-provider-dynamo",
         ),
+        (
+            "deploy/providers/kuberay/rbac.yaml",
+            "airunway-provider-kuberay",
+        ),
     ] {
         apply_file(&client, &root.join(rbac), |_| {}).await?;
         let user = format!("system:serviceaccount:{SYSTEM_NAMESPACE}:{account}");
@@ -266,7 +272,7 @@ pub async fn up(state: &State, options: &UpOptions) -> Result<()> {
 
     let webhook_port = free_port()?;
     println!(
-        "starting airunway-core (webhooks on https://127.0.0.1:{webhook_port}) and the KAITO and Dynamo providers ..."
+        "starting airunway-core (webhooks on https://127.0.0.1:{webhook_port}) and the KAITO, Dynamo and KubeRay providers ..."
     );
     start_detached(
         state,
@@ -281,7 +287,7 @@ pub async fn up(state: &State, options: &UpOptions) -> Result<()> {
             "--provider-probe-interval=2s".to_string(),
         ],
     )?;
-    for (index, provider) in ["kaito", "dynamo"].iter().enumerate() {
+    for (index, provider) in PROVIDERS.iter().enumerate() {
         start_detached(
             state,
             &format!("airunway-provider-{provider}"),
@@ -316,7 +322,7 @@ pub async fn up(state: &State, options: &UpOptions) -> Result<()> {
             let Ok(list) = ipcs.list(&ListParams::default()).await else {
                 return false;
             };
-            ["kaito", "dynamo"].iter().all(|name| {
+            PROVIDERS.iter().all(|name| {
                 list.items.iter().any(|i| {
                     i.metadata.name.as_deref() == Some(name)
                         && i.status.as_ref().and_then(|s| s.ready) == Some(true)
@@ -388,7 +394,7 @@ pub async fn up(state: &State, options: &UpOptions) -> Result<()> {
     }
     if !options.simulate_upstream {
         println!(
-            "\nNo KAITO or Dynamo operator runs here, so upstream objects never become ready: deployments stop at Deploying."
+            "\nNo KAITO, Dynamo or KubeRay operator runs here, so upstream objects never become ready: deployments stop at Deploying."
         );
         println!(
             "Run with --simulate-upstream to play the operators with their real status and see deployments reach Running."

@@ -1,5 +1,5 @@
-//! `--simulate-upstream`: plays the KAITO and Dynamo operators (which do not run in the
-//! sandbox) by writing the status they really write (`../shared/upstream-crds/status-samples/`)
+//! `--simulate-upstream`: plays the KAITO, Dynamo and KubeRay operators (which do not run in
+//! the sandbox) by writing the status they really write (`../shared/upstream-crds/status-samples/`)
 //! to the upstream objects the providers create: first "not ready yet", then "ready", a few
 //! seconds apart. Sandbox and test code only; never part of a shipped binary.
 
@@ -64,10 +64,55 @@ pub fn dgd_status(dgd: &Value, stage: Stage) -> Result<Value> {
     Ok(status)
 }
 
+/// The RayService status the KubeRay operator writes at `stage` for `ray_service`: the samples'
+/// conditions and wording, with this object's cluster name and worker replica counts. Until
+/// it is ready everything sits in `pendingServiceStatus`; once ready the cluster is promoted to
+/// `activeServiceStatus` with the Serve application `RUNNING`.
+pub fn rayservice_status(ray_service: &Value, stage: Stage) -> Result<Value> {
+    let mut status = paths::upstream_status_sample(match stage {
+        Stage::Ready => "rayservice-running.yaml",
+        _ => "rayservice-pending.yaml",
+    })?;
+    let name = ray_service["metadata"]["name"].as_str().unwrap_or_default();
+    let cluster_name = format!("{name}-raycluster-sandb");
+    let workers: i64 = ray_service["spec"]["rayClusterConfig"]["workerGroupSpecs"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|g| g["replicas"].as_i64().unwrap_or(0))
+        .sum();
+    let serving = if stage == Stage::Ready {
+        "activeServiceStatus"
+    } else {
+        "pendingServiceStatus"
+    };
+    let cluster = &mut status[serving];
+    cluster["rayClusterName"] = json!(cluster_name);
+    let cluster_status = &mut cluster["rayClusterStatus"];
+    let ready = if stage == Stage::Ready { workers } else { 0 };
+    for (field, value) in [
+        ("desiredWorkerReplicas", workers),
+        ("minWorkerReplicas", workers),
+        ("maxWorkerReplicas", workers),
+        ("readyWorkerReplicas", ready),
+        ("availableWorkerReplicas", ready),
+    ] {
+        cluster_status[field] = json!(value);
+    }
+    cluster_status["head"]["podName"] = json!(format!("{cluster_name}-head-sandb"));
+    cluster_status["head"]["serviceName"] = json!(format!("{cluster_name}-head-svc"));
+    let generation = ray_service["metadata"]["generation"].clone();
+    status["observedGeneration"] = generation.clone();
+    for condition in status["conditions"].as_array_mut().into_iter().flatten() {
+        condition["observedGeneration"] = generation.clone();
+    }
+    Ok(status)
+}
+
 /// Builds the status an upstream operator writes for an object at a stage.
 type StatusFor = fn(&Value, Stage) -> Result<Value>;
 
-fn upstream_kinds() -> [(ApiResource, StatusFor); 2] {
+fn upstream_kinds() -> [(ApiResource, StatusFor); 3] {
     let workspace = ApiResource {
         group: "kaito.sh".into(),
         version: "v1beta1".into(),
@@ -82,9 +127,17 @@ fn upstream_kinds() -> [(ApiResource, StatusFor); 2] {
         kind: "DynamoGraphDeployment".into(),
         plural: "dynamographdeployments".into(),
     };
+    let ray_service = ApiResource {
+        group: "ray.io".into(),
+        version: "v1".into(),
+        api_version: "ray.io/v1".into(),
+        kind: "RayService".into(),
+        plural: "rayservices".into(),
+    };
     [
         (workspace, |_, stage| workspace_status(stage)),
         (dgd, dgd_status),
+        (ray_service, rayservice_status),
     ]
 }
 
@@ -117,14 +170,16 @@ pub async fn run(client: Client, delay: Duration) -> Result<()> {
                 };
                 let value = serde_json::to_value(&object)?;
                 let status = status_for(&value, next)?;
+                // The operators write their whole status (`Status().Update`), so the status is
+                // replaced, not merged: a merge would keep fields of the previous stage (e.g.
+                // KubeRay's pending cluster after its promotion).
+                let replace: json_patch::Patch = serde_json::from_value(
+                    json!([{"op": "add", "path": "/status", "value": status}]),
+                )?;
                 let namespaced: Api<DynamicObject> =
                     Api::namespaced_with(client.clone(), &namespace, &resource);
                 match namespaced
-                    .patch_status(
-                        &name,
-                        &PatchParams::default(),
-                        &Patch::Merge(json!({"status": status})),
-                    )
+                    .patch_status(&name, &PatchParams::default(), &Patch::Json::<()>(replace))
                     .await
                 {
                     Ok(_) => {
@@ -162,5 +217,37 @@ mod tests {
         assert_eq!(ready["services"]["VllmDecodeWorker"]["readyReplicas"], 4);
         assert_eq!(ready["observedGeneration"], 2);
         assert_eq!(workspace_status(Stage::Ready).unwrap()["state"], "Ready");
+    }
+
+    #[test]
+    fn rayservice_status_follows_the_object() {
+        let ray_service = json!({"metadata": {"name": "pd", "generation": 3}, "spec": {"rayClusterConfig": {"workerGroupSpecs": [
+            {"groupName": "prefill-workers", "replicas": 2}, {"groupName": "decode-workers", "replicas": 3}]}}});
+        let pending = rayservice_status(&ray_service, Stage::Progressing).unwrap();
+        assert_eq!(pending["conditions"][0]["reason"], "Initializing");
+        assert_eq!(
+            pending["pendingServiceStatus"]["rayClusterName"],
+            "pd-raycluster-sandb"
+        );
+        assert_eq!(
+            pending["pendingServiceStatus"]["rayClusterStatus"]["desiredWorkerReplicas"],
+            5
+        );
+        assert_eq!(
+            pending["pendingServiceStatus"]["rayClusterStatus"]["readyWorkerReplicas"],
+            0
+        );
+        let ready = rayservice_status(&ray_service, Stage::Ready).unwrap();
+        assert_eq!(ready["conditions"][0]["status"], "True");
+        assert_eq!(
+            ready["activeServiceStatus"]["applicationStatuses"]["llm"]["status"],
+            "RUNNING"
+        );
+        assert_eq!(
+            ready["activeServiceStatus"]["rayClusterStatus"]["readyWorkerReplicas"],
+            5
+        );
+        assert_eq!(ready["observedGeneration"], 3);
+        assert_eq!(ready["conditions"][1]["observedGeneration"], 3);
     }
 }
