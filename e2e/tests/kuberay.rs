@@ -46,11 +46,7 @@ async fn start(env: &TestEnv) -> (Running, Running) {
         env,
         "airunway-provider-kuberay",
         &identity,
-        &[
-            "--heartbeat-interval=1s",
-            "--status-sync-interval=2s",
-            "--finalizer-timeout=20s",
-        ],
+        &["--heartbeat-interval=1s", "--finalizer-timeout=20s"],
         "kuberay-0",
     )
     .await;
