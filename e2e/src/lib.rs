@@ -14,12 +14,14 @@
 //! - [`manifests`]: the shipped `deploy/` manifests applied to the test control plane.
 //! - [`http`]: GET for metrics and health endpoints.
 //! - [`sandbox`]: the local sandbox (`e2e/sandbox up`).
+//! - [`bench`]: the scale benchmark (`e2e/bench`).
 //! - [`process`]: child process supervision (teardown even on panic, Ctrl-C or SIGKILL).
 
 // The harness is test support: it fails a test by panicking with a message that says what was
 // expected and what was seen (the way assertions do), so `panic!` is its reporting channel.
 #![allow(clippy::panic)]
 
+pub mod bench;
 pub mod binaries;
 pub mod control_plane;
 pub mod env;

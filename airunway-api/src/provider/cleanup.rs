@@ -19,11 +19,12 @@ use crate::v1alpha1::ModelDeployment;
 /// reports the deletion; this only bounds the finalizer timeout's lateness).
 const CLEANUP_RECHECK: Duration = Duration::from_secs(30);
 
-/// Adds the provider's finalizer (optimistic: fails if the list changed meanwhile).
+/// Adds the provider's finalizer (optimistic: fails if the list changed meanwhile); returns
+/// the deployment as the API server stored it.
 pub(super) async fn add_finalizer<P: Provider>(
     md: &ModelDeployment,
     ctx: &Context<P>,
-) -> Result<(), ReconcileError> {
+) -> Result<ModelDeployment, ReconcileError> {
     let finalizer = ctx.finalizer();
     let name = md.name_any();
     let patch = match &md.metadata.finalizers {
@@ -35,11 +36,12 @@ pub(super) async fn add_finalizer<P: Provider>(
     };
     let patch: json_patch::Patch = serde_json::from_value(patch)
         .map_err(|_| ReconcileError::MissingField("finalizer patch"))?;
-    deployments(md, ctx)
+    let mut updated = deployments(md, ctx)
         .patch(&name, &PatchParams::default(), &Patch::<()>::Json(patch))
         .await
         .map_err(api_error(format!("adding finalizer {finalizer} to {name}")))?;
-    Ok(())
+    crate::cache_trim::keep_status_ownership(&mut updated.metadata);
+    Ok(updated)
 }
 
 fn deployments<P: Provider>(md: &ModelDeployment, ctx: &Context<P>) -> Api<ModelDeployment> {
@@ -189,6 +191,7 @@ async fn cleanup<P: Provider>(
     }
     remove_finalizer(md, ctx).await?;
     forget_move(md, ctx);
+    ctx.written.forget(md);
     if let Ok(mut warned) = ctx.warned.lock() {
         warned.remove(md.metadata.uid.as_deref().unwrap_or_default());
     }

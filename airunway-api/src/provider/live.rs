@@ -22,7 +22,7 @@ pub struct LiveObjects {
 
 /// Whether resourceVersion `a` is older than `b`. Resource versions are opaque; the API
 /// server's are etcd revisions, compared as numbers when both parse (otherwise: not older).
-fn older(a: Option<&str>, b: Option<&str>) -> bool {
+pub(super) fn older(a: Option<&str>, b: Option<&str>) -> bool {
     match (
         a.and_then(|v| v.parse::<u64>().ok()),
         b.and_then(|v| v.parse::<u64>().ok()),

@@ -16,7 +16,7 @@ use kube::{Client, Resource, ResourceExt};
 use super::cleanup;
 use super::live::LiveObjects;
 use super::plan::{self, Plan, Triage};
-use super::status_write;
+use super::status_write::{self, WrittenStatuses};
 use super::traits::{Provider, RenderWarning, SchemaDetection, UpstreamKind};
 use crate::constants::{event_reasons, field_managers, finalizers};
 use crate::runtime::EventPublisher;
@@ -93,6 +93,8 @@ pub struct Context<P: Provider> {
     pub moved_since: std::sync::Mutex<std::collections::HashMap<String, Instant>>,
     /// The generation whose render warnings were already published, per deployment.
     pub warned: std::sync::Mutex<std::collections::HashMap<String, i64>>,
+    /// The status last written per deployment (see [`WrittenStatuses`]).
+    pub written: WrittenStatuses,
 }
 
 impl<P: Provider> Context<P> {
@@ -167,9 +169,13 @@ async fn reconcile_inner<P: Provider>(
         Triage::Delete => cleanup::on_delete(md, ctx).await,
         Triage::MovedAway => cleanup::on_moved_away(md, ctx).await,
         Triage::AddFinalizer => {
-            cleanup::add_finalizer(md, ctx).await?;
-            // The update wakes the next reconcile.
-            Ok(Action::await_change())
+            // Deploy in the same pass, from the deployment as the API server returned it.
+            let md = cleanup::add_finalizer(md, ctx).await?;
+            if plan::triage(&md, ctx.provider.name()) == Triage::Deploy {
+                deploy(&md, ctx, &namespace, &name).await
+            } else {
+                Ok(Action::await_change())
+            }
         }
         Triage::AwaitValidSpec => Ok(Action::await_change()),
         Triage::Deploy => {

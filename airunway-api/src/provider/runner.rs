@@ -364,6 +364,7 @@ pub async fn run_with_args<P: Provider>(provider: P, args: ProviderArgs) -> anyh
         metrics,
         moved_since: Mutex::new(Default::default()),
         warned: Mutex::new(Default::default()),
+        written: Default::default(),
     });
     let stop_controller = shutdown.child_token();
     let controller = Controller::for_stream(deployment_changes, deployments)
