@@ -35,6 +35,10 @@ fn rayservices(env: &TestEnv) -> Api<DynamicObject> {
 
 async fn start(env: &TestEnv) -> (Running, Running) {
     airunway_e2e::providers::delete_all(&env.client).await;
+    // The real RayService CRD, whatever an earlier (failed) test of this binary left behind.
+    install_crds(&env.client, &rayservice_crd_files())
+        .await
+        .unwrap();
     let identity = stack::service_account_identity(
         env,
         "deploy/providers/kuberay/rbac.yaml",
@@ -56,6 +60,15 @@ async fn start(env: &TestEnv) -> (Running, Running) {
     })
     .await;
     (core, provider)
+}
+
+/// The shipped RayService CRD file.
+fn rayservice_crd_files() -> Vec<std::path::PathBuf> {
+    crd_files()
+        .unwrap()
+        .into_iter()
+        .filter(|f| f.ends_with("ray.io_rayservices.yaml"))
+        .collect()
 }
 
 fn deployment(name: &str, spec: Value) -> ModelDeployment {
@@ -529,12 +542,9 @@ async fn deletion_does_not_hang_when_the_rayservice_crd_is_gone() {
     assert_eq!(md.phase(), Some(Phase::Pending));
 
     // Put the CRD back for the other tests of this binary.
-    let files: Vec<_> = crd_files()
-        .unwrap()
-        .into_iter()
-        .filter(|f| f.ends_with("ray.io_rayservices.yaml"))
-        .collect();
-    install_crds(&env.client, &files).await.unwrap();
+    install_crds(&env.client, &rayservice_crd_files())
+        .await
+        .unwrap();
     eventually("the provider to be ready again", WAIT, || async {
         let ipc = ipcs.get("kuberay").await.map_err(|e| e.to_string())?;
         if ipc.status.as_ref().and_then(|s| s.ready) == Some(true) {
@@ -542,6 +552,83 @@ async fn deletion_does_not_hang_when_the_rayservice_crd_is_gone() {
         } else {
             Err(format!("{:?}", ipc.status))
         }
+    })
+    .await;
+    provider.process.terminate(Duration::from_secs(10));
+    core.process.terminate(Duration::from_secs(10));
+}
+
+#[tokio::test]
+async fn an_unknown_rayservice_schema_is_refused_naming_it() {
+    let _lock = cluster_lock().await;
+    let env = TestEnv::new("kuberay-schema").await;
+    let (core, provider) = start(&env).await;
+    let mds: Api<ModelDeployment> = Api::namespaced(env.client.clone(), &env.namespace);
+    mds.create(
+        &PostParams::default(),
+        &deployment("chat", gpu_vllm_on_kuberay()),
+    )
+    .await
+    .unwrap();
+    wait_for(&mds, "chat", WAIT, "Deploying", |md| {
+        md.phase() == Some(Phase::Deploying)
+    })
+    .await;
+
+    // A KubeRay whose RayService schema retyped a field this provider writes.
+    let crds: Api<CustomResourceDefinition> = Api::all(env.client.clone());
+    let mut changed = serde_json::to_value(crds.get("rayservices.ray.io").await.unwrap()).unwrap();
+    for version in changed["spec"]["versions"].as_array_mut().unwrap() {
+        version["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]["rayClusterConfig"]
+            ["properties"]["rayVersion"] = json!({"type": "integer"});
+    }
+    let changed: CustomResourceDefinition = serde_json::from_value(changed).unwrap();
+    crds.replace("rayservices.ray.io", &PostParams::default(), &changed)
+        .await
+        .unwrap();
+    let (md, compatible) = wait_for_condition(
+        &mds,
+        "chat",
+        WAIT,
+        condition_types::PROVIDER_COMPATIBLE,
+        ConditionStatus::False,
+    )
+    .await;
+    let message = compatible.message.unwrap_or_default();
+    assert!(
+        message.starts_with("unsupported rayservices.ray.io schema ray.io/v1 (fingerprint ")
+            && !message.starts_with(&format!(
+                "unsupported rayservices.ray.io schema ray.io/v1 (fingerprint {V1_FINGERPRINT}"
+            ))
+            && message.contains(&format!("this provider knows {V1_FINGERPRINT}")),
+        "{message}"
+    );
+    assert_eq!(md.phase(), Some(Phase::Failed));
+    let ipcs: Api<InferenceProviderConfig> = Api::all(env.client.clone());
+    wait_for(&ipcs, "kuberay", WAIT, "ready=false", |ipc| {
+        ipc.status.as_ref().and_then(|s| s.ready) == Some(false)
+    })
+    .await;
+
+    // The real schema back: the deployment is served again.
+    install_crds(&env.client, &rayservice_crd_files())
+        .await
+        .unwrap();
+    wait_for_condition(
+        &mds,
+        "chat",
+        WAIT,
+        condition_types::PROVIDER_COMPATIBLE,
+        ConditionStatus::True,
+    )
+    .await;
+    wait_for(&ipcs, "kuberay", WAIT, "ready again", |ipc| {
+        ipc.status.as_ref().and_then(|s| s.ready) == Some(true)
+            && ipc
+                .status
+                .as_ref()
+                .and_then(|s| s.upstream_schema_hash.as_deref())
+                == Some(V1_FINGERPRINT)
     })
     .await;
     provider.process.terminate(Duration::from_secs(10));
