@@ -25,7 +25,7 @@ use crate::webhook::certs::CertConfig;
 use crate::webhook::{WebhookOptions, start_webhooks};
 
 /// How many deployments the core reconciles at once.
-const RECONCILE_CONCURRENCY: u16 = 8;
+const RECONCILE_CONCURRENCY: u16 = 32;
 
 /// Name the core reports events as.
 pub const CONTROLLER_NAME: &str = "airunway-core";

@@ -191,7 +191,7 @@ async fn cleanup<P: Provider>(
     }
     remove_finalizer(md, ctx).await?;
     forget_move(md, ctx);
-    ctx.written.forget(md);
+    ctx.recent.forget(md);
     if let Ok(mut warned) = ctx.warned.lock() {
         warned.remove(md.metadata.uid.as_deref().unwrap_or_default());
     }

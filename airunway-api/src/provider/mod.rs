@@ -34,6 +34,7 @@ mod metrics;
 pub mod overrides;
 pub mod plan;
 mod probe_server;
+mod recent;
 mod reconcile;
 pub mod registration;
 mod runner;

@@ -16,7 +16,8 @@ use kube::{Client, Resource, ResourceExt};
 use super::cleanup;
 use super::live::LiveObjects;
 use super::plan::{self, Plan, Triage};
-use super::status_write::{self, WrittenStatuses};
+use super::recent::RecentDeployments;
+use super::status_write;
 use super::traits::{Provider, RenderWarning, SchemaDetection, UpstreamKind};
 use crate::constants::{event_reasons, field_managers, finalizers};
 use crate::runtime::EventPublisher;
@@ -93,8 +94,8 @@ pub struct Context<P: Provider> {
     pub moved_since: std::sync::Mutex<std::collections::HashMap<String, Instant>>,
     /// The generation whose render warnings were already published, per deployment.
     pub warned: std::sync::Mutex<std::collections::HashMap<String, i64>>,
-    /// The status last written per deployment (see [`WrittenStatuses`]).
-    pub written: WrittenStatuses,
+    /// The deployments as this provider's own writes returned them (see [`RecentDeployments`]).
+    pub recent: RecentDeployments,
 }
 
 impl<P: Provider> Context<P> {
@@ -147,6 +148,7 @@ pub async fn reconcile<P: Provider>(
     ctx: Arc<Context<P>>,
 ) -> Result<Action, ReconcileError> {
     let started = Instant::now();
+    let md = ctx.recent.newest(md);
     let result = reconcile_inner(&md, &ctx).await;
     ctx.metrics.observe(started.elapsed());
     result
@@ -171,6 +173,7 @@ async fn reconcile_inner<P: Provider>(
         Triage::AddFinalizer => {
             // Deploy in the same pass, from the deployment as the API server returned it.
             let md = cleanup::add_finalizer(md, ctx).await?;
+            ctx.recent.record(md.clone());
             if plan::triage(&md, ctx.provider.name()) == Triage::Deploy {
                 deploy(&md, ctx, &namespace, &name).await
             } else {

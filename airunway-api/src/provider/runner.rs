@@ -69,7 +69,7 @@ impl<P: Provider> Reporter<P> {
 
 /// How many deployments are reconciled at once: enough to keep the API server busy, few
 /// enough that a burst queues here (deduplicated per deployment) instead of in flight.
-const RECONCILE_CONCURRENCY: u16 = 8;
+const RECONCILE_CONCURRENCY: u16 = 32;
 
 /// Trims a watched deployment to what the reconcile reads (see [`cache_trim`]); one that is
 /// neither assigned to `provider` nor carries its finalizer keeps no spec.
@@ -364,7 +364,7 @@ pub async fn run_with_args<P: Provider>(provider: P, args: ProviderArgs) -> anyh
         metrics,
         moved_since: Mutex::new(Default::default()),
         warned: Mutex::new(Default::default()),
-        written: Default::default(),
+        recent: Default::default(),
     });
     let stop_controller = shutdown.child_token();
     let controller = Controller::for_stream(deployment_changes, deployments)

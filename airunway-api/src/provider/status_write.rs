@@ -1,78 +1,26 @@
 //! Writing the provider-owned status of a deployment: only when it differs from what the
 //! deployment shows, with events for the transitions a user should hear about.
 
-use std::collections::HashMap;
-use std::sync::Mutex;
-
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::api::{Api, Patch, PatchParams};
 use kube::{Resource, ResourceExt};
 
 use super::desired::ProviderStatus;
-use super::live::older;
 use super::reconcile::{Context, ReconcileError, api_error};
 use super::traits::Provider;
 use crate::conditions;
 use crate::constants::{condition_types, event_reasons};
 use crate::v1alpha1::{ConditionStatus, ModelDeployment, Phase};
 
-/// The last status this provider wrote per deployment uid, with the deployment's
-/// resourceVersion after the write: until the watch cache holds that version, a reconcile
-/// reads an older deployment and would write the same status again.
-#[derive(Default)]
-pub struct WrittenStatuses {
-    last: Mutex<HashMap<String, (Option<String>, ProviderStatus)>>,
-}
-
-impl WrittenStatuses {
-    /// Whether `status` is what was last written for `md` and the cache has not caught up
-    /// with that write yet (then writing it again changes nothing).
-    fn just_written(&self, md: &ModelDeployment, status: &ProviderStatus) -> bool {
-        let uid = md.metadata.uid.clone().unwrap_or_default();
-        let Ok(mut last) = self.last.lock() else {
-            return false;
-        };
-        match last.get(&uid) {
-            Some((version, written))
-                if older(md.metadata.resource_version.as_deref(), version.as_deref()) =>
-            {
-                written == status
-            }
-            Some(_) => {
-                // The cache caught up: it is the truth again.
-                last.remove(&uid);
-                false
-            }
-            None => false,
-        }
-    }
-
-    fn record(&self, md: &ModelDeployment, version: Option<String>, status: &ProviderStatus) {
-        if let Ok(mut last) = self.last.lock() {
-            last.insert(
-                md.metadata.uid.clone().unwrap_or_default(),
-                (version, status.clone()),
-            );
-        }
-    }
-
-    /// Forgets a deployment (deleted or handed over).
-    pub fn forget(&self, md: &ModelDeployment) {
-        if let Ok(mut last) = self.last.lock() {
-            last.remove(md.metadata.uid.as_deref().unwrap_or_default());
-        }
-    }
-}
-
 /// Applies `status` (server-side apply, manager `<name>-provider`) unless the deployment shows
-/// it already, or this provider just wrote it.
+/// it already.
 pub(super) async fn write<P: Provider>(
     md: &ModelDeployment,
     ctx: &Context<P>,
     status: &ProviderStatus,
 ) -> Result<(), ReconcileError> {
     let manager = ctx.manager();
-    if status.is_current(md, &manager) || ctx.written.just_written(md, status) {
+    if status.is_current(md, &manager) {
         return Ok(());
     }
     let name = md.name_any();
@@ -87,8 +35,7 @@ pub(super) async fn write<P: Provider>(
         )
         .await
         .map_err(api_error(format!("writing the status of {name}")))?;
-    ctx.written
-        .record(md, written.metadata.resource_version, status);
+    ctx.recent.record(written);
     publish_transitions(md, ctx, status).await;
     Ok(())
 }

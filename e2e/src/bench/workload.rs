@@ -25,16 +25,17 @@ pub enum Target {
     Kaito,
     /// GPU vLLM, auto-selected to Dynamo.
     Dynamo,
+    /// GPU vLLM naming KubeRay (never auto-selected).
+    Kuberay,
 }
 
 impl Target {
-    /// Parses `kaito` or `dynamo`.
+    /// Every target, in their default order.
+    pub const ALL: [Target; 3] = [Target::Kaito, Target::Dynamo, Target::Kuberay];
+
+    /// Parses a provider name.
     pub fn parse(name: &str) -> Option<Target> {
-        match name {
-            "kaito" => Some(Target::Kaito),
-            "dynamo" => Some(Target::Dynamo),
-            _ => None,
-        }
+        Target::ALL.into_iter().find(|t| t.name() == name)
     }
 
     /// The provider name.
@@ -42,6 +43,7 @@ impl Target {
         match self {
             Target::Kaito => "kaito",
             Target::Dynamo => "dynamo",
+            Target::Kuberay => "kuberay",
         }
     }
 
@@ -62,6 +64,13 @@ impl Target {
                 kind: "DynamoGraphDeployment".into(),
                 plural: "dynamographdeployments".into(),
             },
+            Target::Kuberay => ApiResource {
+                group: "ray.io".into(),
+                version: "v1".into(),
+                api_version: "ray.io/v1".into(),
+                kind: "RayService".into(),
+                plural: "rayservices".into(),
+            },
         }
     }
 
@@ -70,6 +79,7 @@ impl Target {
         match self {
             Target::Kaito => simulate::workspace_status(Stage::Ready),
             Target::Dynamo => simulate::dgd_status(object, Stage::Ready),
+            Target::Kuberay => simulate::rayservice_status(object, Stage::Ready),
         }
     }
 
@@ -84,6 +94,13 @@ impl Target {
             }),
             Target::Dynamo => json!({
                 "model": {"id": "meta-llama/Llama-3.1-8B-Instruct"},
+                "engine": {"type": "vllm", "contextLength": 8192},
+                "resources": {"gpu": {"count": 1}, "memory": "32Gi"},
+                "secrets": {"huggingFaceToken": "hf-token"},
+            }),
+            Target::Kuberay => json!({
+                "model": {"id": "Qwen/Qwen3-8B", "servedName": "qwen3"},
+                "provider": {"name": "kuberay"},
                 "engine": {"type": "vllm", "contextLength": 8192},
                 "resources": {"gpu": {"count": 1}, "memory": "32Gi"},
                 "secrets": {"huggingFaceToken": "hf-token"},

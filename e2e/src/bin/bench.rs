@@ -25,7 +25,7 @@ struct Cli {
     #[arg(long, default_value_t = 10)]
     namespaces: usize,
     /// Providers the deployments cycle through (comma-separated).
-    #[arg(long, default_value = "kaito,dynamo", value_delimiter = ',')]
+    #[arg(long, default_value = "kaito,dynamo,kuberay", value_delimiter = ',')]
     providers: Vec<String>,
     /// Seconds of steady state in which writes are counted after everything is Running.
     #[arg(long, default_value_t = 300)]
@@ -51,7 +51,9 @@ fn main() -> ExitCode {
         match Target::parse(name) {
             Some(t) => targets.push(t),
             None => {
-                eprintln!("error: --providers: unknown provider '{name}' (known: kaito, dynamo)");
+                eprintln!(
+                    "error: --providers: unknown provider '{name}' (known: kaito, dynamo, kuberay)"
+                );
                 return ExitCode::from(2);
             }
         }

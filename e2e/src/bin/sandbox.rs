@@ -13,7 +13,8 @@ use airunway_e2e::sandbox::{self, State, UpOptions};
 use clap::{Parser, Subcommand};
 
 /// Run AI Runway locally: a real kube-apiserver, etcd and kube-controller-manager, the core
-/// with its webhooks and the KAITO and Dynamo providers, with the example deployments applied.
+/// with its webhooks and the KAITO, Dynamo and KubeRay providers, with the example deployments
+/// applied.
 #[derive(Parser, Debug)]
 #[command(name = "airunway-sandbox", version)]
 struct Cli {
@@ -29,7 +30,7 @@ struct Cli {
 enum Command {
     /// Build what is needed, start everything, apply examples/ and show the deployments.
     Up {
-        /// Play the KAITO and Dynamo operators (writing the status they really write) so
+        /// Play the KAITO, Dynamo and KubeRay operators (writing the status they really write) so
         /// deployments reach Running.
         #[arg(long)]
         simulate_upstream: bool,
