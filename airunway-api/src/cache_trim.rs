@@ -22,6 +22,16 @@ pub fn keep_status_ownership(meta: &mut ObjectMeta) {
     }
 }
 
+/// [`keep_status_ownership`], and of that only what `manager` owns (a provider reads nothing
+/// else).
+pub fn keep_status_ownership_of(meta: &mut ObjectMeta, manager: &str) {
+    keep_status_ownership(meta);
+    if let Some(entries) = meta.managed_fields.as_mut() {
+        entries.retain(|e| e.manager.as_deref() == Some(manager));
+        entries.shrink_to_fit();
+    }
+}
+
 /// Drops the last-applied annotation and all `managedFields`.
 pub fn drop_ownership(meta: &mut ObjectMeta) {
     drop_last_applied(meta);
@@ -69,6 +79,16 @@ mod tests {
             m.annotations.unwrap().keys().collect::<Vec<_>>(),
             ["airunway.ai/x"]
         );
+    }
+
+    #[test]
+    fn a_provider_keeps_only_its_own_status_ownership() {
+        let mut m = meta();
+        keep_status_ownership_of(&mut m, "kaito-provider");
+        assert!(m.managed_fields.unwrap().is_empty());
+        let mut m = meta();
+        keep_status_ownership_of(&mut m, "airunway-core");
+        assert_eq!(m.managed_fields.unwrap().len(), 1);
     }
 
     #[test]

@@ -377,6 +377,8 @@ fn start_once(bin: &Path, options: &ControlPlaneOptions) -> Result<ControlPlane>
             format!("--audit-policy-file={}", audit_policy.display()),
             format!("--audit-log-path={}", audit_log_path(&dir).display()),
             "--audit-log-format=json".into(),
+            // One file, never rotated (lumberjack rotates at 100 MB when the size is 0).
+            "--audit-log-maxsize=1000000".into(),
             "--audit-log-maxbackup=0".into(),
             "--v=0".into(),
         ],

@@ -71,10 +71,14 @@ impl<P: Provider> Reporter<P> {
 /// enough that a burst queues here (deduplicated per deployment) instead of in flight.
 const RECONCILE_CONCURRENCY: u16 = 32;
 
-/// Trims a watched deployment to what the reconcile reads (see [`cache_trim`]); one that is
-/// neither assigned to `provider` nor carries its finalizer keeps no spec.
+/// Trims a watched deployment to what the reconcile reads (see [`cache_trim`]): of the
+/// managed fields only this provider's status entry; one that is neither assigned to
+/// `provider` nor carries its finalizer keeps no spec.
 fn trim_deployment(md: &mut ModelDeployment, provider: &str) {
-    cache_trim::keep_status_ownership(&mut md.metadata);
+    cache_trim::keep_status_ownership_of(
+        &mut md.metadata,
+        &crate::constants::field_managers::provider(provider),
+    );
     if plan::triage(md, provider) == plan::Triage::Ignore {
         md.spec = Default::default();
     }
