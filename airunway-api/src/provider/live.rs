@@ -69,6 +69,15 @@ impl LiveObjects {
         }
     }
 
+    /// Waits (at most `limit`) until the watch has listed every object once; `false` if it has
+    /// not. Before that, a missing object may merely not be listed yet.
+    pub async fn ready(&self, limit: std::time::Duration) -> bool {
+        matches!(
+            tokio::time::timeout(limit, self.store.wait_until_ready()).await,
+            Ok(Ok(()))
+        )
+    }
+
     /// Records an object this provider just applied.
     pub fn remember(&self, object: DynamicObject) {
         let (Some(namespace), Some(name)) = (

@@ -139,6 +139,21 @@ pub enum Plan {
     },
 }
 
+impl Plan {
+    /// A hold whose `ResourceCreated` condition says `message` instead of the phase message.
+    fn with_resource_message(mut self, message: String) -> Plan {
+        if let Plan::Hold { status, .. } = &mut self
+            && let Some(condition) = status
+                .conditions
+                .iter_mut()
+                .find(|c| c.type_ == condition_types::RESOURCE_CREATED)
+        {
+            condition.message = message;
+        }
+        self
+    }
+}
+
 /// `ProviderCompatible=True` as `(status, reason, message)`.
 fn compatible<P: Provider>(provider: &P) -> (bool, &'static str, String) {
     (
@@ -262,11 +277,17 @@ pub fn plan<P: Provider>(
     live: Option<&DynamicObject>,
 ) -> Plan {
     if let Err(message) = provider.check_compatibility(md) {
-        return hold_incompatible(
+        let kind = provider.upstream().kind;
+        return hold(
             HoldCause::Incompatible,
+            Phase::Failed,
+            (false, reasons::INCOMPATIBLE_CONFIGURATION, message.clone()),
             reasons::INCOMPATIBLE_CONFIGURATION,
             message,
-        );
+        )
+        .with_resource_message(format!(
+            "No {kind} is created for an incompatible configuration"
+        ));
     }
     let schema = match usable_schema(provider, detection) {
         Ok(schema) => schema,

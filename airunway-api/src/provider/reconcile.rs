@@ -23,6 +23,9 @@ use crate::constants::{event_reasons, field_managers, finalizers};
 use crate::runtime::EventPublisher;
 use crate::v1alpha1::ModelDeployment;
 
+/// How long a reconcile waits for the upstream watch's first listing before trying later.
+const CACHE_SYNC_WAIT: Duration = Duration::from_secs(10);
+
 /// A provider reconcile failure. [`category`](ReconcileError::category) labels metrics.
 #[derive(Debug, thiserror::Error)]
 pub enum ReconcileError {
@@ -148,6 +151,12 @@ pub async fn reconcile<P: Provider>(
     ctx: Arc<Context<P>>,
 ) -> Result<Action, ReconcileError> {
     let started = Instant::now();
+    // Until the upstream watch has listed everything once, "not in the cache" proves nothing
+    // (a restarted provider would re-create or release what exists).
+    // Without a usable upstream kind there is nothing to list (and nothing to wait for).
+    if ctx.detection().schema().is_some() && !ctx.live.ready(CACHE_SYNC_WAIT).await {
+        return Ok(Action::requeue(CACHE_SYNC_WAIT));
+    }
     let md = ctx.recent.newest(md);
     let result = reconcile_inner(&md, &ctx).await;
     ctx.metrics.observe(started.elapsed());
@@ -197,8 +206,26 @@ async fn deploy<P: Provider>(
 ) -> Result<Action, ReconcileError> {
     let provider = ctx.provider.as_ref();
     let kind = ctx.upstream.kind.clone();
-    let live = ctx.live(namespace, name);
-    let status = match plan::plan(provider, md, &ctx.detection(), live.as_deref()) {
+    let detection = ctx.detection();
+    let mut planned = plan::plan(
+        provider,
+        md,
+        &detection,
+        ctx.live(namespace, name).as_deref(),
+    );
+    if let Plan::Apply { creating: true, .. } = planned {
+        // The watch sees only objects we label: before creating, make sure no object of that
+        // name exists (a user's would be taken over by the forced apply).
+        let found = ctx
+            .upstream_api(namespace)
+            .get_opt(name)
+            .await
+            .map_err(api_error(format!("reading {kind} {namespace}/{name}")))?;
+        if let Some(found) = found {
+            planned = plan::plan(provider, md, &detection, Some(&found));
+        }
+    }
+    let status = match planned {
         Plan::Hold { cause, status } => {
             if let Some(category) = cause.error_category() {
                 ctx.metrics.error(category);
@@ -262,7 +289,11 @@ async fn deploy<P: Provider>(
                 Err(kube::Error::Api(status)) if status.code == 404 => {
                     plan::crd_gone(provider, &status.message)
                 }
-                Err(kube::Error::Api(status)) if (400..500).contains(&status.code) => {
+                // Conflicts, throttling and not-yet-granted RBAC pass: retry with backoff.
+                Err(kube::Error::Api(status))
+                    if (400..500).contains(&status.code)
+                        && !matches!(status.code, 403 | 409 | 429) =>
+                {
                     ctx.metrics.error("apply_rejected");
                     plan::apply_rejected(provider, &kind, name, &status.message)
                 }
