@@ -204,6 +204,22 @@ pub mod event_reasons {
     pub const SELECTION_RULE_ERROR: &str = "SelectionRuleError";
 }
 
+/// Keys refused anywhere in `provider.overrides` (by the core's admission and by providers
+/// that merge overrides into pod specs): they would let a user who may only create
+/// ModelDeployments run pods with more privilege than the provider grants.
+pub const ESCALATING_OVERRIDE_KEYS: [&str; 10] = [
+    "securityContext",
+    "serviceAccountName",
+    "serviceAccount",
+    "hostNetwork",
+    "hostPID",
+    "hostIPC",
+    "automountServiceAccountToken",
+    "nodeName",
+    "priorityClassName",
+    "runtimeClassName",
+];
+
 /// The spec's exact validation messages (design doc §8, spec `000` "Validation Webhook").
 pub mod messages {
     /// vLLM without GPU.

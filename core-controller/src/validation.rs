@@ -36,20 +36,8 @@ pub const MAX_OVERRIDES_DEPTH: usize = 8;
 /// Largest total size of `podTemplate.metadata.annotations` (keys and values).
 pub const MAX_POD_ANNOTATIONS_BYTES: usize = 64 * 1024;
 
-/// Override keys refused anywhere in `provider.overrides`: they would let a user who may only
-/// create ModelDeployments run pods with more privilege than the provider grants.
-pub const ESCALATING_OVERRIDE_KEYS: [&str; 10] = [
-    "securityContext",
-    "serviceAccountName",
-    "serviceAccount",
-    "hostNetwork",
-    "hostPID",
-    "hostIPC",
-    "automountServiceAccountToken",
-    "nodeName",
-    "priorityClassName",
-    "runtimeClassName",
-];
+/// Override keys refused anywhere in `provider.overrides` (one list, shared with providers).
+pub use airunway_api::constants::ESCALATING_OVERRIDE_KEYS;
 
 /// One validation error: the field path and the message.
 #[derive(Clone, Debug, PartialEq, Eq)]

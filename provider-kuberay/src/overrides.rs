@@ -20,18 +20,7 @@ use airunway_api::serde_json::{Map, Value};
 /// Override keys refused anywhere: they would let a user who may only create ModelDeployments
 /// run Ray pods with more privilege than the provider grants (the same keys the core's
 /// webhook refuses).
-pub const ESCALATING_KEYS: &[&str] = &[
-    "securityContext",
-    "serviceAccountName",
-    "serviceAccount",
-    "hostNetwork",
-    "hostPID",
-    "hostIPC",
-    "automountServiceAccountToken",
-    "nodeName",
-    "priorityClassName",
-    "runtimeClassName",
-];
+pub const ESCALATING_KEYS: &[&str] = &airunway_api::constants::ESCALATING_OVERRIDE_KEYS;
 
 /// The head group key.
 pub const HEAD: &str = "head";
