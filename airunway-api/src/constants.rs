@@ -220,6 +220,18 @@ pub const ESCALATING_OVERRIDE_KEYS: [&str; 10] = [
     "runtimeClassName",
 ];
 
+/// Admission ceilings (the Go AI Runway's limits), enforced by the CRD schema.
+pub mod limits {
+    /// Most CPU per worker.
+    pub const MAX_CPU: &str = "512";
+    /// Most memory per worker.
+    pub const MAX_MEMORY: &str = "4Ti";
+    /// Most GPUs per worker.
+    pub const MAX_GPUS: i32 = 64;
+    /// Most replicas of a worker pool.
+    pub const MAX_REPLICAS: i32 = 32;
+}
+
 /// The spec's exact validation messages (design doc §8, spec `000` "Validation Webhook").
 pub mod messages {
     /// vLLM without GPU.
@@ -250,6 +262,20 @@ pub mod messages {
     pub const SERVED_NAME_IGNORED: &str = "servedName is ignored for custom source";
     /// Selector disabled and no provider named.
     pub const SELECTOR_DISABLED: &str = "No provider specified and provider-selector not installed";
+    /// `model.storage` set (not supported yet).
+    pub const MODEL_STORAGE_UNSUPPORTED: &str = "model.storage is not supported by this version of AI Runway yet (model cache volumes come in a later release); remove model.storage to deploy (see docs/migrating.md)";
+    /// `spec.image` and `spec.engine.image` both set and different (the Go AI Runway's text).
+    pub fn image_conflict(legacy: &str, engine: &str) -> String {
+        format!(
+            "spec.image {legacy:?} conflicts with spec.engine.image {engine:?}; remove spec.image or set both fields to the same value (spec.engine.image is preferred)"
+        )
+    }
+    /// A flag set both in `engine.args` and `engine.extraArgs` (the Go AI Runway's text).
+    pub fn launch_flag_conflict(key: &str, token: &str) -> String {
+        format!(
+            "launch flag {key:?} is set in both spec.engine.args and spec.engine.extraArgs ({token:?}); set it in exactly one place so the engine does not receive conflicting values"
+        )
+    }
     /// No ready provider at all.
     pub const NO_HEALTHY_PROVIDERS: &str = "No healthy providers available";
 

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use crate::constants::{annotations, labels};
 use crate::v1alpha1::{
     ComponentScaling, Condition, EngineType, GpuSpec, ModelDeployment, ModelDeploymentSpec,
-    ModelSource, Phase, ScalingSpec, ServingMode, ServingSpec,
+    ModelSource, Phase, ResourceSpec, ScalingSpec, ServingMode, ServingSpec,
 };
 
 /// The default GPU extended resource name.
@@ -44,13 +44,63 @@ impl ModelDeploymentSpec {
             .filter(|n| !n.is_empty())
     }
 
-    /// GPUs per aggregated worker (`resources.gpu.count`, 0 when omitted).
+    /// The image override: `engine.image`, else the legacy `spec.image` (empty strings count as
+    /// absent).
+    pub fn image_override(&self) -> Option<&str> {
+        self.engine
+            .as_ref()
+            .and_then(|e| e.image.as_deref())
+            .filter(|i| !i.is_empty())
+            .or_else(|| self.image.as_deref().filter(|i| !i.is_empty()))
+    }
+
+    /// Whether the deployment gets one GPU by default: aggregated, no `resources`, an explicit
+    /// engine other than llama.cpp and no image override (the Go AI Runway's defaulting, which
+    /// also looks at `engine.image` here).
+    pub fn gets_default_gpu(&self) -> bool {
+        self.serving_mode() == ServingMode::Aggregated
+            && self.resources.is_none()
+            && self
+                .explicit_engine()
+                .is_some_and(|e| e != EngineType::Llamacpp)
+            && self.image_override().is_none()
+    }
+
+    /// GPUs per aggregated worker: `resources.gpu.count`, 1 when [`Self::gets_default_gpu`],
+    /// else 0.
     pub fn gpu_count(&self) -> i32 {
+        if self.gets_default_gpu() {
+            return 1;
+        }
         self.resources
             .as_ref()
             .and_then(|r| r.gpu.as_ref())
             .and_then(|g| g.count)
             .unwrap_or(0)
+    }
+
+    /// Whether prefix caching is on (`engine.enablePrefixCaching`, default true).
+    pub fn prefix_caching(&self) -> bool {
+        self.engine
+            .as_ref()
+            .and_then(|e| e.enable_prefix_caching)
+            .unwrap_or(true)
+    }
+
+    /// Whether the engine runs eagerly (`engine.enforceEager`, default false).
+    pub fn enforce_eager(&self) -> bool {
+        self.engine
+            .as_ref()
+            .and_then(|e| e.enforce_eager)
+            .unwrap_or(false)
+    }
+
+    /// `engine.extraArgs`, empty when omitted.
+    pub fn extra_args(&self) -> &[String] {
+        self.engine
+            .as_ref()
+            .and_then(|e| e.extra_args.as_deref())
+            .unwrap_or_default()
     }
 
     /// The GPU extended resource name for aggregated workers.
@@ -84,6 +134,18 @@ impl ModelDeploymentSpec {
     /// mutating webhook and as the input of selection rules.
     pub fn with_defaults(&self) -> ModelDeploymentSpec {
         let mut spec = self.clone();
+        if spec.gets_default_gpu() {
+            spec.resources = Some(ResourceSpec {
+                gpu: Some(GpuSpec {
+                    count: Some(1),
+                    gpu_type: Some(DEFAULT_GPU_TYPE.to_string()),
+                }),
+                ..Default::default()
+            });
+        }
+        if let Some(engine) = spec.engine.as_mut() {
+            engine.enable_prefix_caching.get_or_insert(true);
+        }
         spec.model.source.get_or_insert(ModelSource::Huggingface);
         spec.serving
             .get_or_insert_with(ServingSpec::default)
@@ -130,6 +192,23 @@ pub fn apply_spec_defaults(spec: &mut serde_json::Value) {
     }
     if !spec.is_object() {
         return;
+    }
+    // One GPU for an aggregated deployment with an explicit engine other than llama.cpp, no
+    // `resources` and no image override (see `ModelDeploymentSpec::gets_default_gpu`). Decided
+    // on the typed view so the JSON and typed defaulting cannot disagree.
+    if let Ok(typed) = serde_json::from_value::<ModelDeploymentSpec>(spec.clone())
+        && typed.gets_default_gpu()
+        && let Some(map) = spec.as_object_mut()
+    {
+        map.insert(
+            "resources".into(),
+            json!({"gpu": {"count": 1, "type": DEFAULT_GPU_TYPE}}),
+        );
+    }
+    if let Some(engine) = spec.get_mut("engine").and_then(Value::as_object_mut) {
+        engine
+            .entry("enablePrefixCaching")
+            .or_insert_with(|| json!(true));
     }
     if let Some(model) = spec.get_mut("model").and_then(Value::as_object_mut) {
         model

@@ -71,7 +71,13 @@ fn model_deployment_crd() {
         .into_iter()
         .map(|(m, _)| m)
         .collect();
-    assert_eq!(model_messages, [messages::MODEL_ID_REQUIRED]);
+    assert_eq!(
+        model_messages,
+        [
+            messages::MODEL_ID_REQUIRED,
+            messages::MODEL_STORAGE_UNSUPPORTED
+        ]
+    );
 
     let props = &spec["properties"];
     assert_eq!(
@@ -94,6 +100,20 @@ fn model_deployment_crd() {
     assert_eq!(
         props["provider"]["properties"]["overrides"]["x-kubernetes-preserve-unknown-fields"],
         true
+    );
+    // Unknown fields under spec are kept (and refused by name by the webhook), not pruned.
+    assert_eq!(spec["x-kubernetes-preserve-unknown-fields"], true);
+    assert_eq!(
+        props["engine"]["x-kubernetes-preserve-unknown-fields"],
+        true
+    );
+    assert_eq!(
+        props["engine"]["properties"]["enablePrefixCaching"]["default"],
+        true
+    );
+    assert_eq!(
+        props["scaling"]["properties"]["replicas"]["maximum"].as_f64(),
+        Some(f64::from(airunway_api::constants::limits::MAX_REPLICAS))
     );
 
     let conditions =

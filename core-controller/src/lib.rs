@@ -16,6 +16,7 @@ pub mod metrics;
 pub mod run;
 pub mod selection;
 pub mod status;
+pub mod unknown_fields;
 pub mod validation;
 pub mod webhook;
 

@@ -28,6 +28,9 @@ use airunway_api::managed_fields::OwnedFields;
 pub struct CoreDecision {
     /// Validation errors (empty when valid).
     pub validation_errors: Vec<FieldError>,
+    /// Why the deployment cannot start whatever happens next (conflicting image fields): the
+    /// phase is then `Failed`.
+    pub failure: Option<String>,
     /// The engine decision; `None` while the spec is invalid and no engine is known.
     pub engine: Option<EngineDecision>,
     /// The provider decision; `None` while the spec is invalid and no provider is known.
@@ -48,6 +51,10 @@ pub fn decide(
     rules: &RuleSet,
 ) -> CoreDecision {
     let validation_errors = validation::validate(md);
+    // Conflicting image fields cannot be fixed by waiting: `Failed`, as in the Go AI Runway. (A
+    // named provider that does not fit is refused at admission with the Go texts; at reconcile
+    // time the provider's own compatibility check reports it with the spec's texts.)
+    let failure = validation::image_conflict(&md.spec);
     let valid = validation_errors.is_empty();
     let engine_decision = select_engine(md, providers, selector_enabled);
     let engine = match (&engine_decision, valid) {
@@ -88,6 +95,7 @@ pub fn decide(
             });
     CoreDecision {
         validation_errors,
+        failure,
         engine,
         provider,
         provider_availability,
@@ -311,8 +319,15 @@ pub fn desired_status(md: &ModelDeployment, decision: &CoreDecision) -> DesiredC
         pending.get_or_insert_with(|| format!("Waiting for provider {name} to reconcile"));
     }
 
+    // What waiting cannot fix is `Failed`, as in the Go AI Runway.
+    let failed = decision
+        .failure
+        .as_ref()
+        .map(|m| format!("Validation failed: {m}"));
     let phase = if provider_took_phase {
         None
+    } else if let Some(message) = failed {
+        Some((Phase::Failed, message))
     } else {
         pending.map(|m| (Phase::Pending, m))
     };

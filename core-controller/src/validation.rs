@@ -20,7 +20,7 @@ use std::collections::BTreeMap;
 
 use airunway_api::constants::messages;
 use airunway_api::v1alpha1::{
-    EngineType, ModelDeployment, ModelDeploymentSpec, ModelSource, ServingMode,
+    EngineCapability, EngineType, ModelDeployment, ModelDeploymentSpec, ModelSource, ServingMode,
 };
 use serde_json::Value;
 
@@ -204,9 +204,13 @@ fn validate_spec(spec: &ModelDeploymentSpec, errors: &mut Vec<FieldError>) {
         }
     }
 
+    if let Some(message) = image_conflict(spec) {
+        errors.push(FieldError::new("spec.engine.image", message));
+    }
     if let Some(args) = spec.engine.as_ref().and_then(|e| e.args.as_ref()) {
         validate_args(args, errors);
     }
+    validate_extra_args(spec, errors);
     if let Some(overrides) = spec.provider.as_ref().and_then(|p| p.overrides.as_ref()) {
         validate_overrides(overrides, errors);
     }
@@ -254,6 +258,84 @@ fn validate_spec(spec: &ModelDeploymentSpec, errors: &mut Vec<FieldError>) {
             "spec.secrets.huggingFaceToken",
             "must be the name of a Secret in this namespace (a DNS subdomain)",
         ));
+    }
+}
+
+/// The conflict message when `spec.image` and `spec.engine.image` are both set and differ (the
+/// Go AI Runway's text). Such a deployment is `Failed` at reconcile time.
+pub fn image_conflict(spec: &ModelDeploymentSpec) -> Option<String> {
+    let legacy = spec.image.as_deref().filter(|i| !i.is_empty())?;
+    let engine = spec
+        .engine
+        .as_ref()
+        .and_then(|e| e.image.as_deref())
+        .filter(|i| !i.is_empty())?;
+    (legacy != engine).then(|| messages::image_conflict(legacy, engine))
+}
+
+/// Whether a named provider's registered capabilities fit the deployment (the Go AI Runway's
+/// checks and texts): the engine is listed, with the serving mode, and with CPU support when no
+/// GPU is requested. `None` when they fit. The error carries the field to change.
+pub fn pinned_provider_mismatch(
+    spec: &ModelDeploymentSpec,
+    provider: &str,
+    engine: EngineType,
+    capabilities: &[EngineCapability],
+) -> Option<FieldError> {
+    let Some(capability) = capabilities.iter().find(|c| c.name == engine) else {
+        return Some(FieldError::new(
+            "spec.engine.type",
+            format!("provider {provider} does not support engine {engine}"),
+        ));
+    };
+    let mode = spec.serving_mode();
+    if !capability.serving_modes.contains(&mode) {
+        return Some(FieldError::new(
+            "spec.serving.mode",
+            format!("provider {provider} does not support {mode} mode for engine {engine}"),
+        ));
+    }
+    if mode == ServingMode::Aggregated && spec.gpu_count() == 0 && !capability.cpu_support {
+        return Some(FieldError::new(
+            "spec.resources.gpu.count",
+            format!(
+                "{engine} engine on provider {provider} requires GPU (set resources.gpu.count > 0)"
+            ),
+        ));
+    }
+    None
+}
+
+/// The flag name of a raw `engine.extraArgs` token: `--key` or `--key=value` give `key`; other
+/// tokens (values, `-x`, `---x`) name no flag.
+pub fn extra_arg_flag(token: &str) -> Option<&str> {
+    let rest = token.strip_prefix("--")?;
+    if rest.is_empty() || rest.starts_with('-') {
+        return None;
+    }
+    Some(rest.split_once('=').map_or(rest, |(key, _)| key))
+}
+
+fn validate_extra_args(spec: &ModelDeploymentSpec, errors: &mut Vec<FieldError>) {
+    let Some(engine) = spec.engine.as_ref() else {
+        return;
+    };
+    let args = engine.args.as_ref();
+    for (i, token) in engine.extra_args.iter().flatten().enumerate() {
+        if token.chars().any(char::is_control) {
+            errors.push(FieldError::new(
+                format!("spec.engine.extraArgs[{i}]"),
+                "must not contain control characters such as newlines",
+            ));
+        }
+        if let Some(key) = extra_arg_flag(token)
+            && args.is_some_and(|a| a.contains_key(key))
+        {
+            errors.push(FieldError::new(
+                "spec.engine.extraArgs",
+                messages::launch_flag_conflict(key, token),
+            ));
+        }
     }
 }
 
@@ -433,11 +515,11 @@ mod tests {
                 one("spec.resources.gpu.count", messages::VLLM_REQUIRES_GPU),
             ),
             (
-                json!({"model": {"id": "a/b"}, "engine": {"type": "sglang"}}),
+                json!({"model": {"id": "a/b"}, "engine": {"type": "sglang"}, "resources": {"memory": "1Gi"}}),
                 one("spec.resources.gpu.count", messages::SGLANG_REQUIRES_GPU),
             ),
             (
-                json!({"model": {"id": "a/b"}, "engine": {"type": "trtllm"}}),
+                json!({"model": {"id": "a/b"}, "engine": {"type": "trtllm", "image": "my/trtllm:1"}}),
                 one("spec.resources.gpu.count", messages::TRTLLM_REQUIRES_GPU),
             ),
             (
@@ -474,10 +556,117 @@ mod tests {
     }
 
     #[test]
+    fn engine_without_resources_gets_one_gpu() {
+        // The common `{engine: vllm}` manifest is valid: it runs on one GPU.
+        assert_eq!(
+            errors(json!({"model": {"id": "a/b"}, "engine": {"type": "vllm"}})),
+            vec![]
+        );
+        // An image override means the user chose what runs: no GPU is assumed.
+        assert_eq!(
+            errors(
+                json!({"model": {"id": "a/b"}, "engine": {"type": "vllm", "image": "my/vllm:1"}})
+            ),
+            one("spec.resources.gpu.count", messages::VLLM_REQUIRES_GPU)
+        );
+    }
+
+    #[test]
+    fn conflicting_images_are_refused_with_the_go_text() {
+        let spec = json!({"model": {"id": "a/b"}, "image": "a:1", "engine": {"type": "llamacpp", "image": "b:2"}});
+        assert_eq!(
+            errors(spec),
+            one(
+                "spec.engine.image",
+                r#"spec.image "a:1" conflicts with spec.engine.image "b:2"; remove spec.image or set both fields to the same value (spec.engine.image is preferred)"#
+            )
+        );
+        let same = json!({"model": {"id": "a/b"}, "image": "a:1", "engine": {"type": "llamacpp", "image": "a:1"}});
+        assert_eq!(errors(same), vec![]);
+    }
+
+    #[test]
+    fn extra_args_may_not_repeat_args() {
+        assert_eq!(extra_arg_flag("--max-num-seqs=8"), Some("max-num-seqs"));
+        assert_eq!(extra_arg_flag("--max-num-seqs"), Some("max-num-seqs"));
+        assert_eq!(extra_arg_flag("8"), None);
+        assert_eq!(extra_arg_flag("--"), None);
+        assert_eq!(extra_arg_flag("---x"), None);
+        assert_eq!(extra_arg_flag("-x"), None);
+        for token in ["--max-num-seqs=8", "--max-num-seqs"] {
+            let spec = json!({"model": {"id": "a/b"}, "engine": {"type": "vllm",
+                "args": {"max-num-seqs": "4"}, "extraArgs": [token, "8"]}});
+            assert_eq!(
+                errors(spec),
+                one(
+                    "spec.engine.extraArgs",
+                    &format!(
+                        "launch flag \"max-num-seqs\" is set in both spec.engine.args and spec.engine.extraArgs (\"{token}\"); set it in exactly one place so the engine does not receive conflicting values"
+                    )
+                )
+            );
+        }
+        let bare = json!({"model": {"id": "a/b"}, "engine": {"type": "vllm",
+            "args": {"max-num-seqs": "4"}, "extraArgs": ["max-num-seqs", "--other=1"]}});
+        assert_eq!(errors(bare), vec![]);
+        let control =
+            json!({"model": {"id": "a/b"}, "engine": {"type": "vllm", "extraArgs": ["--a\nb"]}});
+        assert_eq!(errors(control)[0].field, "spec.engine.extraArgs[0]");
+    }
+
+    #[test]
+    fn a_named_provider_that_does_not_fit_gets_the_go_texts() {
+        use airunway_api::v1alpha1::EngineCapability;
+        let kaito = [
+            EngineCapability::new(EngineType::Vllm, vec![ServingMode::Aggregated], true, false),
+            EngineCapability::new(
+                EngineType::Llamacpp,
+                vec![ServingMode::Aggregated],
+                true,
+                true,
+            ),
+        ];
+        let gpu = json!({"gpu": {"count": 1}});
+        for (spec, engine, field, message) in [
+            (
+                json!({"model": {"id": "a/b"}, "serving": {"mode": "disaggregated"}, "scaling": {"prefill": gpu, "decode": gpu}}),
+                EngineType::Vllm,
+                "spec.serving.mode",
+                "provider kaito does not support disaggregated mode for engine vllm",
+            ),
+            (
+                json!({"model": {"id": "a/b"}, "resources": gpu}),
+                EngineType::Sglang,
+                "spec.engine.type",
+                "provider kaito does not support engine sglang",
+            ),
+            (
+                json!({"model": {"id": "a/b"}, "resources": {"cpu": "2"}}),
+                EngineType::Vllm,
+                "spec.resources.gpu.count",
+                "vllm engine on provider kaito requires GPU (set resources.gpu.count > 0)",
+            ),
+        ] {
+            let spec: ModelDeploymentSpec = serde_json::from_value(spec).unwrap();
+            assert_eq!(
+                pinned_provider_mismatch(&spec, "kaito", engine, &kaito),
+                Some(FieldError::new(field, message))
+            );
+        }
+        let fits: ModelDeploymentSpec =
+            serde_json::from_value(json!({"model": {"id": "a/b"}, "resources": {"cpu": "2"}}))
+                .unwrap();
+        assert_eq!(
+            pinned_provider_mismatch(&fits, "kaito", EngineType::Llamacpp, &kaito),
+            None
+        );
+    }
+
+    #[test]
     fn all_errors_are_reported_at_once() {
         let found = validate(&md(
             "Bad.Name",
-            json!({"model": {}, "engine": {"type": "vllm"}, "provider": {"overrides": {"hostNetwork": true}}}),
+            json!({"model": {}, "engine": {"type": "vllm"}, "resources": {}, "provider": {"overrides": {"hostNetwork": true}}}),
         ));
         let fields: Vec<&str> = found.iter().map(|e| e.field.as_str()).collect();
         assert_eq!(

@@ -391,7 +391,9 @@ fn desired_status_for_an_auto_selection() {
 
 #[test]
 fn desired_status_for_an_invalid_spec() {
-    let deployment = md(json!({"model": {"id": "a/b"}, "engine": {"type": "vllm"}}));
+    let deployment = md(
+        json!({"model": {"id": "a/b"}, "engine": {"type": "vllm"}, "resources": {"gpu": {"count": 0}}}),
+    );
     let decision = decide(
         &deployment,
         &views(&all_shipped()),
@@ -414,5 +416,24 @@ fn desired_status_for_an_invalid_spec() {
     assert_eq!(
         desired.provider, None,
         "nothing is selected for an invalid spec"
+    );
+}
+
+#[test]
+fn conflicting_image_fields_fail_with_the_go_message() {
+    let deployment = md(json!({"model": {"id": "a/b"}, "image": "a:1",
+        "engine": {"type": "vllm", "image": "b:2"}, "provider": {"name": "kaito"}}));
+    let decision = decide(
+        &deployment,
+        &views(&all_shipped()),
+        true,
+        &RuleSet::default(),
+    );
+    let desired = desired_status(&deployment, &decision);
+    let (phase, message) = desired.phase.unwrap();
+    assert_eq!(phase, Phase::Failed);
+    assert_eq!(
+        message,
+        r#"Validation failed: spec.image "a:1" conflicts with spec.engine.image "b:2"; remove spec.image or set both fields to the same value (spec.engine.image is preferred)"#
     );
 }

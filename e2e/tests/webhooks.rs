@@ -635,3 +635,320 @@ async fn selector_disabled_requires_an_engine() {
     core.terminate(Duration::from_secs(10));
     remove_webhooks(&env.client).await;
 }
+
+// ---- Drop-in for manifests written for the Go AI Runway (issue 15) ----
+
+/// Sends `object` as a create with `fieldValidation=<validation>`, the parameter `kubectl apply`
+/// sends for `--validate=strict` (`Strict`) and `--validate=false` (`Ignore`). Returns the
+/// status code and the response body.
+async fn create_with_validation(
+    client: &Client,
+    namespace: &str,
+    validation: &str,
+    object: &Value,
+) -> (u16, Value) {
+    let request = http::Request::post(format!(
+        "/apis/airunway.ai/v1alpha1/namespaces/{namespace}/modeldeployments?fieldValidation={validation}"
+    ))
+    .header("content-type", "application/json")
+    .body(kube::client::Body::from(serde_json::to_vec(object).unwrap()))
+    .unwrap();
+    let response = client.send(request).await.unwrap();
+    let code = response.status().as_u16();
+    let bytes = response.into_body().collect().await.unwrap().to_bytes();
+    (code, serde_json::from_slice(&bytes).unwrap_or(Value::Null))
+}
+
+/// Asserts that every field of `written` is in `stored` with the same value (`stored` may have
+/// more: defaults). Quantities are compared as written (the API server keeps strings).
+fn assert_kept(written: &Value, stored: &Value, path: &str) {
+    match (written, stored) {
+        (Value::Object(w), Value::Object(s)) => {
+            for (key, value) in w {
+                let child = format!("{path}.{key}");
+                let kept = s.get(key).unwrap_or_else(|| panic!("{child} was lost"));
+                assert_kept(value, kept, &child);
+            }
+        }
+        (Value::Array(w), Value::Array(s)) => {
+            assert_eq!(w.len(), s.len(), "{path}: list length changed");
+            for (i, (w, s)) in w.iter().zip(s).enumerate() {
+                assert_kept(w, s, &format!("{path}[{i}]"));
+            }
+        }
+        (w, s) => assert_eq!(w, s, "{path} changed"),
+    }
+}
+
+fn parity_samples() -> Vec<(String, Value)> {
+    let dir = paths::workspace_root().join("e2e/samples/go-parity");
+    let mut files: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "yaml"))
+        .collect();
+    files.sort();
+    files
+        .into_iter()
+        .flat_map(|path| {
+            let file = path.file_name().unwrap().to_string_lossy().to_string();
+            manifests::read(&path)
+                .into_iter()
+                .map(move |object| (file.clone(), object))
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn go_project_manifests_apply_unchanged() {
+    let _lock = cluster_lock().await;
+    let env = TestEnv::new("webhook-parity").await;
+    delete_all(&env.client).await;
+    register_shipped(&env.client, &["kaito", "dynamo"], true).await;
+    let kubeconfig = core_identity(&env).await;
+    let port = free_port();
+    install_webhooks(&env, port).await;
+    let core = start_core(&env, &kubeconfig, port, &[]).await;
+    wait_webhook_active(&env).await;
+    let api: Api<ModelDeployment> = Api::namespaced(env.client.clone(), &env.namespace);
+
+    // Every sample is admitted with strict field validation and read back with nothing lost.
+    let samples = parity_samples();
+    assert!(samples.len() >= 5, "samples: {}", samples.len());
+    for (file, object) in &samples {
+        let (code, body) =
+            create_with_validation(&env.client, &env.namespace, "Strict", object).await;
+        assert_eq!(code, 201, "{file}: {body}");
+        let name = object["metadata"]["name"].as_str().unwrap();
+        let stored = serde_json::to_value(api.get(name).await.unwrap()).unwrap();
+        assert_kept(&object["spec"], &stored["spec"], "spec");
+        assert_kept(
+            &object["metadata"]["labels"],
+            &stored["metadata"]["labels"],
+            "metadata.labels",
+        );
+    }
+
+    // Defaulting like the Go project: `{engine: vllm}` gets one GPU and prefix caching on.
+    let minimal = serde_json::to_value(api.get("qwen-minimal").await.unwrap()).unwrap();
+    assert_eq!(
+        minimal["spec"]["resources"],
+        json!({"gpu": {"count": 1, "type": "nvidia.com/gpu"}})
+    );
+    assert_eq!(minimal["spec"]["engine"]["enablePrefixCaching"], true);
+    assert_eq!(minimal["spec"]["serving"]["mode"], "aggregated");
+    assert_eq!(minimal["spec"]["scaling"]["replicas"], 1);
+    let disagg = serde_json::to_value(api.get("qwen-disagg").await.unwrap()).unwrap();
+    assert_eq!(
+        disagg["spec"]["scaling"]["decode"]["gpu"]["type"],
+        "nvidia.com/gpu"
+    );
+
+    // `enablePrefixCaching: false` survives an update of another field and a server-side apply.
+    api.patch(
+        "llama-full",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"spec": {"scaling": {"replicas": 3}}})),
+    )
+    .await
+    .unwrap();
+    api.patch(
+        "llama-full",
+        &PatchParams::apply("gitops").force(),
+        &Patch::Apply(
+            json!({"apiVersion": "airunway.ai/v1alpha1", "kind": "ModelDeployment", "metadata": {"name": "llama-full"},
+            "spec": {"model": {"id": "meta-llama/Llama-3.1-8B-Instruct"}, "engine": {"enablePrefixCaching": false}}}),
+        ),
+    )
+    .await
+    .unwrap();
+    let full = api.get("llama-full").await.unwrap();
+    assert_eq!(full.spec.engine.unwrap().enable_prefix_caching, Some(false));
+
+    // Selected, validated: the core accepts what it admitted.
+    let selected = wait_for(&api, "qwen-minimal", WAIT, "Validated=True", |md| {
+        md.condition("Validated").is_some_and(|c| c.is_true())
+    })
+    .await;
+    assert_eq!(selected.resolved_engine().map(|e| e.as_str()), Some("vllm"));
+
+    api.delete_collection(&DeleteParams::default(), &Default::default())
+        .await
+        .unwrap();
+    core.terminate(Duration::from_secs(10));
+    remove_webhooks(&env.client).await;
+    delete_all(&env.client).await;
+}
+
+#[tokio::test]
+async fn unknown_fields_limits_and_conflicts_are_refused_by_name() {
+    let _lock = cluster_lock().await;
+    let env = TestEnv::new("webhook-refusals").await;
+    delete_all(&env.client).await;
+    register_shipped(&env.client, &["kaito"], true).await;
+    let kubeconfig = core_identity(&env).await;
+    let port = free_port();
+    install_webhooks(&env, port).await;
+    let core = start_core(&env, &kubeconfig, port, &[]).await;
+    wait_webhook_active(&env).await;
+    let api: Api<ModelDeployment> = Api::namespaced(env.client.clone(), &env.namespace);
+
+    // Unknown fields: refused by name whether the client validates strictly (kubectl apply
+    // --validate=strict) or not at all (--validate=false); never pruned silently.
+    let typo = deployment(
+        "typo",
+        json!({"model": {"id": "a/b", "revison": "main"}, "engine": {"type": "vllm", "enablePrefixCachng": false}}),
+    );
+    for validation in ["Strict", "Ignore"] {
+        let (code, body) =
+            create_with_validation(&env.client, &env.namespace, validation, &typo).await;
+        assert_eq!(code, 422, "{validation}: {body}");
+        let message = body["message"].as_str().unwrap();
+        assert!(
+            message.contains("spec.engine.enablePrefixCachng: unknown field")
+                && message.contains("spec.model.revison: unknown field")
+                && message.contains("enablePrefixCaching"),
+            "{validation}: {message}"
+        );
+    }
+
+    // Ceilings and conflicts, each naming the field and the limit or the fix.
+    let gpu = json!({"gpu": {"count": 1}});
+    let cases: Vec<(&str, Value, &str, String)> = vec![
+        (
+            "cpu",
+            json!({"model": {"id": "a/b"}, "engine": {"type": "vllm"}, "resources": {"gpu": {"count": 1}, "cpu": "513"}}),
+            "spec.resources.cpu",
+            "exceeds maximum allowed (512)".into(),
+        ),
+        (
+            "cpu-negative",
+            json!({"model": {"id": "a/b"}, "engine": {"type": "vllm"}, "resources": {"gpu": {"count": 1}, "cpu": "-1"}}),
+            "spec.resources.cpu",
+            "must be greater than zero".into(),
+        ),
+        (
+            "memory",
+            json!({"model": {"id": "a/b"}, "engine": {"type": "vllm"}, "resources": {"gpu": {"count": 1}, "memory": "5Ti"}}),
+            "spec.resources.memory",
+            "exceeds maximum allowed (4Ti)".into(),
+        ),
+        (
+            "prefill-memory",
+            json!({"model": {"id": "a/b"}, "engine": {"type": "vllm"}, "serving": {"mode": "disaggregated"},
+            "scaling": {"prefill": {"gpu": {"count": 1}, "memory": "8Ti"}, "decode": gpu}}),
+            "spec.scaling.prefill.memory",
+            "exceeds maximum allowed (4Ti)".into(),
+        ),
+        (
+            "gpus",
+            json!({"model": {"id": "a/b"}, "engine": {"type": "vllm"}, "resources": {"gpu": {"count": 65}}}),
+            "spec.resources.gpu.count",
+            "less than or equal to 64".into(),
+        ),
+        (
+            "replicas",
+            json!({"model": {"id": "a/b"}, "engine": {"type": "vllm"}, "scaling": {"replicas": 33}}),
+            "spec.scaling.replicas",
+            "less than or equal to 32".into(),
+        ),
+        (
+            "storage",
+            json!({"model": {"id": "a/b", "storage": {"volumes": [{"name": "cache", "claimName": "c"}]}}, "engine": {"type": "vllm"}}),
+            "spec.model.storage",
+            messages::MODEL_STORAGE_UNSUPPORTED.into(),
+        ),
+        (
+            "images",
+            json!({"model": {"id": "a/b"}, "image": "a:1", "engine": {"type": "vllm", "image": "b:2"}, "resources": {"gpu": {"count": 1}}}),
+            "spec.engine.image",
+            messages::image_conflict("a:1", "b:2"),
+        ),
+        (
+            "flags",
+            json!({"model": {"id": "a/b"}, "engine": {"type": "vllm", "args": {"max-num-seqs": "8"}, "extraArgs": ["--max-num-seqs=4"]}}),
+            "spec.engine.extraArgs",
+            messages::launch_flag_conflict("max-num-seqs", "--max-num-seqs=4"),
+        ),
+        (
+            "mode",
+            json!({"model": {"id": "a/b"}, "engine": {"type": "vllm"}, "provider": {"name": "kaito"}, "serving": {"mode": "disaggregated"},
+            "scaling": {"prefill": gpu, "decode": gpu}}),
+            "spec.serving.mode",
+            "provider kaito does not support disaggregated mode for engine vllm".into(),
+        ),
+    ];
+    for (name, spec, field, expected) in cases {
+        let (message, _) = rejection(&api, deployment(name, spec)).await;
+        assert!(
+            message.contains(field) && message.contains(&expected),
+            "{name}: expected {field}: {expected}; got {message}"
+        );
+    }
+
+    // With the webhooks gone (core down, GitOps wave ordering), what the CRD cannot check is
+    // caught at reconcile time: the deployment is stored and `Failed` with the same text. (A
+    // provider that does not fit is then reported by the provider itself, with the spec's
+    // compatibility texts: see the provider suites.)
+    remove_webhooks(&env.client).await;
+    let webhook_gone = || async {
+        let probe: ModelDeployment = serde_json::from_value(deployment(
+            "probe",
+            json!({"model": {"id": "a/b"}, "engine": {"type": "llamacpp"}, "provider": {"overrides": {"hostPID": true}}}),
+        ))
+        .unwrap();
+        match api
+            .create(
+                &PostParams {
+                    dry_run: true,
+                    ..Default::default()
+                },
+                &probe,
+            )
+            .await
+        {
+            Ok(_) => Ok(()),
+            Err(e) => Err(e.to_string()),
+        }
+    };
+    eventually("the webhooks to be gone", WAIT, webhook_gone).await;
+    for (name, spec, expected) in [(
+        "images",
+        json!({"model": {"id": "a/b"}, "image": "a:1", "engine": {"type": "llamacpp", "image": "b:2"}}),
+        messages::image_conflict("a:1", "b:2"),
+    )] {
+        let md: ModelDeployment = serde_json::from_value(deployment(name, spec)).unwrap();
+        api.create(&PostParams::default(), &md).await.unwrap();
+        let want = format!("Validation failed: {expected}");
+        let failed = wait_for(&api, name, WAIT, "Failed with the Go message", |md| {
+            md.status.as_ref().and_then(|s| s.message.as_deref()) == Some(want.as_str())
+        })
+        .await;
+        assert_eq!(
+            failed.status.unwrap().phase,
+            Some(airunway_api::v1alpha1::Phase::Failed)
+        );
+    }
+    // An unknown field admitted without the webhook is kept, not pruned.
+    let (code, body) = create_with_validation(&env.client, &env.namespace, "Ignore", &typo).await;
+    assert_eq!(code, 201, "{body}");
+    let stored: Value = serde_json::to_value(api.get("typo").await.unwrap()).unwrap();
+    let raw = kube::Api::<kube::core::DynamicObject>::namespaced_with(
+        env.client.clone(),
+        &env.namespace,
+        &kube::discovery::ApiResource::erase::<ModelDeployment>(&()),
+    )
+    .get("typo")
+    .await
+    .unwrap();
+    assert_eq!(
+        raw.data["spec"]["engine"]["enablePrefixCachng"], false,
+        "{stored}"
+    );
+
+    api.delete_collection(&DeleteParams::default(), &Default::default())
+        .await
+        .unwrap();
+    core.terminate(Duration::from_secs(10));
+    delete_all(&env.client).await;
+}

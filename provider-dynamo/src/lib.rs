@@ -43,12 +43,7 @@ impl Provider for DynamoProvider {
 
     fn registration(&self) -> InferenceProviderConfigSpec {
         let engine = |name, serving_modes| {
-            EngineCapabilityEntry::Detailed(EngineCapability {
-                name,
-                serving_modes,
-                gpu_support: true,
-                cpu_support: false,
-            })
+            EngineCapabilityEntry::Detailed(EngineCapability::new(name, serving_modes, true, false))
         };
         let both = || vec![ServingMode::Aggregated, ServingMode::Disaggregated];
         InferenceProviderConfigSpec {

@@ -276,7 +276,7 @@ fn compatibility_messages() {
             "Dynamo does not support llamacpp engine",
         ),
         (
-            json!({"model": {"id": "a/b"}, "engine": {"type": "vllm"}}),
+            json!({"model": {"id": "a/b"}, "engine": {"type": "vllm"}, "resources": {"cpu": "2"}}),
             "Dynamo requires GPU (set resources.gpu.count > 0)",
         ),
         (

@@ -43,12 +43,12 @@ impl Provider for KaitoProvider {
 
     fn registration(&self) -> InferenceProviderConfigSpec {
         let engine = |name, cpu_support| {
-            EngineCapabilityEntry::Detailed(EngineCapability {
+            EngineCapabilityEntry::Detailed(EngineCapability::new(
                 name,
-                serving_modes: vec![ServingMode::Aggregated],
-                gpu_support: true,
+                vec![ServingMode::Aggregated],
+                true,
                 cpu_support,
-            })
+            ))
         };
         InferenceProviderConfigSpec {
             capabilities: Some(ProviderCapabilities {

@@ -55,12 +55,14 @@ impl Provider for KubeRayProvider {
     fn registration(&self) -> InferenceProviderConfigSpec {
         InferenceProviderConfigSpec {
             capabilities: Some(ProviderCapabilities {
-                engines: Some(vec![EngineCapabilityEntry::Detailed(EngineCapability {
-                    name: EngineType::Vllm,
-                    serving_modes: vec![ServingMode::Aggregated, ServingMode::Disaggregated],
-                    gpu_support: true,
-                    cpu_support: false,
-                })]),
+                engines: Some(vec![EngineCapabilityEntry::Detailed(
+                    EngineCapability::new(
+                        EngineType::Vllm,
+                        vec![ServingMode::Aggregated, ServingMode::Disaggregated],
+                        true,
+                        false,
+                    ),
+                )]),
                 ..Default::default()
             }),
             // Explicit-only (design doc §4.5): no selection rule, so the core never picks

@@ -486,7 +486,7 @@ fn compatibility_messages() {
             "KubeRay does not support trtllm engine",
         ),
         (
-            json!({"model": {"id": "a/b"}, "engine": {"type": "vllm"}}),
+            json!({"model": {"id": "a/b"}, "engine": {"type": "vllm", "image": "my/ray:1"}}),
             "KubeRay requires GPU (set resources.gpu.count > 0)",
         ),
         (

@@ -21,8 +21,10 @@ macro_rules! cel {
     (disaggregated) => {
         "(has(self.serving) && has(self.serving.mode) && self.serving.mode == 'disaggregated')"
     };
+    // Without `resources`, an explicit engine other than llama.cpp and no image override get
+    // one GPU by default (the mutating webhook writes it; `gpu_count()` agrees).
     (no_gpu) => {
-        "(!has(self.resources) || !has(self.resources.gpu) || !has(self.resources.gpu.count) || self.resources.gpu.count == 0)"
+        "(has(self.resources) ? (!has(self.resources.gpu) || !has(self.resources.gpu.count) || self.resources.gpu.count == 0) : (has(self.image) || (has(self.engine) && has(self.engine.image))))"
     };
     (engine_needs_gpu $e:literal) => {
         concat!("!(", cel!(engine_is $e), " && ", cel!(aggregated), " && ", cel!(no_gpu), ")")
@@ -54,6 +56,7 @@ macro_rules! cel {
     printcolumn = r#"{"name":"Age","type":"date","jsonPath":".metadata.creationTimestamp"}"#
 )]
 #[serde(rename_all = "camelCase")]
+#[schemars(transform = crate::schema::keep_unknown_fields)]
 #[x_kube(validation = kube::core::Rule::new(cel!(engine_needs_gpu "vllm")).message(messages::VLLM_REQUIRES_GPU).field_path(".resources.gpu.count"))]
 #[x_kube(validation = kube::core::Rule::new(cel!(engine_needs_gpu "sglang")).message(messages::SGLANG_REQUIRES_GPU).field_path(".resources.gpu.count"))]
 #[x_kube(validation = kube::core::Rule::new(cel!(engine_needs_gpu "trtllm")).message(messages::TRTLLM_REQUIRES_GPU).field_path(".resources.gpu.count"))]
@@ -120,12 +123,42 @@ pub struct ModelDeploymentSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(max = 64))]
     pub tolerations: Option<Vec<Toleration>>,
+
+    /// Routing through the cluster's inference gateway (InferencePool and HTTPRoute).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gateway: Option<GatewaySpec>,
+}
+
+/// How the deployment is exposed through the cluster's inference gateway.
+#[derive(Serialize, Deserialize, schemars::JsonSchema, Clone, Debug, Default, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct GatewaySpec {
+    /// `false` opts out of gateway routing; omitted or `true` routes the deployment when the
+    /// Gateway API Inference Extension is installed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub enabled: Option<bool>,
+
+    /// The model name the gateway routes on, instead of the served model name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 256))]
+    pub model_name: Option<String>,
+
+    /// Name of an HTTPRoute in the deployment's namespace that the user manages; AI Runway then
+    /// creates no HTTPRoute of its own.
+    #[serde(
+        rename = "httpRouteRef",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    #[schemars(length(max = 253))]
+    pub http_route_ref: Option<String>,
 }
 
 /// The model to serve.
 #[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
 #[serde(rename_all = "camelCase")]
 #[x_kube(validation = kube::core::Rule::new("(has(self.source) && self.source != 'huggingface') || (has(self.id) && self.id != '')").message(messages::MODEL_ID_REQUIRED).field_path(".id"))]
+#[x_kube(validation = kube::core::Rule::new("!has(self.storage)").message(messages::MODEL_STORAGE_UNSUPPORTED).field_path(".storage"))]
 pub struct ModelSpec {
     /// Hugging Face model id, e.g. `meta-llama/Llama-3.1-8B-Instruct`. Required when `source`
     /// is `huggingface`; omit it for `custom`.
@@ -144,6 +177,59 @@ pub struct ModelSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(extend("default" = "huggingface"))]
     pub source: Option<ModelSource>,
+
+    /// Volumes for model and compilation caches. Declared so a manifest written for the Go
+    /// AI Runway is not silently pruned; this version refuses it with a message until the model
+    /// cache is supported.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub storage: Option<ModelStorage>,
+}
+
+/// Model storage volumes.
+#[derive(Serialize, Deserialize, schemars::JsonSchema, Clone, Debug, Default, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct ModelStorage {
+    /// The volumes, keyed by name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 8))]
+    #[schemars(extend("x-kubernetes-list-type" = "map", "x-kubernetes-list-map-keys" = ["name"]))]
+    pub volumes: Option<Vec<StorageVolume>>,
+}
+
+/// One storage volume (shape of the Go AI Runway's `StorageVolume`).
+#[derive(Serialize, Deserialize, schemars::JsonSchema, Clone, Debug, Default, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct StorageVolume {
+    /// Volume name, a DNS label.
+    #[schemars(length(max = 63), regex(pattern = r"^[a-z0-9]([a-z0-9\-]*[a-z0-9])?$"))]
+    pub name: String,
+    /// An existing PersistentVolumeClaim.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 253))]
+    pub claim_name: Option<String>,
+    /// Where the volume is mounted in the model server.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 1024))]
+    pub mount_path: Option<String>,
+    /// `modelCache`, `compilationCache` or `custom`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 32))]
+    pub purpose: Option<String>,
+    /// Mount read-only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read_only: Option<bool>,
+    /// Size of a PVC the controller would create.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "crate::schema::quantity")]
+    pub size: Option<String>,
+    /// Storage class of a created PVC.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 253))]
+    pub storage_class_name: Option<String>,
+    /// Access mode of a created PVC.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 32))]
+    pub access_mode: Option<String>,
 }
 
 /// Where model weights come from.
@@ -202,6 +288,28 @@ pub struct EngineSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(extend("maxProperties" = 64))]
     pub args: Option<BTreeMap<String, String>>,
+
+    /// Container image of the model server, instead of the provider's default for the engine.
+    /// Preferred over the legacy `spec.image`; when both are set they must be equal.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 512))]
+    pub image: Option<String>,
+
+    /// Automatic prefix caching (vLLM `--enable-prefix-caching`, on by default). `false` turns
+    /// it off (`--no-enable-prefix-caching`) and is kept as written.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("default" = true))]
+    pub enable_prefix_caching: Option<bool>,
+
+    /// Run the model eagerly, without CUDA graphs (vLLM `--enforce-eager`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub enforce_eager: Option<bool>,
+
+    /// Raw command-line tokens appended after every derived flag, verbatim (e.g.
+    /// `["--kv-cache-dtype=fp8"]`). A flag may be set here or in `args`, not in both.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 64), inner(length(max = 1024)))]
+    pub extra_args: Option<Vec<String>>,
 }
 
 /// An inference engine.
@@ -311,7 +419,7 @@ impl std::fmt::Display for ServingMode {
 pub struct ScalingSpec {
     /// Number of aggregated workers (default 1; 0 scales to zero where the provider allows it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(range(min = 0, max = 1000), extend("default" = 1))]
+    #[schemars(range(min = 0, max = 32), extend("default" = 1))]
     pub replicas: Option<i32>,
 
     /// Prefill workers (disaggregated mode).
@@ -329,16 +437,17 @@ pub struct ScalingSpec {
 pub struct ComponentScaling {
     /// Number of workers of this role (default 1).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(range(min = 0, max = 1000), extend("default" = 1))]
+    #[schemars(range(min = 0, max = 32), extend("default" = 1))]
     pub replicas: Option<i32>,
 
     /// GPUs per worker of this role (required in disaggregated mode).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gpu: Option<GpuSpec>,
 
-    /// Memory limit per worker of this role, a Kubernetes quantity such as `64Gi`.
+    /// Memory limit per worker of this role, a Kubernetes quantity such as `64Gi` (at most
+    /// 4Ti).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(schema_with = "crate::schema::quantity")]
+    #[schemars(schema_with = "crate::schema::memory_quantity")]
     pub memory: Option<String>,
 }
 
@@ -350,14 +459,14 @@ pub struct ResourceSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gpu: Option<GpuSpec>,
 
-    /// Memory per worker, a Kubernetes quantity such as `32Gi`.
+    /// Memory per worker, a Kubernetes quantity such as `32Gi` (at most 4Ti).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(schema_with = "crate::schema::quantity")]
+    #[schemars(schema_with = "crate::schema::memory_quantity")]
     pub memory: Option<String>,
 
-    /// CPU per worker, a Kubernetes quantity such as `4` or `500m`.
+    /// CPU per worker, a Kubernetes quantity such as `4` or `500m` (at most 512).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(schema_with = "crate::schema::quantity")]
+    #[schemars(schema_with = "crate::schema::cpu_quantity")]
     pub cpu: Option<String>,
 }
 
@@ -572,4 +681,62 @@ pub struct GatewayStatus {
     /// Whether the route is active.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ready: Option<bool>,
+    /// Namespace of the Gateway the route is attached to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gateway_namespace: Option<String>,
+    /// The API formats served through the gateway.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub api_formats: Option<Vec<ApiFormat>>,
+}
+
+/// An HTTP API format a model server speaks.
+#[derive(
+    Serialize,
+    Deserialize,
+    schemars::JsonSchema,
+    Clone,
+    Copy,
+    Debug,
+    PartialEq,
+    Eq,
+    Hash,
+    PartialOrd,
+    Ord,
+)]
+#[schemars(transform = crate::schema::without_description)]
+pub enum ApiFormat {
+    /// OpenAI chat completions (`/v1/chat/completions`).
+    #[serde(rename = "openai-chat")]
+    OpenaiChat,
+    /// OpenAI responses (`/v1/responses`).
+    #[serde(rename = "openai-responses")]
+    OpenaiResponses,
+    /// Anthropic messages (`/v1/messages`).
+    #[serde(rename = "anthropic-messages")]
+    AnthropicMessages,
+}
+
+impl ApiFormat {
+    /// The name used in the API.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ApiFormat::OpenaiChat => "openai-chat",
+            ApiFormat::OpenaiResponses => "openai-responses",
+            ApiFormat::AnthropicMessages => "anthropic-messages",
+        }
+    }
+
+    /// The formats an engine can serve at most (the Go AI Runway's table).
+    pub fn supported_by(engine: EngineType) -> &'static [ApiFormat] {
+        match engine {
+            EngineType::Vllm => &[
+                ApiFormat::OpenaiChat,
+                ApiFormat::OpenaiResponses,
+                ApiFormat::AnthropicMessages,
+            ],
+            EngineType::Sglang => &[ApiFormat::OpenaiChat, ApiFormat::AnthropicMessages],
+            EngineType::Trtllm => &[ApiFormat::OpenaiChat, ApiFormat::OpenaiResponses],
+            EngineType::Llamacpp => &[ApiFormat::OpenaiChat],
+        }
+    }
 }

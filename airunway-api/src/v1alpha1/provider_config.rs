@@ -5,7 +5,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::{CustomResource, KubeSchema};
 use serde::{Deserialize, Serialize};
 
-use super::{Condition, EngineType, ServingMode};
+use super::{ApiFormat, Condition, EngineType, ServingMode};
 
 /// What a provider can serve and when it wants to be auto-selected. Written by the provider
 /// itself on startup (server-side apply, field manager `<name>-provider`).
@@ -112,6 +112,90 @@ pub struct EngineCapability {
     /// Whether this engine runs on CPU-only workers.
     #[serde(default)]
     pub cpu_support: bool,
+    /// The HTTP API formats the provider serves with this engine; empty means `openai-chat`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 8))]
+    pub api_formats: Vec<ApiFormat>,
+    /// Whether the engine needs the provider's upstream CRD (informational; omitted means
+    /// true).
+    #[serde(
+        rename = "requiresCRD",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub requires_crd: Option<bool>,
+    /// How the provider plugs this engine into the inference gateway.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gateway: Option<GatewayCapability>,
+}
+
+impl EngineCapability {
+    /// A capability for `name` with every API format the engine can serve, no gateway
+    /// integration and `requiresCRD` unset.
+    pub fn new(
+        name: EngineType,
+        serving_modes: Vec<ServingMode>,
+        gpu_support: bool,
+        cpu_support: bool,
+    ) -> Self {
+        EngineCapability {
+            name,
+            serving_modes,
+            gpu_support,
+            cpu_support,
+            api_formats: ApiFormat::supported_by(name).to_vec(),
+            requires_crd: None,
+            gateway: None,
+        }
+    }
+
+    /// The API formats served, `openai-chat` when none are listed.
+    pub fn served_api_formats(&self) -> Vec<ApiFormat> {
+        if self.api_formats.is_empty() {
+            vec![ApiFormat::OpenaiChat]
+        } else {
+            self.api_formats.clone()
+        }
+    }
+}
+
+/// A provider's gateway integration for one engine.
+#[derive(Serialize, Deserialize, schemars::JsonSchema, Clone, Debug, Default, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct GatewayCapability {
+    /// The provider creates the InferencePool and endpoint picker itself; the core then only
+    /// creates the HTTPRoute.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub manages_inference_pool: Option<bool>,
+    /// Name of the provider-managed pool; `{name}` and `{namespace}` are replaced by the
+    /// deployment's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 253))]
+    pub inference_pool_name_pattern: Option<String>,
+    /// Namespace of the provider-managed pool (same placeholders).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 253))]
+    pub inference_pool_namespace: Option<String>,
+    /// The endpoint picker the core deploys for this engine, when not the default.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub endpoint_picker: Option<EndpointPicker>,
+    /// Routing uses the model id (or discovery) rather than the served model name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ignores_served_name: Option<bool>,
+}
+
+/// The endpoint picker (EPP) image and its plugin configuration.
+#[derive(Serialize, Deserialize, schemars::JsonSchema, Clone, Debug, Default, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct EndpointPicker {
+    /// The EPP container image.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 512))]
+    pub image: Option<String>,
+    /// The EPP plugin configuration (YAML), replacing the default.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 65536))]
+    pub config_data: Option<String>,
 }
 
 impl ProviderCapabilities {
@@ -132,6 +216,9 @@ impl ProviderCapabilities {
                     serving_modes: default_modes.clone(),
                     gpu_support: self.gpu_support.unwrap_or(false),
                     cpu_support: self.cpu_support.unwrap_or(false),
+                    api_formats: Vec::new(),
+                    requires_crd: None,
+                    gateway: None,
                 },
             })
             .collect()

@@ -10,7 +10,9 @@
 use airunway_api::conditions;
 use airunway_api::constants::{condition_types, messages, reasons};
 use airunway_api::resolve::apply_spec_defaults;
-use airunway_api::v1alpha1::{EngineType, InferenceProviderConfig, ModelDeployment};
+use airunway_api::v1alpha1::{
+    ApiFormat, EngineType, GatewayCapability, InferenceProviderConfig, ModelDeployment,
+};
 use kube::core::DynamicObject;
 use kube::core::admission::{AdmissionRequest, AdmissionResponse, Operation};
 use kube::core::response::{StatusCause, StatusDetails};
@@ -18,6 +20,17 @@ use serde_json::{Value, json};
 
 use crate::selection::rules::{RuleInput, compile};
 use crate::validation::{self, FieldError};
+
+/// The fields of an object entry of `capabilities.engines`.
+const ENGINE_ENTRY_FIELDS: [&str; 7] = [
+    "name",
+    "servingModes",
+    "gpuSupport",
+    "cpuSupport",
+    "apiFormats",
+    "requiresCRD",
+    "gateway",
+];
 
 /// Builds a denial carrying every error: the message lists `field: message` pairs and
 /// `status.details.causes` carries them field by field.
@@ -117,6 +130,9 @@ pub fn validate_model_deployment(
         }
     };
     let mut errors = validation::validate(&md);
+    if let Some(spec) = object.data.get("spec") {
+        errors.extend(crate::unknown_fields::unknown_fields(spec));
+    }
 
     // Cluster state: check the named provider when it is set or changed (not on unrelated
     // updates, so a provider that later loses its CRD does not block every edit).
@@ -131,7 +147,7 @@ pub fn validate_model_deployment(
     if let Some(provider) = md.spec.explicit_provider()
         && (request.operation == Operation::Create || old_provider.as_deref() != Some(provider))
     {
-        errors.extend(check_provider(provider, providers));
+        errors.extend(check_provider(&md, provider, providers));
     }
     if !selector_enabled
         && md.spec.explicit_engine().is_none()
@@ -152,8 +168,13 @@ pub fn validate_model_deployment(
     }
 }
 
-/// Errors for `spec.provider.name = provider` given the registered providers.
-pub fn check_provider(provider: &str, providers: &[InferenceProviderConfig]) -> Vec<FieldError> {
+/// Errors for `spec.provider.name = provider` given the registered providers: it is registered,
+/// its upstream CRD is installed, and (with an explicit engine) its capabilities fit.
+pub fn check_provider(
+    md: &ModelDeployment,
+    provider: &str,
+    providers: &[InferenceProviderConfig],
+) -> Vec<FieldError> {
     let Some(ipc) = providers
         .iter()
         .find(|p| p.metadata.name.as_deref() == Some(provider))
@@ -187,7 +208,20 @@ pub fn check_provider(provider: &str, providers: &[InferenceProviderConfig]) -> 
             message: messages::provider_crd_not_installed(provider),
         }];
     }
-    vec![]
+    let capabilities = ipc
+        .spec
+        .capabilities
+        .as_ref()
+        .map(|c| c.engine_capabilities())
+        .unwrap_or_default();
+    match md.spec.explicit_engine() {
+        Some(engine) if !capabilities.is_empty() => {
+            validation::pinned_provider_mismatch(&md.spec, provider, engine, &capabilities)
+                .into_iter()
+                .collect()
+        }
+        _ => vec![],
+    }
 }
 
 /// Sample deployments every selection rule is evaluated against at admission, to check that
@@ -270,13 +304,31 @@ pub fn validate_provider_config(request: &AdmissionRequest<DynamicObject>) -> Ad
                     }
                 }
                 for key in map.keys() {
-                    if !matches!(
-                        key.as_str(),
-                        "name" | "servingModes" | "gpuSupport" | "cpuSupport"
-                    ) {
+                    if !ENGINE_ENTRY_FIELDS.contains(&key.as_str()) {
                         errors.push(FieldError {
                             field: format!("{field}.{key}"),
-                            message: "unknown field: an engine entry has name, servingModes, gpuSupport and cpuSupport".into(),
+                            message: format!(
+                                "unknown field: an engine entry has {}",
+                                ENGINE_ENTRY_FIELDS.join(", ")
+                            ),
+                        });
+                    }
+                }
+                for key in ["apiFormats", "requiresCRD", "gateway"] {
+                    let Some(value) = map.get(key) else { continue };
+                    let parsed = match key {
+                        "apiFormats" => serde_json::from_value::<Vec<ApiFormat>>(value.clone())
+                            .map(|_| ())
+                            .map_err(|_| "must be a list of openai-chat, openai-responses, anthropic-messages".to_string()),
+                        "requiresCRD" => value.as_bool().map(|_| ()).ok_or_else(|| "must be true or false".to_string()),
+                        _ => serde_json::from_value::<GatewayCapability>(value.clone())
+                            .map(|_| ())
+                            .map_err(|e| format!("is not a gateway capability: {e}")),
+                    };
+                    if let Err(message) = parsed {
+                        errors.push(FieldError {
+                            field: format!("{field}.{key}"),
+                            message,
                         });
                     }
                 }

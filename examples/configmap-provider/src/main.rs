@@ -40,12 +40,12 @@ impl Provider for ConfigMapProvider {
 
     fn registration(&self) -> InferenceProviderConfigSpec {
         let engine = |name| {
-            EngineCapabilityEntry::Detailed(EngineCapability {
+            EngineCapabilityEntry::Detailed(EngineCapability::new(
                 name,
-                serving_modes: vec![ServingMode::Aggregated],
-                gpu_support: true,
-                cpu_support: true,
-            })
+                vec![ServingMode::Aggregated],
+                true,
+                true,
+            ))
         };
         InferenceProviderConfigSpec {
             capabilities: Some(ProviderCapabilities {
