@@ -104,14 +104,11 @@ pub mod reasons {
     pub const AUTO_SELECTED: &str = "AutoSelected";
     /// ProviderSelected=True, set by another selector (custom selector mechanism).
     pub const EXTERNALLY_SELECTED: &str = "ExternallySelected";
-    /// EngineSelected=False.
-    pub const NO_ENGINE_AVAILABLE: &str = "NoEngineAvailable";
-    /// ProviderSelected=False: the selector is disabled and no provider is named.
-    pub const SELECTOR_DISABLED: &str = "SelectorDisabled";
-    /// ProviderSelected=False: no provider is ready.
-    pub const NO_HEALTHY_PROVIDERS: &str = "NoHealthyProviders";
-    /// ProviderSelected=False: providers are ready but none fits.
-    pub const NO_COMPATIBLE_PROVIDER: &str = "NoCompatibleProvider";
+    /// No provider named and the selector is disabled (the Go AI Runway's reason).
+    pub const NO_PROVIDER: &str = "NoProvider";
+    /// Engine or provider selection found nothing (the Go AI Runway's reason; the message says
+    /// why: no engine available, no healthy providers, or why each provider was rejected).
+    pub const SELECTION_FAILED: &str = "SelectionFailed";
     /// ProviderSelected=False: selection waits for the spec to validate.
     pub const WAITING_FOR_VALIDATION: &str = "WaitingForValidation";
     /// ProviderSelected=False: selection waits for an engine.

@@ -178,9 +178,10 @@ async fn publish_events(
                 format!("Selected provider '{provider}': {reason}"),
             )
             .await;
+        // `manual` / `auto`: the Go AI Runway's label values, so its dashboards keep working.
         let label = match decision.provider {
-            Some(ProviderDecision::Explicit { .. }) => reasons::EXPLICIT_SELECTION,
-            _ => reasons::AUTO_SELECTED,
+            Some(ProviderDecision::Explicit { .. }) => "manual",
+            _ => "auto",
         };
         ctx.metrics
             .provider_selections

@@ -4,6 +4,8 @@
 //! |---|---|
 //! | `airunway_modeldeployment_total` (gauge, from the watch cache at scrape time) | `namespace`, `phase` |
 //! | `airunway_deployment_phase` (gauge, 1 for the current phase) | `name`, `namespace`, `phase` |
+//! | `airunway_deployment_status` (gauge, deployments; the Go AI Runway's name) | `provider`, `phase` |
+//! | `airunway_deployment_replicas` (gauge, summed; the Go AI Runway's name) | `provider`, `state` (`desired`, `ready`, `available`) |
 //! | `airunway_reconciliation_duration_seconds` (histogram) | `provider` |
 //! | `airunway_reconciliation_errors_total` (counter) | `provider`, `error_type` |
 //! | `airunway_provider_selection_total` (counter) | `provider`, `reason` |
@@ -45,7 +47,7 @@ pub struct ErrorLabels {
 pub struct SelectionLabels {
     /// Provider name.
     pub provider: String,
-    /// `AutoSelected` or `ExplicitSelection`.
+    /// `auto` or `manual` (named in `spec.provider.name`), as in the Go AI Runway.
     pub reason: String,
 }
 
@@ -117,6 +119,18 @@ struct NamespacePhase {
     phase: String,
 }
 
+#[derive(Clone, Debug, Hash, PartialEq, Eq, PartialOrd, Ord, EncodeLabelSet)]
+struct ProviderPhase {
+    provider: String,
+    phase: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, PartialOrd, Ord, EncodeLabelSet)]
+struct ProviderState {
+    provider: String,
+    state: String,
+}
+
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct DeploymentPhase {
     name: String,
@@ -153,6 +167,50 @@ impl Collector for DeploymentCollector {
         )?;
         for ((namespace, phase), count) in totals {
             let labels = NamespacePhase { namespace, phase };
+            ConstGauge::new(count).encode(family.encode_family(&labels)?)?;
+        }
+        let provider_of =
+            |md: &ModelDeployment| md.selected_provider().unwrap_or("none").to_string();
+        let mut by_provider: BTreeMap<ProviderPhase, i64> = BTreeMap::new();
+        let mut replicas: BTreeMap<ProviderState, i64> = BTreeMap::new();
+        for md in &objects {
+            let provider = provider_of(md);
+            *by_provider
+                .entry(ProviderPhase {
+                    provider: provider.clone(),
+                    phase: phase_of(md),
+                })
+                .or_default() += 1;
+            let counts = md.status.as_ref().and_then(|s| s.replicas.as_ref());
+            for (state, value) in [
+                ("desired", counts.and_then(|r| r.desired)),
+                ("ready", counts.and_then(|r| r.ready)),
+                ("available", counts.and_then(|r| r.available)),
+            ] {
+                *replicas
+                    .entry(ProviderState {
+                        provider: provider.clone(),
+                        state: state.to_string(),
+                    })
+                    .or_default() += i64::from(value.unwrap_or(0));
+            }
+        }
+        let mut family = encoder.encode_descriptor(
+            "deployment_status",
+            "ModelDeployments by provider and phase",
+            None,
+            gauge.metric_type(),
+        )?;
+        for (labels, count) in by_provider {
+            ConstGauge::new(count).encode(family.encode_family(&labels)?)?;
+        }
+        let mut family = encoder.encode_descriptor(
+            "deployment_replicas",
+            "Worker replicas of all ModelDeployments by provider and state",
+            None,
+            gauge.metric_type(),
+        )?;
+        for (labels, count) in replicas {
             ConstGauge::new(count).encode(family.encode_family(&labels)?)?;
         }
         let mut family = encoder.encode_descriptor(

@@ -185,7 +185,7 @@ pub fn desired_status(md: &ModelDeployment, decision: &CoreDecision) -> DesiredC
                 condition_types::ENGINE_SELECTED,
                 true,
                 reasons::EXPLICIT_SELECTION,
-                format!("Engine {e} specified in spec.engine.type"),
+                "Engine explicitly specified in spec",
             ));
             Some((*e, EXPLICIT_ENGINE_REASON.to_string()))
         }
@@ -194,7 +194,7 @@ pub fn desired_status(md: &ModelDeployment, decision: &CoreDecision) -> DesiredC
                 condition_types::ENGINE_SELECTED,
                 true,
                 reasons::AUTO_SELECTED,
-                format!("Engine {engine} auto-selected"),
+                format!("Engine {engine} auto-selected from provider capabilities"),
             ));
             Some((*engine, reason.clone()))
         }
@@ -202,7 +202,7 @@ pub fn desired_status(md: &ModelDeployment, decision: &CoreDecision) -> DesiredC
             conditions.push(DesiredCondition::new(
                 condition_types::ENGINE_SELECTED,
                 false,
-                reasons::NO_ENGINE_AVAILABLE,
+                reasons::SELECTION_FAILED,
                 message.clone(),
             ));
             pending.get_or_insert_with(|| message.clone());
@@ -227,7 +227,7 @@ pub fn desired_status(md: &ModelDeployment, decision: &CoreDecision) -> DesiredC
                 condition_types::PROVIDER_SELECTED,
                 true,
                 reasons::EXPLICIT_SELECTION,
-                format!("Provider {provider} specified in spec.provider.name"),
+                "Provider explicitly specified in spec",
             ));
             Some((provider.clone(), EXPLICIT_PROVIDER_REASON.to_string()))
         }
@@ -271,10 +271,9 @@ pub fn desired_status(md: &ModelDeployment, decision: &CoreDecision) -> DesiredC
         Some(ProviderDecision::Kept { .. }) => None,
         Some(failed) => {
             let reason = match failed {
-                ProviderDecision::SelectorDisabled => reasons::SELECTOR_DISABLED,
+                ProviderDecision::SelectorDisabled => reasons::NO_PROVIDER,
                 ProviderDecision::WaitingForEngine => reasons::WAITING_FOR_ENGINE,
-                ProviderDecision::NoHealthyProviders => reasons::NO_HEALTHY_PROVIDERS,
-                _ => reasons::NO_COMPATIBLE_PROVIDER,
+                _ => reasons::SELECTION_FAILED,
             };
             let message = failed.failure_message().unwrap_or_default();
             conditions.push(DesiredCondition::new(

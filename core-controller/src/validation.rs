@@ -95,18 +95,16 @@ pub fn warnings(md: &ModelDeployment) -> Vec<String> {
     }
     let engine = spec.engine.as_ref();
     if engine.and_then(|e| e.trust_remote_code) == Some(true) {
+        // The Go AI Runway's text (the spec gives none), so filters on it keep working.
         out.push(
-            "trustRemoteCode: true lets code from the model repository run inside the model server; \
-             enable it only for repositories you trust"
-                .to_string(),
+            "trustRemoteCode=true allows execution of arbitrary code from HuggingFace".to_string(),
         );
     }
     if spec.explicit_engine() == Some(EngineType::Trtllm)
         && engine.and_then(|e| e.context_length).is_some()
     {
         out.push(
-            "engine.contextLength is ignored for TensorRT-LLM: the context length is fixed when the \
-             engine is built"
+            "contextLength is ignored for TensorRT-LLM (must be configured at engine build time)"
                 .to_string(),
         );
     }

@@ -209,9 +209,10 @@ async fn selection_outcomes_of_section_4_4_in_status() {
             "airunway_modeldeployment_total{{namespace=\"{}\",phase=\"Pending\"}} 9",
             env.namespace
         ),
-        "airunway_provider_selection_total{provider=\"kaito\",reason=\"AutoSelected\"}".to_string(),
-        "airunway_provider_selection_total{provider=\"kuberay\",reason=\"ExplicitSelection\"} 1"
-            .to_string(),
+        "airunway_provider_selection_total{provider=\"kaito\",reason=\"auto\"}".to_string(),
+        "airunway_provider_selection_total{provider=\"kuberay\",reason=\"manual\"} 1".to_string(),
+        "airunway_deployment_status{provider=\"kaito\",phase=\"Pending\"}".to_string(),
+        "airunway_deployment_replicas{provider=\"kaito\",state=\"desired\"}".to_string(),
         "airunway_reconciliation_duration_seconds_bucket{le=\"0.005\",provider=\"dynamo\"}"
             .to_string(),
         format!(
@@ -447,7 +448,7 @@ async fn selector_disabled_keeps_deployments_pending() {
     )
     .await;
     assert_eq!(c.message.as_deref(), Some(messages::SELECTOR_DISABLED));
-    assert_eq!(c.reason.as_deref(), Some(reasons::SELECTOR_DISABLED));
+    assert_eq!(c.reason.as_deref(), Some(reasons::NO_PROVIDER));
     let status = md.status.as_ref().unwrap();
     assert_eq!(status.phase, Some(Phase::Pending));
     assert_eq!(status.message.as_deref(), Some(messages::SELECTOR_DISABLED));
@@ -503,7 +504,7 @@ async fn no_healthy_providers_then_a_provider_appears() {
     let c = md.condition(condition_types::PROVIDER_SELECTED).unwrap();
     assert_eq!(
         (c.status, c.reason.as_deref()),
-        (ConditionStatus::False, Some(reasons::NO_HEALTHY_PROVIDERS))
+        (ConditionStatus::False, Some(reasons::SELECTION_FAILED))
     );
     let stuck_since = c.last_transition_time.clone();
 

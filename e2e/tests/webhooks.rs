@@ -302,9 +302,14 @@ async fn model_deployment_admission() {
     assert_eq!(code, 201);
     let joined = warnings.join("\n");
     assert!(joined.contains(messages::SERVED_NAME_IGNORED), "{joined}");
-    assert!(joined.contains("trustRemoteCode: true"), "{joined}");
     assert!(
-        joined.contains("engine.contextLength is ignored for TensorRT-LLM"),
+        joined.contains("trustRemoteCode=true allows execution of arbitrary code from HuggingFace"),
+        "{joined}"
+    );
+    assert!(
+        joined.contains(
+            "contextLength is ignored for TensorRT-LLM (must be configured at engine build time)"
+        ),
         "{joined}"
     );
 
