@@ -192,8 +192,30 @@ async fn examples_auto_selection_and_status() {
             "--model",
             "meta-llama/Llama-3.1-8B-Instruct",
             "--max-model-len",
-            "8192"
+            "8192",
+            "--enable-prefix-caching"
         ])
+    );
+    // The Go AI Runway's shapes, accepted by the real schema: GPUs as limits and requests, the
+    // model and engine labels.
+    assert_eq!(
+        one.data["spec"]["services"]["VllmWorker"]["resources"],
+        json!({"limits": {"gpu": "1", "memory": "32Gi"}, "requests": {"gpu": "1"}})
+    );
+    let labels = one.labels();
+    assert_eq!(
+        (
+            labels
+                .get("airunway.ai/model-deployment")
+                .map(String::as_str),
+            labels.get("airunway.ai/model-id").map(String::as_str),
+            labels.get("airunway.ai/engine-type").map(String::as_str),
+        ),
+        (
+            Some("llama-8b"),
+            Some("meta-llama-Llama-3.1-8B-Instruct"),
+            Some("vllm")
+        )
     );
     let three = dgd.get("llama-70b-pd").await.unwrap();
     assert_eq!(
@@ -212,6 +234,58 @@ async fn examples_auto_selection_and_status() {
     assert_eq!(
         services(&dgd.get("sgl").await.unwrap()),
         ["Frontend", "SglangWorker"]
+    );
+
+    // The engine fields through the real API server and the real DGD schema: TensorRT-LLM's
+    // real runtime image; prefix caching off (kept as written), eager mode, engine.image and
+    // extraArgs after every derived flag.
+    mds.create(
+        &PostParams::default(),
+        &deployment(
+            "trt",
+            json!({"model": {"id": "nvidia/Llama-3.1-8B-FP8"}, "engine": {"type": "trtllm"},
+        "resources": {"gpu": {"count": 1}}}),
+        ),
+    )
+    .await
+    .unwrap();
+    mds.create(&PostParams::default(), &deployment("knobs", json!({"model": {"id": "Qwen/Qwen3-0.6B"}, "engine": {"type": "vllm",
+        "enablePrefixCaching": false, "enforceEager": true, "image": "registry.example/vllm:custom", "extraArgs": ["--kv-cache-dtype=fp8"]},
+        "resources": {"gpu": {"count": 1}, "cpu": "4"}, "provider": {"name": "dynamo"}}))).await.unwrap();
+    let trt = wait_for(&dgd, "trt", WAIT, "the TensorRT-LLM DGD", |_| true).await;
+    assert_eq!(
+        trt.data["spec"]["services"]["TrtllmWorker"]["extraPodSpec"]["mainContainer"]["image"],
+        "nvcr.io/nvidia/ai-dynamo/tensorrtllm-runtime:1.1.1"
+    );
+    let knobs = wait_for(
+        &dgd,
+        "knobs",
+        WAIT,
+        "the DGD with the engine fields",
+        |_| true,
+    )
+    .await;
+    let container = &knobs.data["spec"]["services"]["VllmWorker"]["extraPodSpec"]["mainContainer"];
+    assert_eq!(container["image"], "registry.example/vllm:custom");
+    assert_eq!(
+        container["args"],
+        json!([
+            "--model",
+            "Qwen/Qwen3-0.6B",
+            "--no-enable-prefix-caching",
+            "--enforce-eager",
+            "--kv-cache-dtype=fp8"
+        ])
+    );
+    assert_eq!(
+        knobs.data["spec"]["services"]["VllmWorker"]["resources"],
+        json!({"limits": {"gpu": "1", "cpu": "4"}, "requests": {"gpu": "1"}})
+    );
+    let knobs_md = mds.get("knobs").await.unwrap();
+    assert_eq!(
+        knobs_md.spec.engine.as_ref().unwrap().enable_prefix_caching,
+        Some(false),
+        "false survives the round trip"
     );
 
     // Each real Dynamo status drives phase, message, replicas and endpoint.
@@ -240,7 +314,8 @@ async fn examples_auto_selection_and_status() {
             "failed to reconcile Dynamo components deployments: no multinode orchestrator available",
             0,
         ),
-        ("dgd-successful.yaml", Phase::Running, "", 1),
+        // Every service counts (frontend and worker, as the Go AI Runway sums them).
+        ("dgd-successful.yaml", Phase::Running, "", 2),
     ] {
         // The samples name their worker service VllmWorker, as this DGD does.
         let status = paths::upstream_status_sample(file).unwrap();
@@ -274,7 +349,7 @@ async fn examples_auto_selection_and_status() {
         );
         assert_eq!(
             md.condition(condition_types::READY).unwrap().status,
-            if ready == 1 {
+            if ready > 0 {
                 ConditionStatus::True
             } else {
                 ConditionStatus::False

@@ -19,9 +19,18 @@
 //! `--max-model-len`, SGLang `--context-length`; ignored with a warning for TensorRT-LLM),
 //! `--trust-remote-code`, tensor parallelism from the GPU count, then `engine.args` in key order
 //! as `--key value` (`""`/`"true"`: a bare flag; `"false"`: `--no-key`).
+//! Prefix caching and eager mode come from `engine.enablePrefixCaching` (vLLM
+//! `--enable-prefix-caching`/`--no-enable-prefix-caching`; SGLang `--disable-radix-cache` when
+//! off) and `engine.enforceEager` (vLLM `--enforce-eager`, SGLang `--disable-cuda-graph`), unless
+//! `engine.args`/`engine.extraArgs` set the flag themselves; TensorRT-LLM has no such flags
+//! (warning). `engine.extraArgs` are appended verbatim after every derived flag.
 //! `envFromSecret` carries the Hugging Face token Secret name (a reference; never read). `env`,
 //! `nodeSelector`, `tolerations` and pod labels/annotations go to every worker; images default
-//! to `nvcr.io/nvidia/ai-dynamo/<engine>-runtime:<DYNAMO_VERSION>` unless `spec.image`.
+//! to `nvcr.io/nvidia/ai-dynamo/<vllm|sglang|tensorrtllm>-runtime:<DYNAMO_VERSION>` unless
+//! `engine.image` (or the legacy `spec.image`). Worker resources follow the Go AI Runway:
+//! `limits: {gpu, gpuType?, memory?, cpu?}`, `requests: {gpu, gpuType?}` (GPU entries only when
+//! the worker has GPUs). The DGD carries the labels `airunway.ai/model-deployment`,
+//! `airunway.ai/model-id` (the model id made a label value) and `airunway.ai/engine-type`.
 
 use airunway_api::constants::event_reasons;
 use airunway_api::provider::overrides::{self, OverrideType};
@@ -71,12 +80,163 @@ const RESERVED_ARGS: &[&str] = &[
     "tp",
 ];
 
-/// The default runtime image of `engine`.
+/// Label naming the deployment on the DGD.
+pub const MODEL_DEPLOYMENT_LABEL: &str = "airunway.ai/model-deployment";
+/// Label carrying the model id (as a label value) on the DGD.
+pub const MODEL_ID_LABEL: &str = "airunway.ai/model-id";
+/// Label carrying the engine on the DGD.
+pub const ENGINE_TYPE_LABEL: &str = "airunway.ai/engine-type";
+
+/// The default runtime image of `engine` (NVIDIA names the TensorRT-LLM image
+/// `tensorrtllm-runtime`).
 pub fn default_image(engine: EngineType) -> String {
-    format!(
-        "nvcr.io/nvidia/ai-dynamo/{}-runtime:{DYNAMO_VERSION}",
-        engine.as_str()
-    )
+    let runtime = match engine {
+        EngineType::Trtllm => "tensorrtllm",
+        other => other.as_str(),
+    };
+    format!("nvcr.io/nvidia/ai-dynamo/{runtime}-runtime:{DYNAMO_VERSION}")
+}
+
+/// `id` as a label value: at most 63 characters, characters other than `[A-Za-z0-9-_.]`
+/// replaced by `-`, leading and trailing `-_.` trimmed.
+pub fn label_value(id: &str) -> String {
+    let replaced: String = id
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.') {
+                c
+            } else {
+                '-'
+            }
+        })
+        .take(63)
+        .collect();
+    replaced
+        .trim_matches(|c| matches!(c, '-' | '_' | '.'))
+        .to_string()
+}
+
+/// What `engine.args` and `engine.extraArgs` say about the boolean flag `--<on>` (negated as
+/// `--<off>`, where the engine has a negation): `Some(true)` on, `Some(false)` off, `None` when
+/// they do not set it. `engine.extraArgs` come last on the command line, so they win.
+fn user_flag(md: &ModelDeployment, on: &str, off: Option<&str>) -> Option<bool> {
+    let from_args = md
+        .spec
+        .engine
+        .as_ref()
+        .and_then(|e| e.args.as_ref())
+        .and_then(|args| {
+            args.get(on)
+                .map(|v| v != "false")
+                .or_else(|| off.and_then(|off| args.get(off)).map(|v| v == "false"))
+        });
+    let from_extra = md.spec.extra_args().iter().rev().find_map(|token| {
+        let (flag, value) = match token.split_once('=') {
+            Some((flag, value)) => (flag, Some(value)),
+            None => (token.as_str(), None),
+        };
+        let flag = flag.strip_prefix("--")?;
+        if flag == on {
+            Some(value != Some("false"))
+        } else if Some(flag) == off {
+            Some(value == Some("false"))
+        } else {
+            None
+        }
+    });
+    from_extra.or(from_args)
+}
+
+/// The flags for `engine.enablePrefixCaching` and `engine.enforceEager`, and warnings for what
+/// the engine cannot take.
+fn feature_flags(
+    md: &ModelDeployment,
+    engine: EngineType,
+    warnings: &mut Vec<RenderWarning>,
+) -> Vec<String> {
+    let spec = &md.spec;
+    let engine_spec = spec.engine.as_ref();
+    let explicit_caching = engine_spec.and_then(|e| e.enable_prefix_caching);
+    let explicit_eager = engine_spec.and_then(|e| e.enforce_eager);
+    let mut flags = Vec::new();
+    // The flags turning each feature on and off (`None`: the engine's default, or no flag), and
+    // what the user's own flags say.
+    let (caching_on, caching_off, caching_user) = match engine {
+        EngineType::Vllm => (
+            Some("--enable-prefix-caching"),
+            Some("--no-enable-prefix-caching"),
+            user_flag(
+                md,
+                "enable-prefix-caching",
+                Some("no-enable-prefix-caching"),
+            ),
+        ),
+        EngineType::Sglang => (
+            None,
+            Some("--disable-radix-cache"),
+            user_flag(md, "disable-radix-cache", None).map(|off| !off),
+        ),
+        _ => (None, None, None),
+    };
+    let (eager_on, eager_user) = match engine {
+        EngineType::Vllm => (
+            Some("--enforce-eager"),
+            user_flag(md, "enforce-eager", Some("no-enforce-eager")),
+        ),
+        EngineType::Sglang => (
+            Some("--disable-cuda-graph"),
+            user_flag(md, "disable-cuda-graph", None),
+        ),
+        _ => (None, None),
+    };
+    let caching = spec.prefix_caching();
+    match caching_user {
+        Some(user) => {
+            if explicit_caching.is_some_and(|c| c != user) {
+                warnings.push(ignored(format!(
+                    "engine.enablePrefixCaching: {caching} is ignored: engine.args or engine.extraArgs turn prefix caching {}",
+                    if user { "on" } else { "off" }
+                )));
+            }
+        }
+        None if caching_on.is_none() && caching_off.is_none() => {
+            if !caching {
+                warnings.push(ignored(format!(
+                    "engine.enablePrefixCaching: false is ignored: the Dynamo {} worker has no flag for it (configure KV cache block reuse in the engine configuration)",
+                    engine.as_str()
+                )));
+            }
+        }
+        None => {
+            if let Some(flag) = if caching { caching_on } else { caching_off } {
+                flags.push(flag.to_string());
+            }
+        }
+    }
+    let eager = spec.enforce_eager();
+    match (eager_user, eager_on) {
+        (Some(user), _) if explicit_eager.is_some_and(|e| e != user) => {
+            warnings.push(ignored(format!(
+                "engine.enforceEager: {eager} is ignored: engine.args or engine.extraArgs set eager mode {}",
+                if user { "on" } else { "off" }
+            )))
+        }
+        (Some(_), _) => {}
+        (None, Some(flag)) if eager => flags.push(flag.to_string()),
+        (None, None) if eager => warnings.push(ignored(format!(
+            "engine.enforceEager is ignored: the Dynamo {} worker has no flag for it (configure CUDA graphs in the engine configuration)",
+            engine.as_str()
+        ))),
+        _ => {}
+    }
+    flags
+}
+
+fn ignored(message: String) -> RenderWarning {
+    RenderWarning {
+        reason: event_reasons::SETTING_IGNORED,
+        message,
+    }
 }
 
 fn service_prefix(engine: EngineType) -> &'static str {
@@ -101,6 +261,7 @@ fn worker_args(
     engine: EngineType,
     gpus: i32,
     role: Role,
+    features: &[String],
 ) -> Result<Vec<String>, RenderError> {
     let spec = &md.spec;
     let model = spec.model.id.clone().unwrap_or_default();
@@ -127,6 +288,7 @@ fn worker_args(
     if engine_spec.and_then(|e| e.trust_remote_code) == Some(true) && engine != EngineType::Trtllm {
         args.push("--trust-remote-code".to_string());
     }
+    args.extend(features.iter().cloned());
     if gpus > 1 {
         let flag = if engine == EngineType::Sglang {
             "--tp"
@@ -174,6 +336,7 @@ fn worker_args(
             other => args.extend([format!("--{key}"), other.to_string()]),
         }
     }
+    args.extend(md.spec.extra_args().iter().cloned());
     Ok(args)
 }
 
@@ -217,10 +380,10 @@ pub fn render(md: &ModelDeployment, schema: &UpstreamSchema) -> Result<Rendered,
         }
     }
 
+    let features = feature_flags(md, engine, &mut warnings);
     let image = spec
-        .image
-        .clone()
-        .filter(|i| !i.is_empty())
+        .image_override()
+        .map(str::to_string)
         .unwrap_or_else(|| default_image(engine));
     let secret = spec
         .secrets
@@ -262,23 +425,34 @@ pub fn render(md: &ModelDeployment, schema: &UpstreamSchema) -> Result<Rendered,
                   gpus: i32,
                   memory: Option<String>|
      -> Result<Value, RenderError> {
-        let mut limits = json!({"gpu": gpus.to_string()});
-        if spec.gpu_type() != DEFAULT_GPU_TYPE {
-            limits["gpuType"] = json!(spec.gpu_type());
+        // The Go AI Runway's shape: GPUs as limits and requests, memory and CPU as limits.
+        let mut gpu = Map::new();
+        if gpus > 0 {
+            gpu.insert("gpu".into(), json!(gpus.to_string()));
+            if spec.gpu_type() != DEFAULT_GPU_TYPE {
+                gpu.insert("gpuType".into(), json!(spec.gpu_type()));
+            }
         }
+        let mut limits = gpu.clone();
         if let Some(memory) = memory {
-            limits["memory"] = json!(memory);
+            limits.insert("memory".into(), json!(memory));
         }
-        let mut resources = json!({"limits": limits});
         if let (Role::Aggregated, Some(cpu)) =
             (role, spec.resources.as_ref().and_then(|r| r.cpu.clone()))
         {
-            resources["requests"] = json!({"cpu": cpu});
+            limits.insert("cpu".into(), json!(cpu));
+        }
+        let mut resources = Map::new();
+        if !limits.is_empty() {
+            resources.insert("limits".into(), Value::Object(limits));
+        }
+        if !gpu.is_empty() {
+            resources.insert("requests".into(), Value::Object(gpu));
         }
         let mut pod_spec = json!({"mainContainer": {
             "image": image,
             "command": ["python3", "-m", format!("dynamo.{}", engine.as_str())],
-            "args": worker_args(md, engine, gpus, role)?,
+            "args": worker_args(md, engine, gpus, role, &features)?,
         }});
         if let Some(selector) = spec.node_selector.as_ref().filter(|s| !s.is_empty()) {
             pod_spec["nodeSelector"] = json!(selector);
@@ -288,7 +462,7 @@ pub fn render(md: &ModelDeployment, schema: &UpstreamSchema) -> Result<Rendered,
                 .map_err(|e| RenderError::Unsupported(e.to_string()))?;
         }
         let mut service = with_common(
-            json!({"componentType": "worker", "replicas": replicas, "resources": resources, "extraPodSpec": pod_spec}),
+            json!({"componentType": "worker", "replicas": replicas, "resources": Value::Object(resources), "extraPodSpec": pod_spec}),
         );
         match role {
             Role::Prefill => service["subComponentType"] = json!("prefill"),
@@ -347,11 +521,18 @@ pub fn render(md: &ModelDeployment, schema: &UpstreamSchema) -> Result<Rendered,
             );
         }
     }
+    let mut labels = Map::new();
+    labels.insert(MODEL_DEPLOYMENT_LABEL.into(), json!(name));
+    let model_id = label_value(spec.model.id.as_deref().unwrap_or_default());
+    if !model_id.is_empty() {
+        labels.insert(MODEL_ID_LABEL.into(), json!(model_id));
+    }
+    labels.insert(ENGINE_TYPE_LABEL.into(), json!(engine.as_str()));
     Ok(Rendered {
         object: json!({
             "apiVersion": schema.api_version,
             "kind": "DynamoGraphDeployment",
-            "metadata": {"name": name},
+            "metadata": {"name": name, "labels": labels},
             "spec": {"backendFramework": engine.as_str(), "services": services},
         }),
         warnings,

@@ -8,10 +8,14 @@
 //! | `failed` | Failed | the `Ready` condition message (the operator's error) |
 //! | no status yet | Deploying | waiting for the operator |
 //!
-//! Replicas are summed over the worker services (`componentType: worker` in the spec; prefill +
-//! decode when disaggregated): desired from `replicas`, ready from `readyReplicas`, available
-//! from `availableReplicas` (or `readyReplicas` where the operator omits it). The endpoint is
-//! the frontend Service `<name>-frontend`, port 8000.
+//! Replicas are summed over every service in `status.services` (frontend and workers, as the Go
+//! AI Runway does): desired from `replicas`, ready from `readyReplicas` (or `availableReplicas`
+//! where the operator omits it, PodCliqueScalingGroup), available from `availableReplicas` (or
+//! `readyReplicas`, PodClique). Before the operator reports services (or after a failed
+//! reconcile cleared them), desired is the sum of the spec's service replicas and ready 0. A
+//! pending deployment without a `Ready` message gets one summed from every service:
+//! `<ready>/<desired> replicas ready (Frontend 1/1, VllmWorker 0/1)`. The endpoint is the
+//! frontend Service `<name>-frontend`, port 8000.
 
 use airunway_api::kube::core::DynamicObject;
 use airunway_api::provider::TranslatedStatus;
@@ -30,40 +34,51 @@ fn ready_message(status: &Value) -> Option<String> {
         .map(str::to_string)
 }
 
-fn worker_replicas(dgd: &Value) -> ReplicaStatus {
-    let services = dgd["spec"]["services"].as_object();
-    let workers: Vec<&String> = services
-        .into_iter()
-        .flatten()
-        .filter(|(_, s)| s["componentType"] == "worker")
-        .map(|(name, _)| name)
-        .collect();
-    let status_services = &dgd["status"]["services"];
-    let sum = |field: &str, fallback: Option<&str>| -> i32 {
-        workers
-            .iter()
-            .map(|name| {
-                let s = &status_services[name.as_str()];
-                s[field]
-                    .as_i64()
-                    .or_else(|| fallback.and_then(|f| s[f].as_i64()))
-                    .unwrap_or(0) as i32
-            })
-            .sum()
+/// The services to count: those in `status.services` (the operator's view), else (before the
+/// operator reported any, or after a failed reconcile cleared them) those in the spec.
+fn replicas(dgd: &Value) -> (ReplicaStatus, Vec<String>) {
+    let reported = dgd["status"]["services"]
+        .as_object()
+        .filter(|s| !s.is_empty());
+    let Some(reported) = reported else {
+        let desired: i32 = dgd["spec"]["services"]
+            .as_object()
+            .into_iter()
+            .flatten()
+            .map(|(_, s)| s["replicas"].as_i64().unwrap_or(1) as i32)
+            .sum();
+        return (
+            ReplicaStatus {
+                desired: Some(desired),
+                ready: Some(0),
+                available: Some(0),
+            },
+            Vec::new(),
+        );
     };
-    let desired: i32 = workers
-        .iter()
-        .map(|name| {
-            dgd["spec"]["services"][name.as_str()]["replicas"]
-                .as_i64()
-                .unwrap_or(1) as i32
-        })
-        .sum();
-    ReplicaStatus {
-        desired: Some(desired),
-        ready: Some(sum("readyReplicas", None)),
-        available: Some(sum("availableReplicas", Some("readyReplicas"))),
+    let count = |s: &Value, field: &str, fallback: &str| -> i32 {
+        s[field]
+            .as_i64()
+            .or_else(|| s[fallback].as_i64())
+            .unwrap_or(0) as i32
+    };
+    let mut status = ReplicaStatus {
+        desired: Some(0),
+        ready: Some(0),
+        available: Some(0),
+    };
+    let mut summary = Vec::new();
+    for (name, service) in reported {
+        let desired = service["replicas"].as_i64().unwrap_or(0) as i32;
+        // PodClique reports no availableReplicas, PodCliqueScalingGroup no readyReplicas.
+        let ready = count(service, "readyReplicas", "availableReplicas");
+        let available = count(service, "availableReplicas", "readyReplicas");
+        status.desired = status.desired.map(|d| d + desired);
+        status.ready = status.ready.map(|r| r + ready);
+        status.available = status.available.map(|a| a + available);
+        summary.push(format!("{name} {ready}/{desired}"));
     }
+    (status, summary)
 }
 
 /// Translates the DynamoGraphDeployment status.
@@ -84,7 +99,16 @@ pub fn translate(md: &ModelDeployment, dgd: Option<&DynamicObject>) -> Translate
     };
     let data = &dgd.data;
     let status = &data["status"];
-    let replicas = Some(worker_replicas(data));
+    let (counted, services) = replicas(data);
+    let progress = (!services.is_empty()).then(|| {
+        format!(
+            "{}/{} replicas ready ({})",
+            counted.ready.unwrap_or(0),
+            counted.desired.unwrap_or(0),
+            services.join(", ")
+        )
+    });
+    let replicas = Some(counted);
     let result = |phase, message, ready| TranslatedStatus {
         phase,
         message,
@@ -104,7 +128,11 @@ pub fn translate(md: &ModelDeployment, dgd: Option<&DynamicObject>) -> Translate
         ),
         Some(state @ ("pending" | "initializing")) => result(
             Phase::Deploying,
-            Some(ready_message(status).unwrap_or_else(|| format!("Dynamo state: {state}"))),
+            Some(
+                ready_message(status)
+                    .or(progress)
+                    .unwrap_or_else(|| format!("Dynamo state: {state}")),
+            ),
             false,
         ),
         Some(other) => result(

@@ -101,7 +101,8 @@ fn every_engine() {
     assert_eq!(w["replicas"], 3);
     assert_eq!(
         w["resources"],
-        json!({"limits": {"gpu": "2", "memory": "80Gi"}, "requests": {"cpu": "8"}})
+        json!({"limits": {"gpu": "2", "memory": "80Gi", "cpu": "8"}, "requests": {"gpu": "2"}}),
+        "the Go AI Runway's shape: GPUs as limits and requests, memory and CPU as limits"
     );
 
     let trt = DynamoProvider
@@ -338,7 +339,7 @@ fn status_translation_of_every_sample() {
             false,
             0,
         ),
-        ("dgd-successful.yaml", Phase::Running, None, true, 1),
+        ("dgd-successful.yaml", Phase::Running, None, true, 2),
         (
             "dgd-failed.yaml",
             Phase::Failed,
@@ -362,9 +363,9 @@ fn status_translation_of_every_sample() {
         );
         let replicas = translated.replicas.unwrap();
         assert_eq!(
-            (replicas.desired, replicas.ready),
-            (Some(1), Some(ready_replicas)),
-            "{file}: the frontend is not counted"
+            (replicas.desired, replicas.ready, replicas.available),
+            (Some(2), Some(ready_replicas), Some(ready_replicas)),
+            "{file}: every service (frontend and worker) is counted"
         );
         let endpoint = translated.endpoint.unwrap();
         assert_eq!(
@@ -373,7 +374,9 @@ fn status_translation_of_every_sample() {
             "{file}"
         );
     }
-    // Disaggregated: prefill + decode replicas are summed (design doc example 3: 2 + 4 = 6).
+    // Disaggregated: every service is summed (design doc example 3: frontend 2 + prefill 2 +
+    // decode 4 = 8); a PodClique has no availableReplicas (ready counts), a
+    // PodCliqueScalingGroup no readyReplicas (available counts).
     let mut dgd = yaml(&read("tests/fixtures/example3-dgd.yaml"));
     dgd["status"] = json!({"state": "successful", "conditions": [{"type": "Ready", "status": "True", "reason": "all_resources_are_ready",
         "message": "All resources are ready", "lastTransitionTime": "2026-01-01T00:00:00Z"}],
@@ -387,7 +390,7 @@ fn status_translation_of_every_sample() {
     let replicas = translated.replicas.unwrap();
     assert_eq!(
         (replicas.desired, replicas.ready, replicas.available),
-        (Some(6), Some(6), Some(6))
+        (Some(8), Some(8), Some(8))
     );
     assert_eq!(
         translated.endpoint.unwrap().service.as_deref(),
@@ -419,5 +422,250 @@ fn schema_detection_and_registration() {
     assert_eq!(
         serde_json::to_value(DynamoProvider.registration()).unwrap(),
         fixture["spec"]
+    );
+}
+
+fn args_of(rendered: &Value, service: &str) -> Value {
+    worker(rendered, service)["extraPodSpec"]["mainContainer"]["args"].clone()
+}
+
+#[test]
+fn engine_fields_prefix_caching_eager_extra_args_and_image() {
+    // vLLM: both fields rendered, extraArgs verbatim after every derived flag, engine.image
+    // preferred over the legacy spec.image.
+    let vllm = DynamoProvider
+        .render(&md(json!({"model": {"id": "a/b", "servedName": "b"}, "engine": {"type": "vllm", "enablePrefixCaching": false, "enforceEager": true,
+            "args": {"quantization": "awq"}, "extraArgs": ["--kv-cache-dtype=fp8", "--max-num-seqs", "64"], "image": "registry.example/vllm:2"},
+            "image": "registry.example/legacy:1", "resources": {"gpu": {"count": 2}}})), &schema())
+        .unwrap();
+    assert_eq!(
+        args_of(&vllm.object, "VllmWorker"),
+        json!([
+            "--model",
+            "a/b",
+            "--served-model-name",
+            "b",
+            "--no-enable-prefix-caching",
+            "--enforce-eager",
+            "--tensor-parallel-size",
+            "2",
+            "--quantization",
+            "awq",
+            "--kv-cache-dtype=fp8",
+            "--max-num-seqs",
+            "64"
+        ])
+    );
+    let w = worker(&vllm.object, "VllmWorker");
+    assert_eq!(
+        w["extraPodSpec"]["mainContainer"]["image"],
+        "registry.example/vllm:2"
+    );
+    assert_eq!(
+        worker(&vllm.object, "Frontend")["extraPodSpec"]["mainContainer"]["image"],
+        "registry.example/vllm:2"
+    );
+    assert!(vllm.warnings.is_empty(), "{:?}", vllm.warnings);
+
+    // Defaults: prefix caching on (written, as the Go AI Runway does), not eager.
+    let default = DynamoProvider
+        .render(
+            &md(json!({"model": {"id": "a/b"}, "engine": {"type": "vllm"}})),
+            &schema(),
+        )
+        .unwrap();
+    assert_eq!(
+        args_of(&default.object, "VllmWorker"),
+        json!(["--model", "a/b", "--enable-prefix-caching"])
+    );
+    assert_eq!(
+        worker(&default.object, "VllmWorker")["resources"],
+        json!({"limits": {"gpu": "1"}, "requests": {"gpu": "1"}}),
+        "the defaulted GPU of {{engine: vllm}}"
+    );
+
+    // Disaggregated vLLM: every worker gets the flags and the extra args, after the role flags.
+    let disagg = DynamoProvider
+        .render(&md(json!({"model": {"id": "a/b"}, "engine": {"type": "vllm", "enforceEager": true, "extraArgs": ["--block-size=32"]},
+            "serving": {"mode": "disaggregated"}, "scaling": {"prefill": {"gpu": {"count": 1}}, "decode": {"gpu": {"count": 1}}}})), &schema())
+        .unwrap();
+    assert_eq!(
+        args_of(&disagg.object, "VllmDecodeWorker"),
+        json!([
+            "--model",
+            "a/b",
+            "--enable-prefix-caching",
+            "--enforce-eager",
+            "--disaggregation-mode",
+            "decode",
+            "--block-size=32"
+        ])
+    );
+    assert_eq!(
+        args_of(&disagg.object, "VllmPrefillWorker")
+            .as_array()
+            .unwrap()
+            .last()
+            .unwrap(),
+        "--block-size=32"
+    );
+
+    // SGLang: its own flags (radix cache, CUDA graphs); nothing when prefix caching is on.
+    let sglang = DynamoProvider
+        .render(&md(json!({"model": {"id": "a/b"}, "engine": {"type": "sglang", "enablePrefixCaching": false, "enforceEager": true,
+            "extraArgs": ["--mem-fraction-static", "0.8"]}, "resources": {"gpu": {"count": 1}}})), &schema())
+        .unwrap();
+    assert_eq!(
+        args_of(&sglang.object, "SglangWorker"),
+        json!([
+            "--model-path",
+            "a/b",
+            "--disable-radix-cache",
+            "--disable-cuda-graph",
+            "--mem-fraction-static",
+            "0.8"
+        ])
+    );
+    let sglang_default = DynamoProvider
+        .render(
+            &md(json!({"model": {"id": "a/b"}, "engine": {"type": "sglang"}})),
+            &schema(),
+        )
+        .unwrap();
+    assert_eq!(
+        args_of(&sglang_default.object, "SglangWorker"),
+        json!(["--model-path", "a/b"])
+    );
+
+    // TensorRT-LLM: the real runtime image name; no flags for either field (warnings), extra
+    // args still appended.
+    let trt = DynamoProvider
+        .render(&md(json!({"model": {"id": "a/b"}, "engine": {"type": "trtllm", "enablePrefixCaching": false, "enforceEager": true,
+            "extraArgs": ["--max-batch-size", "8"]}, "resources": {"gpu": {"count": 1}}})), &schema())
+        .unwrap();
+    let w = worker(&trt.object, "TrtllmWorker");
+    assert_eq!(
+        w["extraPodSpec"]["mainContainer"]["image"],
+        "nvcr.io/nvidia/ai-dynamo/tensorrtllm-runtime:1.1.1"
+    );
+    assert_eq!(
+        w["extraPodSpec"]["mainContainer"]["args"],
+        json!(["--model-path", "a/b", "--max-batch-size", "8"])
+    );
+    let messages: Vec<(&str, &str)> = trt
+        .warnings
+        .iter()
+        .map(|w| (w.reason, w.message.as_str()))
+        .collect();
+    assert_eq!(
+        messages,
+        vec![
+            (
+                "SettingIgnored",
+                "engine.enablePrefixCaching: false is ignored: the Dynamo trtllm worker has no flag for it (configure KV cache block reuse in the engine configuration)"
+            ),
+            (
+                "SettingIgnored",
+                "engine.enforceEager is ignored: the Dynamo trtllm worker has no flag for it (configure CUDA graphs in the engine configuration)"
+            ),
+        ]
+    );
+    assert_eq!(
+        airunway_provider_dynamo::render::default_image(airunway_api::v1alpha1::EngineType::Trtllm),
+        "nvcr.io/nvidia/ai-dynamo/tensorrtllm-runtime:1.1.1"
+    );
+
+    // The user's own flag wins; a field saying otherwise is reported, not doubled.
+    let both = DynamoProvider
+        .render(&md(json!({"model": {"id": "a/b"}, "engine": {"type": "vllm", "enablePrefixCaching": true, "enforceEager": false,
+            "args": {"enable-prefix-caching": "false"}, "extraArgs": ["--enforce-eager"]}, "resources": {"gpu": {"count": 1}}})), &schema())
+        .unwrap();
+    assert_eq!(
+        args_of(&both.object, "VllmWorker"),
+        json!([
+            "--model",
+            "a/b",
+            "--no-enable-prefix-caching",
+            "--enforce-eager"
+        ])
+    );
+    let messages: Vec<&str> = both.warnings.iter().map(|w| w.message.as_str()).collect();
+    assert_eq!(
+        messages,
+        vec![
+            "engine.enablePrefixCaching: true is ignored: engine.args or engine.extraArgs turn prefix caching off",
+            "engine.enforceEager: false is ignored: engine.args or engine.extraArgs set eager mode on",
+        ]
+    );
+    // Agreeing flags: no warning, no duplicate.
+    let agree = DynamoProvider
+        .render(&md(json!({"model": {"id": "a/b"}, "engine": {"type": "vllm", "enablePrefixCaching": false,
+            "extraArgs": ["--no-enable-prefix-caching"]}, "resources": {"gpu": {"count": 1}}})), &schema())
+        .unwrap();
+    assert_eq!(
+        args_of(&agree.object, "VllmWorker"),
+        json!(["--model", "a/b", "--no-enable-prefix-caching"])
+    );
+    assert!(agree.warnings.is_empty());
+
+    // spec.gateway is the core's: nothing rendered, no warning.
+    let gateway = DynamoProvider
+        .render(&md(json!({"model": {"id": "a/b"}, "engine": {"type": "vllm"}, "resources": {"gpu": {"count": 1}},
+            "gateway": {"enabled": true, "modelName": "x", "httpRouteRef": "r"}})), &schema())
+        .unwrap();
+    assert!(gateway.warnings.is_empty());
+}
+
+#[test]
+fn model_and_engine_labels() {
+    let rendered = DynamoProvider
+        .render(&md(json!({"model": {"id": "org/Some Model:v1@main"}, "engine": {"type": "sglang"}, "resources": {"gpu": {"count": 1}}})), &schema())
+        .unwrap();
+    assert_eq!(
+        rendered.object["metadata"]["labels"],
+        json!({"airunway.ai/model-deployment": "m", "airunway.ai/model-id": "org-Some-Model-v1-main", "airunway.ai/engine-type": "sglang"})
+    );
+    use airunway_provider_dynamo::render::label_value;
+    assert_eq!(label_value("_.-a/b-._"), "a-b");
+    let long = format!("org/{}", "x".repeat(80));
+    assert_eq!(label_value(&long).len(), 63);
+    assert_eq!(
+        label_value(&format!("{}/-tail", "y".repeat(61))),
+        "y".repeat(61)
+    );
+    // Labelled through the SDK onto the applied object.
+    let deployment = md(
+        json!({"model": {"id": "a/b"}, "engine": {"type": "vllm"}, "resources": {"gpu": {"count": 1}}}),
+    );
+    let rendered = DynamoProvider.render(&deployment, &schema()).unwrap();
+    let desired = airunway_api::provider::desired::desired_upstream(&deployment, &rendered);
+    let labels = &desired.object["metadata"]["labels"];
+    assert_eq!(labels["airunway.ai/model-id"], "a-b");
+    assert_eq!(labels["airunway.ai/engine-type"], "vllm");
+    assert_eq!(labels["airunway.ai/model-deployment"], "m");
+    assert_eq!(labels["airunway.ai/managed-by"], "airunway");
+}
+
+#[test]
+fn replicas_and_message_from_every_service() {
+    let deployment = md(
+        json!({"model": {"id": "Qwen/Qwen3-0.6B"}, "engine": {"type": "vllm"}, "resources": {"gpu": {"count": 1}}}),
+    );
+    let mut dgd = serde_json::to_value(sample("dgd-pending-grove.yaml")).unwrap();
+    // No Ready message: the message is summed from every service.
+    dgd["status"]["conditions"] = json!([]);
+    dgd["status"]["services"]["Frontend"]["readyReplicas"] = json!(1);
+    dgd["status"]["services"]["Epp"] = json!({"componentKind": "PodCliqueScalingGroup", "componentName": "e", "replicas": 2, "updatedReplicas": 2, "availableReplicas": 1});
+    let translated =
+        DynamoProvider.translate_status(&deployment, Some(&serde_json::from_value(dgd).unwrap()));
+    assert_eq!(translated.phase, Phase::Deploying);
+    assert_eq!(
+        translated.message.as_deref(),
+        Some("2/4 replicas ready (Epp 1/2, Frontend 1/1, VllmWorker 0/1)")
+    );
+    let replicas = translated.replicas.unwrap();
+    assert_eq!(
+        (replicas.desired, replicas.ready, replicas.available),
+        (Some(4), Some(2), Some(2))
     );
 }
