@@ -1,10 +1,21 @@
 #!/usr/bin/env bash
-# Builds kube-apiserver, kube-controller-manager (Kubernetes v$K8S_VERSION) and etcd
-# (v$ETCD_VERSION) from Go modules through the Go module proxy: no git clone, no download site.
+# Builds every Go program the tests and the sandbox run, from Go modules through the Go module
+# proxy (no git clone, no download site; each module is verified against go.sum / the checksum
+# database by the go command):
 #
-# Output: $AIRUNWAY_CONTROL_PLANE_CACHE/k8s-v$K8S_VERSION-etcd-v$ETCD_VERSION/{kube-apiserver,
-#         kube-controller-manager,etcd} (default cache: $HOME/.cache/airunway/control-plane).
-# A build whose binaries are already there is skipped. Prints the binary directory last.
+#   kube-apiserver, kube-controller-manager, kube-scheduler  k8s.io/kubernetes v$K8S_VERSION
+#   etcd                                                      go.etcd.io/etcd/server/v3 v$ETCD_VERSION
+#   kwok                                                      sigs.k8s.io/kwok v$KWOK_VERSION
+#   ray-operator (the KubeRay operator)                       github.com/ray-project/kuberay/ray-operator v$KUBERAY_VERSION
+#
+# Output, under $AIRUNWAY_CONTROL_PLANE_CACHE (default $HOME/.cache/airunway/control-plane),
+# one directory per version:
+#   k8s-v$K8S_VERSION-etcd-v$ETCD_VERSION/{kube-apiserver,kube-controller-manager,kube-scheduler,etcd}
+#   kwok-v$KWOK_VERSION/kwok
+#   kuberay-v$KUBERAY_VERSION/ray-operator
+# A binary already there is not built again. The three groups build in parallel (logs in
+# <cache>/build-logs/). Prints the control plane directory last (the harness finds the others
+# from versions.env).
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -14,54 +25,77 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 cache_root="${AIRUNWAY_CONTROL_PLANE_CACHE:-$HOME/.cache/airunway/control-plane}"
 dest="$cache_root/k8s-v$K8S_VERSION-etcd-v$ETCD_VERSION"
 work="$cache_root/build-k8s-v$K8S_VERSION-etcd-v$ETCD_VERSION"
+kwok_dest="$cache_root/kwok-v$KWOK_VERSION"
+kuberay_dest="$cache_root/kuberay-v$KUBERAY_VERSION"
+logs="$cache_root/build-logs"
 
-if [ -x "$dest/kube-apiserver" ] && [ -x "$dest/kube-controller-manager" ] && [ -x "$dest/etcd" ]; then
-  echo "control plane binaries already built in $dest" >&2
+have() { for f in "$@"; do [ -x "$f" ] || return 1; done; }
+
+need_k8s=1; need_etcd=1; need_kwok=1; need_kuberay=1
+have "$dest/kube-apiserver" "$dest/kube-controller-manager" "$dest/kube-scheduler" && need_k8s=0
+have "$dest/etcd" && need_etcd=0
+have "$kwok_dest/kwok" && need_kwok=0
+have "$kuberay_dest/ray-operator" && need_kuberay=0
+if [ $((need_k8s + need_etcd + need_kwok + need_kuberay)) -eq 0 ]; then
+  echo "binaries already built in $dest, $kwok_dest, $kuberay_dest" >&2
   echo "$dest"
   exit 0
 fi
 
 command -v go >/dev/null || { echo "error: the Go toolchain is required (go >= 1.26)" >&2; exit 1; }
 
-k8s_minor="$(echo "$K8S_VERSION" | cut -d. -f2)"
-staging="v0.${K8S_VERSION#1.}"   # 1.36.3 -> v0.36.3
-
 export CGO_ENABLED=0
 export GOFLAGS="-buildvcs=false"
 export GOTOOLCHAIN="${GOTOOLCHAIN:-auto}"
-mkdir -p "$dest.tmp" "$work/k8s" "$work/etcd"
+mkdir -p "$dest" "$work/k8s" "$work/etcd" "$logs"
 
-start=$(date +%s)
+# Copies a downloaded module (verified by the go command) into a writable directory, so it is
+# built as the main module with its own go.mod, go.sum and replace directives, exactly as its
+# project builds it.
+module_source() { # module version dir
+  local src
+  src="$(cd "$work" && go mod download -json "$1@$2" | sed -n 's/.*"Dir": "\(.*\)".*/\1/p')"
+  [ -n "$src" ] || { echo "error: go mod download $1@$2 gave no directory" >&2; return 1; }
+  rm -rf "$3"; mkdir -p "$(dirname "$3")"
+  cp -r "$src" "$3"; chmod -R u+w "$3"
+}
 
-# The staging modules are read from k/k's own go.mod (its ./staging/src replace block), so the
-# list stays right across versions. A dependency's replace directives are ignored by Go, hence
-# the scratch module that pins every staging module to the matching v0.X.Y tag.
-kgomod="$(cd "$work" && go mod download -json "k8s.io/kubernetes@v$K8S_VERSION" | sed -n 's/.*"GoMod": "\(.*\)".*/\1/p')"
-modules="$(sed -n 's#^[[:space:]]*k8s\.io/\([a-z0-9-]*\) => \./staging/src/k8s\.io/.*#\1#p' "$kgomod" | sort -u)"
-[ -n "$modules" ] || { echo "error: could not read the staging module list from $kgomod" >&2; exit 1; }
+build_k8s() {
+  local k8s_minor staging kgomod modules ldflags p
+  k8s_minor="$(echo "$K8S_VERSION" | cut -d. -f2)"
+  staging="v0.${K8S_VERSION#1.}"   # 1.36.3 -> v0.36.3
+  # The staging modules are read from k/k's own go.mod (its ./staging/src replace block), so
+  # the list stays right across versions. A dependency's replace directives are ignored by Go,
+  # hence the scratch module that pins every staging module to the matching v0.X.Y tag.
+  kgomod="$(cd "$work" && go mod download -json "k8s.io/kubernetes@v$K8S_VERSION" | sed -n 's/.*"GoMod": "\(.*\)".*/\1/p')"
+  modules="$(sed -n 's#^[[:space:]]*k8s\.io/\([a-z0-9-]*\) => \./staging/src/k8s\.io/.*#\1#p' "$kgomod" | sort -u)"
+  [ -n "$modules" ] || { echo "error: could not read the staging module list from $kgomod" >&2; return 1; }
+  {
+    printf 'module example.invalid/airunway-test-control-plane\n\ngo 1.26.0\n\n'
+    printf 'require k8s.io/kubernetes v%s\n\n' "$K8S_VERSION"
+    printf 'tool (\n\tk8s.io/kubernetes/cmd/kube-apiserver\n\tk8s.io/kubernetes/cmd/kube-controller-manager\n\tk8s.io/kubernetes/cmd/kube-scheduler\n)\n\n'
+    printf 'replace (\n'
+    for m in $modules; do printf '\tk8s.io/%s => k8s.io/%s %s\n' "$m" "$m" "$staging"; done
+    printf ')\n'
+  } > "$work/k8s/go.mod"
+  ldflags="-s -w"
+  for p in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+    ldflags="$ldflags -X $p.gitVersion=v$K8S_VERSION -X $p.gitMajor=1 -X $p.gitMinor=$k8s_minor"
+    ldflags="$ldflags -X $p.gitTreeState=clean -X $p.gitCommit=unknown -X $p.buildDate=1970-01-01T00:00:00Z"
+  done
+  (cd "$work/k8s" && go mod tidy && go build -trimpath -ldflags "$ldflags" -o "$work/out/" \
+    k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager \
+    k8s.io/kubernetes/cmd/kube-scheduler)
+  for b in kube-apiserver kube-controller-manager kube-scheduler; do
+    "$work/out/$b" --version
+    mv "$work/out/$b" "$dest/$b"
+  done
+}
 
-{
-  printf 'module example.invalid/airunway-test-control-plane\n\ngo 1.26.0\n\n'
-  printf 'require k8s.io/kubernetes v%s\n\n' "$K8S_VERSION"
-  printf 'tool (\n\tk8s.io/kubernetes/cmd/kube-apiserver\n\tk8s.io/kubernetes/cmd/kube-controller-manager\n)\n\n'
-  printf 'replace (\n'
-  for m in $modules; do printf '\tk8s.io/%s => k8s.io/%s %s\n' "$m" "$m" "$staging"; done
-  printf ')\n'
-} > "$work/k8s/go.mod"
-
-ldflags="-s -w"
-for p in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
-  ldflags="$ldflags -X $p.gitVersion=v$K8S_VERSION -X $p.gitMajor=1 -X $p.gitMinor=$k8s_minor"
-  ldflags="$ldflags -X $p.gitTreeState=clean -X $p.gitCommit=unknown -X $p.buildDate=1970-01-01T00:00:00Z"
-done
-
-echo "building kube-apiserver and kube-controller-manager v$K8S_VERSION ..." >&2
-(cd "$work/k8s" && go mod tidy && go build -trimpath -ldflags "$ldflags" -o "$dest.tmp/" \
-  k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager)
-
-# etcd gets its own scratch module: its server/go.mod carries ../api replaces of its own, and
-# building it next to Kubernetes would force an untested mix of grpc/otel versions.
-cat > "$work/etcd/go.mod" <<MOD
+build_etcd() {
+  # etcd gets its own scratch module: its server/go.mod carries ../api replaces of its own,
+  # and building it next to Kubernetes would force an untested mix of grpc/otel versions.
+  cat > "$work/etcd/go.mod" <<MOD
 module example.invalid/airunway-test-etcd
 
 go 1.26.0
@@ -70,14 +104,51 @@ require go.etcd.io/etcd/server/v3 v$ETCD_VERSION
 
 tool go.etcd.io/etcd/server/v3
 MOD
-echo "building etcd v$ETCD_VERSION ..." >&2
-(cd "$work/etcd" && go mod tidy && go build -trimpath -ldflags "-s -w" -o "$dest.tmp/etcd" go.etcd.io/etcd/server/v3)
+  (cd "$work/etcd" && go mod tidy && go build -trimpath -ldflags "-s -w" -o "$work/etcd/etcd" go.etcd.io/etcd/server/v3)
+  "$work/etcd/etcd" --version
+  mv "$work/etcd/etcd" "$dest/etcd"
+}
 
-"$dest.tmp/kube-apiserver" --version >&2
-"$dest.tmp/kube-controller-manager" --version >&2
-"$dest.tmp/etcd" --version >&2
+build_kwok() {
+  local src="$cache_root/build-kwok-v$KWOK_VERSION"
+  module_source sigs.k8s.io/kwok "v$KWOK_VERSION" "$src"
+  mkdir -p "$kwok_dest"
+  (cd "$src" && go build -trimpath \
+    -ldflags "-s -w -X sigs.k8s.io/kwok/pkg/consts.Version=v$KWOK_VERSION" \
+    -o "$kwok_dest/kwok.tmp" ./cmd/kwok)
+  mv "$kwok_dest/kwok.tmp" "$kwok_dest/kwok"
+  "$kwok_dest/kwok" --version || true
+}
 
-rm -rf "$dest"
-mv "$dest.tmp" "$dest"
-echo "control plane built in $(( $(date +%s) - start ))s into $dest" >&2
+build_kuberay() {
+  local src="$cache_root/build-kuberay-v$KUBERAY_VERSION"
+  module_source github.com/ray-project/kuberay/ray-operator "v$KUBERAY_VERSION" "$src"
+  mkdir -p "$kuberay_dest"
+  (cd "$src" && go build -trimpath -ldflags "-s -w" -o "$kuberay_dest/ray-operator.tmp" .)
+  mv "$kuberay_dest/ray-operator.tmp" "$kuberay_dest/ray-operator"
+}
+
+start=$(date +%s)
+pids=()
+names=()
+run() { # name function
+  local name="$1"; shift
+  echo "building $name ... (log: $logs/$name.log)" >&2
+  ( s=$(date +%s); "$@" > "$logs/$name.log" 2>&1 && echo "built $name in $(( $(date +%s) - s ))s" >&2 ) &
+  pids+=("$!"); names+=("$name")
+}
+[ $need_k8s -eq 1 ] && run "kubernetes-v$K8S_VERSION" build_k8s
+[ $need_etcd -eq 1 ] && run "etcd-v$ETCD_VERSION" build_etcd
+[ $need_kwok -eq 1 ] && run "kwok-v$KWOK_VERSION" build_kwok
+[ $need_kuberay -eq 1 ] && run "kuberay-v$KUBERAY_VERSION" build_kuberay
+failed=0
+for i in "${!pids[@]}"; do
+  if ! wait "${pids[$i]}"; then
+    echo "error: building ${names[$i]} failed; the end of $logs/${names[$i]}.log:" >&2
+    tail -n 30 "$logs/${names[$i]}.log" >&2
+    failed=1
+  fi
+done
+[ $failed -eq 0 ] || exit 1
+echo "built in $(( $(date +%s) - start ))s: $dest, $kwok_dest, $kuberay_dest" >&2
 echo "$dest"

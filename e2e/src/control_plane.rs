@@ -497,8 +497,8 @@ async fn wait_for_apiserver(
     }
 }
 
-/// Every CRD file to install: `deploy/crds/*.yaml` and every `*.yaml` under the shared
-/// upstream CRD directory except the status samples.
+/// Every CRD file to install: `deploy/crds/*.yaml` and every `*.yaml` under the upstream CRD
+/// directories ([`paths::upstream_crd_dirs`]) except status samples.
 pub fn crd_files() -> Result<Vec<PathBuf>> {
     fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> Result<()> {
         let mut entries: Vec<_> = std::fs::read_dir(dir)
@@ -521,7 +521,9 @@ pub fn crd_files() -> Result<Vec<PathBuf>> {
     }
     let mut files = Vec::new();
     walk(&paths::our_crds_dir(), &mut files)?;
-    walk(&paths::upstream_crds_dir(), &mut files)?;
+    for dir in paths::upstream_crd_dirs()? {
+        walk(&dir, &mut files)?;
+    }
     Ok(files)
 }
 

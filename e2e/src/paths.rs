@@ -1,9 +1,10 @@
-//! Where things are: the workspace, our binaries, the shared upstream CRDs, the control plane
-//! binaries built by `e2e/control-plane/build.sh`.
+//! Where things are: the workspace, our binaries, the upstream CRDs and status samples, the
+//! Go binaries built by `e2e/control-plane/build.sh`.
 
 use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result, anyhow, bail};
 
 /// The workspace root (the directory holding the top-level `Cargo.toml`).
 pub fn workspace_root() -> PathBuf {
@@ -13,17 +14,71 @@ pub fn workspace_root() -> PathBuf {
         .unwrap_or_default()
 }
 
-/// `../shared/upstream-crds` next to the workspace, or `$AIRUNWAY_UPSTREAM_CRDS`.
-pub fn upstream_crds_dir() -> PathBuf {
-    std::env::var_os("AIRUNWAY_UPSTREAM_CRDS")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| workspace_root().join("../shared/upstream-crds"))
+/// The repository's own test fixtures (`e2e/fixtures`).
+pub fn fixtures_dir() -> PathBuf {
+    workspace_root().join("e2e/fixtures")
 }
 
-/// The `status` of an upstream status sample (`<upstream CRDs>/status-samples/<file>`): what
-/// the upstream operator really writes.
+/// The development override of every upstream CRD: `$AIRUNWAY_UPSTREAM_CRDS`, when set (for
+/// instance the design material's `upstream-crds/`). Never required.
+pub fn upstream_crds_override() -> Option<PathBuf> {
+    std::env::var_os("AIRUNWAY_UPSTREAM_CRDS")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+}
+
+/// The directories holding the upstream CRDs to install: `$AIRUNWAY_UPSTREAM_CRDS` when set;
+/// otherwise the CRDs taken from the upstream Go modules at the pinned versions (fetched and
+/// cached by `e2e/control-plane/upstream-crds.sh`, run here when needed) and the copies kept in
+/// `e2e/fixtures/upstream-crds` for the projects whose modules are not served.
+pub fn upstream_crd_dirs() -> Result<Vec<PathBuf>> {
+    if let Some(dir) = upstream_crds_override() {
+        return Ok(vec![dir]);
+    }
+    static FETCHED: OnceLock<std::result::Result<Vec<PathBuf>, String>> = OnceLock::new();
+    let fetched = FETCHED.get_or_init(|| fetch_module_crds().map_err(|e| format!("{e:#}")));
+    let mut dirs = fetched.clone().map_err(|e| anyhow!(e))?;
+    dirs.push(fixtures_dir().join("upstream-crds"));
+    Ok(dirs)
+}
+
+/// Runs `e2e/control-plane/upstream-crds.sh` (instant when its cache is complete) and returns
+/// the directories it prints.
+fn fetch_module_crds() -> Result<Vec<PathBuf>> {
+    let script = workspace_root().join("e2e/control-plane/upstream-crds.sh");
+    let output = std::process::Command::new("bash")
+        .arg(&script)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .with_context(|| format!("running {}", script.display()))?;
+    if !output.status.success() {
+        bail!(
+            "{} failed ({}):\n{}",
+            script.display(),
+            output.status,
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+    let dirs: Vec<PathBuf> = String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(PathBuf::from)
+        .collect();
+    if dirs.is_empty() {
+        bail!("{} printed no directory", script.display());
+    }
+    Ok(dirs)
+}
+
+/// The directory of the status samples (`e2e/fixtures/status-samples`).
+pub fn status_samples_dir() -> PathBuf {
+    fixtures_dir().join("status-samples")
+}
+
+/// The `status` of a status sample (`e2e/fixtures/status-samples/<file>`): what the upstream
+/// operator writes in the situation the file describes.
 pub fn upstream_status_sample(file: &str) -> Result<serde_json::Value> {
-    let path = upstream_crds_dir().join("status-samples").join(file);
+    let path = status_samples_dir().join(file);
     let text =
         std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
     let value: serde_json::Value =
@@ -64,46 +119,92 @@ pub fn our_binary(name: &str) -> Result<PathBuf> {
     Ok(path)
 }
 
-/// Pinned versions read from `e2e/control-plane/versions.env`.
-pub fn control_plane_versions() -> Result<(String, String)> {
+/// A pinned version from `e2e/control-plane/versions.env` (e.g. `K8S_VERSION`).
+pub fn pinned_version(key: &str) -> Result<String> {
     let file = workspace_root().join("e2e/control-plane/versions.env");
     let text =
         std::fs::read_to_string(&file).with_context(|| format!("reading {}", file.display()))?;
-    let get = |key: &str| {
-        text.lines()
-            .filter_map(|l| l.trim().strip_prefix(&format!("{key}=")))
-            .next()
-            .map(|v| v.trim().to_string())
-            .with_context(|| format!("{key} missing from {}", file.display()))
-    };
-    Ok((get("K8S_VERSION")?, get("ETCD_VERSION")?))
+    text.lines()
+        .filter_map(|l| l.trim().strip_prefix(&format!("{key}=")))
+        .next()
+        .map(|v| v.trim().to_string())
+        .with_context(|| format!("{key} missing from {}", file.display()))
 }
 
-/// The directory holding `etcd`, `kube-apiserver` and `kube-controller-manager`: the
-/// version-keyed cache written by `e2e/control-plane/build.sh`, or
+/// Pinned Kubernetes and etcd versions read from `e2e/control-plane/versions.env`.
+pub fn control_plane_versions() -> Result<(String, String)> {
+    Ok((
+        pinned_version("K8S_VERSION")?,
+        pinned_version("ETCD_VERSION")?,
+    ))
+}
+
+/// `$AIRUNWAY_CONTROL_PLANE_CACHE`, else `$HOME/.cache/airunway/control-plane`: where
+/// `e2e/control-plane/build.sh` puts its binaries, one directory per version.
+pub fn go_binaries_cache() -> Result<PathBuf> {
+    std::env::var_os("AIRUNWAY_CONTROL_PLANE_CACHE")
+        .map(PathBuf::from)
+        .or_else(|| {
+            std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache/airunway/control-plane"))
+        })
+        .context("HOME is not set")
+}
+
+fn require(path: PathBuf) -> Result<PathBuf> {
+    if !path.is_file() {
+        bail!(
+            "{} is missing: build the test binaries with `e2e/control-plane/build.sh`",
+            path.display()
+        );
+    }
+    Ok(path)
+}
+
+/// The directory holding `etcd`, `kube-apiserver`, `kube-controller-manager` and
+/// `kube-scheduler`: the version-keyed cache written by `e2e/control-plane/build.sh`, or
 /// `$AIRUNWAY_CONTROL_PLANE_BIN`.
 pub fn control_plane_bin_dir() -> Result<PathBuf> {
     let dir = match std::env::var_os("AIRUNWAY_CONTROL_PLANE_BIN") {
         Some(dir) => PathBuf::from(dir),
         None => {
             let (k8s, etcd) = control_plane_versions()?;
-            let root = std::env::var_os("AIRUNWAY_CONTROL_PLANE_CACHE")
-                .map(PathBuf::from)
-                .or_else(|| {
-                    std::env::var_os("HOME")
-                        .map(|h| PathBuf::from(h).join(".cache/airunway/control-plane"))
-                })
-                .context("HOME is not set")?;
-            root.join(format!("k8s-v{k8s}-etcd-v{etcd}"))
+            go_binaries_cache()?.join(format!("k8s-v{k8s}-etcd-v{etcd}"))
         }
     };
-    for binary in ["etcd", "kube-apiserver", "kube-controller-manager"] {
-        if !dir.join(binary).is_file() {
-            bail!(
-                "{} is missing: build the test control plane with `e2e/control-plane/build.sh`",
-                dir.join(binary).display()
-            );
-        }
+    for binary in [
+        "etcd",
+        "kube-apiserver",
+        "kube-controller-manager",
+        "kube-scheduler",
+    ] {
+        require(dir.join(binary))?;
     }
     Ok(dir)
+}
+
+/// The `kwok` binary (`sigs.k8s.io/kwok` at `KWOK_VERSION`): `$AIRUNWAY_KWOK_BIN`, else the
+/// version-keyed cache of `e2e/control-plane/build.sh`.
+pub fn kwok_binary() -> Result<PathBuf> {
+    match std::env::var_os("AIRUNWAY_KWOK_BIN") {
+        Some(path) => require(PathBuf::from(path)),
+        None => require(
+            go_binaries_cache()?
+                .join(format!("kwok-v{}", pinned_version("KWOK_VERSION")?))
+                .join("kwok"),
+        ),
+    }
+}
+
+/// The KubeRay operator binary (`github.com/ray-project/kuberay/ray-operator` at
+/// `KUBERAY_VERSION`): `$AIRUNWAY_KUBERAY_OPERATOR_BIN`, else the version-keyed cache of
+/// `e2e/control-plane/build.sh`.
+pub fn kuberay_operator_binary() -> Result<PathBuf> {
+    match std::env::var_os("AIRUNWAY_KUBERAY_OPERATOR_BIN") {
+        Some(path) => require(PathBuf::from(path)),
+        None => require(
+            go_binaries_cache()?
+                .join(format!("kuberay-v{}", pinned_version("KUBERAY_VERSION")?))
+                .join("ray-operator"),
+        ),
+    }
 }

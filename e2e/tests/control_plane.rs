@@ -138,7 +138,8 @@ async fn crd_cel_rules_reject_with_the_spec_messages() {
         ),
         (
             "sglang-no-gpu",
-            json!({"model": {"id": "m/m"}, "engine": {"type": "sglang"}}),
+            // Resources given without a GPU (with no resources at all, one GPU is defaulted).
+            json!({"model": {"id": "m/m"}, "engine": {"type": "sglang"}, "resources": {"cpu": "4"}}),
             "spec.resources.gpu.count",
             messages::SGLANG_REQUIRES_GPU,
         ),
@@ -268,11 +269,12 @@ async fn garbage_collection_deletes_dependents_of_a_model_deployment() {
 #[tokio::test]
 async fn upstream_status_samples_are_valid_against_the_real_schemas() {
     let env = TestEnv::new("status-samples").await;
-    let dir = airunway_e2e::paths::upstream_crds_dir().join("status-samples");
+    let dir = airunway_e2e::paths::status_samples_dir();
     let mut files: Vec<_> = std::fs::read_dir(&dir)
         .unwrap()
         .flatten()
         .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|e| e == "yaml"))
         .collect();
     files.sort();
     assert!(

@@ -1,5 +1,5 @@
 //! `--simulate-upstream`: plays the KAITO, Dynamo and KubeRay operators (which do not run in
-//! the sandbox) by writing the status they really write (`../shared/upstream-crds/status-samples/`)
+//! the sandbox) by writing the status they really write (`e2e/fixtures/status-samples/`)
 //! to the upstream objects the providers create: first "not ready yet", then "ready", a few
 //! seconds apart. Sandbox and test code only; never part of a shipped binary.
 
