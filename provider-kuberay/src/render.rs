@@ -9,9 +9,13 @@
 //!   decode replicas when disaggregated) and vLLM `engine_kwargs`: `max_model_len`
 //!   (`engine.contextLength`), `trust_remote_code`, `tensor_parallel_size` (GPUs > 1), then
 //!   `engine.args` in key order with `-` turned into `_` and values typed (`""`/`"true"` →
-//!   true, `"false"` → false, numbers → numbers), so `enable-prefix-caching: "false"` turns
-//!   prefix caching off and `enforce-eager: ""` turns eager mode on.
-//! - `headGroupSpec`: container `ray-head` (the image: `spec.image` or [`default_image`]), the
+//!   true, `"false"` → false, numbers → numbers), then `enable_prefix_caching` from
+//!   `engine.enablePrefixCaching` (default true) and `enforce_eager: true` from
+//!   `engine.enforceEager`, unless `engine.args` set them (the user's value is kept; a field
+//!   saying otherwise is reported). `engine.extraArgs` are raw command-line tokens and Ray
+//!   Serve LLM takes keyword arguments, not a command line: they are ignored with a warning.
+//! - `headGroupSpec`: container `ray-head` (the image: `engine.image`, else the legacy
+//!   `spec.image`, else [`default_image`]), the
 //!   Ray ports, CPU/memory from `provider.overrides.head.resources` (defaults `"4"`, `"16Gi"`),
 //!   `rayStartParams` `{dashboard-host: 0.0.0.0}` merged with `head.rayStartParams`.
 //! - `workerGroupSpecs`: `gpu-workers` (aggregated) or `prefill-workers` and `decode-workers`,
@@ -61,6 +65,12 @@ pub const HEAD_CPU: &str = "4";
 pub const HEAD_MEMORY: &str = "16Gi";
 /// Worker memory default (design doc §4.15).
 pub const WORKER_MEMORY: &str = "32Gi";
+/// Label naming the deployment on the RayService.
+pub const MODEL_DEPLOYMENT_LABEL: &str = "airunway.ai/model-deployment";
+/// Label carrying `model.source` on the RayService.
+pub const MODEL_SOURCE_LABEL: &str = "airunway.ai/model-source";
+/// Label carrying the engine on the RayService.
+pub const ENGINE_TYPE_LABEL: &str = "airunway.ai/engine-type";
 
 /// `engine.args` the provider sets itself from the ModelDeployment spec.
 const RESERVED_ARGS: &[&str] = &[
@@ -157,6 +167,41 @@ fn engine_kwargs(
             continue;
         }
         kwargs.insert(key.replace('-', "_"), typed_arg(value));
+    }
+    let explicit_caching = engine.and_then(|e| e.enable_prefix_caching);
+    let explicit_eager = engine.and_then(|e| e.enforce_eager);
+    for (kwarg, field, wanted, explicit, write_false) in [
+        (
+            "enable_prefix_caching",
+            "enablePrefixCaching",
+            md.spec.prefix_caching(),
+            explicit_caching,
+            true,
+        ),
+        (
+            "enforce_eager",
+            "enforceEager",
+            md.spec.enforce_eager(),
+            explicit_eager,
+            false,
+        ),
+    ] {
+        match kwargs.get(kwarg) {
+            Some(user) if explicit.is_some_and(|e| Some(e) != user.as_bool()) => {
+                let message = format!(
+                    "engine.{field}: {wanted} is ignored: engine.args.{} sets {kwarg} to {user}",
+                    kwarg.replace('_', "-")
+                );
+                if !warnings.iter().any(|w| w.message == message) {
+                    warnings.push(ignored(message));
+                }
+            }
+            Some(_) => {}
+            None if wanted || write_false => {
+                kwargs.insert(kwarg.into(), json!(wanted));
+            }
+            None => {}
+        }
     }
     Ok(kwargs)
 }
@@ -316,9 +361,8 @@ impl PodCommon {
         }
         Ok(PodCommon {
             image: spec
-                .image
-                .clone()
-                .filter(|i| !i.is_empty())
+                .image_override()
+                .map(str::to_string)
                 .unwrap_or_else(default_image),
             env: environment(md)?,
             metadata,
@@ -403,6 +447,12 @@ fn worker_group(
 /// Warnings for settings the deployment carries that KubeRay has no place for.
 fn unmapped(md: &ModelDeployment, warnings: &mut Vec<RenderWarning>) {
     let spec = &md.spec;
+    if !spec.extra_args().is_empty() {
+        warnings.push(ignored(format!(
+            "engine.extraArgs ({}) is ignored: Ray Serve LLM takes vLLM engine keyword arguments, not a command line (set them in engine.args, e.g. kv-cache-dtype: fp8)",
+            spec.extra_args().join(" ")
+        )));
+    }
     let scaling = spec.scaling.as_ref();
     let resources = spec.resources.as_ref();
     match spec.serving_mode() {
@@ -456,11 +506,20 @@ pub fn render(md: &ModelDeployment, schema: &UpstreamSchema) -> Result<Rendered,
             ]
         }
     };
+    let source = match spec.model_source() {
+        airunway_api::v1alpha1::ModelSource::Huggingface => "huggingface",
+        airunway_api::v1alpha1::ModelSource::Custom => "custom",
+    };
+    let engine = md.resolved_engine().map(|e| e.as_str()).unwrap_or("vllm");
     Ok(Rendered {
         object: json!({
             "apiVersion": schema.api_version,
             "kind": "RayService",
-            "metadata": {"name": name},
+            "metadata": {"name": name, "labels": {
+                MODEL_DEPLOYMENT_LABEL: name,
+                MODEL_SOURCE_LABEL: source,
+                ENGINE_TYPE_LABEL: engine,
+            }},
             "spec": {
                 "serveConfigV2": serve_config_v2,
                 "rayClusterConfig": {

@@ -162,7 +162,7 @@ fn engine_arguments_are_typed_and_in_key_order() {
     ));
     assert_eq!(
         llm_config(&object)["engine_kwargs"],
-        json!({"dtype": "bfloat16"})
+        json!({"dtype": "bfloat16", "enable_prefix_caching": true})
     );
     assert_eq!(
         warnings,
@@ -242,7 +242,8 @@ fn replicas_image_and_defaults() {
     assert_eq!(worker["rayStartParams"], json!({"num-gpus": "2"}));
     assert_eq!(
         llm_config(&object)["engine_kwargs"],
-        json!({"tensor_parallel_size": 2})
+        json!({"enable_prefix_caching": true, "tensor_parallel_size": 2}),
+        "prefix caching is written from engine.enablePrefixCaching (default true)"
     );
 }
 
@@ -814,4 +815,78 @@ fn registration_is_explicit_only() {
     assert_eq!(registration, fixture["spec"]);
     assert!(registration.get("selectionRules").is_none());
     assert_eq!(KubeRayProvider.upstream().crd_name(), "rayservices.ray.io");
+}
+
+#[test]
+fn engine_fields_prefix_caching_eager_image_and_extra_args() {
+    // Both fields as engine keyword arguments; engine.image preferred over spec.image.
+    let (object, warnings) = render(&gpu_vllm(json!({
+        "engine": {"type": "vllm", "enablePrefixCaching": false, "enforceEager": true, "image": "registry.example/ray-llm:2"},
+        "image": "registry.example/ray-llm:legacy",
+    })));
+    assert!(warnings.is_empty(), "{warnings:?}");
+    assert_eq!(
+        llm_config(&object)["engine_kwargs"],
+        json!({"enable_prefix_caching": false, "enforce_eager": true})
+    );
+    assert_eq!(
+        container(&head(&object))["image"],
+        "registry.example/ray-llm:2"
+    );
+    assert_eq!(
+        container(&workers(&object)[0])["image"],
+        "registry.example/ray-llm:2"
+    );
+    // Disaggregated: both configs get them.
+    let (object, _) = render(&md(json!({
+        "model": {"id": "a/b"}, "engine": {"type": "vllm", "enablePrefixCaching": false, "enforceEager": true},
+        "serving": {"mode": "disaggregated"},
+        "scaling": {"prefill": {"gpu": {"count": 1}}, "decode": {"gpu": {"count": 1}}},
+    })));
+    let config = serve_config(&object);
+    for role in ["prefill_config", "decode_config"] {
+        let kwargs = &config["applications"][0]["args"][role]["engine_kwargs"];
+        assert_eq!(kwargs["enable_prefix_caching"], false, "{role}");
+        assert_eq!(kwargs["enforce_eager"], true, "{role}");
+    }
+    // engine.args win over the fields; a contradicting field is reported.
+    let (object, warnings) = render(&gpu_vllm(json!({
+        "engine": {"type": "vllm", "enablePrefixCaching": true, "enforceEager": true, "args": {"enable-prefix-caching": "false", "enforce-eager": "true"}},
+    })));
+    assert_eq!(
+        llm_config(&object)["engine_kwargs"],
+        json!({"enable_prefix_caching": false, "enforce_eager": true})
+    );
+    assert_eq!(
+        warnings,
+        [(
+            "SettingIgnored".to_string(),
+            "engine.enablePrefixCaching: true is ignored: engine.args.enable-prefix-caching sets enable_prefix_caching to false".to_string()
+        )]
+    );
+    // extraArgs: no command line on KubeRay, so a warning naming them; nothing rendered.
+    let (object, warnings) = render(&gpu_vllm(json!({
+        "engine": {"type": "vllm", "extraArgs": ["--kv-cache-dtype=fp8", "--max-num-seqs", "8"]},
+    })));
+    assert_eq!(
+        llm_config(&object)["engine_kwargs"],
+        json!({"enable_prefix_caching": true})
+    );
+    assert_eq!(
+        warnings,
+        [(
+            "SettingIgnored".to_string(),
+            "engine.extraArgs (--kv-cache-dtype=fp8 --max-num-seqs 8) is ignored: Ray Serve LLM takes vLLM engine keyword arguments, not a command line (set them in engine.args, e.g. kv-cache-dtype: fp8)".to_string()
+        )]
+    );
+    // spec.gateway is the core's: no warning.
+    let (_, warnings) = render(&gpu_vllm(
+        json!({"gateway": {"enabled": false, "modelName": "m"}}),
+    ));
+    assert!(warnings.is_empty(), "{warnings:?}");
+    // The engine and model labels.
+    assert_eq!(
+        object["metadata"]["labels"],
+        json!({"airunway.ai/engine-type": "vllm", "airunway.ai/model-deployment": "m", "airunway.ai/model-source": "huggingface"})
+    );
 }
