@@ -12,8 +12,10 @@ pub fn check(md: &ModelDeployment) -> Result<(), String> {
         None => Err("No engine selected yet".to_string()),
         Some(EngineType::Sglang) => Err("KAITO does not support sglang engine".to_string()),
         Some(EngineType::Trtllm) => Err("KAITO does not support trtllm engine".to_string()),
-        Some(EngineType::Llamacpp) if spec.image.as_deref().is_none_or(str::is_empty) => Err(
-            "spec.image is required for the llamacpp engine on KAITO (a llama.cpp server image, e.g. ghcr.io/sozercan/llama-cpp-runner:latest)"
+        // engine.image counts as well as the legacy spec.image (the Go AI Runway looks at
+        // spec.image only, so an engine.image-only manifest is refused there: not copied).
+        Some(EngineType::Llamacpp) if spec.image_override().is_none() => Err(
+            "engine.image (or the legacy spec.image) is required for the llamacpp engine on KAITO (a llama.cpp server image, e.g. ghcr.io/sozercan/llama-cpp-runner:latest)"
                 .to_string(),
         ),
         Some(EngineType::Vllm) if !spec.gpu_requested() => {

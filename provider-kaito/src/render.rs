@@ -1,16 +1,26 @@
 //! ModelDeployment → KAITO Workspace (pure).
 //!
-//! - llama.cpp: the template form (design doc §4.2 example 2): one container `model` with
-//!   `spec.image`, the `huggingface://<model.id>[/<file>]` argument (the GGUF file from
-//!   `engine.args.model-file`), `--address=:5000`, port 5000, requests from `resources`,
-//!   limits for GPUs, `env`, the Hugging Face token Secret as `envFrom` (a reference; never
-//!   read), tolerations and pod labels/annotations from `podTemplate.metadata`.
+//! - llama.cpp: the template form (design doc §4.2 example 2): one container `model` with the
+//!   image (`engine.image`, else the legacy `spec.image`), the
+//!   `huggingface://<model.id>[/<file>]` argument (the GGUF file from `engine.args.model-file`),
+//!   `--address=:5000`, `--ctx-size`, the other `engine.args`, then `engine.extraArgs`
+//!   verbatim; port 5000, requests from `resources`, limits for GPUs, `env`, the Hugging Face
+//!   token Secret as `envFrom` (a reference; never read), tolerations; the pod template's
+//!   labels are `podTemplate.metadata.labels` plus `airunway.ai/model-deployment: <name>`, its
+//!   annotations `podTemplate.metadata.annotations`. llama.cpp has no switch for
+//!   `engine.enablePrefixCaching: false` or `engine.enforceEager` (warnings).
 //! - vLLM on GPU: the preset form, `inference.preset.name` = the lowercased last segment of
 //!   `model.id` (KAITO's preset naming), `presetOptions.modelAccessSecret` = the token Secret
-//!   (v1beta1). Settings a preset cannot take are reported as warnings.
+//!   (v1beta1). KAITO builds the preset's pods itself: settings it cannot take (image, engine
+//!   args and flags, env, tolerations) are reported as warnings, and `podTemplate.metadata`
+//!   reaches the Workspace only (a warning says so).
 //! - `resource.count` = `scaling.replicas` (0 is refused by the compatibility check);
-//!   `resource.labelSelector.matchLabels` = `nodeSelector`, else `nvidia.com/gpu.present: "true"`
-//!   for NVIDIA GPUs, else `kubernetes.io/os: linux`.
+//!   `resource.labelSelector.matchLabels` = `nodeSelector` plus, always, `kubernetes.io/os:
+//!   linux` and, for NVIDIA GPU workloads, `nvidia.com/gpu.present: "true"` (a node selector
+//!   cannot replace them; a conflicting value is reported).
+//! - Workspace labels: `podTemplate.metadata.labels` (except `airunway.ai/` keys), then
+//!   `airunway.ai/model-source`, `airunway.ai/engine-type`, `airunway.ai/model-deployment`;
+//!   annotations: `podTemplate.metadata.annotations` (the Go AI Runway's Workspace metadata).
 
 use std::collections::BTreeMap;
 
@@ -24,6 +34,45 @@ use airunway_api::v1alpha1::{EngineType, ModelDeployment};
 pub const LLAMACPP_PORT: i32 = 5000;
 /// `engine.args` key naming the GGUF file inside the Hugging Face repository.
 pub const MODEL_FILE_ARG: &str = "model-file";
+/// Label naming the deployment (Workspace and llama.cpp pods).
+pub const MODEL_DEPLOYMENT_LABEL: &str = "airunway.ai/model-deployment";
+/// Label carrying `model.source` on the Workspace.
+pub const MODEL_SOURCE_LABEL: &str = "airunway.ai/model-source";
+/// Label carrying the engine on the Workspace.
+pub const ENGINE_TYPE_LABEL: &str = "airunway.ai/engine-type";
+/// Node label of Linux nodes.
+pub const OS_LABEL: &str = "kubernetes.io/os";
+/// Node label NVIDIA's GPU feature discovery puts on GPU nodes.
+pub const GPU_PRESENT_LABEL: &str = "nvidia.com/gpu.present";
+
+/// The Workspace's node label selector: the user's `nodeSelector` with `kubernetes.io/os:
+/// linux` and, for an NVIDIA GPU workload, `nvidia.com/gpu.present: "true"` forced (a
+/// conflicting user value is replaced and reported).
+pub fn node_labels(
+    md: &ModelDeployment,
+    warnings: &mut Vec<RenderWarning>,
+) -> BTreeMap<String, String> {
+    let spec = &md.spec;
+    let mut labels = spec.node_selector.clone().unwrap_or_default();
+    let mut forced = vec![(OS_LABEL, "linux")];
+    if spec.gpu_requested() && spec.gpu_type() == DEFAULT_GPU_TYPE {
+        forced.push((GPU_PRESENT_LABEL, "true"));
+    }
+    for (key, value) in forced {
+        if let Some(user) = labels.get(key).filter(|v| v.as_str() != value) {
+            warnings.push(warn(format!(
+                "nodeSelector.{key}: {user:?} is replaced by {value:?}: KAITO workloads run on {}",
+                if key == OS_LABEL {
+                    "Linux nodes"
+                } else {
+                    "NVIDIA GPU nodes"
+                }
+            )));
+        }
+        labels.insert(key.to_string(), value.to_string());
+    }
+    labels
+}
 
 fn warn(message: impl Into<String>) -> RenderWarning {
     RenderWarning {
@@ -48,14 +97,7 @@ pub fn render(md: &ModelDeployment, schema: &UpstreamSchema) -> Result<Rendered,
         })
         .collect();
 
-    let match_labels: BTreeMap<String, String> =
-        match spec.node_selector.as_ref().filter(|s| !s.is_empty()) {
-            Some(selector) => selector.clone(),
-            None if spec.gpu_requested() && spec.gpu_type() == DEFAULT_GPU_TYPE => {
-                [("nvidia.com/gpu.present".to_string(), "true".to_string())].into()
-            }
-            None => [("kubernetes.io/os".to_string(), "linux".to_string())].into(),
-        };
+    let match_labels = node_labels(md, &mut warnings);
     let resource =
         json!({"count": spec.replicas(), "labelSelector": {"matchLabels": match_labels}});
     let secret = spec
@@ -64,7 +106,7 @@ pub fn render(md: &ModelDeployment, schema: &UpstreamSchema) -> Result<Rendered,
         .and_then(|s| s.hugging_face_token.clone());
 
     let inference = match md.resolved_engine() {
-        Some(EngineType::Llamacpp) => llamacpp_template(md, secret.as_deref())?,
+        Some(EngineType::Llamacpp) => llamacpp_template(md, secret.as_deref(), &mut warnings)?,
         Some(EngineType::Vllm) => {
             let preset_name = spec
                 .model
@@ -92,16 +134,32 @@ pub fn render(md: &ModelDeployment, schema: &UpstreamSchema) -> Result<Rendered,
             }) {
                 warnings.push(warn("engine.args, engine.contextLength and engine.trustRemoteCode are not passed to KAITO vLLM presets (configure them in a KAITO inference ConfigMap)"));
             }
-            if spec.image.as_deref().is_some_and(|i| !i.is_empty()) {
+            if !spec.prefix_caching() {
+                warnings.push(warn("engine.enablePrefixCaching: false is ignored: KAITO vLLM presets keep vLLM's prefix caching on (configure it in a KAITO inference ConfigMap)"));
+            }
+            if spec.enforce_eager() {
+                warnings.push(warn("engine.enforceEager is ignored: KAITO vLLM presets take no vLLM flags (configure it in a KAITO inference ConfigMap)"));
+            }
+            if !spec.extra_args().is_empty() {
+                warnings.push(warn(format!(
+                    "engine.extraArgs ({}) is ignored: KAITO vLLM presets take no command line (configure them in a KAITO inference ConfigMap)",
+                    spec.extra_args().join(" ")
+                )));
+            }
+            if spec.image_override().is_some() {
                 warnings.push(warn(
-                    "spec.image is ignored for KAITO vLLM presets: KAITO runs the preset's image",
+                    "engine.image (or spec.image) is ignored for KAITO vLLM presets: KAITO runs the preset's image",
                 ));
             }
             if spec.env.as_ref().is_some_and(|e| !e.is_empty())
                 || spec.tolerations.as_ref().is_some_and(|t| !t.is_empty())
-                || spec.pod_template.is_some()
             {
-                warnings.push(warn("env, tolerations and podTemplate.metadata are not supported by KAITO vLLM presets and are ignored"));
+                warnings.push(warn(
+                    "env and tolerations are not supported by KAITO vLLM presets and are ignored",
+                ));
+            }
+            if pod_metadata(md).is_some() {
+                warnings.push(warn("podTemplate.metadata labels and annotations are set on the Workspace only: KAITO builds the preset's pods itself and gives them none of them"));
             }
             json!({"preset": preset})
         }
@@ -116,11 +174,25 @@ pub fn render(md: &ModelDeployment, schema: &UpstreamSchema) -> Result<Rendered,
         airunway_api::v1alpha1::ModelSource::Huggingface => "huggingface",
         airunway_api::v1alpha1::ModelSource::Custom => "custom",
     };
+    let (pod_labels, pod_annotations) = pod_metadata(md).unwrap_or_default();
+    let mut labels: BTreeMap<String, String> = pod_labels
+        .into_iter()
+        .filter(|(k, _)| !k.starts_with(airunway_api::constants::labels::PROPAGATED_PREFIX))
+        .collect();
+    labels.insert(MODEL_SOURCE_LABEL.into(), source.into());
+    if let Some(engine) = md.resolved_engine() {
+        labels.insert(ENGINE_TYPE_LABEL.into(), engine.as_str().into());
+    }
+    labels.insert(MODEL_DEPLOYMENT_LABEL.into(), name.clone());
+    let mut metadata = json!({"name": name, "labels": labels});
+    if !pod_annotations.is_empty() {
+        metadata["annotations"] = json!(pod_annotations);
+    }
     Ok(Rendered {
         object: json!({
             "apiVersion": schema.api_version,
             "kind": "Workspace",
-            "metadata": {"name": name, "labels": {"airunway.ai/model-source": source}},
+            "metadata": metadata,
             "resource": resource,
             "inference": inference,
         }),
@@ -128,8 +200,30 @@ pub fn render(md: &ModelDeployment, schema: &UpstreamSchema) -> Result<Rendered,
     })
 }
 
-fn llamacpp_template(md: &ModelDeployment, secret: Option<&str>) -> Result<Value, RenderError> {
+/// `podTemplate.metadata` labels and annotations, when either is set.
+fn pod_metadata(
+    md: &ModelDeployment,
+) -> Option<(BTreeMap<String, String>, BTreeMap<String, String>)> {
+    let metadata = md.spec.pod_template.as_ref()?.metadata.as_ref()?;
+    let labels = metadata.labels.clone().unwrap_or_default();
+    let annotations = metadata.annotations.clone().unwrap_or_default();
+    (!labels.is_empty() || !annotations.is_empty()).then_some((labels, annotations))
+}
+
+fn llamacpp_template(
+    md: &ModelDeployment,
+    secret: Option<&str>,
+    warnings: &mut Vec<RenderWarning>,
+) -> Result<Value, RenderError> {
     let spec = &md.spec;
+    if !spec.prefix_caching() {
+        warnings.push(warn("engine.enablePrefixCaching: false is ignored: the llama.cpp server has no switch for it (clients turn prompt caching off per request with cache_prompt: false)"));
+    }
+    if spec.enforce_eager() {
+        warnings.push(warn(
+            "engine.enforceEager is ignored: it is a vLLM setting with no llama.cpp equivalent",
+        ));
+    }
     let engine_args = spec
         .engine
         .as_ref()
@@ -158,6 +252,7 @@ fn llamacpp_template(md: &ModelDeployment, secret: Option<&str>) -> Result<Value
         args.push(format!("--{key}"));
         args.push(value.clone());
     }
+    args.extend(spec.extra_args().iter().cloned());
     let resources = spec.resources.as_ref();
     let mut requests = serde_json::Map::new();
     if let Some(memory) = resources.and_then(|r| r.memory.clone()) {
@@ -168,7 +263,7 @@ fn llamacpp_template(md: &ModelDeployment, secret: Option<&str>) -> Result<Value
     }
     let mut container = json!({
         "name": "model",
-        "image": spec.image,
+        "image": spec.image_override(),
         "args": args,
         "ports": [{"containerPort": LLAMACPP_PORT}],
         "resources": {"requests": requests},
@@ -188,17 +283,14 @@ fn llamacpp_template(md: &ModelDeployment, secret: Option<&str>) -> Result<Value
         template["spec"]["tolerations"] = serde_json::to_value(tolerations)
             .map_err(|e| RenderError::Unsupported(e.to_string()))?;
     }
-    if let Some(metadata) = spec.pod_template.as_ref().and_then(|t| t.metadata.as_ref()) {
-        let mut meta = json!({});
-        if let Some(labels) = metadata.labels.as_ref().filter(|l| !l.is_empty()) {
-            meta["labels"] = json!(labels);
-        }
-        if let Some(annotations) = metadata.annotations.as_ref().filter(|a| !a.is_empty()) {
-            meta["annotations"] = json!(annotations);
-        }
-        if meta.as_object().is_some_and(|m| !m.is_empty()) {
-            template["metadata"] = meta;
-        }
+    let (mut pod_labels, pod_annotations) = pod_metadata(md).unwrap_or_default();
+    pod_labels.insert(
+        MODEL_DEPLOYMENT_LABEL.into(),
+        md.metadata.name.clone().unwrap_or_default(),
+    );
+    template["metadata"] = json!({"labels": pod_labels});
+    if !pod_annotations.is_empty() {
+        template["metadata"]["annotations"] = json!(pod_annotations);
     }
     Ok(json!({"template": template}))
 }

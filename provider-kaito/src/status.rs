@@ -9,8 +9,11 @@
 //! | a False `NodesReady`/`ResourceReady`/`InferenceReady` | Deploying | that condition's message |
 //! | no status yet | Deploying | waiting for KAITO |
 //!
-//! Replicas: desired = `resource.count`; ready and available = desired when
-//! `InferenceReady=True`, else 0. Endpoint: Service `<workspace>` port 80.
+//! Replicas, from the Workspace as the Go AI Runway reports them: desired = `resource.count`
+//! (else `status.targetNodeCount`, else `scaling.replicas`); ready and available = desired when
+//! the Workspace is Ready (`status.state` `Ready`/`Succeeded`, or `WorkspaceSucceeded=True`),
+//! else 0. A Workspace in state `Ready` counts as Running even before its conditions are
+//! written. Endpoint: Service `<workspace>` port 80.
 
 use airunway_api::kube::core::DynamicObject;
 use airunway_api::provider::TranslatedStatus;
@@ -61,13 +64,15 @@ pub fn translate(md: &ModelDeployment, workspace: Option<&DynamicObject>) -> Tra
             ready: false,
         };
     };
+    let status = &workspace.data["status"];
     let desired = workspace.data["resource"]["count"]
         .as_i64()
+        .or_else(|| status["targetNodeCount"].as_i64())
         .map(|c| c as i32)
         .unwrap_or_else(|| md.spec.replicas());
-    let status = &workspace.data["status"];
-    let inference_ready = is_true(condition(status, "InferenceReady"));
-    let ready_count = if inference_ready { desired } else { 0 };
+    let workspace_ready = matches!(status["state"].as_str(), Some("Ready" | "Succeeded"))
+        || is_true(condition(status, "WorkspaceSucceeded"));
+    let ready_count = if workspace_ready { desired } else { 0 };
     let replicas = Some(ReplicaStatus {
         desired: Some(desired),
         ready: Some(ready_count),
@@ -81,6 +86,9 @@ pub fn translate(md: &ModelDeployment, workspace: Option<&DynamicObject>) -> Tra
         ready,
     };
 
+    if workspace_ready {
+        return result(Phase::Running, None, true);
+    }
     if status.is_null() || status["conditions"].as_array().is_none_or(Vec::is_empty) {
         return result(
             Phase::Deploying,
@@ -89,9 +97,6 @@ pub fn translate(md: &ModelDeployment, workspace: Option<&DynamicObject>) -> Tra
         );
     }
     let succeeded = condition(status, "WorkspaceSucceeded");
-    if is_true(succeeded) {
-        return result(Phase::Running, None, true);
-    }
     if let Some(failed) =
         succeeded.filter(|c| c["reason"] == "workspaceFailed" || status["state"] == "Failed")
     {

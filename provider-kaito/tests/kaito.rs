@@ -52,12 +52,17 @@ fn example_2_renders_the_documented_workspace() {
     assert_eq!(rendered.object["apiVersion"], expected["apiVersion"]);
     assert_eq!(rendered.object["kind"], "Workspace");
     assert_eq!(rendered.object["metadata"]["name"], "gemma-cpu");
-    assert_eq!(
-        rendered.object["metadata"]["labels"],
-        expected["metadata"]["labels"]
-    );
+    // The documented labels, plus the engine and deployment labels the Go AI Runway sets.
+    let mut labels = expected["metadata"]["labels"].clone();
+    labels["airunway.ai/engine-type"] = json!("llamacpp");
+    labels["airunway.ai/model-deployment"] = json!("gemma-cpu");
+    assert_eq!(rendered.object["metadata"]["labels"], labels);
     assert_eq!(rendered.object["resource"], expected["resource"]);
-    assert_eq!(rendered.object["inference"], expected["inference"]);
+    // The documented template, plus the pod label the Go AI Runway gives llama.cpp pods.
+    let mut inference = expected["inference"].clone();
+    inference["template"]["metadata"] =
+        json!({"labels": {"airunway.ai/model-deployment": "gemma-cpu"}});
+    assert_eq!(rendered.object["inference"], inference);
     assert!(rendered.warnings.is_empty());
 }
 
@@ -74,7 +79,7 @@ fn vllm_on_gpu_renders_the_preset_form() {
     );
     assert_eq!(
         rendered.object["resource"],
-        json!({"count": 2, "labelSelector": {"matchLabels": {"nvidia.com/gpu.present": "true"}}})
+        json!({"count": 2, "labelSelector": {"matchLabels": {"nvidia.com/gpu.present": "true", "kubernetes.io/os": "linux"}}})
     );
     // v1alpha1 has no field for the token: a warning, never a silent drop.
     let old = UpstreamSchema {
@@ -109,12 +114,18 @@ fn template_carries_scheduling_pods_env_and_secret_reference() {
     assert_eq!(o["resource"]["count"], 3);
     assert_eq!(
         o["resource"]["labelSelector"]["matchLabels"],
-        json!({"pool": "cpu"})
+        json!({"pool": "cpu", "kubernetes.io/os": "linux", "nvidia.com/gpu.present": "true"}),
+        "a GPU workload always selects Linux GPU nodes, besides the user's node selector"
     );
     let template = &o["inference"]["template"];
     assert_eq!(
         template["metadata"],
-        json!({"labels": {"team": "a"}, "annotations": {"note": "x"}})
+        json!({"labels": {"team": "a", "airunway.ai/model-deployment": "m"}, "annotations": {"note": "x"}})
+    );
+    assert_eq!(
+        o["metadata"],
+        json!({"name": "m", "labels": {"team": "a", "airunway.ai/model-source": "huggingface", "airunway.ai/engine-type": "llamacpp",
+            "airunway.ai/model-deployment": "m"}, "annotations": {"note": "x"}})
     );
     assert_eq!(template["spec"]["tolerations"][0]["key"], "dedicated");
     let container = &template["spec"]["containers"][0];
@@ -175,7 +186,9 @@ fn compatibility_messages() {
         ))
         .unwrap_err();
     assert!(
-        no_image.starts_with("spec.image is required for the llamacpp engine on KAITO"),
+        no_image.starts_with(
+            "engine.image (or the legacy spec.image) is required for the llamacpp engine on KAITO"
+        ),
         "{no_image}"
     );
     let zero = KaitoProvider
@@ -190,6 +203,13 @@ fn compatibility_messages() {
             json!({"model": {"id": "a/b"}, "engine": {"type": "llamacpp"}, "image": "i"})
         )),
         Ok(())
+    );
+    assert_eq!(
+        KaitoProvider.check_compatibility(&md(
+            json!({"model": {"id": "a/b"}, "engine": {"type": "llamacpp", "image": "i"}})
+        )),
+        Ok(()),
+        "engine.image alone is enough (the Go AI Runway's spec.image-only check is not copied)"
     );
     assert_eq!(KaitoProvider.check_compatibility(&md(json!({"model": {"id": "a/b"}, "engine": {"type": "vllm"}, "resources": {"gpu": {"count": 1}}}))), Ok(()));
 }
@@ -343,4 +363,213 @@ fn registration_matches_the_shipped_fixture() {
         serde_json::to_value(KaitoProvider.registration()).unwrap(),
         fixture["spec"]
     );
+}
+
+fn messages(rendered: &airunway_api::provider::Rendered) -> Vec<(&str, &str)> {
+    rendered
+        .warnings
+        .iter()
+        .map(|w| (w.reason, w.message.as_str()))
+        .collect()
+}
+
+#[test]
+fn gpu_workloads_always_select_linux_gpu_nodes() {
+    // The user's selector cannot replace the forced labels; a conflict is reported.
+    let rendered = KaitoProvider
+        .render(&md(json!({"model": {"id": "a/b"}, "engine": {"type": "vllm"}, "resources": {"gpu": {"count": 1}},
+            "nodeSelector": {"nvidia.com/gpu.present": "false", "kubernetes.io/os": "windows", "pool": "a100"}})), &v1beta1())
+        .unwrap();
+    assert_eq!(
+        rendered.object["resource"]["labelSelector"],
+        json!({"matchLabels": {"nvidia.com/gpu.present": "true", "kubernetes.io/os": "linux", "pool": "a100"}})
+    );
+    assert_eq!(
+        messages(&rendered),
+        vec![
+            (
+                "SettingIgnored",
+                "nodeSelector.kubernetes.io/os: \"windows\" is replaced by \"linux\": KAITO workloads run on Linux nodes"
+            ),
+            (
+                "SettingIgnored",
+                "nodeSelector.nvidia.com/gpu.present: \"false\" is replaced by \"true\": KAITO workloads run on NVIDIA GPU nodes"
+            ),
+        ]
+    );
+    // {engine: vllm} with no resources: the defaulted GPU selects GPU nodes too.
+    let rendered = KaitoProvider
+        .render(
+            &md(json!({"model": {"id": "a/b"}, "engine": {"type": "vllm"}})),
+            &v1beta1(),
+        )
+        .unwrap();
+    assert_eq!(
+        rendered.object["resource"]["labelSelector"]["matchLabels"],
+        json!({"nvidia.com/gpu.present": "true", "kubernetes.io/os": "linux"})
+    );
+    // CPU: Linux nodes plus the user's selector; another GPU vendor: no NVIDIA label.
+    let cpu = KaitoProvider
+        .render(&md(json!({"model": {"id": "a/b"}, "engine": {"type": "llamacpp"}, "image": "i", "resources": {"cpu": "4"},
+            "nodeSelector": {"pool": "cpu"}})), &v1beta1())
+        .unwrap();
+    assert_eq!(
+        cpu.object["resource"]["labelSelector"]["matchLabels"],
+        json!({"kubernetes.io/os": "linux", "pool": "cpu"})
+    );
+    let amd = KaitoProvider
+        .render(
+            &md(
+                json!({"model": {"id": "a/b"}, "engine": {"type": "llamacpp"}, "image": "i",
+            "resources": {"gpu": {"count": 1, "type": "amd.com/gpu"}}}),
+            ),
+            &v1beta1(),
+        )
+        .unwrap();
+    assert_eq!(
+        amd.object["resource"]["labelSelector"]["matchLabels"],
+        json!({"kubernetes.io/os": "linux"})
+    );
+}
+
+#[test]
+fn engine_fields_on_the_llamacpp_template() {
+    let rendered = KaitoProvider
+        .render(&md(json!({"model": {"id": "org/model-gguf"}, "engine": {"type": "llamacpp", "image": "example/llama:2",
+            "args": {"threads": "8"}, "extraArgs": ["--parallel", "4", "--cont-batching"]},
+            "image": "example/llama:legacy", "gateway": {"enabled": true}})), &v1beta1())
+        .unwrap();
+    let container = &rendered.object["inference"]["template"]["spec"]["containers"][0];
+    assert_eq!(
+        container["image"], "example/llama:2",
+        "engine.image is preferred over spec.image"
+    );
+    assert_eq!(
+        container["args"],
+        json!([
+            "huggingface://org/model-gguf",
+            "--address=:5000",
+            "--threads",
+            "8",
+            "--parallel",
+            "4",
+            "--cont-batching"
+        ]),
+        "extraArgs verbatim after every derived argument"
+    );
+    assert!(
+        rendered.warnings.is_empty(),
+        "defaults and spec.gateway (the core's) give no warning: {:?}",
+        rendered.warnings
+    );
+    // No llama.cpp switch for prefix caching or eager mode: warnings.
+    let rendered = KaitoProvider
+        .render(&md(json!({"model": {"id": "org/model-gguf"}, "engine": {"type": "llamacpp", "image": "i",
+            "enablePrefixCaching": false, "enforceEager": true}})), &v1beta1())
+        .unwrap();
+    assert_eq!(
+        messages(&rendered),
+        vec![
+            (
+                "SettingIgnored",
+                "engine.enablePrefixCaching: false is ignored: the llama.cpp server has no switch for it (clients turn prompt caching off per request with cache_prompt: false)"
+            ),
+            (
+                "SettingIgnored",
+                "engine.enforceEager is ignored: it is a vLLM setting with no llama.cpp equivalent"
+            ),
+        ]
+    );
+}
+
+#[test]
+fn engine_fields_and_pod_metadata_on_a_vllm_preset() {
+    let rendered = KaitoProvider
+        .render(&md(json!({"model": {"id": "microsoft/Phi-4-mini-instruct"}, "engine": {"type": "vllm", "image": "my/vllm:1",
+            "enablePrefixCaching": false, "enforceEager": true, "extraArgs": ["--max-num-seqs=8"]},
+            "resources": {"gpu": {"count": 1}},
+            "podTemplate": {"metadata": {"labels": {"team": "a", "airunway.ai/managed-by": "me"}, "annotations": {"note": "x"}}}})), &v1beta1())
+        .unwrap();
+    assert_eq!(
+        rendered.object["inference"],
+        json!({"preset": {"name": "phi-4-mini-instruct"}})
+    );
+    // Pod labels and annotations go where the Workspace lets them: its own metadata (never
+    // over the airunway.ai/ labels).
+    assert_eq!(
+        rendered.object["metadata"],
+        json!({"name": "m", "labels": {"team": "a", "airunway.ai/model-source": "huggingface", "airunway.ai/engine-type": "vllm",
+            "airunway.ai/model-deployment": "m"}, "annotations": {"note": "x"}})
+    );
+    assert_eq!(
+        messages(&rendered),
+        vec![
+            (
+                "SettingIgnored",
+                "engine.enablePrefixCaching: false is ignored: KAITO vLLM presets keep vLLM's prefix caching on (configure it in a KAITO inference ConfigMap)"
+            ),
+            (
+                "SettingIgnored",
+                "engine.enforceEager is ignored: KAITO vLLM presets take no vLLM flags (configure it in a KAITO inference ConfigMap)"
+            ),
+            (
+                "SettingIgnored",
+                "engine.extraArgs (--max-num-seqs=8) is ignored: KAITO vLLM presets take no command line (configure them in a KAITO inference ConfigMap)"
+            ),
+            (
+                "SettingIgnored",
+                "engine.image (or spec.image) is ignored for KAITO vLLM presets: KAITO runs the preset's image"
+            ),
+            (
+                "SettingIgnored",
+                "podTemplate.metadata labels and annotations are set on the Workspace only: KAITO builds the preset's pods itself and gives them none of them"
+            ),
+        ]
+    );
+    // Through the SDK: the managed-by label stays the provider's.
+    let deployment = md(
+        json!({"model": {"id": "a/b"}, "engine": {"type": "vllm"}, "resources": {"gpu": {"count": 1}},
+        "podTemplate": {"metadata": {"labels": {"airunway.ai/managed-by": "me"}}}}),
+    );
+    let rendered = KaitoProvider.render(&deployment, &v1beta1()).unwrap();
+    let desired = airunway_api::provider::desired::desired_upstream(&deployment, &rendered);
+    assert_eq!(
+        desired.object["metadata"]["labels"]["airunway.ai/managed-by"],
+        "airunway"
+    );
+}
+
+#[test]
+fn replicas_come_from_the_workspace_when_ready() {
+    let deployment = md(
+        json!({"model": {"id": "a/b"}, "engine": {"type": "vllm"}, "resources": {"gpu": {"count": 1}}, "scaling": {"replicas": 3}}),
+    );
+    let mut ready = sample("workspace-ready.yaml");
+    ready.data["resource"]["count"] = json!(3);
+    let translated = KaitoProvider.translate_status(&deployment, Some(&ready));
+    let replicas = translated.replicas.unwrap();
+    assert_eq!(
+        (replicas.desired, replicas.ready, replicas.available),
+        (Some(3), Some(3), Some(3))
+    );
+    // State Ready before any condition: Running with every replica.
+    ready.data["status"]["conditions"] = json!([]);
+    let translated = KaitoProvider.translate_status(&deployment, Some(&ready));
+    assert_eq!((translated.phase, translated.ready), (Phase::Running, true));
+    assert_eq!(translated.replicas.unwrap().ready, Some(3));
+    // InferenceReady alone is not Ready: the Workspace is not.
+    let mut not_yet = sample("workspace-notready.yaml");
+    not_yet.data["status"]["conditions"][2]["status"] = json!("True");
+    let translated = KaitoProvider.translate_status(&deployment, Some(&not_yet));
+    assert_eq!(translated.phase, Phase::Deploying);
+    assert_eq!(translated.replicas.unwrap().ready, Some(0));
+    // Without resource.count (deprecated in v1beta1): the Workspace's target node count.
+    let mut no_count = sample("workspace-ready.yaml");
+    no_count.data["resource"]
+        .as_object_mut()
+        .unwrap()
+        .remove("count");
+    no_count.data["status"]["targetNodeCount"] = json!(2);
+    let translated = KaitoProvider.translate_status(&deployment, Some(&no_count));
+    assert_eq!(translated.replicas.unwrap().desired, Some(2));
 }
