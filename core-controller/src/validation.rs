@@ -15,6 +15,12 @@
 //! | `spec.podTemplate.metadata` | valid label keys and values; annotations at most [`MAX_POD_ANNOTATIONS_BYTES`] bytes |
 //! | `spec.secrets.huggingFaceToken` | a valid Secret name (DNS subdomain) |
 //! | `spec.env`, `spec.tolerations`, `spec.nodeSelector` | at most 64 entries (CRD schema) |
+//! | `spec.env[].name` | 1 to 256 printable ASCII characters other than `=` |
+//! | `spec.env[].value` | at most [`MAX_ENV_VALUE_BYTES`]; names and values together at most [`MAX_ENV_TOTAL_BYTES`] |
+//! | `spec.nodeSelector` | valid label keys and values |
+//! | `spec.tolerations[]` | a valid taint key, operator `Equal`/`Exists`, a known effect, `tolerationSeconds` only with `NoExecute` |
+//! | `spec.image`, `spec.engine.image` | OCI image references |
+//! | `spec.engine.contextLength` | at most [`MAX_CONTEXT_LENGTH`] |
 
 use std::collections::BTreeMap;
 
@@ -35,6 +41,13 @@ pub const MAX_OVERRIDES_BYTES: usize = 16 * 1024;
 pub const MAX_OVERRIDES_DEPTH: usize = 8;
 /// Largest total size of `podTemplate.metadata.annotations` (keys and values).
 pub const MAX_POD_ANNOTATIONS_BYTES: usize = 64 * 1024;
+
+/// Largest `engine.contextLength` (2^24 tokens, far beyond any model served today).
+pub const MAX_CONTEXT_LENGTH: i64 = 16_777_216;
+/// Largest value of one `spec.env` entry.
+pub const MAX_ENV_VALUE_BYTES: usize = 32 * 1024;
+/// Largest total of `spec.env` names and values.
+pub const MAX_ENV_TOTAL_BYTES: usize = 256 * 1024;
 
 /// Override keys refused anywhere in `provider.overrides` (one list, shared with providers).
 pub use airunway_api::constants::ESCALATING_OVERRIDE_KEYS;
@@ -202,6 +215,7 @@ fn validate_spec(spec: &ModelDeploymentSpec, errors: &mut Vec<FieldError>) {
         }
     }
 
+    validate_values(spec, errors);
     if let Some(message) = image_conflict(spec) {
         errors.push(FieldError::new("spec.engine.image", message));
     }
@@ -256,6 +270,126 @@ fn validate_spec(spec: &ModelDeploymentSpec, errors: &mut Vec<FieldError>) {
             "spec.secrets.huggingFaceToken",
             "must be the name of a Secret in this namespace (a DNS subdomain)",
         ));
+    }
+}
+
+/// Checks every value that reaches a pod spec: what a kubelet or container runtime would refuse
+/// is refused here, with the field, instead of being copied into an upstream object.
+fn validate_values(spec: &ModelDeploymentSpec, errors: &mut Vec<FieldError>) {
+    for (field, image) in [
+        ("spec.image", spec.image.as_deref()),
+        (
+            "spec.engine.image",
+            spec.engine.as_ref().and_then(|e| e.image.as_deref()),
+        ),
+    ] {
+        if let Some(image) = image.filter(|i| !is_image_reference(i)) {
+            errors.push(FieldError::new(
+                field,
+                format!(
+                    "{image:?} is not a valid image reference (expected [registry[:port]/]name[:tag][@digest], lower-case name)"
+                ),
+            ));
+        }
+    }
+    if let Some(length) = spec.engine.as_ref().and_then(|e| e.context_length)
+        && length > MAX_CONTEXT_LENGTH
+    {
+        errors.push(FieldError::new(
+            "spec.engine.contextLength",
+            format!("must be at most {MAX_CONTEXT_LENGTH} tokens (is {length})"),
+        ));
+    }
+    let mut env_bytes = 0usize;
+    for (i, var) in spec.env.iter().flatten().enumerate() {
+        if !is_env_name(&var.name) {
+            errors.push(FieldError::new(
+                format!("spec.env[{i}].name"),
+                "must be 1 to 256 printable ASCII characters other than '='",
+            ));
+        }
+        let value = var.value.as_deref().unwrap_or_default();
+        env_bytes += var.name.len() + value.len();
+        if value.len() > MAX_ENV_VALUE_BYTES {
+            errors.push(FieldError::new(
+                format!("spec.env[{i}].value"),
+                format!(
+                    "must be at most {MAX_ENV_VALUE_BYTES} bytes (is {}); mount large data from a ConfigMap or volume instead",
+                    value.len()
+                ),
+            ));
+        }
+    }
+    if env_bytes > MAX_ENV_TOTAL_BYTES {
+        errors.push(FieldError::new(
+            "spec.env",
+            format!(
+                "names and values must total at most {MAX_ENV_TOTAL_BYTES} bytes (is {env_bytes})"
+            ),
+        ));
+    }
+    for (key, value) in spec.node_selector.iter().flatten() {
+        if !is_qualified_name(key) {
+            errors.push(FieldError::new(
+                format!("spec.nodeSelector[{key}]"),
+                "is not a valid label key (optional DNS prefix and '/', then up to 63 letters, digits, '-', '_' or '.')",
+            ));
+        }
+        if !is_label_value(value) {
+            errors.push(FieldError::new(
+                format!("spec.nodeSelector[{key}]"),
+                "value must be at most 63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit",
+            ));
+        }
+    }
+    for (i, toleration) in spec.tolerations.iter().flatten().enumerate() {
+        let field = format!("spec.tolerations[{i}]");
+        let key = toleration.key.as_deref().unwrap_or_default();
+        if !key.is_empty() && !is_qualified_name(key) {
+            errors.push(FieldError::new(
+                format!("{field}.key"),
+                "is not a valid taint key (optional DNS prefix and '/', then up to 63 letters, digits, '-', '_' or '.')",
+            ));
+        }
+        let operator = toleration.operator.as_deref().unwrap_or("Equal");
+        if !matches!(operator, "Equal" | "Exists") {
+            errors.push(FieldError::new(
+                format!("{field}.operator"),
+                "must be Equal or Exists",
+            ));
+        }
+        let value = toleration.value.as_deref().unwrap_or_default();
+        if operator == "Exists" && !value.is_empty() {
+            errors.push(FieldError::new(
+                format!("{field}.value"),
+                "must be empty when operator is Exists",
+            ));
+        }
+        if !is_label_value(value) {
+            errors.push(FieldError::new(
+                format!("{field}.value"),
+                "must be at most 63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit",
+            ));
+        }
+        if key.is_empty() && operator != "Exists" {
+            errors.push(FieldError::new(
+                format!("{field}.operator"),
+                "must be Exists when key is empty (a toleration of every taint)",
+            ));
+        }
+        let effect = toleration.effect.as_deref().unwrap_or_default();
+        if !matches!(effect, "" | "NoSchedule" | "PreferNoSchedule" | "NoExecute") {
+            errors.push(FieldError::new(
+                format!("{field}.effect"),
+                "must be NoSchedule, PreferNoSchedule or NoExecute (or empty for all)",
+            ));
+        }
+        if toleration.toleration_seconds.is_some() && effect != "NoExecute" {
+            errors.push(FieldError::new(
+                format!("{field}.tolerationSeconds"),
+                "is only allowed with effect NoExecute",
+            ));
+        }
     }
 }
 
@@ -431,6 +565,110 @@ fn walk_overrides(
         }
         _ => {}
     }
+}
+
+/// An environment variable name Kubernetes accepts: printable ASCII other than `=`.
+fn is_env_name(s: &str) -> bool {
+    !s.is_empty() && s.len() <= 256 && s.bytes().all(|b| (0x20..0x7f).contains(&b) && b != b'=')
+}
+
+/// An OCI image reference: `[domain[:port]/]path[:tag][@algorithm:hex]` with lower-case path
+/// components (the distribution reference grammar, without IPv6 literals).
+pub fn is_image_reference(s: &str) -> bool {
+    if s.is_empty() || s.len() > 512 {
+        return false;
+    }
+    let (name_and_tag, digest) = match s.split_once('@') {
+        Some((n, d)) => (n, Some(d)),
+        None => (s, None),
+    };
+    if let Some(digest) = digest {
+        let Some((algorithm, hex)) = digest.split_once(':') else {
+            return false;
+        };
+        let algorithm_ok = algorithm.starts_with(|c: char| c.is_ascii_alphabetic())
+            && algorithm
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '+' | '.'));
+        if !algorithm_ok || hex.len() < 32 || !hex.chars().all(|c| c.is_ascii_hexdigit()) {
+            return false;
+        }
+    }
+    // A tag is after the last ':' that follows the last '/'.
+    let last_slash = name_and_tag.rfind('/').map_or(0, |i| i + 1);
+    let (name, tag) = match name_and_tag[last_slash..].rfind(':') {
+        Some(i) => (
+            &name_and_tag[..last_slash + i],
+            Some(&name_and_tag[last_slash + i + 1..]),
+        ),
+        None => (name_and_tag, None),
+    };
+    if let Some(tag) = tag {
+        let ok = !tag.is_empty()
+            && tag.len() <= 128
+            && tag.starts_with(|c: char| c.is_ascii_alphanumeric() || c == '_')
+            && tag
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-'));
+        if !ok {
+            return false;
+        }
+    }
+    let mut components: Vec<&str> = name.split('/').collect();
+    // The first component is a registry when it has a '.' or ':' or is `localhost`.
+    if components.len() > 1 {
+        let first = components[0];
+        if first.contains('.') || first.contains(':') || first == "localhost" {
+            let (host, port) = match first.split_once(':') {
+                Some((h, p)) => (h, Some(p)),
+                None => (first, None),
+            };
+            let host_ok = host.split('.').all(|label| {
+                !label.is_empty()
+                    && label.starts_with(|c: char| c.is_ascii_alphanumeric())
+                    && label.ends_with(|c: char| c.is_ascii_alphanumeric())
+                    && label.chars().all(|c| c.is_ascii_alphanumeric() || c == '-')
+            });
+            let port_ok = port.is_none_or(|p| {
+                !p.is_empty() && p.len() <= 5 && p.chars().all(|c| c.is_ascii_digit())
+            });
+            if !host_ok || !port_ok {
+                return false;
+            }
+            components.remove(0);
+        }
+    }
+    !components.is_empty() && components.iter().all(|c| is_path_component(c))
+}
+
+/// One path component of an image name: lower-case alphanumerics separated by `.`, `_`, `__` or
+/// runs of `-`.
+fn is_path_component(s: &str) -> bool {
+    let bytes = s.as_bytes();
+    if bytes.is_empty()
+        || !bytes[0].is_ascii_lowercase() && !bytes[0].is_ascii_digit()
+        || !bytes[bytes.len() - 1].is_ascii_lowercase() && !bytes[bytes.len() - 1].is_ascii_digit()
+    {
+        return false;
+    }
+    let mut i = 0;
+    while i < bytes.len() {
+        let b = bytes[i];
+        if b.is_ascii_lowercase() || b.is_ascii_digit() {
+            i += 1;
+            continue;
+        }
+        let start = i;
+        while i < bytes.len() && matches!(bytes[i], b'.' | b'_' | b'-') {
+            i += 1;
+        }
+        let separator = &s[start..i];
+        let ok = matches!(separator, "." | "_" | "__") || separator.bytes().all(|b| b == b'-');
+        if !ok {
+            return false;
+        }
+    }
+    true
 }
 
 /// DNS-1035 label: `[a-z]([-a-z0-9]*[a-z0-9])?`, at most 63 characters.
@@ -661,6 +899,64 @@ mod tests {
     }
 
     #[test]
+    fn image_references() {
+        for good in [
+            "vllm/vllm-openai:v0.11.0",
+            "nvcr.io/nvidia/ai-dynamo/vllm-runtime:0.6.1",
+            "localhost:5000/a/b",
+            "registry.example.com:443/team/model__x@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
+            "ghcr.io/ggml-org/llama.cpp:server",
+            "busybox",
+        ] {
+            assert!(is_image_reference(good), "{good}");
+        }
+        for bad in [
+            "",
+            "Vllm/Vllm",
+            "vllm:tag with space",
+            "vllm\n",
+            "a//b",
+            "a:",
+            "a@sha256:xyz",
+            "-a/b",
+            "a/b-",
+            "a..b",
+            "host:port:x/a",
+        ] {
+            assert!(!is_image_reference(bad), "{bad}");
+        }
+    }
+
+    #[test]
+    fn values_that_reach_pod_specs() {
+        let big = "x".repeat(MAX_ENV_VALUE_BYTES + 1);
+        let spec = json!({"model": {"id": "a/b"}, "engine": {"type": "llamacpp", "contextLength": 4611686018427387904_i64,
+                "image": "Not A Ref"},
+            "env": [{"name": "BAD\u{0007}", "value": "v"}, {"name": "A=B"}, {"name": "BIG", "value": big}],
+            "nodeSelector": {"ok/key": "v\n", "bad key": "v"},
+            "tolerations": [{"key": "k", "operator": "Sometimes", "effect": "NoRun", "tolerationSeconds": 5},
+                            {"operator": "Equal", "value": "x"}, {"key": "k", "operator": "Exists", "value": "v"}]});
+        let fields: Vec<String> = errors(spec).into_iter().map(|e| e.field).collect();
+        assert_eq!(
+            fields,
+            [
+                "spec.engine.image",
+                "spec.engine.contextLength",
+                "spec.env[0].name",
+                "spec.env[1].name",
+                "spec.env[2].value",
+                "spec.nodeSelector[bad key]",
+                "spec.nodeSelector[ok/key]",
+                "spec.tolerations[0].operator",
+                "spec.tolerations[0].effect",
+                "spec.tolerations[0].tolerationSeconds",
+                "spec.tolerations[1].operator",
+                "spec.tolerations[2].value",
+            ]
+        );
+    }
+
+    #[test]
     fn all_errors_are_reported_at_once() {
         let found = validate(&md(
             "Bad.Name",
@@ -767,8 +1063,14 @@ mod tests {
             json!({"model": {"source": "custom", "servedName": "n"}, "engine": {"type": "trtllm", "contextLength": 4096, "trustRemoteCode": true}}),
         ));
         assert_eq!(w[0], messages::SERVED_NAME_IGNORED);
-        assert!(w[1].starts_with("trustRemoteCode: true"));
-        assert!(w[2].starts_with("engine.contextLength is ignored for TensorRT-LLM"));
+        assert_eq!(
+            w[1],
+            "trustRemoteCode=true allows execution of arbitrary code from HuggingFace"
+        );
+        assert_eq!(
+            w[2],
+            "contextLength is ignored for TensorRT-LLM (must be configured at engine build time)"
+        );
         assert!(warnings(&md("x", json!({"model": {"id": "a/b"}}))).is_empty());
     }
 }

@@ -883,6 +883,24 @@ async fn unknown_fields_limits_and_conflicts_are_refused_by_name() {
             "provider kaito does not support disaggregated mode for engine vllm".into(),
         ),
     ];
+    // Hostile sizes and depths get a message naming the field, not a failed webhook call.
+    let mut deep = json!(1);
+    for _ in 0..1000 {
+        deep = json!({"a": deep});
+    }
+    let cases = cases.into_iter().chain([
+        ("deep", json!({"model": {"id": "a/b"}, "engine": {"type": "vllm"}, "provider": {"overrides": deep}}),
+            "spec.provider.overrides.a.a.a", "nested deeper than 64 levels; provider.overrides may nest at most 8 levels".to_string()),
+        ("big-env", json!({"model": {"id": "a/b"}, "engine": {"type": "vllm"}, "env": [{"name": "BIG", "value": "x".repeat(1_400_000)}]}),
+            "spec.env[0].value", "must be at most 32768 bytes (is 1400000)".to_string()),
+        ("bad-values", json!({"model": {"id": "a/b"}, "engine": {"type": "vllm", "image": "Not A Ref", "contextLength": 4_611_686_018_427_387_904_i64},
+            "resources": {"gpu": {"count": 1}}, "nodeSelector": {"bad key": "v"}, "env": [{"name": "A=B", "value": "x"}]}),
+            "spec.engine.contextLength", "less than or equal to 16777216".to_string()),
+        ("bad-values-2", json!({"model": {"id": "a/b"}, "engine": {"type": "vllm", "image": "Not A Ref"},
+            "resources": {"gpu": {"count": 1}}, "nodeSelector": {"bad key": "v"}, "env": [{"name": "A=B", "value": "x"}],
+            "tolerations": [{"key": "k", "operator": "Sometimes"}]}),
+            "spec.engine.image", "is not a valid image reference".to_string()),
+    ]);
     for (name, spec, field, expected) in cases {
         let (message, _) = rejection(&api, deployment(name, spec)).await;
         assert!(

@@ -5,7 +5,8 @@
 //!    `<name>-provider`, never forcing, so fields an admin takes over stay theirs), with the probe
 //!    endpoint; heartbeats `ready`, `version`, `lastHeartbeat`, `upstreamCRDVersion`,
 //!    `upstreamSchemaHash` and the `UpstreamAvailable` condition every `--heartbeat-interval`;
-//!    writes `ready: false` on SIGTERM.
+//!    writes `ready: false` on SIGTERM. A provider naming its operator's Deployments
+//!    ([`Provider::upstream_controller`]) is ready only while one of them has a ready replica.
 //! 2. **Probe**: `grpc.health.v1.Health` and `airunway.provider.v1.ProviderService` on
 //!    `--probe-bind-address`.
 //! 3. **Reconcile** of the ModelDeployments whose `status.provider.name` is this provider (and
@@ -54,5 +55,5 @@ pub use reconcile::ReconcileError;
 pub use runner::{run, run_with_args};
 pub use traits::{
     Provider, RenderError, RenderWarning, Rendered, SchemaDetection, TranslatedStatus,
-    UpstreamKind, UpstreamSchema,
+    UpstreamController, UpstreamKind, UpstreamSchema,
 };

@@ -12,7 +12,9 @@ use kube::Client;
 use kube::api::{Api, Patch, PatchParams};
 use serde_json::{Value, json};
 
-use super::traits::SchemaDetection;
+use k8s_openapi::api::apps::v1::Deployment;
+
+use super::traits::{SchemaDetection, UpstreamController};
 use crate::conditions::{self, DesiredCondition};
 use crate::constants::{API_VERSION, condition_types, field_managers, reasons};
 use crate::v1alpha1::{InferenceProviderConfig, InferenceProviderConfigSpec};
@@ -162,6 +164,107 @@ pub fn upstream_condition(
     }
 }
 
+/// Reason: no Deployment of the upstream operator exists.
+pub const UPSTREAM_CONTROLLER_MISSING: &str = "UpstreamControllerMissing";
+/// Reason: the upstream operator's Deployment has no ready replica.
+pub const UPSTREAM_CONTROLLER_NOT_READY: &str = "UpstreamControllerNotReady";
+
+/// What the lookup of the upstream operator's Deployments found.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ControllerHealth {
+    /// Deployment `<namespace>/<name>` has a ready replica.
+    Ready(String),
+    /// Deployments exist, none with a ready replica (the first, `<namespace>/<name>`).
+    NotReady(String),
+    /// No Deployment matches.
+    Missing,
+    /// The lookup failed (the error).
+    LookupFailed(String),
+}
+
+/// The operator's health from its Deployments (pure).
+pub fn controller_health(deployments: &[Deployment]) -> ControllerHealth {
+    let name = |d: &Deployment| {
+        format!(
+            "{}/{}",
+            d.metadata.namespace.as_deref().unwrap_or_default(),
+            d.metadata.name.as_deref().unwrap_or_default()
+        )
+    };
+    let mut sorted: Vec<&Deployment> = deployments.iter().collect();
+    sorted.sort_by_key(|d| name(d));
+    if let Some(ready) = sorted.iter().find(|d| {
+        d.status
+            .as_ref()
+            .and_then(|s| s.ready_replicas)
+            .unwrap_or(0)
+            > 0
+    }) {
+        return ControllerHealth::Ready(name(ready));
+    }
+    match sorted.first() {
+        Some(first) => ControllerHealth::NotReady(name(first)),
+        None => ControllerHealth::Missing,
+    }
+}
+
+/// Readiness and the `UpstreamAvailable` condition: the CRD's ([`upstream_condition`]) and,
+/// when the provider names its operator, the operator's Deployment.
+pub fn upstream_readiness(
+    detection: &SchemaDetection,
+    controller: Option<(&UpstreamController, &ControllerHealth)>,
+    display_name: &str,
+    kind: &str,
+) -> (bool, DesiredCondition) {
+    let (ready, condition) = upstream_condition(detection, display_name, kind);
+    let Some((controller, health)) = controller.filter(|_| ready) else {
+        return (ready, condition);
+    };
+    let t = condition_types::UPSTREAM_AVAILABLE;
+    let what = &controller.description;
+    match health {
+        ControllerHealth::Ready(name) => (
+            true,
+            DesiredCondition::new(
+                t,
+                true,
+                condition.reason.clone(),
+                format!("{}; the {what} {name} is ready", condition.message),
+            ),
+        ),
+        ControllerHealth::NotReady(name) => (
+            false,
+            DesiredCondition::new(
+                t,
+                false,
+                UPSTREAM_CONTROLLER_NOT_READY,
+                format!("The {what} Deployment {name} exists but has no ready replicas"),
+            ),
+        ),
+        ControllerHealth::Missing => (
+            false,
+            DesiredCondition::new(
+                t,
+                false,
+                UPSTREAM_CONTROLLER_MISSING,
+                format!(
+                    "The {what} is not running (no Deployment labelled {} in any namespace). {}",
+                    controller.label_selector, controller.install_hint
+                ),
+            ),
+        ),
+        ControllerHealth::LookupFailed(error) => (
+            false,
+            DesiredCondition::new(
+                t,
+                false,
+                reasons::PROBE_FAILED,
+                format!("Could not look up the {what}: {error}"),
+            ),
+        ),
+    }
+}
+
 /// What a heartbeat reports.
 pub struct Heartbeat<'a> {
     /// Provider name.
@@ -174,6 +277,8 @@ pub struct Heartbeat<'a> {
     pub shutting_down: bool,
     /// Display name and upstream kind, for the condition message.
     pub display: (&'a str, &'a str),
+    /// The upstream operator and what its lookup found, for providers that name it.
+    pub controller: Option<(&'a UpstreamController, &'a ControllerHealth)>,
 }
 
 /// Writes the heartbeat: `ready`, `version`, `lastHeartbeat`, upstream version and schema hash,
@@ -188,8 +293,12 @@ pub async fn heartbeat(client: &Client, beat: &Heartbeat<'_>) -> Result<(), Regi
             name: beat.name.to_string(),
             source,
         })?;
-    let (mut ready, mut condition) =
-        upstream_condition(beat.detection, beat.display.0, beat.display.1);
+    let (mut ready, mut condition) = upstream_readiness(
+        beat.detection,
+        beat.controller,
+        beat.display.0,
+        beat.display.1,
+    );
     if beat.shutting_down {
         ready = false;
         condition = DesiredCondition::new(

@@ -19,7 +19,7 @@ use super::live::LiveObjects;
 use super::metrics::ProviderMetrics;
 use super::plan;
 use super::reconcile::{Context, error_policy, reconcile};
-use super::registration::{self, Heartbeat};
+use super::registration::{self, ControllerHealth, Heartbeat};
 use super::traits::{Provider, SchemaDetection};
 use crate::cache_trim;
 use crate::constants::labels;
@@ -53,15 +53,18 @@ impl<P: Provider> Reporter<P> {
     async fn beat(
         &self,
         detection: &SchemaDetection,
+        controller: Option<&ControllerHealth>,
         shutting_down: bool,
     ) -> Result<(), registration::RegistrationError> {
         let upstream = self.provider.upstream();
+        let named = self.provider.upstream_controller();
         let heartbeat = Heartbeat {
             name: &self.name,
             version: self.version.clone(),
             detection,
             shutting_down,
             display: (self.provider.display_name(), &upstream.kind),
+            controller: named.as_ref().zip(controller),
         };
         registration::heartbeat(&self.client, &heartbeat).await
     }
@@ -133,10 +136,31 @@ async fn detect<P: Provider>(client: &Client, provider: &P, previous: &Detected)
     }
 }
 
-fn probe_info<P: Provider>(provider: &P, detection: &SchemaDetection) -> GetInfoResponse {
+/// Looks up the upstream operator's Deployments, for a provider that names them (`None`
+/// otherwise).
+async fn look_up_controller<P: Provider>(
+    client: &Client,
+    provider: &P,
+) -> Option<ControllerHealth> {
+    let controller = provider.upstream_controller()?;
+    let api: Api<k8s_openapi::api::apps::v1::Deployment> = Api::all(client.clone());
+    let params = kube::api::ListParams::default().labels(&controller.label_selector);
+    Some(match api.list(&params).await {
+        Ok(list) => registration::controller_health(&list.items),
+        Err(e) => ControllerHealth::LookupFailed(e.to_string()),
+    })
+}
+
+fn probe_info<P: Provider>(
+    provider: &P,
+    detection: &SchemaDetection,
+    controller: Option<&ControllerHealth>,
+) -> GetInfoResponse {
     let registration = provider.registration();
-    let (healthy, condition) = registration::upstream_condition(
+    let named = provider.upstream_controller();
+    let (healthy, condition) = registration::upstream_readiness(
         detection,
+        named.as_ref().zip(controller),
         provider.display_name(),
         &provider.upstream().kind,
     );
@@ -217,7 +241,10 @@ pub async fn run_with_args<P: Provider>(provider: P, args: ProviderArgs) -> anyh
     let first_detected = first.clone();
     let first = first.detection;
     let detection = Arc::new(RwLock::new(first.clone()));
-    let (info_tx, info_rx) = watch::channel(probe_info(&provider, &first));
+    let first_controller = look_up_controller(&client, &provider).await;
+    let controller_health = Arc::new(RwLock::new(first_controller.clone()));
+    let (info_tx, info_rx) =
+        watch::channel(probe_info(&provider, &first, first_controller.as_ref()));
     super::probe_server::serve(args.probe_bind_address, info_rx, shutdown.clone()).await?;
     health.set_ready(true);
 
@@ -269,7 +296,10 @@ pub async fn run_with_args<P: Provider>(provider: P, args: ProviderArgs) -> anyh
         client: client.clone(),
         provider: provider.clone(),
     };
-    if let Err(e) = reporter.beat(&first, false).await {
+    if let Err(e) = reporter
+        .beat(&first, first_controller.as_ref(), false)
+        .await
+    {
         tracing::warn!(error = %e, "first heartbeat failed");
     }
     tracing::info!(provider = %name, "registered");
@@ -279,35 +309,54 @@ pub async fn run_with_args<P: Provider>(provider: P, args: ProviderArgs) -> anyh
     let (mut detection_changed, detection_changes) = mpsc::channel::<()>(1);
     let stop_heartbeat = shutdown.child_token();
     {
-        let (client, provider, detection, stop) = (
+        let (client, provider, detection, controller_health, stop) = (
             client.clone(),
             provider.clone(),
             detection.clone(),
+            controller_health.clone(),
             stop_heartbeat.clone(),
         );
         let reporter = reporter.clone();
         let interval = args.heartbeat_interval;
         tokio::spawn(async move {
             let mut previous = first_detected;
+            let mut previous_controller = first_controller;
             loop {
                 tokio::select! {
                     _ = stop.cancelled() => return,
                     _ = tokio::time::sleep(interval) => {}
                 }
                 let current = detect(&client, provider.as_ref(), &previous).await;
+                let controller = look_up_controller(&client, provider.as_ref()).await;
+                if controller != previous_controller {
+                    tracing::info!(controller = ?controller, "upstream operator changed");
+                    if let Ok(mut c) = controller_health.write() {
+                        c.clone_from(&controller);
+                    }
+                }
                 if current.detection != previous.detection {
                     tracing::info!(detection = ?current.detection, "upstream changed");
                     if let Ok(mut d) = detection.write() {
                         *d = current.detection.clone();
                     }
-                    let _ = info_tx.send(probe_info(provider.as_ref(), &current.detection));
                     // Full: a re-check of everything is already queued.
                     let _ = detection_changed.try_send(());
                 }
-                if let Err(e) = reporter.beat(&current.detection, false).await {
+                if current.detection != previous.detection || controller != previous_controller {
+                    let _ = info_tx.send(probe_info(
+                        provider.as_ref(),
+                        &current.detection,
+                        controller.as_ref(),
+                    ));
+                }
+                if let Err(e) = reporter
+                    .beat(&current.detection, controller.as_ref(), false)
+                    .await
+                {
                     tracing::warn!(error = %e, "heartbeat failed");
                 }
                 previous = current;
+                previous_controller = controller;
             }
         });
     }
@@ -400,7 +449,8 @@ pub async fn run_with_args<P: Provider>(provider: P, args: ProviderArgs) -> anyh
         .read()
         .map(|d| d.clone())
         .unwrap_or_else(|_| first.clone());
-    if let Err(e) = reporter.beat(&last, true).await {
+    let last_controller = controller_health.read().ok().and_then(|c| c.clone());
+    if let Err(e) = reporter.beat(&last, last_controller.as_ref(), true).await {
         tracing::warn!(error = %e, "could not report ready=false");
     }
     stop_heartbeat.cancel();

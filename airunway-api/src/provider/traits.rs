@@ -38,6 +38,19 @@ impl UpstreamKind {
     }
 }
 
+/// The Deployments running the upstream operator, for providers whose readiness is the
+/// operator's availability and not only its CRD (see [`Provider::upstream_controller`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct UpstreamController {
+    /// Label selector of the operator's Deployments, looked up in every namespace, e.g.
+    /// `app.kubernetes.io/name in (workspace, ai-toolchain-operator)`.
+    pub label_selector: String,
+    /// What the operator is called in messages, e.g. `KAITO workspace controller`.
+    pub description: String,
+    /// How to install it, for the message when none is found.
+    pub install_hint: String,
+}
+
 /// The upstream schema a provider renders for.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct UpstreamSchema {
@@ -159,6 +172,15 @@ pub trait Provider: Send + Sync + 'static {
 
     /// The upstream kind.
     fn upstream(&self) -> UpstreamKind;
+
+    /// The upstream operator's Deployments. When set, the SDK reports the provider ready
+    /// (InferenceProviderConfig `status.ready`, the `UpstreamAvailable` condition and the
+    /// probe's upstream health) only while one of them has a ready replica, besides the CRD
+    /// being installed and supported; the provider's RBAC must allow listing Deployments.
+    /// Default `None`: the CRD alone decides.
+    fn upstream_controller(&self) -> Option<UpstreamController> {
+        None
+    }
 
     /// Picks the version to render for and checks the installed schema (`None`: the CRD does
     /// not exist). Built-in kinds ignore the argument.

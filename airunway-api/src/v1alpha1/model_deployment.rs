@@ -276,7 +276,7 @@ pub struct EngineSpec {
     /// Maximum context length in tokens (vLLM `--max-model-len`, SGLang `--context-length`,
     /// llama.cpp `--ctx-size`; ignored with a warning for TensorRT-LLM).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(range(min = 1))]
+    #[schemars(range(min = 1, max = 16777216))]
     pub context_length: Option<i64>,
 
     /// Allow the model repository to run custom code (vLLM and SGLang `--trust-remote-code`).

@@ -6,6 +6,7 @@
 
 pub mod admission;
 pub mod certs;
+pub mod nesting;
 mod server;
 
 pub use server::{WebhookOptions, start_webhooks};

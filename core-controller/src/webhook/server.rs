@@ -5,7 +5,8 @@ use std::time::Duration;
 use airunway_api::v1alpha1::InferenceProviderConfig;
 use axum::Json;
 use axum::Router;
-use axum::extract::State;
+use axum::body::Bytes;
+use axum::extract::{DefaultBodyLimit, State};
 use axum::routing::post;
 use axum_server::Handle;
 use axum_server::tls_rustls::RustlsConfig;
@@ -15,8 +16,8 @@ use kube::core::admission::{AdmissionRequest, AdmissionResponse, AdmissionReview
 use kube::runtime::reflector::Store;
 use tokio_util::sync::CancellationToken;
 
-use super::admission;
 use super::certs::{self, CertConfig, WebhookCert};
+use super::{admission, nesting};
 
 /// How the webhooks are served.
 #[derive(Clone, Debug)]
@@ -37,10 +38,50 @@ struct AppState {
 
 type Review = Json<AdmissionReview<DynamicObject>>;
 
+/// Largest AdmissionReview body read: above what the API server sends for the largest object it
+/// accepts (its request limit is 3 MiB, and an update carries the object twice), so the webhook
+/// never answers 413.
+pub const MAX_BODY_BYTES: usize = 16 * 1024 * 1024;
+
+/// An AdmissionReview that cannot be decided: the message, and the request's uid when found.
+struct Unreadable {
+    uid: Option<String>,
+    message: String,
+}
+
+/// Parses an AdmissionReview after the bounded nesting scan.
+fn parse_review(body: &[u8]) -> Result<AdmissionReview<DynamicObject>, Unreadable> {
+    let scan = nesting::scan(body);
+    if let Some(at) = scan.too_deep_at.as_deref() {
+        return Err(Unreadable {
+            message: format!(
+                "{at}: nested deeper than {} levels; provider.overrides may nest at most {} levels",
+                nesting::MAX_DEPTH,
+                crate::validation::MAX_OVERRIDES_DEPTH
+            ),
+            uid: scan.uid,
+        });
+    }
+    serde_json::from_slice(body).map_err(|e| Unreadable {
+        message: format!("malformed AdmissionReview: {e}"),
+        uid: scan.uid,
+    })
+}
+
 fn respond(
-    review: AdmissionReview<DynamicObject>,
+    body: &[u8],
     decide: impl FnOnce(&AdmissionRequest<DynamicObject>) -> AdmissionResponse,
 ) -> Review {
+    let review = match parse_review(body) {
+        Ok(review) => review,
+        Err(unreadable) => {
+            // Answered with the uid so the API server shows the message, not a call failure.
+            let mut response = AdmissionResponse::invalid(unreadable.message);
+            response.uid = unreadable.uid.unwrap_or_default();
+            response.result.code = 422;
+            return Json(response.into_review());
+        }
+    };
     let request: Result<AdmissionRequest<DynamicObject>, _> = review.try_into();
     let response = match request {
         Ok(request) => {
@@ -56,27 +97,24 @@ fn respond(
     Json(response.into_review())
 }
 
-async fn mutate_model_deployment(Json(review): Review) -> Review {
-    respond(review, admission::mutate_model_deployment)
+async fn mutate_model_deployment(body: Bytes) -> Review {
+    respond(&body, admission::mutate_model_deployment)
 }
 
-async fn validate_model_deployment(
-    State(state): State<Arc<AppState>>,
-    Json(review): Review,
-) -> Review {
+async fn validate_model_deployment(State(state): State<Arc<AppState>>, body: Bytes) -> Review {
     let providers: Vec<InferenceProviderConfig> = state
         .providers
         .state()
         .iter()
         .map(|p| (**p).clone())
         .collect();
-    respond(review, |request| {
+    respond(&body, |request| {
         admission::validate_model_deployment(request, &providers, state.selector_enabled)
     })
 }
 
-async fn validate_provider_config(Json(review): Review) -> Review {
-    respond(review, admission::validate_provider_config)
+async fn validate_provider_config(body: Bytes) -> Review {
+    respond(&body, admission::validate_provider_config)
 }
 
 /// Obtains the certificate (creating the Secret if needed), injects the CA bundle, starts the
@@ -106,6 +144,7 @@ pub async fn start_webhooks(
             "/validate-inferenceproviderconfig",
             post(validate_provider_config),
         )
+        .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
         .with_state(state);
     let handle: Handle<SocketAddr> = Handle::new();
     let listener = std::net::TcpListener::bind(options.bind)
