@@ -58,8 +58,38 @@ impl Stack {
     }
 }
 
+/// Plays the KAITO workspace controller: a Deployment labelled as the KAITO Helm chart labels
+/// it, with one ready replica (the KAITO provider is ready only while its controller is).
+async fn fake_kaito_controller(env: &TestEnv) {
+    let deployments: Api<k8s_openapi::api::apps::v1::Deployment> =
+        Api::namespaced(env.client.clone(), &env.namespace);
+    let labels = json!({"app.kubernetes.io/name": "workspace"});
+    let deployment = serde_json::from_value(json!({
+        "apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": "kaito-workspace", "labels": labels},
+        "spec": {"replicas": 1, "selector": {"matchLabels": labels},
+                 "template": {"metadata": {"labels": labels}, "spec": {"containers": [{"name": "manager", "image": "kaito/workspace:0.10.0"}]}}},
+    }))
+    .unwrap();
+    deployments
+        .create(&PostParams::default(), &deployment)
+        .await
+        .unwrap();
+    deployments
+        .patch_status(
+            "kaito-workspace",
+            &PatchParams::default(),
+            &Patch::Merge(
+                json!({"status": {"replicas": 1, "readyReplicas": 1, "availableReplicas": 1}}),
+            ),
+        )
+        .await
+        .unwrap();
+}
+
 async fn start(env: &TestEnv) -> Stack {
     airunway_e2e::providers::delete_all(&env.client).await;
+    fake_kaito_controller(env).await;
     let flags = ["--heartbeat-interval=1s"];
     let core = stack::start_core(env, &env.control_plane.kubeconfig, &FAST_HEALTH, "core").await;
     let dynamo_id = stack::service_account_identity(

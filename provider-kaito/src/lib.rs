@@ -13,8 +13,8 @@ pub mod status;
 use airunway_api::k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use airunway_api::kube::core::DynamicObject;
 use airunway_api::provider::{
-    Provider, RenderError, Rendered, SchemaDetection, TranslatedStatus, UpstreamKind,
-    UpstreamSchema,
+    Provider, RenderError, Rendered, SchemaDetection, TranslatedStatus, UpstreamController,
+    UpstreamKind, UpstreamSchema,
 };
 use airunway_api::v1alpha1::{
     EngineCapability, EngineCapabilityEntry, EngineType, InferenceProviderConfigSpec,
@@ -23,6 +23,11 @@ use airunway_api::v1alpha1::{
 
 /// The provider name (and InferenceProviderConfig name).
 pub const NAME: &str = "kaito";
+
+/// The labels of the KAITO workspace controller's Deployment: the Helm chart's
+/// (`workspace`) and the AKS add-on's (`ai-toolchain-operator`).
+pub const CONTROLLER_SELECTOR: &str =
+    "app.kubernetes.io/name in (workspace, ai-toolchain-operator)";
 
 /// The KAITO provider.
 #[derive(Clone, Copy, Debug, Default)]
@@ -85,6 +90,16 @@ impl Provider for KaitoProvider {
             default_version: "v1beta1".into(),
             from_crd: true,
         }
+    }
+
+    /// KAITO is ready when its workspace controller is, not only its CRD (a Workspace nobody
+    /// reconciles would wait forever): the Go AI Runway's upstream probe.
+    fn upstream_controller(&self) -> Option<UpstreamController> {
+        Some(UpstreamController {
+            label_selector: CONTROLLER_SELECTOR.into(),
+            description: "KAITO workspace controller".into(),
+            install_hint: "Install it with: helm repo add kaito https://kaito-project.github.io/kaito/charts/kaito && helm install kaito-workspace kaito/workspace --version 0.10.0 --namespace kaito-workspace --create-namespace (or enable the AKS AI toolchain operator add-on)".into(),
+        })
     }
 
     fn detect_schema(&self, crd: Option<&CustomResourceDefinition>) -> SchemaDetection {

@@ -573,3 +573,87 @@ fn replicas_come_from_the_workspace_when_ready() {
     let translated = KaitoProvider.translate_status(&deployment, Some(&no_count));
     assert_eq!(translated.replicas.unwrap().desired, Some(2));
 }
+
+#[test]
+fn ready_only_while_the_kaito_controller_is() {
+    use airunway_api::k8s_openapi::api::apps::v1::Deployment;
+    use airunway_api::provider::registration::{
+        ControllerHealth, controller_health, upstream_readiness,
+    };
+    let controller = KaitoProvider.upstream_controller().unwrap();
+    assert_eq!(
+        controller.label_selector,
+        "app.kubernetes.io/name in (workspace, ai-toolchain-operator)"
+    );
+    let deployment = |ns: &str, name: &str, ready: i32| -> Deployment {
+        serde_json::from_value(json!({"metadata": {"namespace": ns, "name": name}, "status": {"readyReplicas": ready}}))
+            .unwrap()
+    };
+    let supported = SchemaDetection::Supported(v1beta1());
+    let readiness = |health: &ControllerHealth| {
+        let (ready, condition) = upstream_readiness(
+            &supported,
+            Some((&controller, health)),
+            "KAITO",
+            "Workspace",
+        );
+        (ready, condition.reason, condition.message)
+    };
+
+    // The Helm chart's controller with a ready replica: ready.
+    let health = controller_health(&[
+        deployment("kaito-workspace", "kaito-workspace", 1),
+        deployment("other", "kaito-old", 0),
+    ]);
+    assert_eq!(
+        health,
+        ControllerHealth::Ready("kaito-workspace/kaito-workspace".into())
+    );
+    let (ready, reason, message) = readiness(&health);
+    assert!(ready);
+    assert_eq!(reason, "UpstreamCRDEstablished");
+    assert!(
+        message
+            .ends_with("; the KAITO workspace controller kaito-workspace/kaito-workspace is ready"),
+        "{message}"
+    );
+
+    // Installed but not ready, or not installed at all (CRD only): not ready, with why.
+    let health = controller_health(&[deployment("kube-system", "ai-toolchain-operator", 0)]);
+    assert_eq!(
+        readiness(&health),
+        (
+            false,
+            "UpstreamControllerNotReady".to_string(),
+            "The KAITO workspace controller Deployment kube-system/ai-toolchain-operator exists but has no ready replicas".to_string()
+        )
+    );
+    let (ready, reason, message) = readiness(&controller_health(&[]));
+    assert!(!ready);
+    assert_eq!(reason, "UpstreamControllerMissing");
+    assert!(
+        message.starts_with("The KAITO workspace controller is not running (no Deployment labelled app.kubernetes.io/name in (workspace, ai-toolchain-operator) in any namespace). Install it with: helm"),
+        "{message}"
+    );
+    // The lookup failed (RBAC, say): not ready, with the error.
+    let (ready, reason, message) = readiness(&ControllerHealth::LookupFailed("forbidden".into()));
+    assert_eq!(
+        (ready, reason.as_str(), message.as_str()),
+        (
+            false,
+            "ProbeFailed",
+            "Could not look up the KAITO workspace controller: forbidden"
+        )
+    );
+    // The CRD is checked first: without it, the CRD's reason whatever the controller.
+    let (ready, condition) = upstream_readiness(
+        &SchemaDetection::CrdNotInstalled {
+            crd: "workspaces.kaito.sh".into(),
+        },
+        Some((&controller, &ControllerHealth::Ready("a/b".into()))),
+        "KAITO",
+        "Workspace",
+    );
+    assert!(!ready);
+    assert_eq!(condition.reason, "UpstreamCRDNotInstalled");
+}
