@@ -11,7 +11,8 @@
 # Output, under $AIRUNWAY_CONTROL_PLANE_CACHE (default $HOME/.cache/airunway/control-plane),
 # one directory per version:
 #   k8s-v$K8S_VERSION-etcd-v$ETCD_VERSION/{kube-apiserver,kube-controller-manager,kube-scheduler,etcd}
-#   kwok-v$KWOK_VERSION/kwok
+#   kwok-v$KWOK_VERSION/kwok, kwok-v$KWOK_VERSION/stages/*.yaml (KWOK's own "fast" node and pod
+#     stages and its node heartbeat, taken from the same module)
 #   kuberay-v$KUBERAY_VERSION/ray-operator
 # A binary already there is not built again. The three groups build in parallel (logs in
 # <cache>/build-logs/). Prints the control plane directory last (the harness finds the others
@@ -34,7 +35,7 @@ have() { for f in "$@"; do [ -x "$f" ] || return 1; done; }
 need_k8s=1; need_etcd=1; need_kwok=1; need_kuberay=1
 have "$dest/kube-apiserver" "$dest/kube-controller-manager" "$dest/kube-scheduler" && need_k8s=0
 have "$dest/etcd" && need_etcd=0
-have "$kwok_dest/kwok" && need_kwok=0
+have "$kwok_dest/kwok" && [ -f "$kwok_dest/stages/pod-ready.yaml" ] && need_kwok=0
 have "$kuberay_dest/ray-operator" && need_kuberay=0
 if [ $((need_k8s + need_etcd + need_kwok + need_kuberay)) -eq 0 ]; then
   echo "binaries already built in $dest, $kwok_dest, $kuberay_dest" >&2
@@ -112,7 +113,15 @@ MOD
 build_kwok() {
   local src="$cache_root/build-kwok-v$KWOK_VERSION"
   module_source sigs.k8s.io/kwok "v$KWOK_VERSION" "$src"
-  mkdir -p "$kwok_dest"
+  mkdir -p "$kwok_dest/stages"
+  # The stages KWOK's own kwokctl installs by default: nodes become Ready and keep a heartbeat,
+  # Pods bound to them become Running and Ready, and deleted Pods go away.
+  cp "$src/kustomize/stage/node/fast/node-initialize.yaml" \
+     "$src/kustomize/stage/node/heartbeat/node-heartbeat.yaml" \
+     "$src/kustomize/stage/pod/fast/pod-ready.yaml" \
+     "$src/kustomize/stage/pod/fast/pod-complete.yaml" \
+     "$src/kustomize/stage/pod/fast/pod-delete.yaml" "$kwok_dest/stages/"
+  if [ -x "$kwok_dest/kwok" ]; then return 0; fi
   (cd "$src" && go build -trimpath \
     -ldflags "-s -w -X sigs.k8s.io/kwok/pkg/consts.Version=v$KWOK_VERSION" \
     -o "$kwok_dest/kwok.tmp" ./cmd/kwok)

@@ -1,11 +1,16 @@
-//! A real control plane: etcd, kube-apiserver (secure serving on 127.0.0.1, admin client
-//! certificate, service-account keys) and kube-controller-manager with only the garbage
-//! collector and namespace controllers, on free ports in a temporary directory.
+//! A real control plane on free ports in a temporary directory: etcd, kube-apiserver (secure
+//! serving on 127.0.0.1, admin client certificate, service-account keys),
+//! kube-controller-manager with the workload controllers ([`KCM_CONTROLLERS`]), kube-scheduler,
+//! and KWOK with simulated CPU and GPU nodes ([`workloads`]), so Pods are scheduled and become
+//! Running and Ready, Deployments become Available and Endpoints/EndpointSlices fill.
 //!
-//! Start order: etcd → kube-apiserver (wait for `/readyz` and the `default` namespace) →
-//! install our CRDs and every upstream CRD and wait until they are Established → start
-//! kube-controller-manager (so its garbage collector discovers the CRDs at start, not 30 s
-//! later) → prove garbage collection works with an owner/dependent pair.
+//! Start order: etcd → kube-apiserver (wait for `/readyz` and the `default` namespace) → start
+//! kube-scheduler and KWOK → install our CRDs and every upstream CRD and wait until they are
+//! Established → start kube-controller-manager (so its garbage collector discovers the CRDs at
+//! start, not 30 s later) → create the simulated nodes and wait until they are Ready → prove
+//! garbage collection works with an owner/dependent pair.
+
+pub mod workloads;
 
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
@@ -36,6 +41,21 @@ rules:
 pub fn audit_log_path(dir: &Path) -> PathBuf {
     dir.join("logs").join("kube-apiserver-audit.log")
 }
+
+/// The kube-controller-manager controllers the harness runs: what Deployments, ReplicaSets,
+/// StatefulSets, Services (Endpoints, EndpointSlices), ServiceAccounts, garbage collection and
+/// namespace deletion need. Nodes are KWOK's (no node lifecycle, IPAM or taint controllers).
+pub const KCM_CONTROLLERS: [&str; 9] = [
+    "garbage-collector-controller",
+    "namespace-controller",
+    "deployment-controller",
+    "replicaset-controller",
+    "statefulset-controller",
+    "endpoints-controller",
+    "endpointslice-controller",
+    "serviceaccount-controller",
+    "serviceaccount-token-controller",
+];
 
 /// Field manager the harness uses to install CRDs.
 pub const HARNESS_FIELD_MANAGER: &str = "airunway-e2e";
@@ -69,6 +89,9 @@ pub struct StartTimings {
     pub crds: Duration,
     /// kube-controller-manager started and garbage collection proven.
     pub controller_manager: Duration,
+    /// Simulated nodes created and reported Ready by KWOK (kube-scheduler and KWOK start with
+    /// the CRD installation).
+    pub nodes: Duration,
     /// Everything.
     pub total: Duration,
 }
@@ -139,7 +162,8 @@ impl ControlPlane {
         client_from_kubeconfig(&self.kubeconfig).await
     }
 
-    /// The component processes (etcd, kube-apiserver, kube-controller-manager).
+    /// The component processes (etcd, kube-apiserver, kube-controller-manager, kube-scheduler,
+    /// kwok).
     pub fn processes(&self) -> &[ProcessHandle] {
         &self.processes
     }
@@ -284,7 +308,7 @@ fn wait_for_tcp(port: u16, process: &ProcessHandle, timeout: Duration) -> Result
 }
 
 fn start_once(bin: &Path, options: &ControlPlaneOptions) -> Result<ControlPlane> {
-    let started = Instant::now();
+    let started_at = Instant::now();
     let dir = new_dir(options)?;
     let logs = dir.join("logs");
     let mut timings = StartTimings::default();
@@ -371,7 +395,10 @@ fn start_once(bin: &Path, options: &ControlPlaneOptions) -> Result<ControlPlane>
             ),
             "--service-cluster-ip-range=10.0.0.0/24".into(),
             "--authorization-mode=RBAC".into(),
-            "--disable-admission-plugins=ServiceAccount".into(),
+            // No ServiceAccount token mounts (no kubelet reads them), and no not-ready taint on
+            // new nodes: KWOK marks them Ready, and no node lifecycle controller runs to lift
+            // the taint.
+            "--disable-admission-plugins=ServiceAccount,TaintNodesByCondition".into(),
             "--allow-privileged=true".into(),
             "--profiling=false".into(),
             format!("--audit-policy-file={}", audit_policy.display()),
@@ -394,9 +421,13 @@ fn start_once(bin: &Path, options: &ControlPlaneOptions) -> Result<ControlPlane>
         .enable_all()
         .build()?;
     let mut processes = vec![etcd, apiserver];
-    let result: Result<(Vec<String>, ProcessHandle)> = runtime.block_on(async {
+    let result: Result<(Vec<String>, Vec<ProcessHandle>)> = runtime.block_on(async {
         wait_for_apiserver(&kubeconfig, &processes[1], Duration::from_secs(120)).await?;
         timings.apiserver = step.elapsed();
+
+        let nodes_step = Instant::now();
+        let scheduler = workloads::spawn_scheduler(bin, &kubeconfig, &logs, options.lifetime)?;
+        let kwok = workloads::spawn_kwok(&kubeconfig, &logs, options.lifetime)?;
 
         let step = Instant::now();
         let client = client_from_kubeconfig(&kubeconfig).await?;
@@ -409,7 +440,12 @@ fn start_once(bin: &Path, options: &ControlPlaneOptions) -> Result<ControlPlane>
             program: bin.join("kube-controller-manager"),
             args: vec![
                 format!("--kubeconfig={}", kubeconfig.display()),
-                "--controllers=garbagecollector,namespace".into(),
+                format!("--controllers={}", KCM_CONTROLLERS.join(",")),
+                format!(
+                    "--service-account-private-key-file={}",
+                    dir.join("sa.key").display()
+                ),
+                format!("--root-ca-file={}", dir.join("ca.crt").display()),
                 "--leader-elect=false".into(),
                 "--secure-port=0".into(),
                 "--use-service-account-credentials=false".into(),
@@ -424,11 +460,22 @@ fn start_once(bin: &Path, options: &ControlPlaneOptions) -> Result<ControlPlane>
             lifetime: options.lifetime,
         }
         .start()?;
-        prove_garbage_collection(&client, &kcm).await?;
+        let nodes_created = workloads::create_nodes(&client, &kwok);
+        let gc_proven = prove_garbage_collection(&client, &kcm);
+        let (nodes, gc) = tokio::join!(nodes_created, gc_proven);
+        nodes?;
+        timings.nodes = nodes_step.elapsed();
+        gc?;
         timings.controller_manager = step.elapsed();
-        Ok((installed, kcm))
+        if let Some(status) = scheduler.exit_status() {
+            bail!(
+                "kube-scheduler exited ({status}):\n{}",
+                scheduler.log_tail(40)
+            );
+        }
+        Ok((installed, vec![kcm, scheduler, kwok]))
     });
-    let (installed_crds, kcm) = match result {
+    let (installed_crds, started) = match result {
         Ok(ok) => ok,
         Err(e) => {
             let tails: Vec<String> = processes
@@ -438,16 +485,18 @@ fn start_once(bin: &Path, options: &ControlPlaneOptions) -> Result<ControlPlane>
             return Err(e.context(tails.join("\n")));
         }
     };
-    processes.push(kcm);
-    timings.total = started.elapsed();
+    processes.extend(started);
+    timings.total = started_at.elapsed();
     eprintln!(
-        "control plane ready in {:.1}s (etcd {:.1}s, kube-apiserver {:.1}s, {} CRDs {:.1}s, kube-controller-manager + GC probe {:.1}s) at {server}",
+        "control plane ready in {:.1}s (etcd {:.1}s, kube-apiserver {:.1}s, {} CRDs {:.1}s, kube-controller-manager + GC probe {:.1}s, kube-scheduler + KWOK + {} nodes Ready {:.1}s) at {server}",
         timings.total.as_secs_f64(),
         timings.etcd.as_secs_f64(),
         timings.apiserver.as_secs_f64(),
         installed_crds.len(),
         timings.crds.as_secs_f64(),
         timings.controller_manager.as_secs_f64(),
+        workloads::simulated_nodes().len(),
+        timings.nodes.as_secs_f64(),
     );
     Ok(ControlPlane {
         dir,

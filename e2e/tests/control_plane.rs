@@ -441,3 +441,212 @@ async fn a_test_can_serve_an_admission_webhook() {
         .await
         .unwrap();
 }
+
+/// The harness runs a cluster, not only an API server: a plain Deployment asking for a GPU is
+/// scheduled by kube-scheduler onto a simulated GPU node, KWOK reports its Pods Running and
+/// Ready, the deployment controller marks it Available, and the endpoints controllers fill the
+/// Service's Endpoints and EndpointSlices. Nothing in the test writes a status.
+#[tokio::test]
+async fn deployment_pods_run_on_simulated_gpu_nodes() {
+    use airunway_e2e::control_plane::workloads::{GPU_NODES, GPU_RESOURCE};
+    use k8s_openapi::api::apps::v1::Deployment;
+    use k8s_openapi::api::core::v1::{Endpoints, Node, Pod, Service};
+    use k8s_openapi::api::discovery::v1::EndpointSlice;
+    use kube::api::ListParams;
+
+    let env = TestEnv::new("deployment-on-gpu-nodes").await;
+    let nodes: Api<Node> = Api::all(env.client.clone());
+    for name in GPU_NODES {
+        let node = nodes.get(name).await.unwrap();
+        let labels = node.labels();
+        assert_eq!(
+            labels.get("nvidia.com/gpu.present").map(String::as_str),
+            Some("true")
+        );
+        assert_eq!(
+            labels.get("kubernetes.io/os").map(String::as_str),
+            Some("linux")
+        );
+        assert!(labels.contains_key("node.kubernetes.io/instance-type"));
+        let allocatable = node.status.unwrap().allocatable.unwrap();
+        assert!(
+            allocatable.contains_key(GPU_RESOURCE),
+            "{name} advertises no GPU"
+        );
+    }
+
+    let started = std::time::Instant::now();
+    let deployments: Api<Deployment> = Api::namespaced(env.client.clone(), &env.namespace);
+    let deployment: Deployment = serde_json::from_value(json!({
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "gpu-probe"},
+        "spec": {
+            "replicas": 2,
+            "selector": {"matchLabels": {"app": "gpu-probe"}},
+            "template": {
+                "metadata": {"labels": {"app": "gpu-probe"}},
+                "spec": {
+                    "nodeSelector": {"nvidia.com/gpu.present": "true"},
+                    "containers": [{
+                        "name": "server",
+                        "image": "registry.invalid/never-pulled:1",
+                        "ports": [{"name": "http", "containerPort": 8000}],
+                        "resources": {"limits": {"nvidia.com/gpu": "1", "cpu": "1", "memory": "1Gi"}},
+                    }],
+                },
+            },
+        },
+    }))
+    .unwrap();
+    deployments
+        .create(&PostParams::default(), &deployment)
+        .await
+        .unwrap();
+    let services: Api<Service> = Api::namespaced(env.client.clone(), &env.namespace);
+    let service: Service = serde_json::from_value(json!({
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": "gpu-probe"},
+        "spec": {"selector": {"app": "gpu-probe"}, "ports": [{"name": "http", "port": 80, "targetPort": "http"}]},
+    }))
+    .unwrap();
+    services
+        .create(&PostParams::default(), &service)
+        .await
+        .unwrap();
+
+    airunway_e2e::wait::wait_for(
+        &deployments,
+        "gpu-probe",
+        Duration::from_secs(60),
+        "Available with 2 ready replicas",
+        |d| {
+            let status = d.status.clone().unwrap_or_default();
+            status.ready_replicas == Some(2)
+                && status.available_replicas == Some(2)
+                && status
+                    .conditions
+                    .unwrap_or_default()
+                    .iter()
+                    .any(|c| c.type_ == "Available" && c.status == "True")
+        },
+    )
+    .await;
+    eprintln!(
+        "Deployment Available {:.1}s after creation",
+        started.elapsed().as_secs_f64()
+    );
+
+    let pods: Api<Pod> = Api::namespaced(env.client.clone(), &env.namespace);
+    let list = pods
+        .list(&ListParams::default().labels("app=gpu-probe"))
+        .await
+        .unwrap();
+    assert_eq!(list.items.len(), 2);
+    let mut pod_ips = Vec::new();
+    for pod in &list.items {
+        let spec = pod.spec.clone().unwrap();
+        let node = spec.node_name.clone().unwrap_or_default();
+        assert!(
+            GPU_NODES.contains(&node.as_str()),
+            "{} scheduled on {node:?}, not a GPU node",
+            pod.name_any()
+        );
+        let status = pod.status.clone().unwrap();
+        assert_eq!(status.phase.as_deref(), Some("Running"));
+        assert!(
+            status
+                .conditions
+                .unwrap_or_default()
+                .iter()
+                .any(|c| c.type_ == "Ready" && c.status == "True")
+        );
+        pod_ips.push(status.pod_ip.expect("a pod IP"));
+    }
+    pod_ips.sort();
+
+    let endpoints: Api<Endpoints> = Api::namespaced(env.client.clone(), &env.namespace);
+    let ips = pod_ips.clone();
+    eventually(
+        "Endpoints with both pod IPs",
+        Duration::from_secs(30),
+        || {
+            let endpoints = endpoints.clone();
+            let ips = ips.clone();
+            async move {
+                let e = endpoints
+                    .get_opt("gpu-probe")
+                    .await
+                    .map_err(|e| e.to_string())?;
+                let mut seen: Vec<String> = e
+                    .iter()
+                    .flat_map(|e| e.subsets.clone().unwrap_or_default())
+                    .flat_map(|s| s.addresses.unwrap_or_default())
+                    .map(|a| a.ip)
+                    .collect();
+                seen.sort();
+                if seen == ips {
+                    Ok(())
+                } else {
+                    Err(format!("{seen:?}"))
+                }
+            }
+        },
+    )
+    .await;
+    let slices: Api<EndpointSlice> = Api::namespaced(env.client.clone(), &env.namespace);
+    eventually(
+        "an EndpointSlice with both pod IPs, ready",
+        Duration::from_secs(30),
+        || {
+            let slices = slices.clone();
+            let ips = pod_ips.clone();
+            async move {
+                let list = slices
+                    .list(&ListParams::default().labels("kubernetes.io/service-name=gpu-probe"))
+                    .await
+                    .map_err(|e| e.to_string())?;
+                let mut seen: Vec<String> = list
+                    .items
+                    .iter()
+                    .flat_map(|s| s.endpoints.clone())
+                    .filter(|e| e.conditions.as_ref().and_then(|c| c.ready) == Some(true))
+                    .flat_map(|e| e.addresses)
+                    .collect();
+                seen.sort();
+                if seen == ips {
+                    Ok(())
+                } else {
+                    Err(format!("{seen:?}"))
+                }
+            }
+        },
+    )
+    .await;
+
+    // Deleting the Deployment takes its ReplicaSet and Pods with it (KWOK finalises the Pods).
+    deployments
+        .delete("gpu-probe", &DeleteParams::foreground())
+        .await
+        .unwrap();
+    wait_deleted(&deployments, "gpu-probe", Duration::from_secs(60)).await;
+    eventually(
+        "the probe's Pods to be gone",
+        Duration::from_secs(30),
+        || async {
+            let left = pods
+                .list(&ListParams::default().labels("app=gpu-probe"))
+                .await
+                .map_err(|e| e.to_string())?
+                .items
+                .len();
+            if left == 0 {
+                Ok(())
+            } else {
+                Err(format!("{left} left"))
+            }
+        },
+    )
+    .await;
+}
