@@ -10,6 +10,7 @@
 //! start, not 30 s later) → create the simulated nodes and wait until they are Ready → prove
 //! garbage collection works with an owner/dependent pair.
 
+pub mod operators;
 pub mod workloads;
 
 use std::path::{Path, PathBuf};

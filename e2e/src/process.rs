@@ -145,12 +145,13 @@ impl Spawn {
         let mut command = Command::new(&self.program);
         command
             .args(&self.args)
-            .envs(&self.env)
             .env("NO_PROXY", "127.0.0.1,localhost")
             .env_remove("HTTPS_PROXY")
             .env_remove("HTTP_PROXY")
             .env_remove("https_proxy")
             .env_remove("http_proxy")
+            // After the defaults: a component may be given a proxy of its own.
+            .envs(&self.env)
             .stdin(Stdio::null())
             .stdout(log.try_clone()?)
             .stderr(log);

@@ -1,6 +1,9 @@
 //! The real `airunway-provider-kuberay` (running as its ServiceAccount with the shipped RBAC)
-//! and the real core, against the real KubeRay RayService CRD; the test plays the KubeRay
-//! operator by writing the status samples KubeRay v1.3 really writes.
+//! and the real core, against the real KubeRay RayService CRD. One test runs the real KubeRay
+//! operator v1.3.0 (built from its Go module), which expands our RayServices into RayClusters
+//! and Ray Pods that run on the simulated nodes, up to where it needs a Ray dashboard; the
+//! others play the operator by writing the status samples KubeRay v1.3 really writes
+//! (`e2e/fixtures/status-samples/rayservice-*.yaml`) for the states after that.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::time::Duration;
@@ -631,6 +634,268 @@ async fn an_unknown_rayservice_schema_is_refused_naming_it() {
                 == Some(V1_FINGERPRINT)
     })
     .await;
+    provider.process.terminate(Duration::from_secs(10));
+    core.process.terminate(Duration::from_secs(10));
+}
+
+/// The group names, replicas and container limits of a RayCluster spec (or of a RayService's
+/// `rayClusterConfig`): what the KubeRay operator must carry over from what we rendered.
+fn groups(cluster_spec: &Value) -> Vec<(String, Value, Value)> {
+    let head = &cluster_spec["headGroupSpec"]["template"]["spec"]["containers"][0];
+    let mut out = vec![(
+        "head".to_string(),
+        json!(1),
+        head["resources"]["limits"].clone(),
+    )];
+    for group in cluster_spec["workerGroupSpecs"].as_array().unwrap() {
+        out.push((
+            group["groupName"].as_str().unwrap().to_string(),
+            group["replicas"].clone(),
+            group["template"]["spec"]["containers"][0]["resources"]["limits"].clone(),
+        ));
+    }
+    out
+}
+
+/// The real KubeRay operator v1.3.0 (built from its Go module) accepts the RayServices our
+/// provider creates and expands them into RayClusters with the head and worker groups,
+/// replicas and GPU limits we rendered; kube-scheduler places the Ray Pods (GPU workers on the
+/// simulated GPU nodes) and KWOK runs them, so the RayCluster becomes `ready`. There it stops:
+/// the RayService controller next asks the Ray dashboard of the head Pod (port 8265) for the
+/// Serve applications, and no Ray runs in a KWOK Pod, so the RayService stays `Initializing`
+/// (its cluster in `pendingServiceStatus`) and the deployment `Deploying`. The states after
+/// that are covered by the status-sample tests above.
+#[tokio::test]
+async fn the_real_kuberay_operator_expands_our_rayservices_into_running_rayclusters() {
+    use airunway_e2e::control_plane::operators::start_kuberay_operator;
+    use airunway_e2e::control_plane::workloads::GPU_NODES;
+    use airunway_e2e::process::Lifetime;
+    use k8s_openapi::api::core::v1::Pod;
+    use kube::api::ListParams;
+
+    let _lock = cluster_lock().await;
+    let env = TestEnv::new("kuberay-real-operator").await;
+    // The CRDs the operator watches (an earlier test of this binary may have replaced them).
+    let ray_crds: Vec<_> = crd_files()
+        .unwrap()
+        .into_iter()
+        .filter(|f| f.to_string_lossy().contains("ray.io_"))
+        .collect();
+    install_crds(&env.client, &ray_crds).await.unwrap();
+    let (core, provider) = start(&env).await;
+    let log = env
+        .control_plane
+        .dir
+        .join("logs")
+        .join(format!("kuberay-operator-{}.log", env.namespace));
+    env.report_log("kuberay-operator", log.clone());
+    let kubeconfig = env.control_plane.kubeconfig.clone();
+    let namespace = env.namespace.clone();
+    let started = std::time::Instant::now();
+    let operator = tokio::task::spawn_blocking(move || {
+        start_kuberay_operator(
+            &kubeconfig,
+            &log,
+            Lifetime::WithTestProcess,
+            Some(&namespace),
+        )
+    })
+    .await
+    .unwrap()
+    .unwrap();
+    eprintln!(
+        "KubeRay operator ready in {:.1}s",
+        started.elapsed().as_secs_f64()
+    );
+
+    let mds: Api<ModelDeployment> = Api::namespaced(env.client.clone(), &env.namespace);
+    let rs = rayservices(&env);
+    let gpu_nodes = json!({"nvidia.com/gpu.present": "true"});
+    mds.create(
+        &PostParams::default(),
+        &deployment(
+            "agg",
+            json!({"model": {"id": "Qwen/Qwen3-8B"}, "provider": {"name": "kuberay"},
+                   "engine": {"type": "vllm"}, "resources": {"gpu": {"count": 2}},
+                   "scaling": {"replicas": 2}, "nodeSelector": gpu_nodes}),
+        ),
+    )
+    .await
+    .unwrap();
+    mds.create(
+        &PostParams::default(),
+        &deployment(
+            "pd",
+            json!({"model": {"id": "Qwen/Qwen3-8B"}, "provider": {"name": "kuberay"},
+                   "engine": {"type": "vllm"}, "serving": {"mode": "disaggregated"},
+                   "scaling": {"prefill": {"replicas": 1, "gpu": {"count": 1}},
+                               "decode": {"replicas": 2, "gpu": {"count": 1}}},
+                   "nodeSelector": gpu_nodes}),
+        ),
+    )
+    .await
+    .unwrap();
+
+    let clusters_api: Api<DynamicObject> = Api::namespaced_with(
+        env.client.clone(),
+        &env.namespace,
+        &ApiResource {
+            group: "ray.io".into(),
+            version: "v1".into(),
+            api_version: "ray.io/v1".into(),
+            kind: "RayCluster".into(),
+            plural: "rayclusters".into(),
+        },
+    );
+    let pods: Api<Pod> = Api::namespaced(env.client.clone(), &env.namespace);
+    for (name, expected_groups) in [
+        ("agg", vec![("head", 1), ("gpu-workers", 2)]),
+        (
+            "pd",
+            vec![("head", 1), ("prefill-workers", 1), ("decode-workers", 2)],
+        ),
+    ] {
+        let ray_service = wait_for(&rs, name, WAIT, "created by the provider", |_| true).await;
+        let rendered = groups(&ray_service.data["spec"]["rayClusterConfig"]);
+        // The operator names the cluster in the RayService's status and creates it.
+        let with_cluster = wait_for(
+            &rs,
+            name,
+            Duration::from_secs(60),
+            "a pending RayCluster",
+            |o| {
+                o.data["status"]["pendingServiceStatus"]["rayClusterName"]
+                    .as_str()
+                    .is_some_and(|n| !n.is_empty())
+            },
+        )
+        .await;
+        let cluster_name = with_cluster.data["status"]["pendingServiceStatus"]["rayClusterName"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        assert!(
+            cluster_name.starts_with(&format!("{name}-raycluster-")),
+            "{cluster_name}"
+        );
+        let cluster = wait_for(
+            &clusters_api,
+            &cluster_name,
+            Duration::from_secs(90),
+            "ready (all Ray Pods running)",
+            |c| c.data["status"]["state"] == "ready",
+        )
+        .await;
+        let owner = &cluster.metadata.owner_references.as_ref().unwrap()[0];
+        assert_eq!(
+            (owner.kind.as_str(), owner.name.as_str()),
+            ("RayService", name)
+        );
+        let actual = groups(&cluster.data["spec"]);
+        assert_eq!(
+            actual, rendered,
+            "{name}: the RayCluster's groups differ from the RayService's"
+        );
+        let names: Vec<(&str, i64)> = actual
+            .iter()
+            .map(|(g, r, _)| (g.as_str(), r.as_i64().unwrap()))
+            .collect();
+        assert_eq!(names, expected_groups, "{name}");
+        for (group, _, limits) in actual.iter().skip(1) {
+            let gpus = if name == "agg" { "2" } else { "1" };
+            assert_eq!(limits["nvidia.com/gpu"], gpus, "{name} {group}");
+        }
+        // The Pods the operator created: a head and one per worker replica, each worker with
+        // the GPU limit we rendered, on a simulated GPU node, Running.
+        let list = pods
+            .list(&ListParams::default().labels(&format!("ray.io/cluster={cluster_name}")))
+            .await
+            .unwrap();
+        let workers: usize = expected_groups
+            .iter()
+            .skip(1)
+            .map(|(_, r)| *r as usize)
+            .sum();
+        assert_eq!(list.items.len(), 1 + workers, "{name}: Ray Pods");
+        for pod in &list.items {
+            let labels = pod.labels();
+            let node_type = labels.get("ray.io/node-type").cloned().unwrap_or_default();
+            let status = pod.status.clone().unwrap();
+            assert_eq!(
+                status.phase.as_deref(),
+                Some("Running"),
+                "{}",
+                pod.name_any()
+            );
+            let node = pod.spec.clone().unwrap().node_name.unwrap_or_default();
+            assert!(
+                GPU_NODES.contains(&node.as_str()),
+                "{} on {node}",
+                pod.name_any()
+            );
+            if node_type == "worker" {
+                let group = labels.get("ray.io/group").unwrap();
+                let limits = pod.spec.clone().unwrap().containers[0]
+                    .resources
+                    .clone()
+                    .unwrap()
+                    .limits
+                    .unwrap();
+                let expected = rendered.iter().find(|(g, _, _)| g == group).unwrap();
+                assert_eq!(
+                    limits.get("nvidia.com/gpu").map(|q| q.0.clone()),
+                    expected.2["nvidia.com/gpu"].as_str().map(str::to_string),
+                    "{}",
+                    pod.name_any()
+                );
+            }
+        }
+        // Where it stops: no Ray dashboard answers, so the Serve applications are never
+        // deployed; the RayService stays Initializing and the deployment Deploying.
+        let ray_service = rs.get(name).await.unwrap();
+        let ready = ray_service.data["status"]["conditions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["type"] == "Ready")
+            .cloned()
+            .unwrap();
+        assert_eq!(
+            (&ready["status"], &ready["reason"]),
+            (&json!("False"), &json!("Initializing"))
+        );
+        let md = mds.get(name).await.unwrap();
+        assert_eq!(md.phase(), Some(Phase::Deploying), "{name}");
+    }
+    eprintln!(
+        "both RayClusters ready {:.1}s after the operator started",
+        started.elapsed().as_secs_f64()
+    );
+    // The operator's own account of where it stops (its log, error level).
+    let log_text = std::fs::read_to_string(operator.process.log()).unwrap_or_default();
+    let stops: Vec<&str> = log_text
+        .lines()
+        .filter(|l| l.contains("\terror\t") && !l.contains("found 0 head"))
+        .collect();
+    eprintln!(
+        "operator errors once the clusters exist (last 2 of {}):\n{}",
+        stops.len(),
+        stops[stops.len().saturating_sub(2)..].join("\n")
+    );
+    assert!(
+        stops
+            .iter()
+            .any(|l| l.contains("failed to get Serve application statuses from the dashboard")),
+        "the operator stops at the Ray dashboard"
+    );
+    for name in ["agg", "pd"] {
+        mds.delete(name, &DeleteParams::default()).await.unwrap();
+    }
+    for name in ["agg", "pd"] {
+        wait_deleted(&mds, name, Duration::from_secs(60)).await;
+        wait_deleted(&rs, name, Duration::from_secs(60)).await;
+    }
+    operator.process.terminate(Duration::from_secs(10));
     provider.process.terminate(Duration::from_secs(10));
     core.process.terminate(Duration::from_secs(10));
 }
