@@ -50,6 +50,37 @@ pub struct Context {
     pub metrics: CoreMetrics,
     /// Periodic re-check.
     pub resync: Duration,
+    /// Selection decisions running at once, on blocking threads (never on the async workers
+    /// that answer admission requests). Waiting is first come, first served.
+    pub selection_slots: Arc<tokio::sync::Semaphore>,
+}
+
+/// Decides for `md` on a blocking thread, holding one of the selection slots.
+async fn decide_off_runtime(
+    ctx: &Arc<Context>,
+    md: &ModelDeployment,
+    providers: &[InferenceProviderConfig],
+    object: &str,
+) -> Result<(Vec<ProviderView>, CoreDecision), ReconcileError> {
+    let failed = |reason: String| ReconcileError::Selection {
+        object: object.to_string(),
+        reason,
+    };
+    let _slot = ctx
+        .selection_slots
+        .acquire()
+        .await
+        .map_err(|e| failed(e.to_string()))?;
+    let task_ctx = ctx.clone();
+    let md = md.clone();
+    let providers = providers.to_vec();
+    tokio::task::spawn_blocking(move || {
+        let views = provider_views(&providers, Timestamp::now(), task_ctx.policy);
+        let decision = status::decide(&md, &views, task_ctx.selector_enabled, &task_ctx.rules);
+        (views, decision)
+    })
+    .await
+    .map_err(|e| failed(e.to_string()))
 }
 
 /// Reconciles one ModelDeployment.
@@ -86,8 +117,7 @@ pub async fn reconcile(
         .map(|p| (**p).clone())
         .collect();
     let (views, decision, desired) = loop {
-        let views = provider_views(&providers, Timestamp::now(), ctx.policy);
-        let decision = status::decide(&current, &views, ctx.selector_enabled, &ctx.rules);
+        let (views, decision) = decide_off_runtime(&ctx, &current, &providers, &object).await?;
         let desired = status::desired_status(&current, &decision);
         if status::is_current(&current, &desired) {
             break (views, decision, desired);

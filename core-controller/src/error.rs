@@ -25,6 +25,14 @@ pub enum ReconcileError {
     /// The object has no name or namespace.
     #[error("object without {0}")]
     MissingField(&'static str),
+    /// The selection task did not complete (the core is shutting down, or it panicked).
+    #[error("selecting for {object}: {reason}")]
+    Selection {
+        /// `namespace/name`.
+        object: String,
+        /// What happened.
+        reason: String,
+    },
 }
 
 impl ReconcileError {
@@ -41,6 +49,7 @@ impl ReconcileError {
                 }
             }
             ReconcileError::MissingField(_) => "invalid_object",
+            ReconcileError::Selection { .. } => "selection",
         }
     }
 }

@@ -140,6 +140,9 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         events: EventPublisher::new(client.clone(), CONTROLLER_NAME),
         metrics,
         resync: args.resync_interval,
+        selection_slots: Arc::new(tokio::sync::Semaphore::new(
+            std::thread::available_parallelism().map_or(2, |n| n.get().max(2)),
+        )),
     });
     tracing::info!(
         provider_selector = args.enable_provider_selector,

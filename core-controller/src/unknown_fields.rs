@@ -28,6 +28,11 @@ static SPEC_SCHEMA: LazyLock<Value> = LazyLock::new(|| {
         .unwrap_or(Value::Null)
 });
 
+/// The OpenAPI schema of `ModelDeployment.spec` in the generated CRD.
+pub fn spec_schema() -> &'static Value {
+    &SPEC_SCHEMA
+}
+
 /// Errors for every field of `spec` (the raw JSON of `ModelDeployment.spec`) that the schema
 /// does not declare.
 pub fn unknown_fields(spec: &Value) -> Vec<FieldError> {

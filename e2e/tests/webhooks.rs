@@ -975,3 +975,128 @@ async fn unknown_fields_limits_and_conflicts_are_refused_by_name() {
     core.terminate(Duration::from_secs(10));
     delete_all(&env.client).await;
 }
+
+// ---- Bounded selection rules (issue 16) ----
+
+/// A rule whose cost explodes with the deployment's size: four nested comprehensions over
+/// `spec.env` (64^4 rounds at the CRD's limit), true whenever it can run.
+const GREEDY_RULE: &str =
+    "spec.env.all(a, spec.env.all(b, spec.env.all(c, spec.env.all(d, d.name != ''))))";
+
+#[tokio::test]
+async fn a_pathological_selection_rule_is_bounded() {
+    let _lock = cluster_lock().await;
+    let env = TestEnv::new("webhook-greedy").await;
+    delete_all(&env.client).await;
+    remove_webhooks(&env.client).await;
+    register_shipped(&env.client, &["kaito"], true).await;
+    // Forced in past admission (registered while no webhook is configured, as during an
+    // install or with the core down).
+    let mut greedy = shipped_registration("kaito");
+    greedy["metadata"]["name"] = json!("greedy");
+    greedy["spec"]["selectionRules"] = json!([{"condition": GREEDY_RULE, "priority": 1000}]);
+    register(&env.client, &greedy, true).await;
+
+    let kubeconfig = core_identity(&env).await;
+    let port = free_port();
+    install_webhooks(&env, port).await;
+    let core = start_core(&env, &kubeconfig, port, &[]).await;
+    wait_webhook_active(&env).await;
+
+    // The same rule is refused at admission, naming the rule and the budget.
+    greedy["metadata"]["name"] = json!("greedy-again");
+    let ipcs: Api<InferenceProviderConfig> = Api::all(env.client.clone());
+    let err = ipcs
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(greedy.clone()).unwrap(),
+        )
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("spec.selectionRules[0].condition: selection rule 0 may take up to")
+            && err.contains("over the budget of 1000000 per rule"),
+        "{err}"
+    );
+
+    // Deployments as large as the CRD allows (64 env entries) next to ordinary ones: admission
+    // stays fast and every deployment is selected promptly.
+    let api: Api<ModelDeployment> = Api::namespaced(env.client.clone(), &env.namespace);
+    let env_vars: Vec<Value> = (0..64)
+        .map(|i| json!({"name": format!("VAR_{i}"), "value": "x"}))
+        .collect();
+    let mut admission = Vec::new();
+    let started = Instant::now();
+    for i in 0..40 {
+        let spec = if i % 2 == 0 {
+            json!({"model": {"id": "a/b"}, "engine": {"type": "llamacpp"}, "resources": {"cpu": "1"}, "env": env_vars})
+        } else {
+            json!({"model": {"id": "a/b"}, "engine": {"type": "llamacpp"}, "resources": {"cpu": "1"}, "env": env_vars[..2]})
+        };
+        let md: ModelDeployment =
+            serde_json::from_value(deployment(&format!("md-{i}"), spec)).unwrap();
+        let t = Instant::now();
+        api.create(&PostParams::default(), &md).await.unwrap();
+        admission.push(t.elapsed());
+    }
+    admission.sort();
+    let selected = eventually(
+        "every deployment selected",
+        Duration::from_secs(60),
+        || async {
+            let list = api
+                .list(&Default::default())
+                .await
+                .map_err(|e| e.to_string())?;
+            let done = list
+                .items
+                .iter()
+                .filter(|md| md.selected_provider().is_some())
+                .count();
+            if done == 40 {
+                Ok(started.elapsed())
+            } else {
+                Err(format!("{done}/40 selected"))
+            }
+        },
+    )
+    .await;
+    // The large deployments were not evaluated by the greedy rule (an error, counted as false):
+    // they went to kaito; the small ones fit the budget and matched greedy (priority 1000).
+    let large = api.get("md-0").await.unwrap();
+    let small = api.get("md-1").await.unwrap();
+    assert_eq!(large.selected_provider(), Some("kaito"));
+    assert_eq!(small.selected_provider(), Some("greedy"));
+    let rules_valid = ipcs.get("greedy").await.unwrap();
+    let condition = rules_valid
+        .status
+        .as_ref()
+        .and_then(|s| s.conditions.as_ref())
+        .and_then(|c| c.iter().find(|c| c.type_ == "SelectionRulesValid"))
+        .cloned();
+    assert!(
+        condition
+            .as_ref()
+            .and_then(|c| c.message.as_deref())
+            .is_some_and(|m| m.contains("not evaluated: it may take up to")),
+        "{condition:?}"
+    );
+    eprintln!(
+        "pathological rule present: admission p50 {:?}, max {:?} over 40 creates; all 40 selected {:?} after the first create",
+        admission[admission.len() / 2],
+        admission[admission.len() - 1],
+        selected
+    );
+    assert!(
+        admission[admission.len() - 1] < Duration::from_secs(2),
+        "admission slowed down: {admission:?}"
+    );
+
+    api.delete_collection(&DeleteParams::default(), &Default::default())
+        .await
+        .unwrap();
+    core.terminate(Duration::from_secs(10));
+    remove_webhooks(&env.client).await;
+    delete_all(&env.client).await;
+}

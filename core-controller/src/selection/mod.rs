@@ -2,6 +2,7 @@
 //! and the registered providers.
 
 pub mod availability;
+pub mod cost;
 pub mod engine;
 pub mod provider;
 pub mod rules;

@@ -7,7 +7,7 @@ use airunway_api::constants::messages;
 use airunway_api::v1alpha1::{EngineType, ModelDeployment};
 
 use super::ProviderView;
-use super::rules::{RuleError, RuleInput, RuleSet};
+use super::rules::{RuleError, RuleInput, RuleSet, Spent};
 
 /// `status.provider.selectedReason` for a named provider.
 pub const EXPLICIT_PROVIDER_REASON: &str = "explicit provider selection";
@@ -139,6 +139,7 @@ pub fn select_provider(
             });
         }
     };
+    let mut spent = Spent::default();
     let mut errors = Vec::new();
     let mut rejections = Vec::new();
     let mut candidates: Vec<(i32, &str)> = Vec::new();
@@ -180,7 +181,7 @@ pub fn select_provider(
         let mut best: Option<i32> = None;
         for (index, rule) in provider.rules.iter().enumerate() {
             let outcome = match rules.compile(&rule.condition).as_ref() {
-                Ok(program) => input.evaluate(program),
+                Ok(program) => input.evaluate_within_budget(program, &mut spent),
                 Err(e) => Err(format!("does not compile: {e}")),
             };
             match outcome {

@@ -28,6 +28,8 @@ use std::sync::{Arc, LazyLock, Mutex};
 
 use airunway_api::v1alpha1::{EngineType, ModelDeployment};
 use kube::core::cel::{KubeCelExt, cel};
+
+use super::cost::{self, Shape};
 use serde_json::{Value, json};
 
 /// A rule that could not be evaluated.
@@ -85,7 +87,13 @@ static KUBERNETES_FUNCTIONS: LazyLock<cel::Context<'static>> =
 /// and shared by every rule evaluated for it.
 pub struct RuleInput {
     context: cel::Context<'static>,
+    spec_shape: Shape,
+    metadata_shape: Shape,
 }
+
+/// Evaluation steps spent on one selection decision (see [`super::cost`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Spent(pub u64);
 
 impl RuleInput {
     /// Builds the input for `md` with `engine` as the resolved engine.
@@ -101,7 +109,36 @@ impl RuleInput {
         let mut context = KUBERNETES_FUNCTIONS.new_inner_scope();
         context.add_variable_from_value("spec", json_to_cel(&spec_value));
         context.add_variable_from_value("metadata", json_to_cel(&metadata));
-        Ok(RuleInput { context })
+        Ok(RuleInput {
+            context,
+            spec_shape: Shape::of_json(&spec_value),
+            metadata_shape: Shape::of_json(&metadata),
+        })
+    }
+
+    /// Evaluates `program` if its cost bound for this input fits the per-rule budget and what is
+    /// left of the decision's (`spent`); otherwise the rule is not run and counts as an error.
+    pub fn evaluate_within_budget(
+        &self,
+        program: &cel::Program,
+        spent: &mut Spent,
+    ) -> Result<bool, String> {
+        let bound = cost::bound(program.expression(), &self.spec_shape, &self.metadata_shape)
+            .map_err(|e| e.0)?;
+        if bound > cost::RULE_BUDGET {
+            return Err(format!(
+                "not evaluated: it may take up to {bound} evaluation steps on this deployment, over the budget of {} per rule",
+                cost::RULE_BUDGET
+            ));
+        }
+        if spent.0.saturating_add(bound) > cost::DECISION_BUDGET {
+            return Err(format!(
+                "not evaluated: the selection decision's budget of {} evaluation steps is used up",
+                cost::DECISION_BUDGET
+            ));
+        }
+        spent.0 = spent.0.saturating_add(bound);
+        self.evaluate(program)
     }
 
     /// Evaluates `program`: `Ok(bool)` or the error.

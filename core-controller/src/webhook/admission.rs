@@ -18,7 +18,12 @@ use kube::core::admission::{AdmissionRequest, AdmissionResponse, Operation};
 use kube::core::response::{StatusCause, StatusDetails};
 use serde_json::{Value, json};
 
-use crate::selection::rules::{RuleInput, compile};
+use crate::selection::cost::{self, Shape};
+use crate::selection::rules::{RuleInput, Spent, compile};
+
+/// The largest `spec` and `metadata` a selection rule can see (from the CRD's limits).
+static WORST_CASE_INPUT: std::sync::LazyLock<(Shape, Shape)> =
+    std::sync::LazyLock::new(|| Shape::worst_case_input(crate::unknown_fields::spec_schema()));
 use crate::validation::{self, FieldError};
 
 /// The fields of an object entry of `capabilities.engines`.
@@ -370,9 +375,30 @@ pub fn validate_provider_config(request: &AdmissionRequest<DynamicObject>) -> Ad
                 continue;
             }
         };
+        let (spec_shape, metadata_shape) = &*WORST_CASE_INPUT;
+        match cost::bound(program.expression(), spec_shape, metadata_shape) {
+            Err(e) => {
+                errors.push(FieldError {
+                    field,
+                    message: format!("selection rule {i} cannot be bounded: {}", e.0),
+                });
+                continue;
+            }
+            Ok(bound) if bound > cost::RULE_BUDGET => {
+                errors.push(FieldError {
+                    field,
+                    message: format!(
+                        "selection rule {i} may take up to {bound} evaluation steps on a deployment within the CRD's limits, over the budget of {} per rule: iterate over fewer or smaller fields, avoid nested comprehensions and growing strings",
+                        cost::RULE_BUDGET
+                    ),
+                });
+                continue;
+            }
+            Ok(_) => {}
+        }
         for sample in &samples {
             let outcome = RuleInput::new(sample, sample.spec.explicit_engine())
-                .and_then(|input| input.evaluate(&program));
+                .and_then(|input| input.evaluate_within_budget(&program, &mut Spent::default()));
             match outcome {
                 Ok(_) => {}
                 Err(e) if e.starts_with("rule returned") => {
