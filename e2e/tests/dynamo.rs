@@ -59,7 +59,8 @@ impl Stack {
 }
 
 /// Plays the KAITO workspace controller: a Deployment labelled as the KAITO Helm chart labels
-/// it, with one ready replica (the KAITO provider is ready only while its controller is).
+/// it (the KAITO provider is ready only while such a Deployment has a ready replica; KWOK runs
+/// its pod).
 async fn fake_kaito_controller(env: &TestEnv) {
     let deployments: Api<k8s_openapi::api::apps::v1::Deployment> =
         Api::namespaced(env.client.clone(), &env.namespace);
@@ -73,16 +74,6 @@ async fn fake_kaito_controller(env: &TestEnv) {
     .unwrap();
     deployments
         .create(&PostParams::default(), &deployment)
-        .await
-        .unwrap();
-    deployments
-        .patch_status(
-            "kaito-workspace",
-            &PatchParams::default(),
-            &Patch::Merge(
-                json!({"status": {"replicas": 1, "readyReplicas": 1, "availableReplicas": 1}}),
-            ),
-        )
         .await
         .unwrap();
 }
