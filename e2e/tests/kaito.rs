@@ -1,6 +1,9 @@
 //! The real `airunway-provider-kaito` (running as its ServiceAccount with the shipped RBAC) and
-//! the real core, against the real KAITO Workspace CRD; the test plays the KAITO operator by
-//! writing the status samples KAITO v0.10 really writes.
+//! the real core, against the real KAITO Workspace CRD. KAITO's operator cannot be built here
+//! (its Go module is not served): one test runs the KAITO simulator
+//! (`airunway_e2e::sandbox::kaito`), which creates the workload KAITO would and whose Pods
+//! really run on the simulated nodes; the others write the status samples KAITO v0.10 really
+//! writes (`e2e/fixtures/status-samples/workspace-*.yaml`).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::path::PathBuf;
@@ -11,6 +14,7 @@ use airunway_api::v1alpha1::{
     ConditionStatus, InferenceProviderConfig, ModelDeployment, Phase, ProviderStatus,
 };
 use airunway_e2e::control_plane::{crd_files, install_crds};
+use airunway_e2e::sandbox::kaito;
 use airunway_e2e::stack::{self, FAST_HEALTH, Running};
 use airunway_e2e::wait::{eventually, wait_deleted, wait_for, wait_for_condition};
 use airunway_e2e::{TestEnv, cluster_lock, paths};
@@ -34,6 +38,11 @@ fn workspaces(env: &TestEnv) -> Api<DynamicObject> {
 
 async fn start(env: &TestEnv) -> (Running, Running) {
     airunway_e2e::providers::delete_all(&env.client).await;
+    // The KAITO provider is ready only while a KAITO workspace controller runs: the
+    // simulator's stand-in Deployment, whose Pod runs on a simulated node.
+    kaito::install_controller_stand_in(&env.client)
+        .await
+        .unwrap();
     let identity: PathBuf = stack::service_account_identity(
         env,
         "deploy/providers/kaito/rbac.yaml",
@@ -279,7 +288,7 @@ async fn vllm_preset_named_kaito_and_incompatible_engines() {
     );
     assert_eq!(
         workspace.data["resource"]["labelSelector"],
-        json!({"matchLabels": {"nvidia.com/gpu.present": "true"}})
+        json!({"matchLabels": {"kubernetes.io/os": "linux", "nvidia.com/gpu.present": "true"}})
     );
 
     // sglang named on kaito: ProviderCompatible=False with the spec's message, no Workspace.
@@ -423,6 +432,148 @@ async fn deletion_does_not_hang_when_the_kaito_crd_is_gone() {
         }
     })
     .await;
+    provider.process.terminate(Duration::from_secs(10));
+    core.process.terminate(Duration::from_secs(10));
+}
+
+/// The KAITO simulator does what KAITO does with our Workspaces: a StatefulSet for a preset
+/// (every GPU of a node, on the GPU nodes the label selector picks) and a Deployment for a
+/// template (llama.cpp on CPU), each with its Service; kube-scheduler places their Pods, KWOK
+/// runs them, and the Workspace status follows their real readiness, so both deployments reach
+/// Running. The test writes no status.
+#[tokio::test]
+async fn kaito_workloads_run_on_simulated_nodes_and_the_deployments_reach_running() {
+    use airunway_e2e::control_plane::workloads::{CPU_NODES, GPU_NODES};
+    use k8s_openapi::api::apps::v1::{Deployment, StatefulSet};
+    use k8s_openapi::api::core::v1::{Endpoints, Pod};
+    use kube::api::ListParams;
+
+    let _lock = cluster_lock().await;
+    let env = TestEnv::new("kaito-simulated-workloads").await;
+    let (core, provider) = start(&env).await;
+    let simulator = tokio::spawn(kaito::run(env.client.clone(), Some(env.namespace.clone())));
+    let mds: Api<ModelDeployment> = Api::namespaced(env.client.clone(), &env.namespace);
+    let started = std::time::Instant::now();
+    mds.create(
+        &PostParams::default(),
+        &deployment(
+            "phi",
+            json!({"model": {"id": "microsoft/Phi-4-mini-instruct"}, "engine": {"type": "vllm"},
+        "resources": {"gpu": {"count": 1}}, "provider": {"name": "kaito"}}),
+        ),
+    )
+    .await
+    .unwrap();
+    mds.create(
+        &PostParams::default(),
+        &deployment("gemma-cpu", cpu_llamacpp()),
+    )
+    .await
+    .unwrap();
+    for name in ["phi", "gemma-cpu"] {
+        wait_for(&mds, name, Duration::from_secs(60), "Running", |md| {
+            md.phase() == Some(Phase::Running)
+        })
+        .await;
+    }
+    eprintln!(
+        "both KAITO deployments Running {:.1}s after creation",
+        started.elapsed().as_secs_f64()
+    );
+
+    let ws = workspaces(&env);
+    let pods: Api<Pod> = Api::namespaced(env.client.clone(), &env.namespace);
+    // The preset: a StatefulSet owned by the Workspace, its Pod on a GPU node with all its GPUs.
+    let statefulsets: Api<StatefulSet> = Api::namespaced(env.client.clone(), &env.namespace);
+    let sts = statefulsets.get("phi").await.unwrap();
+    assert_eq!(sts.owner_references()[0].kind, "Workspace");
+    assert_eq!(sts.status.clone().unwrap().ready_replicas, Some(1));
+    let workspace = ws.get("phi").await.unwrap();
+    assert_eq!(workspace.data["status"]["state"], "Ready");
+    let worker_nodes: Vec<String> =
+        serde_json::from_value(workspace.data["status"]["workerNodes"].clone()).unwrap();
+    assert_eq!(worker_nodes, GPU_NODES.map(String::from).to_vec());
+    let phi_pods = pods
+        .list(&ListParams::default().labels("kaito.sh/workspace=phi"))
+        .await
+        .unwrap()
+        .items;
+    assert_eq!(phi_pods.len(), 1);
+    let pod = &phi_pods[0];
+    assert!(GPU_NODES.contains(&pod.spec.clone().unwrap().node_name.unwrap().as_str()));
+    assert_eq!(
+        pod.status.clone().unwrap().phase.as_deref(),
+        Some("Running")
+    );
+    let limits = pod.spec.clone().unwrap().containers[0]
+        .resources
+        .clone()
+        .unwrap()
+        .limits
+        .unwrap();
+    assert_eq!(limits["nvidia.com/gpu"].0, "8");
+
+    // The template: a Deployment from the Workspace's pod template, on a Linux node.
+    let deployments: Api<Deployment> = Api::namespaced(env.client.clone(), &env.namespace);
+    let deployment = deployments.get("gemma-cpu").await.unwrap();
+    assert_eq!(deployment.owner_references()[0].kind, "Workspace");
+    let container = &deployment
+        .spec
+        .clone()
+        .unwrap()
+        .template
+        .spec
+        .unwrap()
+        .containers[0];
+    assert_eq!(
+        container.image.as_deref(),
+        Some("ghcr.io/sozercan/llama-cpp-runner:latest")
+    );
+    let gemma_pods = pods
+        .list(&ListParams::default().labels("kaito.sh/workspace=gemma-cpu"))
+        .await
+        .unwrap()
+        .items;
+    assert_eq!(gemma_pods.len(), 1);
+    let node = gemma_pods[0].spec.clone().unwrap().node_name.unwrap();
+    assert!(CPU_NODES.contains(&node.as_str()) || GPU_NODES.contains(&node.as_str()));
+    // The Service the deployment's endpoint names has the Pod behind it.
+    let md = mds.get("gemma-cpu").await.unwrap();
+    let endpoint = md.status.clone().unwrap().endpoint.unwrap();
+    assert_eq!(endpoint.service.as_deref(), Some("gemma-cpu"));
+    let endpoints: Api<Endpoints> = Api::namespaced(env.client.clone(), &env.namespace);
+    eventually("the Service's Endpoints", WAIT, || async {
+        let e = endpoints
+            .get_opt("gemma-cpu")
+            .await
+            .map_err(|e| e.to_string())?;
+        let addresses = e
+            .and_then(|e| e.subsets)
+            .unwrap_or_default()
+            .into_iter()
+            .flat_map(|s| s.addresses.unwrap_or_default())
+            .count();
+        if addresses == 1 {
+            Ok(())
+        } else {
+            Err(format!("{addresses} addresses"))
+        }
+    })
+    .await;
+
+    // Deleting the deployments deletes the Workspaces, and the garbage collector their
+    // workloads.
+    mds.delete("phi", &DeleteParams::default()).await.unwrap();
+    mds.delete("gemma-cpu", &DeleteParams::default())
+        .await
+        .unwrap();
+    for name in ["phi", "gemma-cpu"] {
+        wait_deleted(&mds, name, Duration::from_secs(60)).await;
+        wait_deleted(&ws, name, Duration::from_secs(60)).await;
+    }
+    wait_deleted(&statefulsets, "phi", Duration::from_secs(60)).await;
+    wait_deleted(&deployments, "gemma-cpu", Duration::from_secs(60)).await;
+    simulator.abort();
     provider.process.terminate(Duration::from_secs(10));
     core.process.terminate(Duration::from_secs(10));
 }

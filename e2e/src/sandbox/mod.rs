@@ -6,6 +6,7 @@
 //! process-group id of everything started). `down` stops those process groups and removes the
 //! folder; `up` runs `down` first, so starting twice never leaves strays.
 
+pub mod kaito;
 pub mod simulate;
 pub mod table;
 

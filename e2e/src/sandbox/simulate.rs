@@ -1,7 +1,13 @@
-//! `--simulate-upstream`: plays the KAITO, Dynamo and KubeRay operators (which do not run in
-//! the sandbox) by writing the status they really write (`e2e/fixtures/status-samples/`)
-//! to the upstream objects the providers create: first "not ready yet", then "ready", a few
-//! seconds apart. Sandbox and test code only; never part of a shipped binary.
+//! `--simulate-upstream`: plays the upstream operators that cannot run here.
+//!
+//! - KAITO: [`super::kaito`] does what the KAITO controller does (the workload whose Pods
+//!   really run on the simulated nodes, then the status from its readiness).
+//! - Dynamo and KubeRay: the status they really write (`e2e/fixtures/status-samples/`) is
+//!   written to the upstream objects the providers create: first "not ready yet", then
+//!   "ready", a few seconds apart. (The real KubeRay operator runs in the sandbox without
+//!   `--simulate-upstream`, up to where it needs a Ray dashboard.)
+//!
+//! Sandbox and test code only; never part of a shipped binary.
 
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
@@ -112,14 +118,7 @@ pub fn rayservice_status(ray_service: &Value, stage: Stage) -> Result<Value> {
 /// Builds the status an upstream operator writes for an object at a stage.
 type StatusFor = fn(&Value, Stage) -> Result<Value>;
 
-fn upstream_kinds() -> [(ApiResource, StatusFor); 3] {
-    let workspace = ApiResource {
-        group: "kaito.sh".into(),
-        version: "v1beta1".into(),
-        api_version: "kaito.sh/v1beta1".into(),
-        kind: "Workspace".into(),
-        plural: "workspaces".into(),
-    };
+fn upstream_kinds() -> [(ApiResource, StatusFor); 2] {
     let dgd = ApiResource {
         group: "nvidia.com".into(),
         version: "v1alpha1".into(),
@@ -134,19 +133,22 @@ fn upstream_kinds() -> [(ApiResource, StatusFor); 3] {
         kind: "RayService".into(),
         plural: "rayservices".into(),
     };
-    [
-        (workspace, |_, stage| workspace_status(stage)),
-        (dgd, dgd_status),
-        (ray_service, rayservice_status),
-    ]
+    [(dgd, dgd_status), (ray_service, rayservice_status)]
 }
 
-/// Runs the simulation forever: each upstream object created by a provider gets "not ready"
+/// Runs the simulation forever: KAITO Workspaces are reconciled as KAITO does
+/// ([`super::kaito`]); each Dynamo and KubeRay object created by a provider gets "not ready"
 /// after `delay` and "ready" after twice `delay` (again after it is recreated).
 pub async fn run(client: Client, delay: Duration) -> Result<()> {
     let mut seen: HashMap<String, (Instant, Stage)> = HashMap::new();
     let selector = ListParams::default().labels("airunway.ai/managed-by=airunway");
+    if let Err(e) = super::kaito::install_controller_stand_in(&client).await {
+        eprintln!("simulated KAITO: installing the controller stand-in: {e:#}");
+    }
     loop {
+        if let Err(e) = super::kaito::reconcile_all(&client, None).await {
+            eprintln!("simulated KAITO: {e:#}");
+        }
         for (resource, status_for) in upstream_kinds() {
             let api: Api<DynamicObject> = Api::all_with(client.clone(), &resource);
             let Ok(list) = api.list(&selector).await else {
