@@ -27,6 +27,7 @@ pub mod cache_trim;
 pub mod conditions;
 pub mod constants;
 pub mod managed_fields;
+pub mod pod_security;
 #[cfg(feature = "probe")]
 pub mod probe;
 #[cfg(feature = "provider-sdk")]

@@ -25,6 +25,7 @@
 use std::collections::BTreeMap;
 
 use airunway_api::constants::messages;
+use airunway_api::pod_security;
 use airunway_api::v1alpha1::{
     EngineCapability, EngineType, ModelDeployment, ModelDeploymentSpec, ModelSource, ServingMode,
 };
@@ -517,6 +518,7 @@ pub fn validate_overrides(
             format!("must be at most {MAX_OVERRIDES_BYTES} bytes as JSON (is {size})"),
         ));
     }
+    let before = errors.len();
     for (key, value) in overrides {
         walk_overrides(
             &format!("spec.provider.overrides.{key}"),
@@ -525,6 +527,33 @@ pub fn validate_overrides(
             1,
             errors,
         );
+    }
+    // The keys above are refused wherever they are; what else would loosen the pods (privileged,
+    // capabilities, hostPath, host ports, any spelling and depth) is found by the same Pod
+    // Security check the providers run on what they render. Skipped when the walk already
+    // stopped at the depth limit (the check would only repeat it).
+    if errors[before..]
+        .iter()
+        .any(|e| e.message.contains("may nest at most"))
+    {
+        return;
+    }
+    let reported: Vec<String> = errors[before..].iter().map(|e| e.field.clone()).collect();
+    for violation in pod_security::check(
+        &Value::Object(overrides.clone()),
+        pod_security::Profile::Baseline,
+        &pod_security::Exemptions::default(),
+    ) {
+        let field = format!("spec.provider.overrides.{}", violation.field);
+        if !reported.iter().any(|r| field.starts_with(r.as_str())) {
+            errors.push(FieldError::new(
+                field,
+                format!(
+                    "{}: provider.overrides may not loosen the security of the model server pods",
+                    violation.rule
+                ),
+            ));
+        }
     }
 }
 
@@ -895,6 +924,24 @@ mod tests {
         assert_eq!(
             pinned_provider_mismatch(&fits, "kaito", EngineType::Llamacpp, &kaito),
             None
+        );
+    }
+
+    #[test]
+    fn overrides_that_loosen_pod_security_are_refused_whatever_the_key() {
+        let spec = json!({"model": {"id": "a/b"}, "provider": {"overrides": {
+            "worker": {"podSpec": {"HostNetwork": true, "volumes": [{"name": "r", "hostPath": {"path": "/"}}],
+                "containers": [{"securityContext": {"privileged": true, "capabilities": {"add": ["SYS_ADMIN"]}}}]}}}}});
+        let fields: Vec<String> = errors(spec).into_iter().map(|e| e.field).collect();
+        assert_eq!(
+            fields,
+            [
+                // `securityContext` is refused as a key wherever it is; what is inside it is not
+                // reported again.
+                "spec.provider.overrides.worker.podSpec.containers[0].securityContext",
+                "spec.provider.overrides.worker.podSpec.HostNetwork",
+                "spec.provider.overrides.worker.podSpec.volumes[0].hostPath",
+            ]
         );
     }
 

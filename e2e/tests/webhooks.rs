@@ -889,6 +889,12 @@ async fn unknown_fields_limits_and_conflicts_are_refused_by_name() {
         deep = json!({"a": deep});
     }
     let cases = cases.into_iter().chain([
+        ("pss", json!({"model": {"id": "a/b"}, "engine": {"type": "vllm"}, "provider": {"overrides": {"worker": {"extraPodSpec": {
+                "HostNetwork": true, "volumes": [{"name": "r", "hostPath": {"path": "/"}}],
+                "mainContainer": {"ports": [{"containerPort": 1, "hostPort": 1}]}}}}}}),
+            "spec.provider.overrides.worker.extraPodSpec.HostNetwork", "host namespaces are not allowed (Pod Security baseline)".to_string()),
+        ("pss-volume", json!({"model": {"id": "a/b"}, "engine": {"type": "vllm"}, "provider": {"overrides": {"volumes": [{"name": "r", "hostPath": {"path": "/"}}]}}}),
+            "spec.provider.overrides.volumes[0].hostPath", "hostPath volumes are not allowed (Pod Security baseline)".to_string()),
         ("deep", json!({"model": {"id": "a/b"}, "engine": {"type": "vllm"}, "provider": {"overrides": deep}}),
             "spec.provider.overrides.a.a.a", "nested deeper than 64 levels; provider.overrides may nest at most 8 levels".to_string()),
         ("big-env", json!({"model": {"id": "a/b"}, "engine": {"type": "vllm"}, "env": [{"name": "BIG", "value": "x".repeat(1_400_000)}]}),
