@@ -4,12 +4,11 @@
 
 use std::time::{Duration, Instant};
 
-use kube::api::{Api, DeleteParams, Patch, PatchParams, PropagationPolicy};
+use kube::api::{Api, Patch, PatchParams};
 use kube::runtime::controller::Action;
 use kube::{Resource, ResourceExt};
-use serde_json::{Value, json};
+use serde_json::json;
 
-use super::desired;
 use super::reconcile::{Context, ReconcileError, api_error};
 use super::traits::Provider;
 use crate::constants::event_reasons;
@@ -131,38 +130,17 @@ async fn cleanup<P: Provider>(
     let name = md.name_any();
     let namespace = md.namespace().unwrap_or_default();
     let kind = ctx.upstream.kind.clone();
-    let gone = match ctx.live(&namespace, &name) {
-        None => true,
-        Some(live) => {
-            let value = serde_json::to_value(live.as_ref()).unwrap_or(Value::Null);
-            if !desired::owned_by(&value, md) {
-                true
-            } else {
-                if live.metadata.deletion_timestamp.is_none() {
-                    match ctx
-                        .upstream_api(&namespace)
-                        .delete(
-                            &name,
-                            &DeleteParams {
-                                propagation_policy: Some(PropagationPolicy::Background),
-                                ..Default::default()
-                            },
-                        )
-                        .await
-                    {
-                        // 404: already gone, or its CRD is (nothing can be left).
-                        Err(kube::Error::Api(s)) if s.code == 404 => {
-                            ctx.live.forget(&namespace, &name);
-                        }
-                        Ok(_) | Err(kube::Error::Api(_)) => {}
-                        Err(e) => tracing::warn!(error = %e, "deleting {kind} {namespace}/{name}"),
-                    }
-                }
-                false
-            }
+    for (index, live) in ctx.owned_objects(md) {
+        if live.metadata.deletion_timestamp.is_some() {
+            continue;
         }
-    };
-    let gone = gone || ctx.live(&namespace, &name).is_none();
+        let object = live.name_any();
+        // A failure (the CRD gone, say) is retried until the finalizer timeout.
+        if let Err(e) = super::reconcile::delete_object(ctx, index, &namespace, &object).await {
+            tracing::warn!(error = %e, "cleaning up {namespace}/{name}");
+        }
+    }
+    let gone = ctx.owned_objects(md).is_empty();
     if !gone && elapsed < ctx.finalizer_timeout {
         let remaining = ctx.finalizer_timeout - elapsed;
         return Ok(Action::requeue(remaining.min(CLEANUP_RECHECK)));

@@ -23,6 +23,27 @@ pub struct DesiredUpstream {
     pub identity_hash: String,
 }
 
+impl DesiredUpstream {
+    /// `metadata.name`.
+    pub fn name(&self) -> &str {
+        self.object["metadata"]["name"].as_str().unwrap_or_default()
+    }
+
+    /// `kind`.
+    pub fn kind(&self) -> &str {
+        self.object["kind"].as_str().unwrap_or_default()
+    }
+
+    /// The API group of `apiVersion` (`""` for the core group).
+    pub fn group(&self) -> &str {
+        self.object["apiVersion"]
+            .as_str()
+            .and_then(|v| v.rsplit_once('/'))
+            .map(|(group, _)| group)
+            .unwrap_or_default()
+    }
+}
+
 /// Hash of a deployment's identity fields.
 pub fn identity_hash(md: &ModelDeployment) -> String {
     short_hash(md.identity().to_string().as_bytes())
@@ -33,8 +54,14 @@ pub fn identity_hash(md: &ModelDeployment) -> String {
 /// `airunway.ai/managed-by: airunway`, `airunway.ai/deployment: <name>`, and the hash
 /// annotations.
 pub fn desired_upstream(md: &ModelDeployment, rendered: &Rendered) -> DesiredUpstream {
+    desired_object(md, &rendered.object)
+}
+
+/// [`desired_upstream`] for one object of a [`RenderedSet`](super::traits::RenderedSet): the
+/// object keeps its rendered name (the deployment's when it has none).
+pub fn desired_object(md: &ModelDeployment, rendered: &Value) -> DesiredUpstream {
     let name = md.metadata.name.clone().unwrap_or_default();
-    let mut object = rendered.object.clone();
+    let mut object = rendered.clone();
     let mut object_labels: BTreeMap<String, String> = md.propagated_labels();
     object_labels.insert(labels::DEPLOYMENT.to_string(), name.clone());
     if let Some(extra) = object["metadata"]["labels"].as_object() {
@@ -45,7 +72,7 @@ pub fn desired_upstream(md: &ModelDeployment, rendered: &Rendered) -> DesiredUps
         }
     }
     let spec_hash = short_hash(
-        serde_json::to_string(&json!({"object": rendered.object, "labels": object_labels}))
+        serde_json::to_string(&json!({"object": rendered, "labels": object_labels}))
             .unwrap_or_default()
             .as_bytes(),
     );

@@ -69,6 +69,41 @@ impl LiveObjects {
         }
     }
 
+    /// Every known object in `namespace` labelled `airunway.ai/deployment: <deployment>` (a scan
+    /// of the cache: for providers managing sets of objects).
+    pub fn labelled_for(&self, namespace: &str, deployment: &str) -> Vec<Arc<DynamicObject>> {
+        let matches = |o: &DynamicObject| {
+            o.metadata.namespace.as_deref() == Some(namespace)
+                && o.metadata
+                    .labels
+                    .as_ref()
+                    .and_then(|l| l.get(crate::constants::labels::DEPLOYMENT))
+                    .map(String::as_str)
+                    == Some(deployment)
+        };
+        let mut names: Vec<String> = self
+            .store
+            .state()
+            .iter()
+            .filter(|o| matches(o))
+            .filter_map(|o| o.metadata.name.clone())
+            .collect();
+        if let Ok(applied) = self.applied.lock() {
+            names.extend(
+                applied
+                    .iter()
+                    .filter(|(_, o)| matches(o))
+                    .map(|((_, name), _)| name.clone()),
+            );
+        }
+        names.sort();
+        names.dedup();
+        names
+            .iter()
+            .filter_map(|name| self.get(namespace, name))
+            .collect()
+    }
+
     /// Waits (at most `limit`) until the watch has listed every object once; `false` if it has
     /// not. Before that, a missing object may merely not be listed yet.
     pub async fn ready(&self, limit: std::time::Duration) -> bool {

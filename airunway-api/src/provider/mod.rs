@@ -44,6 +44,7 @@ mod status_write;
 #[cfg(feature = "provider-testing")]
 pub mod testing;
 mod traits;
+pub mod workload;
 
 /// The async runtime the SDK runs on, re-exported so a provider's `main` needs no other
 /// dependency: `#[airunway_api::provider::tokio::main(crate = "airunway_api::provider::tokio")]`.
@@ -54,6 +55,6 @@ pub use metrics::ProviderMetrics;
 pub use reconcile::ReconcileError;
 pub use runner::{run, run_with_args};
 pub use traits::{
-    Provider, RenderError, RenderWarning, Rendered, SchemaDetection, TranslatedStatus,
+    Provider, RenderError, RenderWarning, Rendered, RenderedSet, SchemaDetection, TranslatedStatus,
     UpstreamController, UpstreamKind, UpstreamSchema,
 };

@@ -119,10 +119,104 @@ pub fn get<'a>(overrides: Option<&'a Map<String, Value>>, path: &str) -> Option<
     Some(node)
 }
 
+/// Deep-merges `overrides` into `target`: objects merge key by key, a JSON `null` deletes the
+/// key, any other value (a scalar, a list) replaces what is there.
+pub fn deep_merge(target: &mut Value, overrides: &Value) {
+    match (target, overrides) {
+        (Value::Object(target), Value::Object(overrides)) => {
+            for (key, value) in overrides {
+                match value {
+                    Value::Null => {
+                        target.remove(key);
+                    }
+                    Value::Object(_) => {
+                        let slot = target
+                            .entry(key.clone())
+                            .or_insert_with(|| Value::Object(Map::new()));
+                        if !slot.is_object() {
+                            *slot = Value::Object(Map::new());
+                        }
+                        deep_merge(slot, value);
+                    }
+                    other => {
+                        target.insert(key.clone(), other.clone());
+                    }
+                }
+            }
+        }
+        (target, overrides) => *target = overrides.clone(),
+    }
+}
+
+/// The paths (`provider.overrides.a.b`, `…[i]` in lists) of every key in `overrides`, at any
+/// depth, that is one of `keys`: for refusing overrides that would escalate the privileges of
+/// the pods (see [`crate::constants::ESCALATING_OVERRIDE_KEYS`]).
+pub fn find_keys(overrides: &Map<String, Value>, keys: &[&str]) -> Vec<String> {
+    fn walk(path: &str, value: &Value, keys: &[&str], found: &mut Vec<String>) {
+        match value {
+            Value::Object(map) => {
+                for (key, child) in map {
+                    let here = format!("{path}.{key}");
+                    if keys.contains(&key.as_str()) {
+                        found.push(here.clone());
+                    }
+                    walk(&here, child, keys, found);
+                }
+            }
+            Value::Array(items) => {
+                for (index, child) in items.iter().enumerate() {
+                    walk(&format!("{path}[{index}]"), child, keys, found);
+                }
+            }
+            _ => {}
+        }
+    }
+    let mut found = Vec::new();
+    walk(
+        "provider.overrides",
+        &Value::Object(overrides.clone()),
+        keys,
+        &mut found,
+    );
+    found
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn deep_merge_merges_objects_replaces_the_rest_and_deletes_nulls() {
+        let mut target = json!({"spec": {"replicas": 1, "template": {"spec": {"nodeSelector": {"a": "1"}, "containers": [{"name": "x"}]}}}, "keep": true});
+        deep_merge(
+            &mut target,
+            &json!({"spec": {"replicas": 3, "minReadySeconds": 5, "template": {"spec": {"nodeSelector": {"a": null, "b": "2"}, "containers": []}}}, "keep": null, "scalar": {"x": 1}}),
+        );
+        assert_eq!(
+            target,
+            json!({"spec": {"replicas": 3, "minReadySeconds": 5, "template": {"spec": {"nodeSelector": {"b": "2"}, "containers": []}}}, "scalar": {"x": 1}})
+        );
+        let mut scalar = json!({"a": 1});
+        deep_merge(&mut scalar, &json!({"a": {"b": null, "c": 2}}));
+        assert_eq!(scalar, json!({"a": {"c": 2}}));
+    }
+
+    #[test]
+    fn finds_keys_at_any_depth_and_in_lists() {
+        let overrides = json!({"spec": {"template": {"spec": {"hostNetwork": true,
+            "containers": [{"name": "c", "securityContext": {"privileged": true}}]}}}});
+        assert_eq!(
+            find_keys(
+                overrides.as_object().unwrap(),
+                &crate::constants::ESCALATING_OVERRIDE_KEYS
+            ),
+            [
+                "provider.overrides.spec.template.spec.containers[0].securityContext",
+                "provider.overrides.spec.template.spec.hostNetwork",
+            ]
+        );
+    }
 
     const SCHEMA: &[(&str, OverrideType)] = &[
         (

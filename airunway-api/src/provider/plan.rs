@@ -255,60 +255,192 @@ pub fn status_from_live<P: Provider>(
     desired: &DesiredUpstream,
     live: Option<&DynamicObject>,
 ) -> ProviderStatus {
-    let name = desired.object["metadata"]["name"]
-        .as_str()
-        .unwrap_or_default()
-        .to_string();
-    let kind = desired.object["kind"]
-        .as_str()
-        .unwrap_or_default()
-        .to_string();
     let translated = provider.translate_status(md, live);
-    ProviderStatus::from_translation(provider.display_name(), (name, kind), &translated)
+    ProviderStatus::from_translation(
+        provider.display_name(),
+        (desired.name().to_string(), desired.kind().to_string()),
+        &translated,
+    )
+}
+
+/// The provider-owned status translated from the live (or just applied) objects of a set, in
+/// the order of `desired` (the primary first).
+pub fn status_from_set<P: Provider>(
+    provider: &P,
+    md: &ModelDeployment,
+    desired: &[DesiredUpstream],
+    live: &[Option<&DynamicObject>],
+) -> ProviderStatus {
+    let translated = provider.translate_set_status(md, live);
+    let resource = desired
+        .first()
+        .map(|d| (d.name().to_string(), d.kind().to_string()))
+        .unwrap_or_default();
+    ProviderStatus::from_translation(provider.display_name(), resource, &translated)
+}
+
+/// The desired objects of a deployment to deploy (the primary first) and the render's notes.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Prepared {
+    /// The objects to apply, completed by [`desired::desired_object`].
+    pub desired: Vec<DesiredUpstream>,
+    /// Notes for the user from the render.
+    pub warnings: Vec<RenderWarning>,
+}
+
+/// The half of [`plan`] before any live object is looked at: compatibility, schema, render.
+/// `Err`: the [`Plan::Hold`] to show instead.
+pub fn prepare<P: Provider>(
+    provider: &P,
+    md: &ModelDeployment,
+    detection: &SchemaDetection,
+) -> Result<Prepared, Box<Plan>> {
+    if let Err(message) = provider.check_compatibility(md) {
+        let kind = provider.upstream().kind;
+        return Err(Box::new(
+            hold(
+                HoldCause::Incompatible,
+                Phase::Failed,
+                (false, reasons::INCOMPATIBLE_CONFIGURATION, message.clone()),
+                reasons::INCOMPATIBLE_CONFIGURATION,
+                message,
+            )
+            .with_resource_message(format!(
+                "No {kind} is created for an incompatible configuration"
+            )),
+        ));
+    }
+    let schema = usable_schema(provider, detection)?;
+    let rendered = match provider.render_set(md, &schema) {
+        Ok(rendered) if !rendered.objects.is_empty() => rendered,
+        Ok(_) => {
+            return Err(Box::new(hold_incompatible(
+                HoldCause::Render("unsupported"),
+                reasons::INCOMPATIBLE_CONFIGURATION,
+                format!("{} rendered no object", provider.display_name()),
+            )));
+        }
+        Err(error) => {
+            let reason = match error {
+                RenderError::InvalidOverrides(_) => reasons::INVALID_OVERRIDES,
+                RenderError::Unsupported(_) => reasons::INCOMPATIBLE_CONFIGURATION,
+            };
+            return Err(Box::new(hold_incompatible(
+                HoldCause::Render(error.category()),
+                reason,
+                error.to_string(),
+            )));
+        }
+    };
+    Ok(Prepared {
+        desired: rendered
+            .objects
+            .iter()
+            .map(|object| desired::desired_object(md, object))
+            .collect(),
+        warnings: rendered.warnings,
+    })
 }
 
 /// What to write for a deployment [`triage`] said to deploy: compatibility, schema, render,
-/// then the comparison with `live` (the cached upstream object of the same name, if any). An
-/// object is applied only when it is missing, its spec changed or it was edited by hand.
+/// then the comparison of the primary object with `live` (the cached upstream object of the
+/// same name, if any). An object is applied only when it is missing, its spec changed or it
+/// was edited by hand. (The SDK's reconcile compares every object of a set the same way, with
+/// [`compare_object`].)
 pub fn plan<P: Provider>(
     provider: &P,
     md: &ModelDeployment,
     detection: &SchemaDetection,
     live: Option<&DynamicObject>,
 ) -> Plan {
-    if let Err(message) = provider.check_compatibility(md) {
-        let kind = provider.upstream().kind;
-        return hold(
-            HoldCause::Incompatible,
-            Phase::Failed,
-            (false, reasons::INCOMPATIBLE_CONFIGURATION, message.clone()),
-            reasons::INCOMPATIBLE_CONFIGURATION,
-            message,
-        )
-        .with_resource_message(format!(
-            "No {kind} is created for an incompatible configuration"
-        ));
-    }
-    let schema = match usable_schema(provider, detection) {
-        Ok(schema) => schema,
+    let prepared = match prepare(provider, md, detection) {
+        Ok(prepared) => prepared,
         Err(held) => return *held,
     };
-    let rendered = match provider.render(md, &schema) {
-        Ok(rendered) => rendered,
-        Err(error) => {
-            let reason = match error {
-                RenderError::InvalidOverrides(_) => reasons::INVALID_OVERRIDES,
-                RenderError::Unsupported(_) => reasons::INCOMPATIBLE_CONFIGURATION,
-            };
-            return hold_incompatible(
-                HoldCause::Render(error.category()),
-                reason,
-                error.to_string(),
-            );
-        }
+    let Some(primary) = prepared.desired.into_iter().next() else {
+        return hold_incompatible(
+            HoldCause::Render("unsupported"),
+            reasons::INCOMPATIBLE_CONFIGURATION,
+            format!("{} rendered no object", provider.display_name()),
+        );
     };
-    let desired = desired::desired_upstream(md, &rendered);
-    compare(provider, md, desired, rendered.warnings, live)
+    compare(provider, md, primary, prepared.warnings, live)
+}
+
+/// How one desired object compares with its live copy.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ObjectPlan {
+    /// No live object: create it.
+    Create,
+    /// Its spec changed, or someone edited it (`drifted`, a `DriftDetected` event): apply it.
+    Update {
+        /// Whether the live object was edited by hand.
+        drifted: bool,
+    },
+    /// As desired.
+    InSync,
+    /// Being deleted (an identity change): wait until it is gone.
+    AwaitDeletion,
+    /// An identity field changed: delete it (it is created anew once gone).
+    Recreate,
+    /// An object of that name belongs to someone else: the message.
+    NotOwned(String),
+}
+
+/// Compares one desired object with its live copy (pure).
+pub fn compare_object(
+    md: &ModelDeployment,
+    desired: &DesiredUpstream,
+    live: Option<&DynamicObject>,
+) -> ObjectPlan {
+    let Some(live) = live else {
+        return ObjectPlan::Create;
+    };
+    let live_value = serde_json::to_value(live).unwrap_or(Value::Null);
+    if !desired::owned_by(&live_value, md) {
+        let namespace = md.metadata.namespace.clone().unwrap_or_default();
+        return ObjectPlan::NotOwned(format!(
+            "{} {namespace}/{} already exists and is not owned by this ModelDeployment; delete or rename it",
+            desired.kind(),
+            desired.name()
+        ));
+    }
+    if live.metadata.deletion_timestamp.is_some() {
+        return ObjectPlan::AwaitDeletion;
+    }
+    if desired::live_identity_hash(&live_value) != Some(desired.identity_hash.as_str()) {
+        return ObjectPlan::Recreate;
+    }
+    let same_spec = live_value["metadata"]["annotations"][crate::constants::annotations::SPEC_HASH]
+        .as_str()
+        == Some(desired.spec_hash.as_str());
+    let drifted = desired::drifted(desired, &live_value);
+    if !same_spec || drifted {
+        ObjectPlan::Update { drifted }
+    } else {
+        ObjectPlan::InSync
+    }
+}
+
+/// The status of a deployment whose object `message` describes belongs to someone else.
+pub fn not_owned<P: Provider>(provider: &P, message: String) -> ProviderStatus {
+    ProviderStatus::not_deployed(
+        Phase::Failed,
+        message.clone(),
+        compatible(provider),
+        (reasons::APPLY_FAILED, message),
+    )
+}
+
+/// The status of a deployment whose `kind` `name` is deleted to be created anew.
+pub fn recreating<P: Provider>(provider: &P, kind: &str, name: &str) -> ProviderStatus {
+    let message = format!("Recreating {kind} {name} after an identity change");
+    ProviderStatus::not_deployed(
+        Phase::Deploying,
+        message.clone(),
+        compatible(provider),
+        (reasons::RECREATING, message),
+    )
 }
 
 /// The live-object half of [`plan`].
@@ -319,66 +451,33 @@ fn compare<P: Provider>(
     warnings: Vec<RenderWarning>,
     live: Option<&DynamicObject>,
 ) -> Plan {
-    let Some(live) = live else {
-        return Plan::Apply {
+    match compare_object(md, &desired, live) {
+        ObjectPlan::Create => Plan::Apply {
             desired,
             drifted: false,
             creating: true,
             warnings,
-        };
-    };
-    let name = desired.object["metadata"]["name"]
-        .as_str()
-        .unwrap_or_default()
-        .to_string();
-    let kind = desired.object["kind"]
-        .as_str()
-        .unwrap_or_default()
-        .to_string();
-    let live_value = serde_json::to_value(live).unwrap_or(Value::Null);
-    if !desired::owned_by(&live_value, md) {
-        let namespace = md.metadata.namespace.clone().unwrap_or_default();
-        return hold(
-            HoldCause::NotOwned,
-            Phase::Failed,
-            compatible(provider),
-            reasons::APPLY_FAILED,
-            format!(
-                "{kind} {namespace}/{name} already exists and is not owned by this ModelDeployment; delete or rename it"
-            ),
-        );
-    }
-    if live.metadata.deletion_timestamp.is_some() {
-        return Plan::AwaitDeletion;
-    }
-    if desired::live_identity_hash(&live_value) != Some(desired.identity_hash.as_str()) {
-        let message = format!("Recreating {kind} {name} after an identity change");
-        return Plan::Recreate {
-            name,
-            status: ProviderStatus::not_deployed(
-                Phase::Deploying,
-                message.clone(),
-                compatible(provider),
-                (reasons::RECREATING, message),
-            ),
-        };
-    }
-    let same_spec = live_value["metadata"]["annotations"][crate::constants::annotations::SPEC_HASH]
-        .as_str()
-        == Some(desired.spec_hash.as_str());
-    let drifted = desired::drifted(&desired, &live_value);
-    if !same_spec || drifted {
-        return Plan::Apply {
+        },
+        ObjectPlan::Update { drifted } => Plan::Apply {
             desired,
             drifted,
             creating: false,
             warnings,
-        };
-    }
-    Plan::InSync {
-        status: status_from_live(provider, md, &desired, Some(live)),
-        desired,
-        warnings,
+        },
+        ObjectPlan::InSync => Plan::InSync {
+            status: status_from_live(provider, md, &desired, live),
+            desired,
+            warnings,
+        },
+        ObjectPlan::AwaitDeletion => Plan::AwaitDeletion,
+        ObjectPlan::Recreate => Plan::Recreate {
+            status: recreating(provider, desired.kind(), desired.name()),
+            name: desired.name().to_string(),
+        },
+        ObjectPlan::NotOwned(message) => Plan::Hold {
+            cause: HoldCause::NotOwned,
+            status: not_owned(provider, message),
+        },
     }
 }
 

@@ -14,8 +14,9 @@ use kube::runtime::controller::Action;
 use kube::{Client, Resource, ResourceExt};
 
 use super::cleanup;
+use super::desired::DesiredUpstream;
 use super::live::LiveObjects;
-use super::plan::{self, Plan, Triage};
+use super::plan::{self, ObjectPlan, Plan, Triage};
 use super::recent::RecentDeployments;
 use super::status_write;
 use super::traits::{Provider, RenderWarning, SchemaDetection, UpstreamKind};
@@ -84,6 +85,8 @@ pub struct Context<P: Provider> {
     /// The upstream objects this provider manages, as its watch sees them (plus what it just
     /// applied and the watch has not delivered yet).
     pub live: LiveObjects,
+    /// The provider's [secondary kinds](Provider::secondary_kinds), each with its own watch.
+    pub secondary: Vec<(UpstreamKind, LiveObjects)>,
     /// Events.
     pub events: EventPublisher,
     /// `--finalizer-timeout`.
@@ -143,6 +146,91 @@ impl<P: Provider> Context<P> {
     pub(super) fn live(&self, namespace: &str, name: &str) -> Option<Arc<DynamicObject>> {
         self.live.get(namespace, name)
     }
+
+    /// Kind `index`: 0 the upstream kind, then the secondary kinds.
+    pub(super) fn kind(&self, index: usize) -> &UpstreamKind {
+        match index.checked_sub(1) {
+            None => &self.upstream,
+            Some(i) => self
+                .secondary
+                .get(i)
+                .map(|(k, _)| k)
+                .unwrap_or(&self.upstream),
+        }
+    }
+
+    /// The cache of kind `index`.
+    pub(super) fn cache(&self, index: usize) -> &LiveObjects {
+        match index.checked_sub(1) {
+            None => &self.live,
+            Some(i) => self.secondary.get(i).map(|(_, l)| l).unwrap_or(&self.live),
+        }
+    }
+
+    /// The index of the declared kind of `desired`, if it is one.
+    pub(super) fn kind_index(&self, desired: &DesiredUpstream) -> Option<usize> {
+        std::iter::once(&self.upstream)
+            .chain(self.secondary.iter().map(|(k, _)| k))
+            .position(|k| k.kind == desired.kind() && k.group == desired.group())
+    }
+
+    /// The API of kind `index` in `namespace` (the upstream kind at its detected version).
+    pub(super) fn api(&self, index: usize, namespace: &str) -> Api<DynamicObject> {
+        if index == 0 {
+            return self.upstream_api(namespace);
+        }
+        let kind = self.kind(index);
+        let resource = ApiResource {
+            group: kind.group.clone(),
+            version: kind.default_version.clone(),
+            api_version: kind.api_version(&kind.default_version),
+            kind: kind.kind.clone(),
+            plural: kind.plural.clone(),
+        };
+        Api::namespaced_with(self.client.clone(), namespace, &resource)
+    }
+
+    /// The live objects this provider created for `md` (by kind index): with secondary kinds,
+    /// every cached object labelled for it and owned by it; else its one upstream object.
+    pub(super) fn owned_objects(&self, md: &ModelDeployment) -> Vec<(usize, Arc<DynamicObject>)> {
+        let namespace = md.namespace().unwrap_or_default();
+        let name = md.name_any();
+        let candidates: Vec<(usize, Arc<DynamicObject>)> = if self.secondary.is_empty() {
+            self.live(&namespace, &name)
+                .map(|o| (0, o))
+                .into_iter()
+                .collect()
+        } else {
+            (0..=self.secondary.len())
+                .flat_map(|i| {
+                    self.cache(i)
+                        .labelled_for(&namespace, &name)
+                        .into_iter()
+                        .map(move |o| (i, o))
+                })
+                .collect()
+        };
+        candidates
+            .into_iter()
+            .filter(|(_, o)| {
+                serde_json::to_value(o.as_ref())
+                    .is_ok_and(|value| super::desired::owned_by(&value, md))
+            })
+            .collect()
+    }
+
+    /// Waits (at most `limit`) until every watch has listed its objects once.
+    async fn caches_ready(&self, limit: Duration) -> bool {
+        if !self.live.ready(limit).await {
+            return false;
+        }
+        for (_, cache) in &self.secondary {
+            if !cache.ready(limit).await {
+                return false;
+            }
+        }
+        true
+    }
 }
 
 /// Reconciles one ModelDeployment for this provider.
@@ -154,7 +242,7 @@ pub async fn reconcile<P: Provider>(
     // Until the upstream watch has listed everything once, "not in the cache" proves nothing
     // (a restarted provider would re-create or release what exists).
     // Without a usable upstream kind there is nothing to list (and nothing to wait for).
-    if ctx.detection().schema().is_some() && !ctx.live.ready(CACHE_SYNC_WAIT).await {
+    if ctx.detection().schema().is_some() && !ctx.caches_ready(CACHE_SYNC_WAIT).await {
         return Ok(Action::requeue(CACHE_SYNC_WAIT));
     }
     let md = ctx.recent.newest(md);
@@ -170,11 +258,9 @@ async fn reconcile_inner<P: Provider>(
     let namespace = md
         .namespace()
         .ok_or(ReconcileError::MissingField("metadata.namespace"))?;
-    let name = md
-        .metadata
-        .name
-        .clone()
-        .ok_or(ReconcileError::MissingField("metadata.name"))?;
+    if md.metadata.name.is_none() {
+        return Err(ReconcileError::MissingField("metadata.name"));
+    }
     match plan::triage(md, ctx.provider.name()) {
         Triage::Ignore | Triage::Paused => Ok(Action::await_change()),
         Triage::Delete => cleanup::on_delete(md, ctx).await,
@@ -184,7 +270,7 @@ async fn reconcile_inner<P: Provider>(
             let md = cleanup::add_finalizer(md, ctx).await?;
             ctx.recent.record(md.clone());
             if plan::triage(&md, ctx.provider.name()) == Triage::Deploy {
-                deploy(&md, ctx, &namespace, &name).await
+                deploy(&md, ctx, &namespace).await
             } else {
                 Ok(Action::await_change())
             }
@@ -192,133 +278,215 @@ async fn reconcile_inner<P: Provider>(
         Triage::AwaitValidSpec => Ok(Action::await_change()),
         Triage::Deploy => {
             cleanup::forget_move(md, ctx);
-            deploy(md, ctx, &namespace, &name).await
+            deploy(md, ctx, &namespace).await
         }
     }
 }
 
-/// Carries out the [`Plan`] for a deployment to deploy.
+/// Event reason: an object of an old shape (e.g. the aggregated Deployment after a switch to
+/// disaggregated serving) was deleted.
+const RESOURCE_DELETED: &str = "ResourceDeleted";
+
+/// Carries out the plan for a deployment to deploy: [`plan::prepare`], then
+/// [`plan::compare_object`] for every object of the set, then the writes.
 async fn deploy<P: Provider>(
     md: &ModelDeployment,
     ctx: &Context<P>,
     namespace: &str,
-    name: &str,
 ) -> Result<Action, ReconcileError> {
     let provider = ctx.provider.as_ref();
-    let kind = ctx.upstream.kind.clone();
     let detection = ctx.detection();
-    let mut planned = plan::plan(
-        provider,
-        md,
-        &detection,
-        ctx.live(namespace, name).as_deref(),
-    );
-    if let Plan::Apply { creating: true, .. } = planned {
-        // The watch sees only objects we label: before creating, make sure no object of that
-        // name exists (a user's would be taken over by the forced apply).
-        let found = ctx
-            .upstream_api(namespace)
-            .get_opt(name)
-            .await
-            .map_err(api_error(format!("reading {kind} {namespace}/{name}")))?;
-        if let Some(found) = found {
-            planned = plan::plan(provider, md, &detection, Some(&found));
-        }
-    }
-    let status = match planned {
-        Plan::Hold { cause, status } => {
-            if let Some(category) = cause.error_category() {
-                ctx.metrics.error(category);
+    let prepared = match plan::prepare(provider, md, &detection) {
+        Ok(prepared) => prepared,
+        Err(held) => {
+            if let Plan::Hold { cause, status } = *held {
+                if let Some(category) = cause.error_category() {
+                    ctx.metrics.error(category);
+                }
+                status_write::write(md, ctx, &status).await?;
             }
-            status
-        }
-        Plan::AwaitDeletion => {
-            // The watch reports the deletion; the timer is only a safety net.
             return Ok(Action::requeue(ctx.resync));
         }
-        Plan::Recreate { name, status } => {
-            recreate(md, ctx, namespace, &name).await?;
-            status
-        }
-        Plan::InSync {
-            status, warnings, ..
-        } => {
-            publish_render_warnings(md, ctx, &warnings).await;
-            status
-        }
-        Plan::Apply {
-            desired,
-            drifted,
-            creating,
-            warnings,
-        } => {
-            publish_render_warnings(md, ctx, &warnings).await;
-            let reference = md.object_ref(&());
-            if drifted {
-                ctx.events
-                    .warning(&reference, event_reasons::DRIFT_DETECTED, "Reconcile",
-                        format!("Provider resource was modified directly, reconciling ({kind} '{name}' is restored from the ModelDeployment)"))
-                    .await;
-            }
-            let upstream = ctx.upstream_api(namespace);
-            match upstream
-                .patch(
-                    name,
-                    &PatchParams::apply(&ctx.manager()).force(),
-                    &Patch::Apply(&desired.object),
-                )
-                .await
-            {
-                Ok(mut applied) => {
-                    if creating {
-                        ctx.events
-                            .normal(
-                                &reference,
-                                event_reasons::RESOURCE_CREATED,
-                                "Create",
-                                format!("Created {kind} '{name}'"),
-                            )
-                            .await;
-                    }
-                    let status = plan::status_from_live(provider, md, &desired, Some(&applied));
-                    crate::cache_trim::drop_ownership(&mut applied.metadata);
-                    ctx.live.remember(applied);
-                    status
-                }
-                // The CRD went away after detection.
-                Err(kube::Error::Api(status)) if status.code == 404 => {
-                    plan::crd_gone(provider, &status.message)
-                }
-                // Conflicts, throttling and not-yet-granted RBAC pass: retry with backoff.
-                Err(kube::Error::Api(status))
-                    if (400..500).contains(&status.code)
-                        && !matches!(status.code, 403 | 409 | 429) =>
-                {
-                    ctx.metrics.error("apply_rejected");
-                    plan::apply_rejected(provider, &kind, name, &status.message)
-                }
-                Err(e) => return Err(api_error(format!("applying {kind} {namespace}/{name}"))(e)),
-            }
-        }
     };
+    let mut objects: Vec<(usize, &DesiredUpstream, ObjectPlan)> = Vec::new();
+    for desired in &prepared.desired {
+        let Some(index) = ctx.kind_index(desired) else {
+            ctx.metrics.error("unsupported");
+            let message = format!(
+                "{} rendered a {} {}, a kind it does not declare",
+                provider.display_name(),
+                desired.kind(),
+                desired.name()
+            );
+            status_write::write(
+                md,
+                ctx,
+                &plan::apply_rejected(provider, desired.kind(), desired.name(), &message),
+            )
+            .await?;
+            return Ok(Action::requeue(ctx.resync));
+        };
+        let object = desired.name();
+        let mut step = plan::compare_object(
+            md,
+            desired,
+            ctx.cache(index).get(namespace, object).as_deref(),
+        );
+        if step == ObjectPlan::Create {
+            // The watch sees only objects we label: before creating, make sure no object of
+            // that name exists (a user's would be taken over by the forced apply).
+            let kind = desired.kind();
+            let found = ctx
+                .api(index, namespace)
+                .get_opt(object)
+                .await
+                .map_err(api_error(format!("reading {kind} {namespace}/{object}")))?;
+            if let Some(found) = found {
+                step = plan::compare_object(md, desired, Some(&found));
+            }
+        }
+        objects.push((index, desired, step));
+    }
+    if let Some(message) = objects.iter().find_map(|(_, _, step)| match step {
+        ObjectPlan::NotOwned(message) => Some(message.clone()),
+        _ => None,
+    }) {
+        ctx.metrics.error("not_owned");
+        status_write::write(md, ctx, &plan::not_owned(provider, message)).await?;
+        return Ok(Action::requeue(ctx.resync));
+    }
+    if objects
+        .iter()
+        .any(|(_, _, step)| *step == ObjectPlan::AwaitDeletion)
+    {
+        // The watch reports the deletion; the timer is only a safety net.
+        return Ok(Action::requeue(ctx.resync));
+    }
+    let recreated: Vec<&(usize, &DesiredUpstream, ObjectPlan)> = objects
+        .iter()
+        .filter(|(_, _, step)| *step == ObjectPlan::Recreate)
+        .collect();
+    if let Some((_, first, _)) = recreated.first() {
+        for (index, desired, _) in &recreated {
+            recreate(md, ctx, *index, namespace, desired.name()).await?;
+        }
+        let status = plan::recreating(provider, first.kind(), first.name());
+        status_write::write(md, ctx, &status).await?;
+        return Ok(Action::requeue(ctx.resync));
+    }
+    publish_render_warnings(md, ctx, &prepared.warnings).await;
+    if !ctx.secondary.is_empty() {
+        prune(md, ctx, &objects).await?;
+    }
+    let reference = md.object_ref(&());
+    let mut live: Vec<Option<Arc<DynamicObject>>> = Vec::new();
+    for (index, desired, step) in &objects {
+        let (kind, object) = (desired.kind(), desired.name());
+        let (creating, drifted) = match step {
+            ObjectPlan::Create => (true, false),
+            ObjectPlan::Update { drifted } => (false, *drifted),
+            _ => {
+                live.push(ctx.cache(*index).get(namespace, object));
+                continue;
+            }
+        };
+        if drifted {
+            ctx.events
+                .warning(&reference, event_reasons::DRIFT_DETECTED, "Reconcile",
+                    format!("Provider resource was modified directly, reconciling ({kind} '{object}' is restored from the ModelDeployment)"))
+                .await;
+        }
+        match ctx
+            .api(*index, namespace)
+            .patch(
+                object,
+                &PatchParams::apply(&ctx.manager()).force(),
+                &Patch::Apply(&desired.object),
+            )
+            .await
+        {
+            Ok(mut applied) => {
+                if creating {
+                    ctx.events
+                        .normal(
+                            &reference,
+                            event_reasons::RESOURCE_CREATED,
+                            "Create",
+                            format!("Created {kind} '{object}'"),
+                        )
+                        .await;
+                }
+                crate::cache_trim::drop_ownership(&mut applied.metadata);
+                ctx.cache(*index).remember(applied.clone());
+                live.push(Some(Arc::new(applied)));
+            }
+            // The CRD went away after detection.
+            Err(kube::Error::Api(status)) if status.code == 404 => {
+                status_write::write(md, ctx, &plan::crd_gone(provider, &status.message)).await?;
+                return Ok(Action::requeue(ctx.resync));
+            }
+            // Conflicts, throttling and not-yet-granted RBAC pass: retry with backoff.
+            Err(kube::Error::Api(status))
+                if (400..500).contains(&status.code) && !matches!(status.code, 403 | 409 | 429) =>
+            {
+                ctx.metrics.error("apply_rejected");
+                let status = plan::apply_rejected(provider, kind, object, &status.message);
+                status_write::write(md, ctx, &status).await?;
+                return Ok(Action::requeue(ctx.resync));
+            }
+            Err(e) => {
+                return Err(api_error(format!("applying {kind} {namespace}/{object}"))(
+                    e,
+                ));
+            }
+        }
+    }
+    let live: Vec<Option<&DynamicObject>> = live.iter().map(Option::as_deref).collect();
+    let status = plan::status_from_set(provider, md, &prepared.desired, &live);
     status_write::write(md, ctx, &status).await?;
     Ok(Action::requeue(ctx.resync))
 }
 
-/// Deletes the live object after an identity change (it is created anew once gone).
-async fn recreate<P: Provider>(
+/// Deletes the objects this provider created for `md` that the render no longer produces (the
+/// old shape after a change of serving mode), so none is left behind.
+async fn prune<P: Provider>(
     md: &ModelDeployment,
     ctx: &Context<P>,
+    wanted: &[(usize, &DesiredUpstream, ObjectPlan)],
+) -> Result<(), ReconcileError> {
+    let namespace = md.namespace().unwrap_or_default();
+    for (index, stale) in ctx.owned_objects(md) {
+        let name = stale.name_any();
+        let kept = wanted
+            .iter()
+            .any(|(i, desired, _)| *i == index && desired.name() == name);
+        if kept || stale.metadata.deletion_timestamp.is_some() {
+            continue;
+        }
+        let kind = ctx.kind(index).kind.clone();
+        delete_object(ctx, index, &namespace, &name).await?;
+        ctx.events
+            .normal(
+                &md.object_ref(&()),
+                RESOURCE_DELETED,
+                "Delete",
+                format!("Deleted {kind} '{name}': the deployment no longer needs it"),
+            )
+            .await;
+    }
+    Ok(())
+}
+
+/// Deletes object `namespace/name` of kind `index` (gone already is fine).
+pub(super) async fn delete_object<P: Provider>(
+    ctx: &Context<P>,
+    index: usize,
     namespace: &str,
     name: &str,
 ) -> Result<(), ReconcileError> {
-    let kind = &ctx.upstream.kind;
-    ctx.events
-        .normal(&md.object_ref(&()), event_reasons::RESOURCE_RECREATED, "Recreate",
-            format!("Deleting {kind} '{name}' to recreate it: an identity field (model.id, model.source, engine.type, provider.name or serving.mode) changed"))
-        .await;
+    let kind = ctx.kind(index).kind.clone();
     match ctx
-        .upstream_api(namespace)
+        .api(index, namespace)
         .delete(
             name,
             &DeleteParams {
@@ -329,15 +497,31 @@ async fn recreate<P: Provider>(
         .await
     {
         Ok(_) => {
-            ctx.live.forget(namespace, name);
+            ctx.cache(index).forget(namespace, name);
             Ok(())
         }
         Err(kube::Error::Api(status)) if status.code == 404 => {
-            ctx.live.forget(namespace, name);
+            ctx.cache(index).forget(namespace, name);
             Ok(())
         }
         Err(e) => Err(api_error(format!("deleting {kind} {namespace}/{name}"))(e)),
     }
+}
+
+/// Deletes a live object after an identity change (it is created anew once gone).
+async fn recreate<P: Provider>(
+    md: &ModelDeployment,
+    ctx: &Context<P>,
+    index: usize,
+    namespace: &str,
+    name: &str,
+) -> Result<(), ReconcileError> {
+    let kind = ctx.kind(index).kind.clone();
+    ctx.events
+        .normal(&md.object_ref(&()), event_reasons::RESOURCE_RECREATED, "Recreate",
+            format!("Deleting {kind} '{name}' to recreate it: an identity field (model.id, model.source, engine.type, provider.name or serving.mode) changed"))
+        .await;
+    delete_object(ctx, index, namespace, name).await
 }
 
 async fn publish_render_warnings<P: Provider>(

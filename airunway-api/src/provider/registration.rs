@@ -127,6 +127,22 @@ pub fn upstream_condition(
 ) -> (bool, DesiredCondition) {
     let t = condition_types::UPSTREAM_AVAILABLE;
     match detection {
+        SchemaDetection::Supported(schema)
+            if schema.fingerprint == super::workload::BUILTIN_FINGERPRINT =>
+        {
+            (
+                true,
+                DesiredCondition::new(
+                    t,
+                    true,
+                    reasons::UPSTREAM_CRD_ESTABLISHED,
+                    format!(
+                        "{kind} is a built-in Kubernetes kind ({}): no CRD is needed, always ready",
+                        schema.api_version
+                    ),
+                ),
+            )
+        }
         SchemaDetection::Supported(schema) => (
             true,
             DesiredCondition::new(

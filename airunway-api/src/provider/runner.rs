@@ -87,6 +87,36 @@ fn trim_deployment(md: &mut ModelDeployment, provider: &str) {
     }
 }
 
+/// The watch of the objects of `resource` this provider manages (only those labelled
+/// `airunway.ai/managed-by: airunway`, cached without their managedFields): the cache, and the
+/// stream of changes that wakes the owning deployment's reconcile.
+fn watch_owned(
+    client: &Client,
+    resource: &ApiResource,
+) -> (
+    LiveObjects,
+    impl futures::Stream<Item = Result<DynamicObject, watcher::Error>> + Send + 'static,
+) {
+    let writer = reflector::store::Writer::new(resource.clone());
+    let live = LiveObjects::new(writer.as_reader(), resource.clone());
+    let owned: Api<DynamicObject> = Api::all_with(client.clone(), resource);
+    let changes = watcher(
+        owned,
+        watcher::Config::default()
+            .labels(&format!(
+                "{}={}",
+                labels::MANAGED_BY,
+                labels::MANAGED_BY_VALUE
+            ))
+            .any_semantic(),
+    )
+    .default_backoff()
+    .modify(|object: &mut DynamicObject| cache_trim::drop_ownership(&mut object.metadata))
+    .reflect(writer)
+    .touched_objects();
+    (live, changes)
+}
+
 /// Parses the command line and runs `provider` until SIGTERM.
 pub async fn run<P: Provider>(provider: P) -> anyhow::Result<()> {
     let args = ProviderArgs::parse();
@@ -374,23 +404,22 @@ pub async fn run_with_args<P: Provider>(provider: P, args: ProviderArgs) -> anyh
     };
     // The upstream objects this provider manages: one watch, narrowed by label, cached
     // without their managedFields; its events wake the owning deployment's reconcile.
-    let live_writer = reflector::store::Writer::new(resource.clone());
-    let live = LiveObjects::new(live_writer.as_reader(), resource.clone());
-    let owned: Api<DynamicObject> = Api::all_with(client.clone(), &resource);
-    let owned_changes = watcher(
-        owned,
-        watcher::Config::default()
-            .labels(&format!(
-                "{}={}",
-                labels::MANAGED_BY,
-                labels::MANAGED_BY_VALUE
-            ))
-            .any_semantic(),
-    )
-    .default_backoff()
-    .modify(|object: &mut DynamicObject| cache_trim::drop_ownership(&mut object.metadata))
-    .reflect(live_writer)
-    .touched_objects();
+    let (live, owned_changes) = watch_owned(&client, &resource);
+    // The secondary kinds (built-in: watched at their default version), one watch each.
+    let mut secondary = Vec::new();
+    let mut secondary_changes = Vec::new();
+    for kind in provider.secondary_kinds() {
+        let resource = ApiResource {
+            group: kind.group.clone(),
+            version: kind.default_version.clone(),
+            api_version: kind.api_version(&kind.default_version),
+            kind: kind.kind.clone(),
+            plural: kind.plural.clone(),
+        };
+        let (cache, changes) = watch_owned(&client, &resource);
+        secondary.push((kind, cache));
+        secondary_changes.push((changes, resource));
+    }
     // Every ModelDeployment (which are this provider's is in their status), cached with only
     // what the reconcile reads; those of other providers keep little more than metadata.
     let deployments_writer = reflector::store::Writer::<ModelDeployment>::default();
@@ -411,6 +440,7 @@ pub async fn run_with_args<P: Provider>(provider: P, args: ProviderArgs) -> anyh
         upstream: upstream.clone(),
         detection: detection.clone(),
         live,
+        secondary,
         events: EventPublisher::new(client.clone(), &format!("{name}-provider")),
         finalizer_timeout: args.finalizer_timeout,
         resync: args.resync_interval,
@@ -420,8 +450,12 @@ pub async fn run_with_args<P: Provider>(provider: P, args: ProviderArgs) -> anyh
         recent: Default::default(),
     });
     let stop_controller = shutdown.child_token();
-    let controller = Controller::for_stream(deployment_changes, deployments)
-        .owns_stream_with(owned_changes, resource)
+    let mut controller = Controller::for_stream(deployment_changes, deployments)
+        .owns_stream_with(owned_changes, resource);
+    for (changes, resource) in secondary_changes {
+        controller = controller.owns_stream_with(changes, resource);
+    }
+    let controller = controller
         .reconcile_all_on(detection_changes)
         .with_config(ControllerConfig::default().concurrency(RECONCILE_CONCURRENCY))
         .graceful_shutdown_on(stop_controller.clone().cancelled_owned())

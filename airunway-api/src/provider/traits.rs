@@ -117,6 +117,28 @@ pub struct Rendered {
     pub warnings: Vec<RenderWarning>,
 }
 
+/// The desired upstream objects of a provider that creates more than one object per deployment
+/// (see [`Provider::render_set`]).
+#[derive(Clone, Debug, PartialEq)]
+pub struct RenderedSet {
+    /// The objects as JSON (`apiVersion`, `kind`, `metadata.name` and the kind's fields), each
+    /// of the provider's [upstream kind](Provider::upstream) or one of its
+    /// [secondary kinds](Provider::secondary_kinds). The first is the primary object: the one
+    /// `status.provider.resourceName`/`resourceKind` name. Names must be unique per kind.
+    pub objects: Vec<serde_json::Value>,
+    /// Notes for the user (unknown override keys, ignored settings).
+    pub warnings: Vec<RenderWarning>,
+}
+
+impl From<Rendered> for RenderedSet {
+    fn from(rendered: Rendered) -> Self {
+        RenderedSet {
+            objects: vec![rendered.object],
+            warnings: rendered.warnings,
+        }
+    }
+}
+
 /// Why a deployment cannot be rendered.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum RenderError {
@@ -202,4 +224,35 @@ pub trait Provider: Send + Sync + 'static {
         deployment: &ModelDeployment,
         upstream: Option<&DynamicObject>,
     ) -> TranslatedStatus;
+
+    /// Further kinds a provider creates besides [`upstream`](Provider::upstream), e.g. the
+    /// `v1 Service`s next to `apps/v1 Deployment`s. They must be built-in kinds (no CRD
+    /// detection: each is watched and written at its `default_version`). Default: none, the
+    /// provider manages one object per deployment.
+    fn secondary_kinds(&self) -> Vec<UpstreamKind> {
+        Vec::new()
+    }
+
+    /// Every object the deployment needs, the primary first. The SDK applies each (server-side
+    /// apply, owner reference, labels, drift, identity recreation) and deletes the objects it
+    /// created for the deployment that are no longer rendered (a changed shape leaves no
+    /// orphan). Default: the single object of [`render`](Provider::render).
+    fn render_set(
+        &self,
+        deployment: &ModelDeployment,
+        schema: &UpstreamSchema,
+    ) -> Result<RenderedSet, RenderError> {
+        self.render(deployment, schema).map(RenderedSet::from)
+    }
+
+    /// The deployment status from the live objects, in the order of
+    /// [`render_set`](Provider::render_set) (`None`: not created yet). Default:
+    /// [`translate_status`](Provider::translate_status) of the primary object.
+    fn translate_set_status(
+        &self,
+        deployment: &ModelDeployment,
+        upstream: &[Option<&DynamicObject>],
+    ) -> TranslatedStatus {
+        self.translate_status(deployment, upstream.first().copied().flatten())
+    }
 }

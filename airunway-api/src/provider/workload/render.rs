@@ -1,0 +1,472 @@
+//! A vLLM serving component as a Deployment and a Service (pure).
+//!
+//! - Deployment `<component name>`: `replicas`; selector `{airunway.ai/deployment: <md>, app:
+//!   <component name>}`; pod labels: `podTemplate.metadata.labels`, the component's own labels,
+//!   `airunway.ai/model-deployment: <md>` (what the gateway's InferencePool selects) and the
+//!   two selector labels (re-applied last, so a pod label cannot break the selector); pod
+//!   annotations from `podTemplate.metadata.annotations`; `nodeSelector`, `tolerations`.
+//! - Container `vllm`: the image given, port `http` 8000/TCP, GPUs (`<gpu type>: N`) and memory
+//!   as limits and requests, CPU as a request; [`vllm_args`]; HTTP probes on `/health`
+//!   (startup 15 s/10 s/60, liveness 15 s/10 s/3, readiness 15 s/5 s/3: initial delay,
+//!   period, failure threshold); `env` (user `HF_TOKEN` dropped when the secret is set) then
+//!   `HF_TOKEN` from a `secretKeyRef` to `secrets.huggingFaceToken` (key `HF_TOKEN`: a
+//!   reference, never read); `/dev/shm` as a memory `emptyDir` (20Gi) with more than one GPU;
+//!   `model.storage` volumes that name a claim and a mount path, as PVC volumes mounted there.
+//! - Service `<component name>`: ClusterIP, the same selector, port `http` 8000 → `http`.
+
+use std::collections::BTreeMap;
+
+use serde_json::{Value, json};
+
+use crate::v1alpha1::{EngineType, ModelDeployment, ModelSource};
+
+/// The container name.
+pub const CONTAINER: &str = "vllm";
+/// The port vLLM serves on, and the Service's.
+pub const PORT: i32 = 8000;
+/// The port name.
+pub const PORT_NAME: &str = "http";
+/// The health endpoint.
+pub const HEALTH_PATH: &str = "/health";
+/// The per-component selector label (its value: the component's object name).
+pub const APP_LABEL: &str = "app";
+/// The pod label the gateway's InferencePool selects (value: the deployment name).
+pub const MODEL_DEPLOYMENT_LABEL: &str = "airunway.ai/model-deployment";
+/// The model source label on the objects.
+pub const MODEL_SOURCE_LABEL: &str = "airunway.ai/model-source";
+/// The engine label on the objects.
+pub const ENGINE_TYPE_LABEL: &str = "airunway.ai/engine-type";
+/// The environment variable carrying the Hugging Face token, and the Secret key read.
+pub const HF_TOKEN_ENV: &str = "HF_TOKEN";
+/// The size of the `/dev/shm` memory volume with more than one GPU.
+pub const SHM_SIZE: &str = "20Gi";
+
+/// One serving component: the aggregated server, or the prefill or decode workers.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Component {
+    /// Object name of its Deployment and Service.
+    pub name: String,
+    /// Replicas.
+    pub replicas: i32,
+    /// GPUs per replica.
+    pub gpus: i32,
+    /// The GPU extended resource name.
+    pub gpu_type: String,
+    /// Memory (limit and request).
+    pub memory: Option<String>,
+    /// CPU (request).
+    pub cpu: Option<String>,
+    /// Arguments of this component (e.g. a KV-transfer role), after the derived flags and
+    /// before `engine.args`.
+    pub args: Vec<String>,
+    /// Pod labels of this component (e.g. its role), besides the shared ones.
+    pub pod_labels: BTreeMap<String, String>,
+}
+
+impl Component {
+    /// The aggregated component of `md`, named after it.
+    pub fn aggregated(md: &ModelDeployment) -> Component {
+        let spec = &md.spec;
+        let resources = spec.resources.as_ref();
+        Component {
+            name: md.metadata.name.clone().unwrap_or_default(),
+            replicas: spec.replicas(),
+            gpus: spec.gpu_count(),
+            gpu_type: spec.gpu_type().to_string(),
+            memory: resources.and_then(|r| r.memory.clone()),
+            cpu: resources.and_then(|r| r.cpu.clone()),
+            args: Vec::new(),
+            pod_labels: BTreeMap::new(),
+        }
+    }
+}
+
+/// The vLLM command line after the image's entrypoint: `--model`, `--served-model-name`,
+/// `--max-model-len`, `--trust-remote-code`, `--enable-prefix-caching` or
+/// `--no-enable-prefix-caching`, `--enforce-eager`, `--tensor-parallel-size` (more than one
+/// GPU), the component's arguments, `engine.args` in key order (`""`/`"true"` → `--key`,
+/// `"false"` → `--no-key`, else `--key value`), then `engine.extraArgs` verbatim.
+pub fn vllm_args(md: &ModelDeployment, component: &Component) -> Vec<String> {
+    let spec = &md.spec;
+    let engine = spec.engine.as_ref();
+    let mut args: Vec<String> = Vec::new();
+    if let Some(id) = spec.model.id.as_ref().filter(|id| !id.is_empty()) {
+        args.extend(["--model".to_string(), id.clone()]);
+    }
+    if let Some(name) = md.served_model_name() {
+        args.extend(["--served-model-name".to_string(), name]);
+    }
+    if let Some(length) = engine.and_then(|e| e.context_length) {
+        args.extend(["--max-model-len".to_string(), length.to_string()]);
+    }
+    if engine.and_then(|e| e.trust_remote_code) == Some(true) {
+        args.push("--trust-remote-code".to_string());
+    }
+    args.push(
+        if spec.prefix_caching() {
+            "--enable-prefix-caching"
+        } else {
+            "--no-enable-prefix-caching"
+        }
+        .to_string(),
+    );
+    if spec.enforce_eager() {
+        args.push("--enforce-eager".to_string());
+    }
+    if component.gpus > 1 {
+        args.extend([
+            "--tensor-parallel-size".to_string(),
+            component.gpus.to_string(),
+        ]);
+    }
+    args.extend(component.args.iter().cloned());
+    for (key, value) in engine.and_then(|e| e.args.as_ref()).into_iter().flatten() {
+        match value.as_str() {
+            "" | "true" => args.push(format!("--{key}")),
+            "false" => args.push(format!("--no-{key}")),
+            other => args.extend([format!("--{key}"), other.to_string()]),
+        }
+    }
+    args.extend(spec.extra_args().iter().cloned());
+    args
+}
+
+/// The labels on every object of `md`: model source and engine.
+pub fn object_labels(md: &ModelDeployment) -> BTreeMap<String, String> {
+    let source = match md.spec.model_source() {
+        ModelSource::Huggingface => "huggingface",
+        ModelSource::Custom => "custom",
+    };
+    let mut labels = BTreeMap::from([(MODEL_SOURCE_LABEL.to_string(), source.to_string())]);
+    let engine = md.resolved_engine().unwrap_or(EngineType::Vllm);
+    labels.insert(ENGINE_TYPE_LABEL.to_string(), engine.as_str().to_string());
+    labels
+}
+
+/// The selector of a component's pods.
+pub fn selector(md: &ModelDeployment, component: &Component) -> BTreeMap<String, String> {
+    BTreeMap::from([
+        (
+            crate::constants::labels::DEPLOYMENT.to_string(),
+            md.metadata.name.clone().unwrap_or_default(),
+        ),
+        (APP_LABEL.to_string(), component.name.clone()),
+    ])
+}
+
+fn probe(initial_delay: i32, period: i32, failure_threshold: i32) -> Value {
+    json!({"httpGet": {"path": HEALTH_PATH, "port": PORT_NAME},
+           "initialDelaySeconds": initial_delay, "periodSeconds": period,
+           "failureThreshold": failure_threshold})
+}
+
+fn env(md: &ModelDeployment) -> Vec<Value> {
+    let secret = md
+        .spec
+        .secrets
+        .as_ref()
+        .and_then(|s| s.hugging_face_token.as_deref())
+        .filter(|s| !s.is_empty());
+    let mut out: Vec<Value> = md
+        .spec
+        .env
+        .iter()
+        .flatten()
+        .filter(|var| !(secret.is_some() && var.name == HF_TOKEN_ENV))
+        .filter_map(|var| serde_json::to_value(var).ok())
+        .collect();
+    if let Some(secret) = secret {
+        out.push(json!({"name": HF_TOKEN_ENV,
+            "valueFrom": {"secretKeyRef": {"name": secret, "key": HF_TOKEN_ENV}}}));
+    }
+    out
+}
+
+/// The volumes and mounts: `/dev/shm` with more than one GPU, then the `model.storage` volumes
+/// naming a claim and a mount path. (Volumes without a claim or mount path need the storage
+/// resolution the core does not do yet: `model.storage` is refused at admission for now.)
+fn volumes(md: &ModelDeployment, component: &Component) -> (Vec<Value>, Vec<Value>) {
+    let mut volumes = Vec::new();
+    let mut mounts = Vec::new();
+    if component.gpus > 1 {
+        volumes
+            .push(json!({"name": "shm", "emptyDir": {"medium": "Memory", "sizeLimit": SHM_SIZE}}));
+        mounts.push(json!({"name": "shm", "mountPath": "/dev/shm"}));
+    }
+    let declared = md
+        .spec
+        .model
+        .storage
+        .as_ref()
+        .and_then(|s| s.volumes.as_ref());
+    for volume in declared.into_iter().flatten() {
+        let (Some(claim), Some(path)) = (volume.claim_name.as_ref(), volume.mount_path.as_ref())
+        else {
+            continue;
+        };
+        volumes.push(json!({"name": volume.name, "persistentVolumeClaim": {"claimName": claim}}));
+        let mut mount = json!({"name": volume.name, "mountPath": path});
+        if volume.read_only == Some(true) {
+            mount["readOnly"] = json!(true);
+        }
+        mounts.push(mount);
+    }
+    (volumes, mounts)
+}
+
+/// The Deployment of `component` running `image`.
+pub fn deployment(md: &ModelDeployment, component: &Component, image: &str) -> Value {
+    let spec = &md.spec;
+    let name = md.metadata.name.clone().unwrap_or_default();
+    let template = spec.pod_template.as_ref().and_then(|t| t.metadata.as_ref());
+    let selector = selector(md, component);
+    let mut pod_labels: BTreeMap<String, String> =
+        template.and_then(|m| m.labels.clone()).unwrap_or_default();
+    pod_labels.extend(component.pod_labels.clone());
+    pod_labels.insert(MODEL_DEPLOYMENT_LABEL.to_string(), name);
+    pod_labels.extend(selector.clone());
+    let pod_annotations = template
+        .and_then(|m| m.annotations.clone())
+        .unwrap_or_default();
+    let mut limits = serde_json::Map::new();
+    let mut requests = serde_json::Map::new();
+    if component.gpus > 0 {
+        limits.insert(
+            component.gpu_type.clone(),
+            json!(component.gpus.to_string()),
+        );
+        requests.insert(
+            component.gpu_type.clone(),
+            json!(component.gpus.to_string()),
+        );
+    }
+    if let Some(memory) = &component.memory {
+        limits.insert("memory".into(), json!(memory));
+        requests.insert("memory".into(), json!(memory));
+    }
+    if let Some(cpu) = &component.cpu {
+        requests.insert("cpu".into(), json!(cpu));
+    }
+    let (volumes, mounts) = volumes(md, component);
+    // Empty maps are left out: the API server drops them, and the drift check would then find
+    // them missing forever.
+    let mut resources = serde_json::Map::new();
+    if !limits.is_empty() {
+        resources.insert("limits".into(), Value::Object(limits));
+    }
+    if !requests.is_empty() {
+        resources.insert("requests".into(), Value::Object(requests));
+    }
+    let mut container = json!({
+        "name": CONTAINER,
+        "image": image,
+        "args": vllm_args(md, component),
+        "ports": [{"name": PORT_NAME, "containerPort": PORT, "protocol": "TCP"}],
+        "resources": resources,
+        "startupProbe": probe(15, 10, 60),
+        "livenessProbe": probe(15, 10, 3),
+        "readinessProbe": probe(15, 5, 3),
+    });
+    let env = env(md);
+    if !env.is_empty() {
+        container["env"] = json!(env);
+    }
+    if !mounts.is_empty() {
+        container["volumeMounts"] = json!(mounts);
+    }
+    let mut pod_spec = json!({"containers": [container]});
+    if !volumes.is_empty() {
+        pod_spec["volumes"] = json!(volumes);
+    }
+    if let Some(selector) = spec.node_selector.as_ref().filter(|s| !s.is_empty()) {
+        pod_spec["nodeSelector"] = json!(selector);
+    }
+    if let Some(tolerations) = spec.tolerations.as_ref().filter(|t| !t.is_empty()) {
+        pod_spec["tolerations"] = serde_json::to_value(tolerations).unwrap_or(Value::Null);
+    }
+    let mut pod_metadata = json!({"labels": pod_labels});
+    if !pod_annotations.is_empty() {
+        pod_metadata["annotations"] = json!(pod_annotations);
+    }
+    json!({
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": component.name, "labels": object_labels(md)},
+        "spec": {
+            "replicas": component.replicas,
+            "selector": {"matchLabels": selector},
+            "template": {"metadata": pod_metadata, "spec": pod_spec},
+        },
+    })
+}
+
+/// The Service in front of `component`'s pods.
+pub fn service(md: &ModelDeployment, component: &Component) -> Value {
+    json!({
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": component.name, "labels": object_labels(md)},
+        "spec": {
+            "type": "ClusterIP",
+            "selector": selector(md, component),
+            "ports": [{"name": PORT_NAME, "port": PORT, "targetPort": PORT_NAME, "protocol": "TCP"}],
+        },
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn md(spec: Value) -> ModelDeployment {
+        serde_json::from_value(
+            json!({"apiVersion": "airunway.ai/v1alpha1", "kind": "ModelDeployment",
+            "metadata": {"name": "m", "namespace": "ns", "uid": "u"}, "spec": spec}),
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn args_in_order_with_prefix_caching_on_and_off() {
+        let on = md(json!({"model": {"id": "org/model", "servedName": "served"},
+            "engine": {"type": "vllm", "contextLength": 4096, "trustRemoteCode": true,
+                       "enforceEager": true, "args": {"quantization": "fp8", "b-flag": "", "a-off": "false"},
+                       "extraArgs": ["--x", "1"]},
+            "resources": {"gpu": {"count": 2}}}));
+        let mut component = Component::aggregated(&on);
+        component.args = vec!["--role".into()];
+        assert_eq!(
+            vllm_args(&on, &component),
+            [
+                "--model",
+                "org/model",
+                "--served-model-name",
+                "served",
+                "--max-model-len",
+                "4096",
+                "--trust-remote-code",
+                "--enable-prefix-caching",
+                "--enforce-eager",
+                "--tensor-parallel-size",
+                "2",
+                "--role",
+                "--no-a-off",
+                "--b-flag",
+                "--quantization",
+                "fp8",
+                "--x",
+                "1"
+            ]
+        );
+        let off = md(json!({"model": {"id": "org/model"},
+            "engine": {"type": "vllm", "enablePrefixCaching": false}}));
+        let args = vllm_args(&off, &Component::aggregated(&off));
+        assert_eq!(
+            args,
+            [
+                "--model",
+                "org/model",
+                "--served-model-name",
+                "model",
+                "--no-enable-prefix-caching"
+            ]
+        );
+    }
+
+    #[test]
+    fn deployment_and_service_shape() {
+        let md = md(json!({"model": {"id": "org/model"},
+            "engine": {"type": "vllm"},
+            "resources": {"gpu": {"count": 2}, "memory": "64Gi", "cpu": "8"},
+            "env": [{"name": "A", "value": "1"}, {"name": "HF_TOKEN", "value": "leak"}],
+            "secrets": {"huggingFaceToken": "hf"},
+            "podTemplate": {"metadata": {"labels": {"team": "a", "app": "x"}, "annotations": {"n": "v"}}},
+            "nodeSelector": {"pool": "gpu"},
+            "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]}));
+        let component = Component::aggregated(&md);
+        let deployment = deployment(&md, &component, "img:1");
+        let spec = &deployment["spec"];
+        assert_eq!(spec["replicas"], 1);
+        assert_eq!(
+            spec["selector"]["matchLabels"],
+            json!({"airunway.ai/deployment": "m", "app": "m"})
+        );
+        assert_eq!(
+            spec["template"]["metadata"]["labels"],
+            json!({"team": "a", "app": "m", "airunway.ai/deployment": "m", "airunway.ai/model-deployment": "m"}),
+            "the selector labels win over pod template labels"
+        );
+        assert_eq!(
+            spec["template"]["metadata"]["annotations"],
+            json!({"n": "v"})
+        );
+        let pod = &spec["template"]["spec"];
+        assert_eq!(pod["nodeSelector"], json!({"pool": "gpu"}));
+        assert_eq!(pod["tolerations"][0]["key"], "nvidia.com/gpu");
+        assert_eq!(
+            pod["volumes"],
+            json!([{"name": "shm", "emptyDir": {"medium": "Memory", "sizeLimit": "20Gi"}}])
+        );
+        let container = &pod["containers"][0];
+        assert_eq!(container["name"], "vllm");
+        assert_eq!(container["image"], "img:1");
+        assert_eq!(
+            container["ports"],
+            json!([{"name": "http", "containerPort": 8000, "protocol": "TCP"}])
+        );
+        assert_eq!(
+            container["resources"],
+            json!({"limits": {"nvidia.com/gpu": "2", "memory": "64Gi"},
+                   "requests": {"nvidia.com/gpu": "2", "memory": "64Gi", "cpu": "8"}})
+        );
+        assert_eq!(
+            container["env"],
+            json!([{"name": "A", "value": "1"},
+                   {"name": "HF_TOKEN", "valueFrom": {"secretKeyRef": {"name": "hf", "key": "HF_TOKEN"}}}])
+        );
+        assert_eq!(container["readinessProbe"]["httpGet"]["path"], "/health");
+        assert_eq!(container["startupProbe"]["failureThreshold"], 60);
+        assert_eq!(
+            container["volumeMounts"],
+            json!([{"name": "shm", "mountPath": "/dev/shm"}])
+        );
+        assert_eq!(
+            deployment["metadata"]["labels"],
+            json!({"airunway.ai/model-source": "huggingface", "airunway.ai/engine-type": "vllm"})
+        );
+
+        let service = service(&md, &component);
+        assert_eq!(service["spec"]["type"], "ClusterIP");
+        assert_eq!(
+            service["spec"]["selector"],
+            json!({"airunway.ai/deployment": "m", "app": "m"})
+        );
+        assert_eq!(
+            service["spec"]["ports"],
+            json!([{"name": "http", "port": 8000, "targetPort": "http", "protocol": "TCP"}])
+        );
+    }
+
+    #[test]
+    fn one_gpu_has_no_shm_and_storage_volumes_mount_where_declared() {
+        let md = md(json!({"model": {"id": "org/model", "storage": {"volumes": [
+                {"name": "cache", "claimName": "models", "mountPath": "/models", "readOnly": true},
+                {"name": "undeclared"}]}},
+            "engine": {"type": "vllm"}}));
+        let deployment = deployment(&md, &Component::aggregated(&md), "img");
+        let pod = &deployment["spec"]["template"]["spec"];
+        assert_eq!(
+            pod["volumes"],
+            json!([{"name": "cache", "persistentVolumeClaim": {"claimName": "models"}}])
+        );
+        assert_eq!(
+            pod["containers"][0]["volumeMounts"],
+            json!([{"name": "cache", "mountPath": "/models", "readOnly": true}])
+        );
+        assert_eq!(
+            pod["containers"][0]["resources"]["limits"],
+            json!({"nvidia.com/gpu": "1"}),
+            "one GPU by default for {{engine: vllm}}"
+        );
+    }
+}

@@ -1,0 +1,299 @@
+//! The deployment status from real `apps/v1 Deployment`s (pure), as the deployment controller
+//! writes them.
+//!
+//! One Deployment ([`deployment_phase`]):
+//! - not created yet → `Pending` (`Waiting for Deployment <name> to be created`);
+//! - no conditions yet → `Pending`;
+//! - `Available` True → `Running`;
+//! - `Progressing` False with reason `ProgressDeadlineExceeded` → `Failed` with its message
+//!   (`Deployment <name> exceeded its progress deadline` when it has none);
+//! - `ReplicaFailure` True (pods cannot be created: quota, admission) → `Failed` with its
+//!   message;
+//! - `Progressing` True → `Deploying` with its message;
+//! - `Available` False with a message → `Failed` with it;
+//! - else `Pending`.
+//!
+//! Several Deployments ([`translate`], e.g. prefill and decode): `Failed` when one failed,
+//! `Running` when all run, `Pending` when all are pending, else `Deploying`; the message is
+//! the first one's that is not running, prefixed with its name. Replicas are summed: desired
+//! `spec.replicas`, ready `status.readyReplicas`, available `status.availableReplicas`.
+//! Endpoint: the given Service, port 8000.
+
+use kube::core::DynamicObject;
+use serde_json::Value;
+
+use super::render::PORT;
+use crate::provider::TranslatedStatus;
+use crate::v1alpha1::{EndpointStatus, Phase, ReplicaStatus};
+
+/// The phase and message of one Deployment (`None`: not created yet).
+pub fn deployment_phase(name: &str, live: Option<&DynamicObject>) -> (Phase, Option<String>) {
+    let Some(live) = live else {
+        return (
+            Phase::Pending,
+            Some(format!("Waiting for Deployment {name} to be created")),
+        );
+    };
+    let conditions: &[Value] = live.data["status"]["conditions"]
+        .as_array()
+        .map(Vec::as_slice)
+        .unwrap_or_default();
+    let find = |type_: &str| conditions.iter().find(|c| c["type"] == type_);
+    let message = |c: &Value| {
+        c["message"]
+            .as_str()
+            .filter(|m| !m.is_empty())
+            .map(str::to_string)
+    };
+    if conditions.is_empty() {
+        return (Phase::Pending, None);
+    }
+    let available = find("Available");
+    let progressing = find("Progressing");
+    if available.is_some_and(|c| c["status"] == "True") {
+        return (Phase::Running, None);
+    }
+    if let Some(p) = progressing
+        && p["status"] == "False"
+        && p["reason"] == "ProgressDeadlineExceeded"
+    {
+        return (
+            Phase::Failed,
+            Some(
+                message(p)
+                    .unwrap_or_else(|| format!("Deployment {name} exceeded its progress deadline")),
+            ),
+        );
+    }
+    if let Some(failure) = find("ReplicaFailure").filter(|c| c["status"] == "True") {
+        return (
+            Phase::Failed,
+            Some(
+                message(failure)
+                    .unwrap_or_else(|| format!("Deployment {name} cannot create its pods")),
+            ),
+        );
+    }
+    if let Some(p) = progressing.filter(|c| c["status"] == "True") {
+        return (Phase::Deploying, message(p));
+    }
+    if let Some(a) = available.filter(|c| c["status"] == "False")
+        && let Some(text) = message(a)
+    {
+        return (Phase::Failed, Some(text));
+    }
+    (Phase::Pending, None)
+}
+
+fn count(value: &Value) -> i32 {
+    value
+        .as_i64()
+        .and_then(|v| i32::try_from(v).ok())
+        .unwrap_or(0)
+}
+
+/// The status of the Deployments `deployments` (name and live object; the first is the
+/// primary) served by Service `service`.
+pub fn translate(
+    deployments: &[(&str, Option<&DynamicObject>)],
+    service: &str,
+) -> TranslatedStatus {
+    let phases: Vec<(Phase, Option<String>)> = deployments
+        .iter()
+        .map(|(name, live)| deployment_phase(name, *live))
+        .collect();
+    let phase = if phases.iter().any(|(p, _)| *p == Phase::Failed) {
+        Phase::Failed
+    } else if !phases.is_empty() && phases.iter().all(|(p, _)| *p == Phase::Running) {
+        Phase::Running
+    } else if phases.iter().all(|(p, _)| *p == Phase::Pending) {
+        Phase::Pending
+    } else {
+        Phase::Deploying
+    };
+    let several = deployments.len() > 1;
+    let message = deployments
+        .iter()
+        .zip(&phases)
+        .filter(|(_, (p, _))| *p == phase || (phase == Phase::Deploying && *p != Phase::Running))
+        .find_map(|((name, _), (_, message))| {
+            message.as_ref().map(|m| {
+                if several && !m.contains(name) {
+                    format!("{name}: {m}")
+                } else {
+                    m.clone()
+                }
+            })
+        });
+    let (mut desired, mut ready, mut available) = (0, 0, 0);
+    for (_, live) in deployments {
+        if let Some(live) = live {
+            desired += count(&live.data["spec"]["replicas"]);
+            ready += count(&live.data["status"]["readyReplicas"]);
+            available += count(&live.data["status"]["availableReplicas"]);
+        }
+    }
+    TranslatedStatus {
+        phase,
+        message,
+        replicas: Some(ReplicaStatus {
+            desired: Some(desired),
+            ready: Some(ready),
+            available: Some(available),
+        }),
+        endpoint: Some(EndpointStatus {
+            service: Some(service.to_string()),
+            port: Some(PORT),
+        }),
+        ready: phase == Phase::Running,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn live(replicas: i64, status: Value) -> DynamicObject {
+        serde_json::from_value(json!({"apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": "d"}, "spec": {"replicas": replicas}, "status": status}))
+        .unwrap()
+    }
+
+    fn condition(type_: &str, status: &str, reason: &str, message: &str) -> Value {
+        json!({"type": type_, "status": status, "reason": reason, "message": message})
+    }
+
+    #[test]
+    fn one_deployment_through_its_conditions() {
+        assert_eq!(
+            deployment_phase("d", None),
+            (
+                Phase::Pending,
+                Some("Waiting for Deployment d to be created".into())
+            )
+        );
+        assert_eq!(
+            deployment_phase("d", Some(&live(1, json!({})))),
+            (Phase::Pending, None)
+        );
+        let progressing = live(
+            1,
+            json!({"conditions": [
+                condition("Available", "False", "MinimumReplicasUnavailable", "Deployment does not have minimum availability."),
+                condition("Progressing", "True", "ReplicaSetUpdated", "ReplicaSet \"d-1\" is progressing.")]}),
+        );
+        assert_eq!(
+            deployment_phase("d", Some(&progressing)),
+            (
+                Phase::Deploying,
+                Some("ReplicaSet \"d-1\" is progressing.".into())
+            )
+        );
+        let available = live(
+            1,
+            json!({"readyReplicas": 1, "availableReplicas": 1, "conditions": [
+                condition("Available", "True", "MinimumReplicasAvailable", "Deployment has minimum availability."),
+                condition("Progressing", "True", "NewReplicaSetAvailable", "ReplicaSet \"d-1\" has successfully progressed.")]}),
+        );
+        assert_eq!(
+            deployment_phase("d", Some(&available)),
+            (Phase::Running, None)
+        );
+        let deadline = live(
+            1,
+            json!({"conditions": [
+                condition("Available", "False", "MinimumReplicasUnavailable", "Deployment does not have minimum availability."),
+                condition("Progressing", "False", "ProgressDeadlineExceeded", "ReplicaSet \"d-1\" has timed out progressing.")]}),
+        );
+        assert_eq!(
+            deployment_phase("d", Some(&deadline)),
+            (
+                Phase::Failed,
+                Some("ReplicaSet \"d-1\" has timed out progressing.".into())
+            )
+        );
+        let quota = live(
+            1,
+            json!({"conditions": [
+                condition("Progressing", "True", "ReplicaSetUpdated", "progressing"),
+                condition("ReplicaFailure", "True", "FailedCreate", "pods \"d-1-x\" is forbidden: exceeded quota")]}),
+        );
+        assert_eq!(
+            deployment_phase("d", Some(&quota)).0,
+            Phase::Failed,
+            "pods that cannot be created fail the deployment"
+        );
+        let unavailable = live(
+            1,
+            json!({"conditions": [condition("Available", "False", "MinimumReplicasUnavailable", "no pods")]}),
+        );
+        assert_eq!(
+            deployment_phase("d", Some(&unavailable)),
+            (Phase::Failed, Some("no pods".into()))
+        );
+    }
+
+    #[test]
+    fn several_deployments_sum_replicas_and_take_the_worst_phase() {
+        let running = live(
+            2,
+            json!({"readyReplicas": 2, "availableReplicas": 2, "conditions": [
+                condition("Available", "True", "MinimumReplicasAvailable", "ok")]}),
+        );
+        let progressing = live(
+            3,
+            json!({"readyReplicas": 1, "availableReplicas": 1, "conditions": [
+                condition("Progressing", "True", "ReplicaSetUpdated", "rolling")]}),
+        );
+        let status = translate(
+            &[
+                ("m-decode", Some(&running)),
+                ("m-prefill", Some(&progressing)),
+            ],
+            "m-decode",
+        );
+        assert_eq!(status.phase, Phase::Deploying);
+        assert_eq!(status.message.as_deref(), Some("m-prefill: rolling"));
+        assert_eq!(
+            status.replicas,
+            Some(ReplicaStatus {
+                desired: Some(5),
+                ready: Some(3),
+                available: Some(3)
+            })
+        );
+        assert_eq!(
+            status.endpoint,
+            Some(EndpointStatus {
+                service: Some("m-decode".into()),
+                port: Some(8000)
+            })
+        );
+        assert!(!status.ready);
+        let both = translate(
+            &[("m-decode", Some(&running)), ("m-prefill", Some(&running))],
+            "m-decode",
+        );
+        assert_eq!((both.phase, both.ready), (Phase::Running, true));
+        let missing = translate(
+            &[("m-decode", Some(&running)), ("m-prefill", None)],
+            "m-decode",
+        );
+        assert_eq!(missing.phase, Phase::Deploying);
+        assert_eq!(
+            missing.message.as_deref(),
+            Some("Waiting for Deployment m-prefill to be created")
+        );
+        let failed = live(
+            1,
+            json!({"conditions": [condition("Progressing", "False", "ProgressDeadlineExceeded", "timed out")]}),
+        );
+        let status = translate(
+            &[("m-decode", Some(&running)), ("m-prefill", Some(&failed))],
+            "m-decode",
+        );
+        assert_eq!(status.phase, Phase::Failed);
+        assert_eq!(status.message.as_deref(), Some("m-prefill: timed out"));
+    }
+}

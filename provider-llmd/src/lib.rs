@@ -1,0 +1,154 @@
+//! # airunway-provider-llmd
+//!
+//! The AI Runway provider for [llm-d](https://github.com/llm-d/llm-d): each ModelDeployment
+//! assigned to `llmd` becomes vLLM `apps/v1 Deployment`s and `v1 Service`s (one of each when
+//! aggregated; prefill and decode ones when disaggregated), which the Gateway API Inference
+//! Extension's scheduler (the llm-d endpoint picker named in the registration) routes to.
+//! llm-d has no CRD: its "upstream operator" is Kubernetes itself, so the provider is always
+//! ready and its status comes from the real Deployment conditions. It is explicit-only (no
+//! selection rule). The pure parts are [`compat`], [`render`] (with [`overrides`]) and
+//! [`status`]; the Deployment/Service render and the Deployment status translator are the
+//! SDK's shared [`workload`](airunway_api::provider::workload) module.
+
+pub mod compat;
+pub mod overrides;
+pub mod render;
+pub mod status;
+
+use airunway_api::k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use airunway_api::kube::core::DynamicObject;
+use airunway_api::provider::workload;
+use airunway_api::provider::{
+    Provider, RenderError, Rendered, RenderedSet, SchemaDetection, TranslatedStatus, UpstreamKind,
+    UpstreamSchema,
+};
+use airunway_api::v1alpha1::{
+    EndpointPicker, EngineCapability, EngineCapabilityEntry, EngineType, GatewayCapability,
+    InferenceProviderConfigSpec, ModelDeployment, ProviderCapabilities, ServingMode,
+};
+
+/// The provider name (and InferenceProviderConfig name).
+pub const NAME: &str = "llmd";
+
+/// The endpoint picker the gateway runs for llm-d deployments.
+pub const ENDPOINT_PICKER_IMAGE: &str = "ghcr.io/llm-d/llm-d-inference-scheduler:v0.6.0";
+
+/// The endpoint picker's plugin configuration: prefix-cache aware scoring among decode pods.
+pub const ENDPOINT_PICKER_CONFIG: &str = "\
+apiVersion: inference.networking.x-k8s.io/v1alpha1
+kind: EndpointPickerConfig
+plugins:
+- type: prefix-cache-scorer
+- type: decode-filter
+- type: max-score-picker
+- type: single-profile-handler
+schedulingProfiles:
+- name: default
+  plugins:
+  - pluginRef: decode-filter
+  - pluginRef: max-score-picker
+  - pluginRef: prefix-cache-scorer
+    weight: 2
+";
+
+/// The llm-d provider.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct LlmdProvider;
+
+impl Provider for LlmdProvider {
+    fn name(&self) -> &str {
+        NAME
+    }
+
+    fn display_name(&self) -> &str {
+        "llm-d"
+    }
+
+    fn version(&self) -> &str {
+        env!("CARGO_PKG_VERSION")
+    }
+
+    fn registration(&self) -> InferenceProviderConfigSpec {
+        let mut vllm = EngineCapability::new(
+            EngineType::Vllm,
+            vec![ServingMode::Aggregated, ServingMode::Disaggregated],
+            true,
+            false,
+        );
+        vllm.requires_crd = Some(false);
+        vllm.gateway = Some(GatewayCapability {
+            endpoint_picker: Some(EndpointPicker {
+                image: Some(ENDPOINT_PICKER_IMAGE.into()),
+                config_data: Some(ENDPOINT_PICKER_CONFIG.into()),
+            }),
+            ..Default::default()
+        });
+        InferenceProviderConfigSpec {
+            capabilities: Some(ProviderCapabilities {
+                engines: Some(vec![EngineCapabilityEntry::Detailed(vllm)]),
+                ..Default::default()
+            }),
+            // Explicit-only: no selection rule, so the core never picks llm-d on its own.
+            selection_rules: None,
+            documentation: Some(
+                "https://github.com/airunway/airunway/blob/main/docs/providers/llmd.md".into(),
+            ),
+            probe: None,
+        }
+    }
+
+    fn upstream(&self) -> UpstreamKind {
+        workload::deployment_kind()
+    }
+
+    fn secondary_kinds(&self) -> Vec<UpstreamKind> {
+        vec![workload::service_kind()]
+    }
+
+    fn detect_schema(&self, _crd: Option<&CustomResourceDefinition>) -> SchemaDetection {
+        workload::builtin_schema()
+    }
+
+    fn check_compatibility(&self, deployment: &ModelDeployment) -> Result<(), String> {
+        compat::check(deployment)
+    }
+
+    fn render(
+        &self,
+        deployment: &ModelDeployment,
+        _schema: &UpstreamSchema,
+    ) -> Result<Rendered, RenderError> {
+        let mut set = render::render(deployment)?;
+        if set.objects.is_empty() {
+            return Err(RenderError::Unsupported("llm-d rendered no object".into()));
+        }
+        Ok(Rendered {
+            object: set.objects.swap_remove(0),
+            warnings: set.warnings,
+        })
+    }
+
+    fn render_set(
+        &self,
+        deployment: &ModelDeployment,
+        _schema: &UpstreamSchema,
+    ) -> Result<RenderedSet, RenderError> {
+        render::render(deployment)
+    }
+
+    fn translate_status(
+        &self,
+        deployment: &ModelDeployment,
+        upstream: Option<&DynamicObject>,
+    ) -> TranslatedStatus {
+        status::translate(deployment, &[upstream])
+    }
+
+    fn translate_set_status(
+        &self,
+        deployment: &ModelDeployment,
+        upstream: &[Option<&DynamicObject>],
+    ) -> TranslatedStatus {
+        status::translate(deployment, upstream)
+    }
+}
