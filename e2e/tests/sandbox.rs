@@ -105,14 +105,21 @@ fn run_up(simulate: bool) {
 
     let rows = final_table(&output);
     let expected_phase = if simulate { "Running" } else { "Deploying" };
-    let expected = [
+    // Without simulation no KAITO controller runs, so the KAITO provider is not ready and the
+    // llama.cpp example waits, Pending, for a provider.
+    let gemma = if simulate {
         (
             "gemma-cpu",
             "llamacpp",
             "kaito",
             "matched capabilities: engine=llamacpp, gpu=false, mode=aggregated",
             "Workspace/gemma-cpu",
-        ),
+        )
+    } else {
+        ("gemma-cpu", "llamacpp", "-", "-", "-")
+    };
+    let expected = [
+        gemma,
         (
             "llama-70b-pd",
             "vllm",
@@ -137,6 +144,11 @@ fn run_up(simulate: bool) {
     ];
     assert_eq!(rows.len(), expected.len(), "{output}");
     for (row, (name, engine, provider, reason, upstream)) in rows.iter().zip(expected) {
+        let phase = if name == "gemma-cpu" && !simulate {
+            "Pending"
+        } else {
+            expected_phase
+        };
         assert_eq!(
             row,
             &vec![
@@ -144,15 +156,34 @@ fn run_up(simulate: bool) {
                 engine.into(),
                 provider.into(),
                 reason.into(),
-                expected_phase.into(),
+                phase.into(),
                 upstream.into()
             ],
             "{output}"
         );
     }
-    if !simulate {
+    // The sandbox says what is real and what is simulated.
+    assert!(
+        output.contains("REAL       etcd, kube-apiserver"),
+        "{output}"
+    );
+    assert!(
+        output.contains("SIMULATED  nodes and kubelets: KWOK"),
+        "{output}"
+    );
+    if simulate {
+        assert!(output.contains("SIMULATED  KAITO controller"), "{output}");
+    } else {
+        assert!(output.contains("REAL       KubeRay operator"), "{output}");
         assert!(
-            output.contains("No KAITO, Dynamo or KubeRay operator runs here"),
+            output.contains("No KAITO or Dynamo operator runs here"),
+            "{output}"
+        );
+        // The real KubeRay operator expanded the example's RayService into a RayCluster whose
+        // Ray Pods run on the simulated nodes (a head and one GPU worker).
+        assert!(
+            output.contains("RayCluster qwen3-ray-raycluster-")
+                && output.contains(": state ready, 2 Ray Pods Running on simulated nodes"),
             "{output}"
         );
     }

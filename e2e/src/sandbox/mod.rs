@@ -226,7 +226,10 @@ pub async fn up(state: &State, options: &UpOptions) -> Result<()> {
     }
     std::fs::create_dir_all(state.logs())?;
     let started = Instant::now();
-    println!("starting etcd, kube-apiserver and kube-controller-manager ...");
+    println!(
+        "starting etcd, kube-apiserver, kube-controller-manager, kube-scheduler and KWOK with {} simulated nodes ...",
+        crate::control_plane::workloads::simulated_nodes().len()
+    );
     let options_cp = ControlPlaneOptions {
         lifetime: Lifetime::Detached,
         dir: Some(state.root.join("control-plane")),
@@ -315,6 +318,35 @@ pub async fn up(state: &State, options: &UpOptions) -> Result<()> {
         }
     })
     .await?;
+    if options.simulate_upstream {
+        // The KAITO provider is ready only while a KAITO controller runs: the simulator's
+        // stand-in (its Pod runs on a simulated node; the simulator does KAITO's work).
+        kaito::install_controller_stand_in(&client).await?;
+    } else {
+        println!(
+            "starting the KubeRay operator v{} (built from its Go module) ...",
+            paths::pinned_version("KUBERAY_VERSION")?
+        );
+        let kubeconfig = state.kubeconfig();
+        let log = state.logs().join("kuberay-operator.log");
+        let operator = tokio::task::spawn_blocking(move || {
+            crate::control_plane::operators::start_kuberay_operator(
+                &kubeconfig,
+                &log,
+                Lifetime::Detached,
+                None,
+            )
+        })
+        .await??;
+        state.record("kuberay-operator", operator.process.pid())?;
+    }
+    // Without a KAITO controller the KAITO provider registers but is not ready (as in a cluster
+    // without KAITO), so only the others are waited for then.
+    let must_be_ready: Vec<&str> = PROVIDERS
+        .iter()
+        .copied()
+        .filter(|p| options.simulate_upstream || *p != "kaito")
+        .collect();
     let ipcs: Api<InferenceProviderConfig> = Api::all(client.clone());
     wait_until(
         "the providers to register and report ready",
@@ -326,7 +358,8 @@ pub async fn up(state: &State, options: &UpOptions) -> Result<()> {
             PROVIDERS.iter().all(|name| {
                 list.items.iter().any(|i| {
                     i.metadata.name.as_deref() == Some(name)
-                        && i.status.as_ref().and_then(|s| s.ready) == Some(true)
+                        && (!must_be_ready.contains(name)
+                            || i.status.as_ref().and_then(|s| s.ready) == Some(true))
                 })
             })
         },
@@ -356,6 +389,7 @@ pub async fn up(state: &State, options: &UpOptions) -> Result<()> {
         state.record("simulate-upstream", handle.pid())?;
     }
     println!("ready in {:.0}s\n", started.elapsed().as_secs_f64());
+    println!("{}", what_is_real(options.simulate_upstream));
 
     // Apply the examples (sorted for a stable order); invalid ones show the webhook's message.
     let mut files: Vec<PathBuf> = std::fs::read_dir(&options.examples)?
@@ -395,7 +429,7 @@ pub async fn up(state: &State, options: &UpOptions) -> Result<()> {
     }
     if !options.simulate_upstream {
         println!(
-            "\nNo KAITO, Dynamo or KubeRay operator runs here, so upstream objects never become ready: deployments stop at Deploying."
+            "\nNo KAITO or Dynamo operator runs here (their Go modules are not served), and the real KubeRay operator stops where it needs a Ray dashboard: deployments stop at Deploying (KAITO's at Pending: its provider is not ready without a KAITO controller)."
         );
         println!(
             "Run with --simulate-upstream to play the operators with their real status and see deployments reach Running."
@@ -421,6 +455,9 @@ pub async fn up(state: &State, options: &UpOptions) -> Result<()> {
         }
         tokio::time::sleep(Duration::from_secs(1)).await;
     };
+    if !options.simulate_upstream {
+        print!("{}", kuberay_summary(&client).await);
+    }
     let kubeconfig = state.kubeconfig();
     println!(
         "\n{}\n\nThe sandbox keeps running.\n  kubeconfig:   export KUBECONFIG={}\n  look:         kubectl get modeldeployments,inferenceproviderconfigs -A\n  your own:     kubectl apply -f my-modeldeployment.yaml   (see examples/)\n  logs:         {}\n  stop:         e2e/sandbox down",
@@ -436,6 +473,78 @@ pub async fn up(state: &State, options: &UpOptions) -> Result<()> {
         bail!("the examples did not settle within {:?}", options.timeout);
     }
     Ok(())
+}
+
+/// Which parts of the sandbox are real and which are simulated.
+pub fn what_is_real(simulate_upstream: bool) -> String {
+    let mut lines = vec![
+        "REAL       etcd, kube-apiserver, kube-controller-manager, kube-scheduler (Kubernetes Go modules), airunway-core and the KAITO, Dynamo and KubeRay providers".to_string(),
+        "SIMULATED  nodes and kubelets: KWOK (sigs.k8s.io/kwok) keeps 2 CPU and 2 GPU nodes Ready and reports Pods bound to them Running/Ready; no container runs".to_string(),
+    ];
+    if simulate_upstream {
+        lines.push("SIMULATED  KAITO controller: e2e's simulator creates the Deployment/StatefulSet KAITO would (its Pods run on the simulated nodes) and writes the Workspace status from their readiness".into());
+        lines.push("SIMULATED  Dynamo and KubeRay operators: the status they write (e2e/fixtures/status-samples), not ready then ready".into());
+    } else {
+        lines.push("REAL       KubeRay operator (github.com/ray-project/kuberay/ray-operator): RayService -> RayCluster -> Ray Pods on the simulated nodes; stops at the Ray dashboard (no Ray runs in a KWOK Pod)".into());
+        lines.push("ABSENT     KAITO and Dynamo operators (their Go modules are not served here; --simulate-upstream plays them)".into());
+    }
+    lines.join("\n")
+}
+
+/// What the real KubeRay operator made of the RayServices in the examples namespace.
+async fn kuberay_summary(client: &Client) -> String {
+    use k8s_openapi::api::core::v1::Pod;
+    use kube::api::{ApiResource, DynamicObject};
+    let resource = ApiResource {
+        group: "ray.io".into(),
+        version: "v1".into(),
+        api_version: "ray.io/v1".into(),
+        kind: "RayCluster".into(),
+        plural: "rayclusters".into(),
+    };
+    let clusters: Api<DynamicObject> =
+        Api::namespaced_with(client.clone(), EXAMPLES_NAMESPACE, &resource);
+    let pods: Api<Pod> = Api::namespaced(client.clone(), EXAMPLES_NAMESPACE);
+    let mut out = String::from("\nThe real KubeRay operator:\n");
+    // The operator creates the cluster and its Pods within seconds; give it up to a minute.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let list = loop {
+        let Ok(list) = clusters.list(&ListParams::default()).await else {
+            return out + "  (RayClusters could not be listed)\n";
+        };
+        let all_ready = !list.items.is_empty()
+            && list
+                .items
+                .iter()
+                .all(|c| c.data["status"]["state"].as_str() == Some("ready"));
+        if all_ready || Instant::now() > deadline {
+            break list;
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    };
+    if list.items.is_empty() {
+        out.push_str("  no RayCluster yet\n");
+    }
+    for cluster in list.items {
+        let name = cluster.metadata.name.clone().unwrap_or_default();
+        let running = pods
+            .list(&ListParams::default().labels(&format!("ray.io/cluster={name}")))
+            .await
+            .map(|l| {
+                l.items
+                    .iter()
+                    .filter(|p| {
+                        p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running")
+                    })
+                    .count()
+            })
+            .unwrap_or(0);
+        let state = cluster.data["status"]["state"].as_str().unwrap_or("(none)");
+        out.push_str(&format!(
+            "  RayCluster {name}: state {state}, {running} Ray Pods Running on simulated nodes; the Serve application is never deployed (no Ray dashboard)\n"
+        ));
+    }
+    out
 }
 
 /// Runs the upstream simulation against the sandbox until stopped.

@@ -1,6 +1,7 @@
 //! The sandbox's status table (pure).
 
-use airunway_api::v1alpha1::{ModelDeployment, Phase};
+use airunway_api::constants::condition_types;
+use airunway_api::v1alpha1::{ConditionStatus, ModelDeployment, Phase};
 
 /// One row: what a user wants to know about a deployment.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -83,7 +84,8 @@ pub fn render(rows: &[Row]) -> String {
 }
 
 /// Whether every deployment in `expected` has settled: `Running` when upstream operators are
-/// simulated, else `Deploying` (or `Running`) with its upstream object created.
+/// simulated, else `Deploying` (or `Running`) with its upstream object created, or `Pending`
+/// with the core's reason.
 pub fn settled(deployments: &[ModelDeployment], expected: &[String], simulated: bool) -> bool {
     expected.iter().all(|name| {
         deployments
@@ -99,6 +101,11 @@ pub fn settled(deployments: &[ModelDeployment], expected: &[String], simulated: 
                 match (simulated, status.phase) {
                     (true, Some(Phase::Running)) => true,
                     (false, Some(Phase::Deploying | Phase::Running)) => created,
+                    // No provider can take it (KAITO's is not ready without a KAITO
+                    // controller): settled once the core said so.
+                    (false, Some(Phase::Pending)) => md
+                        .condition(condition_types::PROVIDER_SELECTED)
+                        .is_some_and(|c| c.status == ConditionStatus::False),
                     _ => false,
                 }
             })
