@@ -915,6 +915,24 @@ async fn unknown_fields_limits_and_conflicts_are_refused_by_name() {
         );
     }
 
+    // Overrides the named provider does not use: admitted, with a warning naming the path.
+    let (code, warnings, body) = create_raw(
+        &env.client,
+        &env.namespace,
+        &deployment(
+            "unused-override",
+            json!({"model": {"id": "a/b"}, "engine": {"type": "llamacpp"}, "provider": {"name": "kaito", "overrides": {"routerMode": "kv"}}}),
+        ),
+    )
+    .await;
+    assert_eq!(code, 201, "{body}");
+    assert!(
+        warnings.iter().any(|w| w.contains(
+            "provider.overrides.routerMode is not used by provider kaito and is ignored (it uses: none)"
+        )),
+        "{warnings:?}"
+    );
+
     // With the webhooks gone (core down, GitOps wave ordering), what the CRD cannot check is
     // caught at reconcile time: the deployment is stored and `Failed` with the same text. (A
     // provider that does not fit is then reported by the provider itself, with the spec's

@@ -77,6 +77,7 @@ impl Provider for DynamoProvider {
                 "https://github.com/airunway/airunway/blob/main/docs/providers/dynamo.md".into(),
             ),
             probe: None,
+            override_paths: Some(override_paths(render::OVERRIDES, "")),
         }
     }
 
@@ -118,4 +119,25 @@ impl Provider for DynamoProvider {
     ) -> TranslatedStatus {
         status::translate(deployment, upstream)
     }
+}
+
+/// The dot-separated paths of an override specification (the registration's `overridePaths`).
+fn override_paths(
+    spec: &[(&str, airunway_api::provider::overrides::OverrideType)],
+    prefix: &str,
+) -> Vec<String> {
+    use airunway_api::provider::overrides::OverrideType;
+    spec.iter()
+        .flat_map(|(key, kind)| {
+            let path = if prefix.is_empty() {
+                (*key).to_string()
+            } else {
+                format!("{prefix}.{key}")
+            };
+            match kind {
+                OverrideType::Object(inner) => override_paths(inner, &path),
+                _ => vec![path],
+            }
+        })
+        .collect()
 }

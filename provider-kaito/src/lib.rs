@@ -79,6 +79,8 @@ impl Provider for KaitoProvider {
                 "https://github.com/airunway/airunway/blob/main/docs/providers/kaito.md".into(),
             ),
             probe: None,
+            // KAITO takes no overrides: everything in provider.overrides is reported unused.
+            override_paths: Some(Vec::new()),
         }
     }
 

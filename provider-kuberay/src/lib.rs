@@ -72,6 +72,12 @@ impl Provider for KubeRayProvider {
                 "https://github.com/airunway/airunway/blob/main/docs/providers/kuberay.md".into(),
             ),
             probe: None,
+            override_paths: Some(
+                overrides::SUPPORTED
+                    .split(", ")
+                    .map(str::to_string)
+                    .collect(),
+            ),
         }
     }
 

@@ -47,6 +47,61 @@ pub struct InferenceProviderConfigSpec {
     /// Where the provider serves its gRPC health and capability probe.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub probe: Option<ProbeEndpoint>,
+
+    /// The `provider.overrides` paths this provider uses, dot-separated (`frontend.replicas`); a
+    /// trailing `*` covers everything below (`deployment.*`). Anything else in a deployment's
+    /// overrides is ignored, and the core's admission warns about it by path. Omitted: the
+    /// provider does not declare its overrides (no admission warning; the provider still reports
+    /// what it ignores with `UnknownOverride` events).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 64), inner(length(max = 253)))]
+    pub override_paths: Option<Vec<String>>,
+}
+
+/// The paths of `overrides` (a deployment's `provider.overrides`) that `known` (a provider's
+/// `overridePaths`) does not cover, as `provider.overrides.<path>`; each unknown subtree is
+/// reported once, at its top. The walk is bounded by the overrides' validated depth.
+pub fn unused_override_paths(
+    overrides: &serde_json::Map<String, serde_json::Value>,
+    known: &[String],
+) -> Vec<String> {
+    fn covered(path: &str, known: &[String]) -> bool {
+        known.iter().any(|k| match k.strip_suffix('*') {
+            Some(prefix) => path.starts_with(prefix) || prefix.strip_suffix('.') == Some(path),
+            None => k == path,
+        })
+    }
+    fn leads_somewhere(path: &str, known: &[String]) -> bool {
+        let below = format!("{path}.");
+        known.iter().any(|k| k.starts_with(&below))
+    }
+    fn walk(
+        map: &serde_json::Map<String, serde_json::Value>,
+        prefix: &str,
+        known: &[String],
+        depth: usize,
+        out: &mut Vec<String>,
+    ) {
+        for (key, value) in map {
+            let path = if prefix.is_empty() {
+                key.clone()
+            } else {
+                format!("{prefix}.{key}")
+            };
+            if covered(&path, known) {
+                continue;
+            }
+            match value {
+                serde_json::Value::Object(inner) if depth < 16 && leads_somewhere(&path, known) => {
+                    walk(inner, &path, known, depth + 1, out);
+                }
+                _ => out.push(format!("provider.overrides.{path}")),
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk(overrides, "", known, 0, &mut out);
+    out
 }
 
 /// What a provider supports.
@@ -283,4 +338,34 @@ pub struct InferenceProviderConfigStatus {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[x_kube(merge_strategy = kube::core::ListMerge::Map(vec!["type".into()]))]
     pub conditions: Option<Vec<Condition>>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn unused_overrides_are_found_at_the_top_of_each_unknown_subtree() {
+        let known: Vec<String> = ["routerMode", "frontend.replicas", "deployment.*"]
+            .map(String::from)
+            .to_vec();
+        let overrides = json!({
+            "routerMode": "kv",
+            "frontend": {"replicas": 2, "image": "x", "extra": {"a": 1}},
+            "deployment": {"spec": {"template": {"metadata": {"labels": {"a": "b"}}}}},
+            "typo": {"deep": {"er": 1}},
+        });
+        assert_eq!(
+            unused_override_paths(overrides.as_object().unwrap(), &known),
+            [
+                "provider.overrides.frontend.extra",
+                "provider.overrides.frontend.image",
+                "provider.overrides.typo",
+            ]
+        );
+        assert!(
+            unused_override_paths(overrides.as_object().unwrap(), &["*".to_string()]).is_empty()
+        );
+    }
 }

@@ -12,6 +12,7 @@ use airunway_api::constants::{condition_types, messages, reasons};
 use airunway_api::resolve::apply_spec_defaults;
 use airunway_api::v1alpha1::{
     ApiFormat, EngineType, GatewayCapability, InferenceProviderConfig, ModelDeployment,
+    unused_override_paths,
 };
 use kube::core::DynamicObject;
 use kube::core::admission::{AdmissionRequest, AdmissionResponse, Operation};
@@ -167,10 +168,41 @@ pub fn validate_model_deployment(
         });
     }
     if errors.is_empty() {
-        with_warnings(response, validation::warnings(&md))
+        let mut warnings = validation::warnings(&md);
+        warnings.extend(unused_overrides(&md, providers));
+        with_warnings(response, warnings)
     } else {
         deny(response, "ModelDeployment", &name, &errors)
     }
+}
+
+/// Warnings for `provider.overrides` paths the named provider does not use (it declares the
+/// paths it uses in its registration's `overridePaths`).
+fn unused_overrides(md: &ModelDeployment, providers: &[InferenceProviderConfig]) -> Vec<String> {
+    let Some(provider) = md.spec.explicit_provider() else {
+        return vec![];
+    };
+    let Some(overrides) = md.spec.provider.as_ref().and_then(|p| p.overrides.as_ref()) else {
+        return vec![];
+    };
+    let Some(known) = providers
+        .iter()
+        .find(|p| p.metadata.name.as_deref() == Some(provider))
+        .and_then(|p| p.spec.override_paths.as_ref())
+    else {
+        return vec![];
+    };
+    let used = if known.is_empty() {
+        "none".to_string()
+    } else {
+        known.join(", ")
+    };
+    unused_override_paths(overrides, known)
+        .into_iter()
+        .map(|path| {
+            format!("{path} is not used by provider {provider} and is ignored (it uses: {used})")
+        })
+        .collect()
 }
 
 /// Errors for `spec.provider.name = provider` given the registered providers: it is registered,

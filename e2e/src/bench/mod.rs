@@ -131,6 +131,10 @@ async fn start_components(env: &TestEnv, targets: &[Target]) -> Result<Vec<Compo
         name: "airunway-core".into(),
         running: core,
     }];
+    // The KAITO provider is ready only while a KAITO controller runs: the simulator's stand-in.
+    if targets.iter().any(|t| t.name() == "kaito") {
+        crate::sandbox::kaito::install_controller_stand_in(client).await?;
+    }
     for target in targets {
         let binary = format!("airunway-provider-{}", target.name());
         let mut objects =

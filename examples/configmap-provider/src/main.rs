@@ -62,6 +62,7 @@ impl Provider for ConfigMapProvider {
                     .to_string(),
             ),
             probe: None,
+            override_paths: None,
         }
     }
 
