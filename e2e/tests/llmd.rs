@@ -1,0 +1,568 @@
+//! The real `airunway-provider-llmd` (running as its ServiceAccount with the shipped RBAC) and
+//! the real core, on the harness's cluster: kube-scheduler places the vLLM Pods on KWOK's
+//! simulated GPU nodes, KWOK runs them, and the real deployment and replicaset controllers
+//! write the Deployment conditions the provider translates. No test writes a Deployment
+//! status.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::time::Duration;
+
+use airunway_api::constants::{condition_types, labels, messages};
+use airunway_api::v1alpha1::{ConditionStatus, InferenceProviderConfig, ModelDeployment, Phase};
+use airunway_e2e::stack::{self, FAST_HEALTH, Running};
+use airunway_e2e::wait::{eventually, wait_deleted, wait_for, wait_for_condition};
+use airunway_e2e::{TestEnv, cluster_lock};
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::Service;
+use k8s_openapi::api::events::v1::Event;
+use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
+use serde_json::{Value, json};
+
+const WAIT: Duration = Duration::from_secs(60);
+
+async fn start(env: &TestEnv, heartbeat: &str) -> (Running, Running) {
+    airunway_e2e::providers::delete_all(&env.client).await;
+    let core = stack::start_core(env, &env.control_plane.kubeconfig, &FAST_HEALTH, "core").await;
+    let provider = start_provider(env, heartbeat).await;
+    (core, provider)
+}
+
+async fn start_provider(env: &TestEnv, heartbeat: &str) -> Running {
+    let identity = stack::service_account_identity(
+        env,
+        "deploy/providers/llmd/rbac.yaml",
+        "airunway-provider-llmd",
+    )
+    .await;
+    let provider = stack::start_provider(
+        env,
+        "airunway-provider-llmd",
+        &identity,
+        &[heartbeat, "--finalizer-timeout=30s"],
+        "llmd-0",
+    )
+    .await;
+    let ipcs: Api<InferenceProviderConfig> = Api::all(env.client.clone());
+    wait_for(&ipcs, "llmd", WAIT, "ready", |i| {
+        i.status.as_ref().and_then(|s| s.ready) == Some(true)
+    })
+    .await;
+    provider
+}
+
+fn deployment(name: &str, spec: Value) -> ModelDeployment {
+    serde_json::from_value(
+        json!({"apiVersion": "airunway.ai/v1alpha1", "kind": "ModelDeployment",
+        "metadata": {"name": name, "labels": {"airunway.ai/team": "e2e"}}, "spec": spec}),
+    )
+    .unwrap()
+}
+
+fn aggregated_on_llmd() -> Value {
+    json!({"model": {"id": "Qwen/Qwen3-0.6B", "servedName": "qwen3"},
+           "engine": {"type": "vllm", "enablePrefixCaching": false, "args": {"gpu-memory-utilization": "0.9"},
+                      "extraArgs": ["--seed", "7"]},
+           "resources": {"gpu": {"count": 2}, "memory": "8Gi"},
+           "secrets": {"huggingFaceToken": "hf-token"},
+           "podTemplate": {"metadata": {"labels": {"team": "e2e"}}},
+           "provider": {"name": "llmd", "overrides": {"spec": {"minReadySeconds": 0}}}})
+}
+
+fn args(deployment: &Deployment) -> Vec<String> {
+    deployment
+        .spec
+        .clone()
+        .unwrap()
+        .template
+        .spec
+        .unwrap()
+        .containers[0]
+        .args
+        .clone()
+        .unwrap_or_default()
+}
+
+fn is_available(deployment: &Deployment) -> bool {
+    deployment
+        .status
+        .as_ref()
+        .and_then(|s| s.conditions.as_ref())
+        .is_some_and(|c| {
+            c.iter()
+                .any(|c| c.type_ == "Available" && c.status == "True")
+        })
+}
+
+/// Objects of `kind` labelled for deployment `name` in the test namespace.
+async fn labelled<K>(api: &Api<K>, name: &str) -> Vec<String>
+where
+    K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+{
+    let mut names: Vec<String> = api
+        .list(&ListParams::default().labels(&format!("{}={name}", labels::DEPLOYMENT)))
+        .await
+        .unwrap()
+        .items
+        .into_iter()
+        .filter(|o| o.meta().deletion_timestamp.is_none())
+        .filter_map(|o| o.meta().name.clone())
+        .collect();
+    names.sort();
+    names
+}
+
+#[tokio::test]
+async fn aggregated_and_disaggregated_on_simulated_gpu_nodes_drift_switch_and_deletion() {
+    let _lock = cluster_lock().await;
+    let env = TestEnv::new("llmd-lifecycle").await;
+    let (core, provider) = start(&env, "--heartbeat-interval=1s").await;
+    let mds: Api<ModelDeployment> = Api::namespaced(env.client.clone(), &env.namespace);
+    let deployments: Api<Deployment> = Api::namespaced(env.client.clone(), &env.namespace);
+    let services: Api<Service> = Api::namespaced(env.client.clone(), &env.namespace);
+
+    // Aggregated: one Deployment and one Service named after the deployment.
+    let started = std::time::Instant::now();
+    mds.create(
+        &PostParams::default(),
+        &deployment("agg", aggregated_on_llmd()),
+    )
+    .await
+    .unwrap();
+    let md = wait_for(&mds, "agg", WAIT, "Running", |md| {
+        md.phase() == Some(Phase::Running)
+    })
+    .await;
+    eprintln!(
+        "aggregated deployment Running {:.1}s after creation",
+        started.elapsed().as_secs_f64()
+    );
+    let status = md.status.clone().unwrap();
+    let provider_status = status.provider.clone().unwrap();
+    assert_eq!(provider_status.name.as_deref(), Some("llmd"));
+    assert_eq!(provider_status.resource_name.as_deref(), Some("agg"));
+    assert_eq!(provider_status.resource_kind.as_deref(), Some("Deployment"));
+    let endpoint = status.endpoint.clone().unwrap();
+    assert_eq!(
+        (endpoint.service.as_deref(), endpoint.port),
+        (Some("agg"), Some(8000))
+    );
+    let replicas = status.replicas.clone().unwrap();
+    assert_eq!(
+        (replicas.desired, replicas.ready, replicas.available),
+        (Some(1), Some(1), Some(1))
+    );
+    for type_ in [
+        condition_types::PROVIDER_COMPATIBLE,
+        condition_types::RESOURCE_CREATED,
+        condition_types::READY,
+    ] {
+        assert_eq!(
+            md.condition(type_).map(|c| c.status),
+            Some(ConditionStatus::True),
+            "{type_}"
+        );
+    }
+    let live = deployments.get("agg").await.unwrap();
+    assert!(
+        is_available(&live),
+        "the deployment controller's own verdict"
+    );
+    let meta = &live.metadata;
+    let owner = &meta.owner_references.clone().unwrap()[0];
+    assert_eq!(
+        (owner.kind.as_str(), owner.name.as_str(), owner.controller),
+        ("ModelDeployment", "agg", Some(true))
+    );
+    let object_labels = meta.labels.clone().unwrap();
+    for (key, value) in [
+        ("airunway.ai/managed-by", "airunway"),
+        ("airunway.ai/deployment", "agg"),
+        ("airunway.ai/team", "e2e"),
+        ("airunway.ai/engine-type", "vllm"),
+    ] {
+        assert_eq!(
+            object_labels.get(key).map(String::as_str),
+            Some(value),
+            "{key}"
+        );
+    }
+    let managers: Vec<String> = meta
+        .managed_fields
+        .iter()
+        .flatten()
+        .filter_map(|m| m.manager.clone())
+        .collect();
+    assert!(
+        managers.contains(&"llmd-provider".to_string()),
+        "{managers:?}"
+    );
+    let spec = live.spec.clone().unwrap();
+    assert_eq!(spec.replicas, Some(1));
+    let pod = spec.template.clone();
+    let pod_labels = pod.metadata.clone().unwrap().labels.unwrap();
+    for (key, value) in [
+        ("team", "e2e"),
+        ("app", "agg"),
+        ("airunway.ai/deployment", "agg"),
+        ("airunway.ai/model-deployment", "agg"),
+        ("llm-d.ai/role", "both"),
+    ] {
+        assert_eq!(
+            pod_labels.get(key).map(String::as_str),
+            Some(value),
+            "{key}"
+        );
+    }
+    let container = &pod.spec.clone().unwrap().containers[0];
+    assert_eq!(container.name, "vllm");
+    assert_eq!(container.image.as_deref(), Some("vllm/vllm-openai:v0.9.1"));
+    let port = &container.ports.clone().unwrap()[0];
+    assert_eq!(
+        (port.name.as_deref(), port.container_port),
+        (Some("http"), 8000)
+    );
+    let limits = container.resources.clone().unwrap().limits.unwrap();
+    assert_eq!(limits["nvidia.com/gpu"].0, "2");
+    assert_eq!(limits["memory"].0, "8Gi");
+    assert_eq!(
+        args(&live),
+        [
+            "--model",
+            "Qwen/Qwen3-0.6B",
+            "--served-model-name",
+            "qwen3",
+            "--no-enable-prefix-caching",
+            "--tensor-parallel-size",
+            "2",
+            "--gpu-memory-utilization",
+            "0.9",
+            "--seed",
+            "7"
+        ]
+    );
+    let env_vars = container.env.clone().unwrap();
+    let token = env_vars.iter().find(|e| e.name == "HF_TOKEN").unwrap();
+    let secret = token.value_from.clone().unwrap().secret_key_ref.unwrap();
+    assert_eq!(
+        (secret.name.as_str(), secret.key.as_str()),
+        ("hf-token", "HF_TOKEN")
+    );
+    assert_eq!(
+        container
+            .readiness_probe
+            .clone()
+            .unwrap()
+            .http_get
+            .unwrap()
+            .path
+            .as_deref(),
+        Some("/health")
+    );
+    let mounts = container.volume_mounts.clone().unwrap();
+    assert_eq!(mounts[0].mount_path, "/dev/shm");
+    let service = services.get("agg").await.unwrap();
+    let service_spec = service.spec.unwrap();
+    assert_eq!(service_spec.type_.as_deref(), Some("ClusterIP"));
+    assert_eq!(
+        service_spec.selector.unwrap(),
+        [
+            ("airunway.ai/deployment".to_string(), "agg".to_string()),
+            ("app".to_string(), "agg".to_string())
+        ]
+        .into()
+    );
+    assert_eq!(service_spec.ports.unwrap()[0].port, 8000);
+
+    // Drift on either object is restored, with DriftDetected.
+    deployments
+        .patch(
+            "agg",
+            &PatchParams::apply("someone-else").force(),
+            &Patch::Apply(json!({"apiVersion": "apps/v1", "kind": "Deployment",
+                "metadata": {"name": "agg"}, "spec": {"replicas": 3}})),
+        )
+        .await
+        .unwrap();
+    wait_for(&deployments, "agg", WAIT, "replicas restored to 1", |d| {
+        d.spec.as_ref().and_then(|s| s.replicas) == Some(1)
+    })
+    .await;
+    services
+        .patch(
+            "agg",
+            &PatchParams::apply("someone-else").force(),
+            &Patch::Apply(json!({"apiVersion": "v1", "kind": "Service",
+                "metadata": {"name": "agg"}, "spec": {"selector": {"app": "elsewhere"}}})),
+        )
+        .await
+        .unwrap();
+    wait_for(&services, "agg", WAIT, "selector restored", |s| {
+        s.spec
+            .as_ref()
+            .and_then(|s| s.selector.as_ref())
+            .and_then(|s| s.get("app"))
+            .map(String::as_str)
+            == Some("agg")
+    })
+    .await;
+    // Both restorations are DriftDetected events on the deployment (one event series: the
+    // event key has no room for the object, so the series keeps the first note).
+    eventually("two DriftDetected occurrences", WAIT, || async {
+        let events: Api<Event> = Api::namespaced(env.client.clone(), &env.namespace);
+        let drift: Vec<Event> = events
+            .list(&ListParams::default())
+            .await
+            .map_err(|e| e.to_string())?
+            .items
+            .into_iter()
+            .filter(|e| e.reason.as_deref() == Some("DriftDetected"))
+            .collect();
+        let occurrences: i32 = drift
+            .iter()
+            .map(|e| e.series.as_ref().map_or(1, |s| s.count))
+            .sum();
+        let first = drift
+            .first()
+            .and_then(|e| e.note.clone())
+            .unwrap_or_default();
+        if occurrences >= 2 && first.contains("Deployment 'agg'") {
+            Ok(())
+        } else {
+            Err(format!("{occurrences} occurrence(s): {first}"))
+        }
+    })
+    .await;
+
+    // Aggregated -> disaggregated: prefill and decode objects, none of the old shape left.
+    mds.patch(
+        "agg",
+        &PatchParams::default(),
+        &Patch::Merge(
+            json!({"spec": {"resources": null, "serving": {"mode": "disaggregated"},
+            "scaling": {"prefill": {"replicas": 2, "gpu": {"count": 1}},
+                        "decode": {"replicas": 1, "gpu": {"count": 2}}}}}),
+        ),
+    )
+    .await
+    .unwrap();
+    let md = wait_for(&mds, "agg", WAIT, "Running disaggregated", |md| {
+        md.phase() == Some(Phase::Running)
+            && md
+                .status
+                .as_ref()
+                .and_then(|s| s.endpoint.as_ref())
+                .and_then(|e| e.service.as_deref())
+                == Some("agg-decode")
+    })
+    .await;
+    let replicas = md.status.clone().unwrap().replicas.unwrap();
+    assert_eq!(
+        (replicas.desired, replicas.ready),
+        (Some(3), Some(3)),
+        "prefill and decode summed"
+    );
+    eventually("only the disaggregated objects", WAIT, || async {
+        let d = labelled(&deployments, "agg").await;
+        let s = labelled(&services, "agg").await;
+        let wanted = vec!["agg-decode".to_string(), "agg-prefill".to_string()];
+        if d == wanted && s == wanted {
+            Ok(())
+        } else {
+            Err(format!("deployments {d:?}, services {s:?}"))
+        }
+    })
+    .await;
+    let decode = deployments.get("agg-decode").await.unwrap();
+    assert!(is_available(&decode));
+    assert!(
+        args(&decode)
+            .contains(&r#"{"kv_connector":"PyNcclConnector","kv_role":"kv_consumer"}"#.to_string())
+    );
+    let prefill = deployments.get("agg-prefill").await.unwrap();
+    assert_eq!(prefill.spec.clone().unwrap().replicas, Some(2));
+    assert!(
+        args(&prefill)
+            .contains(&r#"{"kv_connector":"PyNcclConnector","kv_role":"kv_producer"}"#.to_string())
+    );
+
+    // Deletion removes every object and releases the deployment.
+    mds.delete("agg", &DeleteParams::default()).await.unwrap();
+    wait_deleted(&mds, "agg", WAIT).await;
+    for name in ["agg-decode", "agg-prefill"] {
+        wait_deleted(&deployments, name, WAIT).await;
+        wait_deleted(&services, name, WAIT).await;
+    }
+    provider.process.terminate(Duration::from_secs(10));
+    core.process.terminate(Duration::from_secs(10));
+}
+
+#[tokio::test]
+async fn selection_compatibility_deadline_and_registration() {
+    let _lock = cluster_lock().await;
+    let env = TestEnv::new("llmd-compat").await;
+    let (core, provider) = start(&env, "--heartbeat-interval=1s").await;
+    let mds: Api<ModelDeployment> = Api::namespaced(env.client.clone(), &env.namespace);
+    let deployments: Api<Deployment> = Api::namespaced(env.client.clone(), &env.namespace);
+
+    // llm-d is explicit-only: a deployment that does not name it is never given to it.
+    let mut unnamed = aggregated_on_llmd();
+    unnamed["provider"] = json!(null);
+    mds.create(&PostParams::default(), &deployment("unnamed", unnamed))
+        .await
+        .unwrap();
+    wait_for(&mds, "unnamed", WAIT, "a selection verdict", |md| {
+        md.status.as_ref().and_then(|s| s.phase).is_some()
+    })
+    .await;
+
+    // The spec's compatibility messages.
+    for (name, spec, message) in [(
+        "sgl",
+        json!({"model": {"id": "a/b"}, "engine": {"type": "sglang"}, "resources": {"gpu": {"count": 1}}, "provider": {"name": "llmd"}}),
+        "llm-d only supports vllm engine",
+    )] {
+        mds.create(&PostParams::default(), &deployment(name, spec))
+            .await
+            .unwrap();
+        let (md, compatible) = wait_for_condition(
+            &mds,
+            name,
+            WAIT,
+            condition_types::PROVIDER_COMPATIBLE,
+            ConditionStatus::False,
+        )
+        .await;
+        assert_eq!(compatible.message.as_deref(), Some(message), "{name}");
+        assert_eq!(md.phase(), Some(Phase::Failed), "{name}");
+        assert!(labelled(&deployments, name).await.is_empty(), "{name}");
+        assert!(
+            env.event_notes("ProviderIncompatible")
+                .await
+                .contains(&message.to_string())
+        );
+    }
+    // vLLM without GPUs never reaches the provider: the API server refuses it with the CRD's
+    // own rule, and the core's engine selection finds no engine llm-d offers without GPUs (the
+    // provider's "llm-d requires GPU" is its last line, unit-tested).
+    for spec in [
+        json!({"model": {"id": "a/b"}, "engine": {"type": "vllm"}, "resources": {"gpu": {"count": 0}}, "provider": {"name": "llmd"}}),
+        json!({"model": {"id": "a/b"}, "engine": {"type": "vllm", "image": "vllm/vllm-openai:v0.9.1"}, "provider": {"name": "llmd"}}),
+    ] {
+        match mds
+            .create(&PostParams::default(), &deployment("cpu", spec))
+            .await
+        {
+            Err(kube::Error::Api(status)) => assert!(
+                status.code == 422 && status.message.contains(messages::VLLM_REQUIRES_GPU),
+                "{status:?}"
+            ),
+            other => panic!("a vLLM deployment without GPUs was not refused: {other:?}"),
+        }
+    }
+
+    // A rollout that cannot progress: Failed once the deployment controller gives up.
+    let mut stuck = aggregated_on_llmd();
+    stuck["nodeSelector"] = json!({"airunway.ai/e2e-pool": "no-such-nodes"});
+    stuck["provider"]["overrides"] = json!({"spec": {"progressDeadlineSeconds": 3}});
+    mds.create(&PostParams::default(), &deployment("stuck", stuck))
+        .await
+        .unwrap();
+    wait_for(&mds, "stuck", WAIT, "Deploying", |md| {
+        md.phase() == Some(Phase::Deploying)
+    })
+    .await;
+    let md = wait_for(&mds, "stuck", WAIT, "Failed", |md| {
+        md.phase() == Some(Phase::Failed)
+    })
+    .await;
+    let live = deployments.get("stuck").await.unwrap();
+    let progressing = live
+        .status
+        .unwrap()
+        .conditions
+        .unwrap()
+        .into_iter()
+        .find(|c| c.type_ == "Progressing")
+        .unwrap();
+    assert_eq!(
+        progressing.reason.as_deref(),
+        Some("ProgressDeadlineExceeded")
+    );
+    assert_eq!(md.status.clone().unwrap().message, progressing.message);
+    assert_eq!(
+        md.condition(condition_types::READY).map(|c| c.status),
+        Some(ConditionStatus::False)
+    );
+
+    // The unnamed deployment never reached llm-d.
+    let unnamed = mds.get("unnamed").await.unwrap();
+    assert_ne!(unnamed.selected_provider(), Some("llmd"));
+    assert!(labelled(&deployments, "unnamed").await.is_empty());
+    assert!(
+        !unnamed
+            .metadata
+            .finalizers
+            .unwrap_or_default()
+            .contains(&"airunway.ai/llmd-provider".to_string())
+    );
+
+    // The registration: always ready with no CRD, explicit-only, the endpoint picker as data.
+    let ipcs: Api<InferenceProviderConfig> = Api::all(env.client.clone());
+    let ipc = ipcs.get("llmd").await.unwrap();
+    assert!(ipc.spec.selection_rules.as_ref().is_none_or(Vec::is_empty));
+    let status = ipc.status.clone().unwrap();
+    assert_eq!(status.ready, Some(true));
+    assert_eq!(status.upstream_crd_version.as_deref(), Some("apps/v1"));
+    let available = status
+        .conditions
+        .unwrap_or_default()
+        .into_iter()
+        .find(|c| c.type_ == "UpstreamAvailable")
+        .unwrap();
+    assert!(
+        available
+            .message
+            .as_deref()
+            .unwrap_or_default()
+            .contains("no CRD is needed"),
+        "{available:?}"
+    );
+    let engines = serde_json::to_value(&ipc.spec.capabilities).unwrap()["engines"].clone();
+    assert_eq!(engines[0]["requiresCRD"], false);
+    assert_eq!(
+        engines[0]["gateway"]["endpointPicker"]["image"],
+        "ghcr.io/llm-d/llm-d-inference-scheduler:v0.6.0"
+    );
+
+    // An admin's endpoint picker stays theirs, across a provider restart.
+    let mut admin = engines.clone();
+    admin[0]["gateway"]["endpointPicker"]["image"] = json!("registry.example/epp:admin");
+    ipcs.patch(
+        "llmd",
+        &PatchParams::apply("cluster-admin").force(),
+        &Patch::Apply(
+            json!({"apiVersion": "airunway.ai/v1alpha1", "kind": "InferenceProviderConfig",
+            "metadata": {"name": "llmd"}, "spec": {"capabilities": {"engines": admin}}}),
+        ),
+    )
+    .await
+    .unwrap();
+    provider.process.terminate(Duration::from_secs(10));
+    let provider = start_provider(&env, "--heartbeat-interval=1s").await;
+    let ipc = ipcs.get("llmd").await.unwrap();
+    let engines = serde_json::to_value(&ipc.spec.capabilities).unwrap()["engines"].clone();
+    assert_eq!(
+        engines[0]["gateway"]["endpointPicker"]["image"],
+        "registry.example/epp:admin"
+    );
+
+    for name in ["unnamed", "sgl", "stuck"] {
+        mds.delete(name, &DeleteParams::default()).await.unwrap();
+    }
+    for name in ["unnamed", "sgl", "stuck"] {
+        wait_deleted(&mds, name, WAIT).await;
+    }
+    wait_deleted(&deployments, "stuck", WAIT).await;
+    provider.process.terminate(Duration::from_secs(10));
+    core.process.terminate(Duration::from_secs(10));
+}
