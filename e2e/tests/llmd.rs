@@ -65,7 +65,7 @@ fn aggregated_on_llmd() -> Value {
            "resources": {"gpu": {"count": 2}, "memory": "8Gi"},
            "secrets": {"huggingFaceToken": "hf-token"},
            "podTemplate": {"metadata": {"labels": {"team": "e2e"}}},
-           "provider": {"name": "llmd", "overrides": {"spec": {"minReadySeconds": 0}}}})
+           "provider": {"name": "llmd", "overrides": {"spec": {"minReadySeconds": 2}}}})
 }
 
 fn args(deployment: &Deployment) -> Vec<String> {
@@ -128,6 +128,14 @@ async fn aggregated_and_disaggregated_on_simulated_gpu_nodes_drift_switch_and_de
     )
     .await
     .unwrap();
+    // The pods are Ready at once on KWOK, but count as available only after minReadySeconds
+    // (2 s, an override): the Deployment is Progressing meanwhile.
+    let deploying = wait_for(&mds, "agg", WAIT, "Deploying", |md| {
+        md.phase() == Some(Phase::Deploying)
+    })
+    .await;
+    let message = deploying.status.unwrap().message.unwrap_or_default();
+    assert!(message.contains("ReplicaSet"), "{message}");
     let md = wait_for(&mds, "agg", WAIT, "Running", |md| {
         md.phase() == Some(Phase::Running)
     })
@@ -563,6 +571,57 @@ async fn selection_compatibility_deadline_and_registration() {
         wait_deleted(&mds, name, WAIT).await;
     }
     wait_deleted(&deployments, "stuck", WAIT).await;
+    provider.process.terminate(Duration::from_secs(10));
+    core.process.terminate(Duration::from_secs(10));
+}
+
+/// The llm-d examples (`examples/llmd/`) as a user applies them: both reach Running on the
+/// simulated GPU nodes, with the objects their comments promise.
+#[tokio::test]
+async fn the_examples_run() {
+    let _lock = cluster_lock().await;
+    let env = TestEnv::new("llmd-examples").await;
+    let (core, provider) = start(&env, "--heartbeat-interval=1s").await;
+    let mds: Api<ModelDeployment> = Api::namespaced(env.client.clone(), &env.namespace);
+    let deployments: Api<Deployment> = Api::namespaced(env.client.clone(), &env.namespace);
+    let services: Api<Service> = Api::namespaced(env.client.clone(), &env.namespace);
+    for (file, name, objects, endpoint) in [
+        (
+            "gpu-vllm-llmd.yaml",
+            "qwen3-llmd",
+            vec!["qwen3-llmd"],
+            "qwen3-llmd",
+        ),
+        (
+            "disaggregated-vllm-llmd.yaml",
+            "qwen3-pd",
+            vec!["qwen3-pd-decode", "qwen3-pd-prefill"],
+            "qwen3-pd-decode",
+        ),
+    ] {
+        let path = airunway_e2e::paths::workspace_root()
+            .join("examples/llmd")
+            .join(file);
+        let mut manifests = airunway_e2e::manifests::read(&path);
+        for manifest in &mut manifests {
+            manifest["metadata"]["namespace"] = json!(env.namespace);
+        }
+        airunway_e2e::manifests::apply(&env.client, &manifests).await;
+        let md = wait_for(&mds, name, WAIT, "Running", |md| {
+            md.phase() == Some(Phase::Running)
+        })
+        .await;
+        assert_eq!(
+            md.status.unwrap().endpoint.unwrap().service.as_deref(),
+            Some(endpoint),
+            "{file}"
+        );
+        let wanted: Vec<String> = objects.iter().map(|s| s.to_string()).collect();
+        assert_eq!(labelled(&deployments, name).await, wanted, "{file}");
+        assert_eq!(labelled(&services, name).await, wanted, "{file}");
+        mds.delete(name, &DeleteParams::default()).await.unwrap();
+        wait_deleted(&mds, name, WAIT).await;
+    }
     provider.process.terminate(Duration::from_secs(10));
     core.process.terminate(Duration::from_secs(10));
 }
