@@ -191,10 +191,34 @@ async fn model_deployment_admission() {
     wait_webhook_active(&env).await;
     let api: Api<ModelDeployment> = Api::namespaced(env.client.clone(), &env.namespace);
 
-    // Unregistered provider.
-    let (message, fields) = rejection(&api, deployment("ghost", json!({"model": {"id": "a/b"}, "engine": {"type": "llamacpp"}, "provider": {"name": "ghost"}}))).await;
-    assert!(message.contains("spec.provider.name: provider 'ghost' is not registered: there is no InferenceProviderConfig named 'ghost'"), "{message}");
-    assert_eq!(fields, ["spec.provider.name"]);
+    // A provider not registered yet (a GitOps wave applying both at once): admitted with a
+    // warning, Pending with a message naming it, and processed once it registers.
+    let (code, warnings, body) = create_raw(&env.client, &env.namespace, &deployment("ghost", json!({"model": {"id": "a/b"}, "engine": {"type": "llamacpp"}, "provider": {"name": "ghost"}}))).await;
+    assert_eq!(code, 201, "{body}");
+    assert!(
+        warnings.iter().any(|w| w.contains("spec.provider.name: provider 'ghost' is not registered: there is no InferenceProviderConfig named 'ghost'")),
+        "{warnings:?}"
+    );
+    wait_for(
+        &api,
+        "ghost",
+        WAIT,
+        "Pending, naming the missing provider",
+        |md| {
+            md.status.as_ref().and_then(|s| s.message.as_deref())
+                == Some(
+                    "Provider 'ghost' is not registered: no InferenceProviderConfig named ghost",
+                )
+        },
+    )
+    .await;
+    let mut ghost = shipped_registration("kaito");
+    ghost["metadata"]["name"] = json!("ghost");
+    register(&env.client, &ghost, true).await;
+    wait_for(&api, "ghost", WAIT, "the provider registered", |md| {
+        md.condition("ProviderHealthy").is_some_and(|c| c.is_true())
+    })
+    .await;
 
     // Upstream CRD not installed, as the provider reports it.
     let (message, _) = rejection(&api, deployment("nocrd", json!({"model": {"id": "a/b"}, "engine": {"type": "llamacpp"}, "provider": {"name": "nocrd"}}))).await;
@@ -775,7 +799,10 @@ async fn go_project_manifests_apply_unchanged() {
         md.condition("Validated").is_some_and(|c| c.is_true())
     })
     .await;
+    // `{engine: vllm}` without resources runs on one GPU (the defaulting the webhook would have
+    // written), so Dynamo's GPU rule picks it.
     assert_eq!(selected.resolved_engine().map(|e| e.as_str()), Some("vllm"));
+    assert_eq!(selected.selected_provider(), Some("dynamo"));
 
     api.delete_collection(&DeleteParams::default(), &Default::default())
         .await
@@ -1116,6 +1143,71 @@ async fn a_pathological_selection_rule_is_bounded() {
         admission[admission.len() - 1] < Duration::from_secs(2),
         "admission slowed down: {admission:?}"
     );
+
+    api.delete_collection(&DeleteParams::default(), &Default::default())
+        .await
+        .unwrap();
+    core.terminate(Duration::from_secs(10));
+    remove_webhooks(&env.client).await;
+    delete_all(&env.client).await;
+}
+
+#[tokio::test]
+async fn with_the_core_stopped_writes_are_accepted_and_checked_when_it_returns() {
+    let _lock = cluster_lock().await;
+    let env = TestEnv::new("webhook-core-down").await;
+    delete_all(&env.client).await;
+    register_shipped(&env.client, &["kaito", "dynamo"], true).await;
+    let kubeconfig = core_identity(&env).await;
+    let port = free_port();
+    install_webhooks(&env, port).await;
+    let core = start_core(&env, &kubeconfig, port, &[]).await;
+    wait_webhook_active(&env).await;
+    core.terminate(Duration::from_secs(10));
+
+    // The webhook process is gone (the configurations stay): failurePolicy Ignore admits both.
+    let api: Api<ModelDeployment> = Api::namespaced(env.client.clone(), &env.namespace);
+    let valid: ModelDeployment = serde_json::from_value(deployment(
+        "valid",
+        json!({"model": {"id": "a/b"}, "engine": {"type": "vllm"}}),
+    ))
+    .unwrap();
+    let invalid: ModelDeployment = serde_json::from_value(deployment(
+        "loosened",
+        json!({"model": {"id": "a/b"}, "engine": {"type": "llamacpp"}, "resources": {"cpu": "1"},
+            "provider": {"overrides": {"worker": {"volumes": [{"name": "r", "hostPath": {"path": "/"}}]}}}}),
+    ))
+    .unwrap();
+    let started = Instant::now();
+    api.create(&PostParams::default(), &valid).await.unwrap();
+    api.create(&PostParams::default(), &invalid).await.unwrap();
+    let admitted_in = started.elapsed();
+
+    // The core returns: the valid one is defaulted at reconcile time and selected; the other is
+    // held Pending with the message the webhook would have given.
+    let core = start_core(&env, &kubeconfig, port, &[]).await;
+    let selected = wait_for(&api, "valid", WAIT, "selected", |md| {
+        md.selected_provider().is_some()
+    })
+    .await;
+    // `{engine: vllm}` without resources runs on one GPU (the defaulting the webhook would have
+    // written), so Dynamo's GPU rule picks it.
+    assert_eq!(selected.resolved_engine().map(|e| e.as_str()), Some("vllm"));
+    assert_eq!(selected.selected_provider(), Some("dynamo"));
+    let held = wait_for(&api, "loosened", WAIT, "Validated=False", |md| {
+        md.condition("Validated").is_some_and(|c| !c.is_true())
+    })
+    .await;
+    let status = held.status.unwrap();
+    assert_eq!(status.phase, Some(airunway_api::v1alpha1::Phase::Pending));
+    assert!(
+        status.message.as_deref().is_some_and(|m| m.contains(
+            "spec.provider.overrides.worker.volumes[0].hostPath: hostPath volumes are not allowed (Pod Security baseline)"
+        )),
+        "{:?}",
+        status.message
+    );
+    eprintln!("with the core stopped, two creates were admitted in {admitted_in:?}");
 
     api.delete_collection(&DeleteParams::default(), &Default::default())
         .await

@@ -155,6 +155,14 @@ pub fn validate_model_deployment(
     {
         errors.extend(check_provider(&md, provider, providers));
     }
+    // A provider that is not registered yet is allowed (a GitOps sync may apply the deployment
+    // in the same wave as the provider): the deployment waits, Pending, until it registers.
+    let unregistered = md.spec.explicit_provider().and_then(|provider| {
+        (!providers
+            .iter()
+            .any(|p| p.metadata.name.as_deref() == Some(provider)))
+        .then(|| unregistered_provider(provider, providers))
+    });
     if !selector_enabled
         && md.spec.explicit_engine().is_none()
         && md.spec.explicit_provider().is_none()
@@ -170,6 +178,7 @@ pub fn validate_model_deployment(
     if errors.is_empty() {
         let mut warnings = validation::warnings(&md);
         warnings.extend(unused_overrides(&md, providers));
+        warnings.extend(unregistered);
         with_warnings(response, warnings)
     } else {
         deny(response, "ModelDeployment", &name, &errors)
@@ -205,8 +214,26 @@ fn unused_overrides(md: &ModelDeployment, providers: &[InferenceProviderConfig])
         .collect()
 }
 
-/// Errors for `spec.provider.name = provider` given the registered providers: it is registered,
-/// its upstream CRD is installed, and (with an explicit engine) its capabilities fit.
+/// The warning for a `spec.provider.name` that no InferenceProviderConfig registers.
+fn unregistered_provider(provider: &str, providers: &[InferenceProviderConfig]) -> String {
+    let mut known: Vec<&str> = providers
+        .iter()
+        .filter_map(|p| p.metadata.name.as_deref())
+        .collect();
+    known.sort_unstable();
+    let known = if known.is_empty() {
+        "none".to_string()
+    } else {
+        known.join(", ")
+    };
+    format!(
+        "spec.provider.name: provider '{provider}' is not registered: there is no InferenceProviderConfig named '{provider}' (registered providers: {known}); the deployment stays Pending until it registers"
+    )
+}
+
+/// Errors for `spec.provider.name = provider` given the registered providers: its upstream CRD
+/// is installed and (with an explicit engine) its capabilities fit. A provider that is not
+/// registered is no error (the deployment waits for it).
 pub fn check_provider(
     md: &ModelDeployment,
     provider: &str,
@@ -216,22 +243,8 @@ pub fn check_provider(
         .iter()
         .find(|p| p.metadata.name.as_deref() == Some(provider))
     else {
-        let mut known: Vec<&str> = providers
-            .iter()
-            .filter_map(|p| p.metadata.name.as_deref())
-            .collect();
-        known.sort_unstable();
-        let known = if known.is_empty() {
-            "none".to_string()
-        } else {
-            known.join(", ")
-        };
-        return vec![FieldError {
-            field: "spec.provider.name".into(),
-            message: format!(
-                "provider '{provider}' is not registered: there is no InferenceProviderConfig named '{provider}' (registered providers: {known})"
-            ),
-        }];
+        // Not an error: see `unregistered_provider`.
+        return vec![];
     };
     let upstream = conditions::find(
         ipc.status.as_ref().and_then(|s| s.conditions.as_deref()),
@@ -546,13 +559,14 @@ mod tests {
             &providers,
             true,
         );
-        assert!(!r.allowed);
+        // Not registered (yet): admitted with a warning; the deployment waits, Pending.
+        assert!(r.allowed);
         assert_eq!(
-            r.result.message,
-            "spec.provider.name: provider 'ghost' is not registered: there is no InferenceProviderConfig named 'ghost' (registered providers: dynamo, kaito)"
+            r.warnings.unwrap(),
+            [
+                "spec.provider.name: provider 'ghost' is not registered: there is no InferenceProviderConfig named 'ghost' (registered providers: dynamo, kaito); the deployment stays Pending until it registers"
+            ]
         );
-        let causes = r.result.details.unwrap().causes;
-        assert_eq!(causes[0].field, "spec.provider.name");
         let r = validate_model_deployment(
             &request("ModelDeployment", "CREATE", spec("dynamo"), None),
             &providers,
