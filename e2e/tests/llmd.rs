@@ -341,6 +341,31 @@ async fn aggregated_and_disaggregated_on_simulated_gpu_nodes_drift_switch_and_de
     })
     .await;
 
+    // An identity field (the model) changed: the objects are deleted and created anew.
+    let old_uid = deployments.get("agg").await.unwrap().metadata.uid;
+    mds.patch(
+        "agg",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"spec": {"model": {"id": "Qwen/Qwen3-1.7B"}}})),
+    )
+    .await
+    .unwrap();
+    let recreated = wait_for(
+        &deployments,
+        "agg",
+        WAIT,
+        "recreated for the new model",
+        |d| d.metadata.uid != old_uid && args(d).contains(&"Qwen/Qwen3-1.7B".to_string()),
+    )
+    .await;
+    assert_eq!(recreated.spec.unwrap().replicas, Some(1));
+    wait_for(&mds, "agg", WAIT, "Running the new model", |md| {
+        md.phase() == Some(Phase::Running)
+    })
+    .await;
+    let notes = env.event_notes("ResourceRecreated").await;
+    assert!(notes.iter().any(|n| n.contains("'agg'")), "{notes:?}");
+
     // Aggregated -> disaggregated: prefill and decode objects, none of the old shape left.
     mds.patch(
         "agg",

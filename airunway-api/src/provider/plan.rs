@@ -422,6 +422,18 @@ pub fn compare_object(
     }
 }
 
+/// The objects of `owned` (kind index and name: what the provider created for a deployment)
+/// that `wanted` (the rendered set) no longer has: the old shape to delete.
+pub fn stale<'a>(
+    wanted: &[(usize, &str)],
+    owned: &'a [(usize, String)],
+) -> Vec<&'a (usize, String)> {
+    owned
+        .iter()
+        .filter(|(index, name)| !wanted.iter().any(|(i, n)| i == index && n == name))
+        .collect()
+}
+
 /// The status of a deployment whose object `message` describes belongs to someone else.
 pub fn not_owned<P: Provider>(provider: &P, message: String) -> ProviderStatus {
     ProviderStatus::not_deployed(
@@ -510,6 +522,26 @@ mod tests {
         assert_eq!(triage(&md(value.clone()), "echo"), Triage::Delete);
         value["metadata"]["annotations"] = json!({"airunway.ai/reconcile-paused": "true"});
         assert_eq!(triage(&md(value), "echo"), Triage::Paused);
+    }
+
+    #[test]
+    fn objects_of_an_old_shape_are_stale() {
+        let owned = vec![
+            (0, "m".to_string()),
+            (1, "m".to_string()),
+            (0, "m-decode".to_string()),
+        ];
+        let wanted = [(0, "m-decode"), (0, "m-prefill"), (1, "m-decode")];
+        assert_eq!(
+            stale(&wanted, &owned),
+            [&(0, "m".to_string()), &(1, "m".to_string())]
+        );
+        assert!(stale(&[(0, "m"), (1, "m")], &owned[..2]).is_empty());
+        assert_eq!(
+            stale(&[(1, "m")], &owned[..2]),
+            [&(0, "m".to_string())],
+            "a name is matched within its kind"
+        );
     }
 
     #[test]

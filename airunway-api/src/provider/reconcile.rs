@@ -455,16 +455,20 @@ async fn prune<P: Provider>(
     wanted: &[(usize, &DesiredUpstream, ObjectPlan)],
 ) -> Result<(), ReconcileError> {
     let namespace = md.namespace().unwrap_or_default();
-    for (index, stale) in ctx.owned_objects(md) {
-        let name = stale.name_any();
-        let kept = wanted
-            .iter()
-            .any(|(i, desired, _)| *i == index && desired.name() == name);
-        if kept || stale.metadata.deletion_timestamp.is_some() {
-            continue;
-        }
+    let owned: Vec<(usize, String)> = ctx
+        .owned_objects(md)
+        .into_iter()
+        .filter(|(_, object)| object.metadata.deletion_timestamp.is_none())
+        .map(|(index, object)| (index, object.name_any()))
+        .collect();
+    let wanted: Vec<(usize, &str)> = wanted
+        .iter()
+        .map(|(index, desired, _)| (*index, desired.name()))
+        .collect();
+    for (index, name) in plan::stale(&wanted, &owned) {
+        let (index, name) = (*index, name.as_str());
         let kind = ctx.kind(index).kind.clone();
-        delete_object(ctx, index, &namespace, &name).await?;
+        delete_object(ctx, index, &namespace, name).await?;
         ctx.events
             .normal(
                 &md.object_ref(&()),
