@@ -8,7 +8,7 @@
 //! ready and its status comes from the real Deployment conditions. It is explicit-only (no
 //! selection rule). The pure parts are [`compat`], [`render`] (with [`overrides`]) and
 //! [`status`]; the Deployment/Service render and the Deployment status translator are the
-//! SDK's shared [`workload`](airunway_api::provider::workload) module.
+//! SDK's shared [`workload`] module.
 
 pub mod compat;
 pub mod overrides;
@@ -94,6 +94,7 @@ impl Provider for LlmdProvider {
                 "https://github.com/airunway/airunway/blob/main/docs/providers/llmd.md".into(),
             ),
             probe: None,
+            override_paths: None,
         }
     }
 

@@ -18,7 +18,13 @@
 //!    owner reference and labels; drift overwritten with a `DriftDetected` event; identity
 //!    changes delete and recreate; moving to another provider cleans up and releases the
 //!    finalizer and the status fields; status translation applied to the provider-owned status
-//!    fields; `ResourceCreated`/`Ready`; events. The pipeline is [`plan::triage`] →
+//!    fields; `ResourceCreated`/`Ready`; events. A provider may manage a set of objects of
+//!    several built-in kinds per deployment ([`Provider::secondary_kinds`],
+//!    [`Provider::render_set`], [`Provider::translate_set_status`]; e.g. llm-d's Deployments
+//!    and Services): each object is applied, drift-checked and recreated on its own, objects
+//!    the render no longer produces (a changed shape) are deleted, and cleanup deletes them
+//!    all; [`workload`] has the shared vLLM Deployment/Service render and the Deployment
+//!    status translator. The pipeline is [`plan::triage`] →
 //!    [`plan::plan`] (pure) → apply only when the plan says so → status only when it changed;
 //!    every read comes from the watch caches, and a change of the upstream object (its
 //!    operator's status, an edit, a deletion) arrives through the provider's watch on its kind

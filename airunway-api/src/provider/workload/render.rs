@@ -81,43 +81,88 @@ impl Component {
     }
 }
 
-/// The vLLM command line after the image's entrypoint: `--model`, `--served-model-name`,
+/// How a provider wants the vLLM command line built (the default is llm-d's).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ArgsStyle {
+    /// Arguments before everything else (e.g. `--host 0.0.0.0 --port 8000`).
+    pub leading: Vec<String>,
+    /// Write `--enable-prefix-caching` only when on (no `--no-enable-prefix-caching`).
+    pub prefix_caching_only_when_on: bool,
+    /// Leave out a derived flag whose key the user sets in `engine.args` or as a
+    /// `--key`/`--key=value` token of `engine.extraArgs` (the user's value wins).
+    pub user_keys_win: bool,
+}
+
+/// The flag keys (without dashes) the user sets: `engine.args` keys and the `--key` /
+/// `--key=value` tokens of `engine.extraArgs`.
+pub fn user_flag_keys(md: &ModelDeployment) -> Vec<String> {
+    let engine = md.spec.engine.as_ref();
+    let mut keys: Vec<String> = engine
+        .and_then(|e| e.args.as_ref())
+        .into_iter()
+        .flatten()
+        .map(|(k, _)| k.trim_start_matches('-').to_string())
+        .collect();
+    keys.extend(md.spec.extra_args().iter().filter_map(|token| {
+        let key = token.strip_prefix("--")?;
+        Some(key.split_once('=').map_or(key, |(k, _)| k).to_string())
+    }));
+    keys
+}
+
+/// The vLLM command line after the image's entrypoint, llm-d's way ([`vllm_args_with`] and the
+/// default [`ArgsStyle`]).
+pub fn vllm_args(md: &ModelDeployment, component: &Component) -> Vec<String> {
+    vllm_args_with(md, component, &ArgsStyle::default())
+}
+
+/// The vLLM command line: `style.leading`, `--model`, `--served-model-name`,
 /// `--max-model-len`, `--trust-remote-code`, `--enable-prefix-caching` or
 /// `--no-enable-prefix-caching`, `--enforce-eager`, `--tensor-parallel-size` (more than one
 /// GPU), the component's arguments, `engine.args` in key order (`""`/`"true"` → `--key`,
 /// `"false"` → `--no-key`, else `--key value`), then `engine.extraArgs` verbatim.
-pub fn vllm_args(md: &ModelDeployment, component: &Component) -> Vec<String> {
+pub fn vllm_args_with(
+    md: &ModelDeployment,
+    component: &Component,
+    style: &ArgsStyle,
+) -> Vec<String> {
     let spec = &md.spec;
     let engine = spec.engine.as_ref();
-    let mut args: Vec<String> = Vec::new();
+    let user_keys = if style.user_keys_win {
+        user_flag_keys(md)
+    } else {
+        Vec::new()
+    };
+    let mut args: Vec<String> = style.leading.clone();
+    let mut derived = |key: &str, value: Option<String>| {
+        if user_keys.iter().any(|k| k == key) {
+            return;
+        }
+        args.push(format!("--{key}"));
+        args.extend(value);
+    };
     if let Some(id) = spec.model.id.as_ref().filter(|id| !id.is_empty()) {
-        args.extend(["--model".to_string(), id.clone()]);
+        derived("model", Some(id.clone()));
     }
     if let Some(name) = md.served_model_name() {
-        args.extend(["--served-model-name".to_string(), name]);
+        derived("served-model-name", Some(name));
     }
     if let Some(length) = engine.and_then(|e| e.context_length) {
-        args.extend(["--max-model-len".to_string(), length.to_string()]);
+        derived("max-model-len", Some(length.to_string()));
     }
     if engine.and_then(|e| e.trust_remote_code) == Some(true) {
-        args.push("--trust-remote-code".to_string());
+        derived("trust-remote-code", None);
     }
-    args.push(
-        if spec.prefix_caching() {
-            "--enable-prefix-caching"
-        } else {
-            "--no-enable-prefix-caching"
-        }
-        .to_string(),
-    );
+    if spec.prefix_caching() {
+        derived("enable-prefix-caching", None);
+    } else if !style.prefix_caching_only_when_on {
+        derived("no-enable-prefix-caching", None);
+    }
     if spec.enforce_eager() {
-        args.push("--enforce-eager".to_string());
+        derived("enforce-eager", None);
     }
     if component.gpus > 1 {
-        args.extend([
-            "--tensor-parallel-size".to_string(),
-            component.gpus.to_string(),
-        ]);
+        derived("tensor-parallel-size", Some(component.gpus.to_string()));
     }
     args.extend(component.args.iter().cloned());
     for (key, value) in engine.and_then(|e| e.args.as_ref()).into_iter().flatten() {
@@ -214,8 +259,18 @@ fn volumes(md: &ModelDeployment, component: &Component) -> (Vec<Value>, Vec<Valu
     (volumes, mounts)
 }
 
-/// The Deployment of `component` running `image`.
+/// The Deployment of `component` running `image` with llm-d's command line ([`vllm_args`]).
 pub fn deployment(md: &ModelDeployment, component: &Component, image: &str) -> Value {
+    deployment_with_args(md, component, image, vllm_args(md, component))
+}
+
+/// The Deployment of `component` running `image` with the command line `args`.
+pub fn deployment_with_args(
+    md: &ModelDeployment,
+    component: &Component,
+    image: &str,
+    args: Vec<String>,
+) -> Value {
     let spec = &md.spec;
     let name = md.metadata.name.clone().unwrap_or_default();
     let template = spec.pod_template.as_ref().and_then(|t| t.metadata.as_ref());
@@ -260,7 +315,7 @@ pub fn deployment(md: &ModelDeployment, component: &Component, image: &str) -> V
     let mut container = json!({
         "name": CONTAINER,
         "image": image,
-        "args": vllm_args(md, component),
+        "args": args,
         "ports": [{"name": PORT_NAME, "containerPort": PORT, "protocol": "TCP"}],
         "resources": resources,
         "startupProbe": probe(15, 10, 60),
@@ -371,6 +426,38 @@ mod tests {
                 "--no-enable-prefix-caching"
             ]
         );
+    }
+
+    #[test]
+    fn the_direct_vllm_style_leads_with_networking_and_lets_user_keys_win() {
+        let md = md(json!({"model": {"id": "org/model"},
+            "engine": {"type": "vllm", "contextLength": 4096, "enablePrefixCaching": false,
+                       "args": {"max-model-len": "2048"}, "extraArgs": ["--served-model-name=x"]}}));
+        let style = ArgsStyle {
+            leading: vec![
+                "--host".into(),
+                "0.0.0.0".into(),
+                "--port".into(),
+                "8000".into(),
+            ],
+            prefix_caching_only_when_on: true,
+            user_keys_win: true,
+        };
+        assert_eq!(
+            vllm_args_with(&md, &Component::aggregated(&md), &style),
+            [
+                "--host",
+                "0.0.0.0",
+                "--port",
+                "8000",
+                "--model",
+                "org/model",
+                "--max-model-len",
+                "2048",
+                "--served-model-name=x"
+            ]
+        );
+        assert_eq!(user_flag_keys(&md), ["max-model-len", "served-model-name"]);
     }
 
     #[test]
