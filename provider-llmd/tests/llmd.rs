@@ -504,3 +504,51 @@ fn sdk_cycle_over_the_set_drift_and_identity() {
 fn schema_detection() -> SchemaDetection {
     LlmdProvider.detect_schema(None)
 }
+
+#[test]
+fn sdk_set_cycle_creates_then_settles_every_object() {
+    let md = disaggregated();
+    let first = cycle::apply_set(&LlmdProvider, &md, &schema(), &[]).unwrap();
+    assert_eq!(first.objects.len(), 4);
+    assert!(
+        first
+            .objects
+            .iter()
+            .all(|(_, step)| *step == ObjectPlan::Create)
+    );
+    assert_eq!(first.status.phase, Phase::Pending);
+    assert_eq!(
+        first.status.resource,
+        Some(("m-decode".to_string(), "Deployment".to_string()))
+    );
+    let served: Vec<DynamicObject> = first
+        .objects
+        .iter()
+        .map(|(desired, _)| {
+            let status = if desired.kind() == "Deployment" {
+                available(1)
+            } else {
+                json!({})
+            };
+            cycle::served(desired, status).unwrap()
+        })
+        .collect();
+    let live: Vec<Option<&DynamicObject>> = served.iter().map(Some).collect();
+    let settled = cycle::apply_set(&LlmdProvider, &md, &schema(), &live).unwrap();
+    assert!(
+        settled
+            .objects
+            .iter()
+            .all(|(_, step)| *step == ObjectPlan::InSync)
+    );
+    assert_eq!(settled.status.phase, Phase::Running);
+    assert!(matches!(
+        cycle::apply_set(
+            &LlmdProvider,
+            &aggregated(json!({"engine": {"type": "sglang"}})),
+            &schema(),
+            &[]
+        ),
+        Err(cycle::CycleError::Incompatible(message)) if message == "llm-d only supports vllm engine"
+    ));
+}

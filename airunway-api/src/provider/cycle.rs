@@ -98,6 +98,57 @@ pub fn apply<P: Provider>(
     })
 }
 
+/// What a deploying reconcile computes for a provider managing a set of objects.
+#[derive(Clone, Debug, PartialEq)]
+pub struct AppliedSet {
+    /// The objects to apply (the primary first), each with what the SDK does with it.
+    pub objects: Vec<(DesiredUpstream, plan::ObjectPlan)>,
+    /// The provider-owned status derived from the live objects.
+    pub status: ProviderStatus,
+}
+
+/// The set counterpart of [`apply`]: [`plan::prepare`], then [`plan::compare_object`] of every
+/// object with its live copy (`live`, in the order of the rendered set; `None` before it
+/// exists), and the status translated from `live`.
+pub fn apply_set<P: Provider>(
+    provider: &P,
+    md: &ModelDeployment,
+    schema: &UpstreamSchema,
+    live: &[Option<&DynamicObject>],
+) -> Result<AppliedSet, CycleError> {
+    let detection = SchemaDetection::Supported(schema.clone());
+    let prepared = match plan::prepare(provider, md, &detection) {
+        Ok(prepared) => prepared,
+        Err(held) => {
+            return Err(match *held {
+                Plan::Hold {
+                    cause: HoldCause::Incompatible,
+                    status,
+                } => CycleError::Incompatible(status.message),
+                Plan::Hold { cause, status } => CycleError::Held {
+                    cause,
+                    message: status.message,
+                },
+                _ => CycleError::Held {
+                    cause: HoldCause::Render("unsupported"),
+                    message: "nothing to render".into(),
+                },
+            });
+        }
+    };
+    let status = plan::status_from_set(provider, md, &prepared.desired, live);
+    let objects = prepared
+        .desired
+        .into_iter()
+        .enumerate()
+        .map(|(i, desired)| {
+            let step = plan::compare_object(md, &desired, live.get(i).copied().flatten());
+            (desired, step)
+        })
+        .collect();
+    Ok(AppliedSet { objects, status })
+}
+
 /// The status sync of a deployment whose object exists (what the SDK does when the upstream
 /// watch reports a change): the status translated from `live`, and whether the deployment
 /// already shows it (then nothing is written).
