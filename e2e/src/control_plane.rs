@@ -199,27 +199,32 @@ impl ControlPlane {
     /// into the control plane directory and returns its path. Used to run a binary with exactly
     /// the permissions RBAC grants its ServiceAccount.
     pub fn kubeconfig_for(&self, user: &str, groups: &[&str]) -> Result<PathBuf> {
-        let cert = self.ca.client_cert(user, groups)?;
-        let slug: String = user
-            .chars()
-            .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
-            .collect();
-        let cert_path = self.dir.join(format!("{slug}.crt"));
-        let key_path = self.dir.join(format!("{slug}.key"));
-        std::fs::write(&cert_path, &cert.cert_pem)?;
-        std::fs::write(&key_path, &cert.key_pem)?;
-        let path = self.dir.join(format!("{slug}.kubeconfig"));
-        std::fs::write(
-            &path,
-            kubeconfig_yaml(
-                &self.server,
-                &self.dir.join("ca.crt"),
-                &cert_path,
-                &key_path,
-            ),
-        )?;
-        Ok(path)
+        write_kubeconfig_for(&self.ca, &self.dir, &self.server, user, groups)
     }
+}
+
+fn write_kubeconfig_for(
+    ca: &TestCa,
+    dir: &Path,
+    server: &str,
+    user: &str,
+    groups: &[&str],
+) -> Result<PathBuf> {
+    let cert = ca.client_cert(user, groups)?;
+    let slug: String = user
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+        .collect();
+    let cert_path = dir.join(format!("{slug}.crt"));
+    let key_path = dir.join(format!("{slug}.key"));
+    std::fs::write(&cert_path, &cert.cert_pem)?;
+    std::fs::write(&key_path, &cert.key_pem)?;
+    let path = dir.join(format!("{slug}.kubeconfig"));
+    std::fs::write(
+        &path,
+        kubeconfig_yaml(server, &dir.join("ca.crt"), &cert_path, &key_path),
+    )?;
+    Ok(path)
 }
 
 fn free_port() -> Result<u16> {
@@ -427,8 +432,16 @@ fn start_once(bin: &Path, options: &ControlPlaneOptions) -> Result<ControlPlane>
         timings.apiserver = step.elapsed();
 
         let nodes_step = Instant::now();
-        let scheduler = workloads::spawn_scheduler(bin, &kubeconfig, &logs, options.lifetime)?;
-        let kwok = workloads::spawn_kwok(&kubeconfig, &logs, options.lifetime)?;
+        // Each component under a user of its own (full rights through `system:masters`), so
+        // the audit log tells their requests apart.
+        let component =
+            |user: &str| write_kubeconfig_for(&ca, &dir, &server, user, &["system:masters"]);
+        let scheduler_kubeconfig = component("system:kube-scheduler")?;
+        let kcm_kubeconfig = component("system:kube-controller-manager")?;
+        let kwok_kubeconfig = component("kwok")?;
+        let scheduler =
+            workloads::spawn_scheduler(bin, &scheduler_kubeconfig, &logs, options.lifetime)?;
+        let kwok = workloads::spawn_kwok(&kwok_kubeconfig, &logs, options.lifetime)?;
 
         let step = Instant::now();
         let client = client_from_kubeconfig(&kubeconfig).await?;
@@ -440,7 +453,7 @@ fn start_once(bin: &Path, options: &ControlPlaneOptions) -> Result<ControlPlane>
             name: "kube-controller-manager".into(),
             program: bin.join("kube-controller-manager"),
             args: vec![
-                format!("--kubeconfig={}", kubeconfig.display()),
+                format!("--kubeconfig={}", kcm_kubeconfig.display()),
                 format!("--controllers={}", KCM_CONTROLLERS.join(",")),
                 format!(
                     "--service-account-private-key-file={}",
