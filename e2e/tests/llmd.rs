@@ -135,7 +135,8 @@ async fn aggregated_and_disaggregated_on_simulated_gpu_nodes_drift_switch_and_de
     })
     .await;
     let message = deploying.status.unwrap().message.unwrap_or_default();
-    assert!(message.contains("ReplicaSet"), "{message}");
+    // The Progressing condition's message, naming the ReplicaSet.
+    assert!(message.contains("\"agg-"), "{message}");
     let md = wait_for(&mds, "agg", WAIT, "Running", |md| {
         md.phase() == Some(Phase::Running)
     })
@@ -170,6 +171,11 @@ async fn aggregated_and_disaggregated_on_simulated_gpu_nodes_drift_switch_and_de
             "{type_}"
         );
     }
+    assert_eq!(
+        md.condition(condition_types::RESOURCE_CREATED)
+            .and_then(|c| c.message.as_deref()),
+        Some("Deployment and Service created successfully")
+    );
     let live = deployments.get("agg").await.unwrap();
     assert!(
         is_available(&live),

@@ -542,6 +542,16 @@ fn sdk_set_cycle_creates_then_settles_every_object() {
             .all(|(_, step)| *step == ObjectPlan::InSync)
     );
     assert_eq!(settled.status.phase, Phase::Running);
+    let created = settled
+        .status
+        .conditions
+        .iter()
+        .find(|c| c.type_ == "ResourceCreated")
+        .unwrap();
+    assert_eq!(
+        created.message,
+        "Deployments and Services created successfully"
+    );
     assert!(matches!(
         cycle::apply_set(
             &LlmdProvider,

@@ -276,7 +276,44 @@ pub fn status_from_set<P: Provider>(
         .first()
         .map(|d| (d.name().to_string(), d.kind().to_string()))
         .unwrap_or_default();
-    ProviderStatus::from_translation(provider.display_name(), resource, &translated)
+    let mut status =
+        ProviderStatus::from_translation(provider.display_name(), resource, &translated);
+    if desired.len() > 1
+        && let Some(created) = status
+            .conditions
+            .iter_mut()
+            .find(|c| c.type_ == condition_types::RESOURCE_CREATED)
+    {
+        created.message = format!("{} created successfully", kinds_created(desired));
+    }
+    status
+}
+
+/// `Deployments and Services`, `Deployment and Service`: the kinds of a set, in order, plural
+/// when there are several of a kind.
+fn kinds_created(desired: &[DesiredUpstream]) -> String {
+    let mut kinds: Vec<(&str, usize)> = Vec::new();
+    for object in desired {
+        match kinds.iter_mut().find(|(k, _)| *k == object.kind()) {
+            Some((_, count)) => *count += 1,
+            None => kinds.push((object.kind(), 1)),
+        }
+    }
+    let names: Vec<String> = kinds
+        .iter()
+        .map(|(kind, count)| {
+            if *count > 1 {
+                format!("{kind}s")
+            } else {
+                kind.to_string()
+            }
+        })
+        .collect();
+    match names.split_last() {
+        Some((last, [])) => last.clone(),
+        Some((last, rest)) => format!("{} and {last}", rest.join(", ")),
+        None => String::new(),
+    }
 }
 
 /// The desired objects of a deployment to deploy (the primary first) and the render's notes.
