@@ -130,6 +130,8 @@ pub mod reasons {
     pub const UNSUPPORTED_SCHEMA: &str = "UnsupportedSchema";
     /// ProviderCompatible=False / ResourceCreated=False: `provider.overrides` has a wrong type.
     pub const INVALID_OVERRIDES: &str = "InvalidOverrides";
+    /// `ProviderCompatible=False`: a rendered object breaks the Pod Security policy.
+    pub const POD_SECURITY_VIOLATION: &str = "PodSecurityViolation";
     /// ResourceCreated=True.
     pub const RESOURCE_CREATED: &str = "ResourceCreated";
     /// ResourceCreated=False: the upstream CRD is not installed.

@@ -59,6 +59,15 @@ pub struct Exemptions {
     pub runtime_class: bool,
 }
 
+/// What a provider enforces on what it renders: the profile and the administrator's exemptions.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Policy {
+    /// The profile.
+    pub profile: Profile,
+    /// Settings allowed anyway.
+    pub exemptions: Exemptions,
+}
+
 /// One setting a rendered object may not carry.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Violation {

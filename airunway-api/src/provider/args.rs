@@ -45,9 +45,37 @@ pub struct ProviderArgs {
     /// Name of the leader election Lease (default `<name>-provider`).
     #[arg(long, env = "AIRUNWAY_LEADER_ELECTION_ID")]
     pub leader_election_id: Option<String>,
+
+    /// The Pod Security Standards profile every rendered object is checked against before it is
+    /// applied: `baseline` or `restricted` (see docs/security.md).
+    #[arg(
+        long,
+        env = "AIRUNWAY_POD_SECURITY_PROFILE",
+        default_value = "baseline"
+    )]
+    pub pod_security_profile: crate::pod_security::Profile,
+
+    /// Allow `priorityClassName` in rendered pods (refused by default).
+    #[arg(long, env = "AIRUNWAY_ALLOW_PRIORITY_CLASS")]
+    pub allow_priority_class: bool,
+
+    /// Allow `runtimeClassName` in rendered pods (refused by default).
+    #[arg(long, env = "AIRUNWAY_ALLOW_RUNTIME_CLASS")]
+    pub allow_runtime_class: bool,
 }
 
 impl ProviderArgs {
+    /// The pod security policy the flags set.
+    pub fn pod_security(&self) -> crate::pod_security::Policy {
+        crate::pod_security::Policy {
+            profile: self.pod_security_profile,
+            exemptions: crate::pod_security::Exemptions {
+                priority_class: self.allow_priority_class,
+                runtime_class: self.allow_runtime_class,
+            },
+        }
+    }
+
     /// The probe endpoint to advertise.
     pub fn advertised_probe(&self) -> String {
         if let Some(address) = &self.probe_advertise_address {

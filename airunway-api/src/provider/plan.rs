@@ -10,6 +10,7 @@ use serde_json::Value;
 use super::desired::{self, DesiredUpstream, ProviderStatus};
 use super::traits::{Provider, RenderError, RenderWarning, SchemaDetection, UpstreamSchema};
 use crate::constants::{condition_types, finalizers, messages, reasons};
+use crate::pod_security;
 use crate::v1alpha1::{ConditionStatus, ModelDeployment, Phase};
 
 /// What the reconcile does with a deployment it was woken for.
@@ -325,12 +326,23 @@ pub struct Prepared {
     pub warnings: Vec<RenderWarning>,
 }
 
-/// The half of [`plan`] before any live object is looked at: compatibility, schema, render.
-/// `Err`: the [`Plan::Hold`] to show instead.
+/// [`prepare_with`] the default pod security policy (baseline, no exemptions).
 pub fn prepare<P: Provider>(
     provider: &P,
     md: &ModelDeployment,
     detection: &SchemaDetection,
+) -> Result<Prepared, Box<Plan>> {
+    prepare_with(provider, md, detection, &pod_security::Policy::default())
+}
+
+/// The half of [`plan`] before any live object is looked at: compatibility, schema, render,
+/// and the Pod Security check of every rendered object (`policy`). `Err`: the [`Plan::Hold`]
+/// to show instead; nothing of a set is applied when one object breaks the policy.
+pub fn prepare_with<P: Provider>(
+    provider: &P,
+    md: &ModelDeployment,
+    detection: &SchemaDetection,
+    policy: &pod_security::Policy,
 ) -> Result<Prepared, Box<Plan>> {
     if let Err(message) = provider.check_compatibility(md) {
         let kind = provider.upstream().kind;
@@ -369,6 +381,13 @@ pub fn prepare<P: Provider>(
             )));
         }
     };
+    if let Some(message) = pod_security_message(md, &rendered.objects, policy) {
+        return Err(Box::new(hold_incompatible(
+            HoldCause::Render("pod_security"),
+            reasons::POD_SECURITY_VIOLATION,
+            message,
+        )));
+    }
     Ok(Prepared {
         desired: rendered
             .objects
@@ -377,6 +396,51 @@ pub fn prepare<P: Provider>(
             .collect(),
         warnings: rendered.warnings,
     })
+}
+
+/// Most violations named in one message.
+const MAX_VIOLATIONS_NAMED: usize = 5;
+
+/// The message for rendered objects that break `policy`, or `None` when they pass: each
+/// violation with the rendered object and field, the rule, and the override path it came from.
+fn pod_security_message(
+    md: &ModelDeployment,
+    objects: &[serde_json::Value],
+    policy: &pod_security::Policy,
+) -> Option<String> {
+    let overrides = md
+        .spec
+        .provider
+        .as_ref()
+        .and_then(|p| p.overrides.as_ref())
+        .map(|o| serde_json::Value::Object(o.clone()));
+    let mut found = Vec::new();
+    for object in objects {
+        let kind = object["kind"].as_str().unwrap_or("object");
+        let name = object["metadata"]["name"].as_str().unwrap_or_default();
+        for violation in pod_security::check(object, policy.profile, &policy.exemptions) {
+            let origin = overrides
+                .as_ref()
+                .and_then(|o| pod_security::override_origin(o, &violation))
+                .map(|path| format!(" (from {path})"))
+                .unwrap_or_default();
+            found.push(format!("{kind} {name} {violation}{origin}"));
+        }
+    }
+    if found.is_empty() {
+        return None;
+    }
+    let total = found.len();
+    found.truncate(MAX_VIOLATIONS_NAMED);
+    let more = if total > MAX_VIOLATIONS_NAMED {
+        format!("; and {} more", total - MAX_VIOLATIONS_NAMED)
+    } else {
+        String::new()
+    };
+    Some(format!(
+        "Nothing is applied: the rendered objects break pod security: {}{more}",
+        found.join("; ")
+    ))
 }
 
 /// What to write for a deployment [`triage`] said to deploy: compatibility, schema, render,
@@ -594,6 +658,41 @@ mod tests {
             triage(&md(value), "echo"),
             Triage::Deploy,
             "a verdict on an older generation does not hold the new one"
+        );
+    }
+}
+
+#[cfg(test)]
+mod pod_security_tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn rendered_violations_name_the_object_the_field_the_rule_and_the_override() {
+        let md: ModelDeployment = serde_json::from_value(json!({
+            "apiVersion": "airunway.ai/v1alpha1", "kind": "ModelDeployment",
+            "metadata": {"name": "m", "namespace": "ns"},
+            "spec": {"model": {"id": "a/b"}, "provider": {"overrides": {
+                "deployment": {"spec": {"template": {"spec": {"containers": [{"securityContext": {"Privileged": true}}]}}}}}}},
+        }))
+        .unwrap();
+        // As a provider that deep-merges overrides into its Deployment would render it.
+        let rendered = vec![
+            json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "m"},
+            "spec": {"template": {"spec": {"containers": [{"name": "vllm", "securityContext": {"Privileged": true}}]}}}}),
+        ];
+        let message =
+            pod_security_message(&md, &rendered, &pod_security::Policy::default()).unwrap();
+        assert_eq!(
+            message,
+            "Nothing is applied: the rendered objects break pod security: Deployment m spec.template.spec.containers[0].securityContext.Privileged: privileged containers are not allowed (Pod Security baseline) (from spec.provider.overrides.deployment.spec.template.spec.containers[0].securityContext.Privileged)"
+        );
+        let clean = vec![
+            json!({"kind": "Service", "metadata": {"name": "m"}, "spec": {"ports": [{"port": 8000}]}}),
+        ];
+        assert_eq!(
+            pod_security_message(&md, &clean, &pod_security::Policy::default()),
+            None
         );
     }
 }

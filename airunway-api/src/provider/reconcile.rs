@@ -102,6 +102,8 @@ pub struct Context<P: Provider> {
     pub warned: std::sync::Mutex<std::collections::HashMap<String, i64>>,
     /// The deployments as this provider's own writes returned them (see [`RecentDeployments`]).
     pub recent: RecentDeployments,
+    /// What rendered objects are checked against before they are applied.
+    pub pod_security: crate::pod_security::Policy,
 }
 
 impl<P: Provider> Context<P> {
@@ -296,7 +298,7 @@ async fn deploy<P: Provider>(
 ) -> Result<Action, ReconcileError> {
     let provider = ctx.provider.as_ref();
     let detection = ctx.detection();
-    let prepared = match plan::prepare(provider, md, &detection) {
+    let prepared = match plan::prepare_with(provider, md, &detection, &ctx.pod_security) {
         Ok(prepared) => prepared,
         Err(held) => {
             if let Plan::Hold { cause, status } = *held {

@@ -448,6 +448,7 @@ pub async fn run_with_args<P: Provider>(provider: P, args: ProviderArgs) -> anyh
         moved_since: Mutex::new(Default::default()),
         warned: Mutex::new(Default::default()),
         recent: Default::default(),
+        pod_security: args.pod_security(),
     });
     let stop_controller = shutdown.child_token();
     let mut controller = Controller::for_stream(deployment_changes, deployments)
