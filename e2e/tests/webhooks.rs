@@ -1216,3 +1216,274 @@ async fn with_the_core_stopped_writes_are_accepted_and_checked_when_it_returns()
     remove_webhooks(&env.client).await;
     delete_all(&env.client).await;
 }
+
+// ---- Hostile corpus, with and without the webhook (issue 16) ----
+
+/// Hostile specs: (name, spec, field named in the refusal, words of the message).
+fn hostile_corpus() -> Vec<(&'static str, Value, &'static str, &'static str)> {
+    let gpu = || json!({"gpu": {"count": 1}});
+    let md = |extra: Value| {
+        let mut spec = json!({"model": {"id": "a/b"}, "engine": {"type": "llamacpp"}, "resources": {"cpu": "1"}});
+        for (k, v) in extra.as_object().unwrap() {
+            spec[k] = v.clone();
+        }
+        spec
+    };
+    let overrides = |o: Value| md(json!({"provider": {"overrides": o}}));
+    let mut deep = json!(1);
+    for _ in 0..1000 {
+        deep = json!({"a": deep});
+    }
+    vec![
+        (
+            "privileged",
+            overrides(
+                json!({"worker": {"containers": [{"securityContext": {"privileged": true}}]}}),
+            ),
+            "spec.provider.overrides.worker.containers[0].securityContext",
+            "is not allowed in provider.overrides",
+        ),
+        (
+            "capabilities",
+            overrides(
+                json!({"spec": {"template": {"spec": {"containers": [{"name": "c", "SecurityContext": {"capabilities": {"add": ["SYS_ADMIN"]}}}]}}}}),
+            ),
+            "spec.provider.overrides.spec.template.spec.containers[0].SecurityContext.capabilities.add[0]",
+            "adding capability SYS_ADMIN is not allowed",
+        ),
+        (
+            "escalation",
+            overrides(json!({"head": {"securityContext": {"allowPrivilegeEscalation": true}}})),
+            "spec.provider.overrides.head.securityContext",
+            "is not allowed in provider.overrides",
+        ),
+        (
+            "host-path",
+            overrides(json!({"volumes": [{"name": "root", "hostPath": {"path": "/"}}]})),
+            "spec.provider.overrides.volumes[0].hostPath",
+            "hostPath volumes are not allowed",
+        ),
+        (
+            "host-network-capitalised",
+            overrides(json!({"podSpec": {"HostNetwork": true}})),
+            "spec.provider.overrides.podSpec.HostNetwork",
+            "host namespaces are not allowed",
+        ),
+        (
+            "host-port",
+            overrides(json!({"containers": [{"ports": [{"containerPort": 80, "hostPort": 80}]}]})),
+            "spec.provider.overrides.containers[0].ports[0].hostPort",
+            "host ports are not allowed",
+        ),
+        (
+            "service-account",
+            overrides(json!({"a": {"b": {"serviceAccountName": "admin"}}})),
+            "spec.provider.overrides.a.b.serviceAccountName",
+            "is not allowed in provider.overrides",
+        ),
+        (
+            "deep-overrides",
+            overrides(deep),
+            "spec.provider.overrides",
+            "nest",
+        ),
+        (
+            "env-name",
+            md(json!({"env": [{"name": "BAD\u{7}NAME", "value": "x"}]})),
+            "spec.env[0].name",
+            "printable ASCII",
+        ),
+        (
+            "env-huge",
+            md(json!({"env": [{"name": "BIG", "value": "x".repeat(1_100_000)}]})),
+            "spec.env[0].value",
+            "must be at most 32768 bytes",
+        ),
+        (
+            "node-selector",
+            md(json!({"nodeSelector": {"bad\nkey": "v"}})),
+            "spec.nodeSelector[bad\nkey]",
+            "is not a valid label key",
+        ),
+        (
+            "image",
+            md(json!({"image": "NOT a ref"})),
+            "spec.image",
+            "is not a valid image reference",
+        ),
+        (
+            "toleration",
+            md(json!({"tolerations": [{"key": "k", "operator": "Sometimes"}]})),
+            "spec.tolerations[0].operator",
+            "must be Equal or Exists",
+        ),
+        (
+            "negative-cpu",
+            md(json!({"resources": {"cpu": "-2"}})),
+            "spec.resources.cpu",
+            "must be greater than zero",
+        ),
+        (
+            "huge-memory",
+            md(json!({"resources": {"cpu": "1", "memory": "1e100"}})),
+            "spec.resources.memory",
+            "exceeds maximum allowed (4Ti)",
+        ),
+        (
+            "context-length",
+            md(
+                json!({"engine": {"type": "llamacpp", "contextLength": 4_611_686_018_427_387_904_i64}}),
+            ),
+            "spec.engine.contextLength",
+            "16777216",
+        ),
+        (
+            "too-many-gpus",
+            json!({"model": {"id": "a/b"}, "engine": {"type": "vllm"}, "resources": {"gpu": {"count": 1000}}}),
+            "spec.resources.gpu.count",
+            "64",
+        ),
+        (
+            "replicas",
+            json!({"model": {"id": "a/b"}, "engine": {"type": "vllm"}, "resources": gpu(), "scaling": {"replicas": 100000}}),
+            "spec.scaling.replicas",
+            "32",
+        ),
+    ]
+}
+
+#[tokio::test]
+async fn a_hostile_corpus_is_refused_with_and_without_the_webhook() {
+    let _lock = cluster_lock().await;
+    let env = TestEnv::new("webhook-hostile").await;
+    delete_all(&env.client).await;
+    register_shipped(&env.client, &["kaito"], true).await;
+    let kubeconfig = core_identity(&env).await;
+    let port = free_port();
+    install_webhooks(&env, port).await;
+    let core = start_core(&env, &kubeconfig, port, &[]).await;
+    wait_webhook_active(&env).await;
+    let api: Api<ModelDeployment> = Api::namespaced(env.client.clone(), &env.namespace);
+
+    // A normal deployment before the corpus: the reference time to selection.
+    let normal = |name: &str| -> ModelDeployment {
+        serde_json::from_value(deployment(
+            name,
+            json!({"model": {"id": "a/b"}, "engine": {"type": "llamacpp"}, "resources": {"cpu": "1"}}),
+        ))
+        .unwrap()
+    };
+    let t = Instant::now();
+    api.create(&PostParams::default(), &normal("before"))
+        .await
+        .unwrap();
+    wait_for(&api, "before", WAIT, "selected", |md| {
+        md.selected_provider().is_some()
+    })
+    .await;
+    let before = t.elapsed();
+
+    // With the webhook: every entry refused, naming the field.
+    let corpus = hostile_corpus();
+    for (name, spec, field, words) in &corpus {
+        let (message, _) = rejection(&api, deployment(name, spec.clone())).await;
+        assert!(
+            message.contains(field) && message.contains(words),
+            "{name}: expected {field} … {words}; got {}",
+            message.chars().take(600).collect::<String>()
+        );
+    }
+
+    // Without the webhook: refused by the CRD with the same field, or stored and held
+    // (Validated=False, Pending, nothing selected) with the webhook's words.
+    remove_webhooks(&env.client).await;
+    let gone = || async {
+        let probe: ModelDeployment = serde_json::from_value(deployment(
+            "probe",
+            json!({"model": {"id": "a/b"}, "engine": {"type": "llamacpp"}, "provider": {"overrides": {"hostPID": true}}}),
+        ))
+        .unwrap();
+        match api
+            .create(
+                &PostParams {
+                    dry_run: true,
+                    ..Default::default()
+                },
+                &probe,
+            )
+            .await
+        {
+            Ok(_) => Ok(()),
+            Err(e) => Err(e.to_string()),
+        }
+    };
+    eventually("the webhooks to be gone", WAIT, gone).await;
+    let (mut refused_by_crd, mut held) = (0, 0);
+    // Not the deep overrides: without the webhook the API server stores them, and no client
+    // with serde_json's default recursion limit (the core's, the providers', this test's) can
+    // then read the object — a known gap (docs/notes.md), so it is not stored here.
+    for (name, spec, field, words) in corpus.iter().filter(|c| c.0 != "deep-overrides") {
+        let (code, _, body) =
+            create_raw(&env.client, &env.namespace, &deployment(name, spec.clone())).await;
+        if code >= 400 {
+            let message = body["message"].as_str().unwrap_or_default();
+            assert!(
+                message.contains(field),
+                "{name}: the CRD refused it without naming {field}: {message}"
+            );
+            refused_by_crd += 1;
+            continue;
+        }
+        let stored = wait_for(
+            &api,
+            name,
+            WAIT,
+            "held by reconcile-time validation",
+            |md| md.condition("Validated").is_some_and(|c| !c.is_true()),
+        )
+        .await;
+        let message = stored
+            .condition("Validated")
+            .and_then(|c| c.message.clone())
+            .unwrap_or_default();
+        assert!(
+            message.contains(field) && message.contains(words),
+            "{name}: expected {field} … {words}; got {message}"
+        );
+        assert_eq!(
+            stored.phase(),
+            Some(airunway_api::v1alpha1::Phase::Pending),
+            "{name}"
+        );
+        assert_eq!(
+            stored.selected_provider(),
+            None,
+            "{name}: nothing is selected"
+        );
+        held += 1;
+    }
+
+    // The core is still healthy and as fast as before the corpus.
+    let t = Instant::now();
+    api.create(&PostParams::default(), &normal("after"))
+        .await
+        .unwrap();
+    wait_for(&api, "after", WAIT, "selected", |md| {
+        md.selected_provider().is_some()
+    })
+    .await;
+    let after = t.elapsed();
+    let log = std::fs::read_to_string(core.log()).unwrap_or_default();
+    assert!(!log.contains("panicked"), "the core panicked");
+    assert!(core.exit_status().is_none(), "the core exited");
+    eprintln!(
+        "hostile corpus: {} entries refused with the webhook; without it {refused_by_crd} refused by the CRD and {held} held by the core; a normal deployment was selected in {before:?} before and {after:?} after",
+        corpus.len()
+    );
+
+    api.delete_collection(&DeleteParams::default(), &Default::default())
+        .await
+        .unwrap();
+    core.terminate(Duration::from_secs(10));
+    delete_all(&env.client).await;
+}
