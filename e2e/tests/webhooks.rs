@@ -1487,3 +1487,65 @@ async fn a_hostile_corpus_is_refused_with_and_without_the_webhook() {
     core.terminate(Duration::from_secs(10));
     delete_all(&env.client).await;
 }
+
+#[tokio::test]
+async fn the_overrides_depth_policy_holds_without_the_core() {
+    use k8s_openapi::api::admissionregistration::v1::{
+        ValidatingAdmissionPolicy, ValidatingAdmissionPolicyBinding,
+    };
+    let _lock = cluster_lock().await;
+    let env = TestEnv::new("webhook-depth-policy").await;
+    remove_webhooks(&env.client).await;
+    let policy =
+        manifests::read(&paths::workspace_root().join("deploy/core/admission-policy.yaml"));
+    manifests::apply(&env.client, &policy).await;
+    let api: Api<ModelDeployment> = Api::namespaced(env.client.clone(), &env.namespace);
+    let mut deep = json!(1);
+    for _ in 0..1000 {
+        deep = json!({"a": deep});
+    }
+    let spec = |overrides: Value| json!({"model": {"id": "a/b"}, "engine": {"type": "llamacpp"}, "resources": {"cpu": "1"}, "provider": {"overrides": overrides}});
+    // No core, no webhook: the API server's own policy refuses the deep object (the policy
+    // takes effect a moment after it is created).
+    let message = eventually("the policy to refuse deep overrides", WAIT, || async {
+        let (code, _, body) = create_raw(
+            &env.client,
+            &env.namespace,
+            &deployment("deep", spec(deep.clone())),
+        )
+        .await;
+        if code == 201 {
+            let _ = api.delete("deep", &DeleteParams::default()).await;
+            return Err("admitted".to_string());
+        }
+        Ok(body["message"].as_str().unwrap_or_default().to_string())
+    })
+    .await;
+    assert!(
+        message.contains("spec.provider.overrides: nested more than 15 levels deep"),
+        "{message}"
+    );
+    // Ordinary overrides pass.
+    let (code, _, body) = create_raw(
+        &env.client,
+        &env.namespace,
+        &deployment(
+            "shallow",
+            spec(json!({"worker": {"resources": {"cpu": "2"}}, "list": [1, [2, {"x": 3}]]})),
+        ),
+    )
+    .await;
+    assert_eq!(code, 201, "{body}");
+
+    api.delete_collection(&DeleteParams::default(), &Default::default())
+        .await
+        .unwrap();
+    let bindings: Api<ValidatingAdmissionPolicyBinding> = Api::all(env.client.clone());
+    let policies: Api<ValidatingAdmissionPolicy> = Api::all(env.client.clone());
+    let _ = bindings
+        .delete("airunway-overrides-depth", &DeleteParams::default())
+        .await;
+    let _ = policies
+        .delete("airunway-overrides-depth", &DeleteParams::default())
+        .await;
+}
