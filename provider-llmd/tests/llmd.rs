@@ -562,3 +562,35 @@ fn sdk_set_cycle_creates_then_settles_every_object() {
         Err(cycle::CycleError::Incompatible(message)) if message == "llm-d only supports vllm engine"
     ));
 }
+
+#[test]
+fn what_the_merge_produces_is_checked_against_pod_security_before_anything_is_applied() {
+    // Keys llm-d's own refusal list does not name, but that loosen the pods once merged: the
+    // SDK's check of the rendered Deployment holds the deployment, naming the rendered field,
+    // the rule and the override path.
+    for (overrides, field, rule) in [
+        (
+            json!({"spec": {"template": {"metadata": {"annotations": {"container.apparmor.security.beta.kubernetes.io/vllm": "unconfined"}}}}}),
+            "spec.template.metadata.annotations[container.apparmor.security.beta.kubernetes.io/vllm]",
+            "AppArmor may not be unconfined",
+        ),
+        (
+            json!({"spec": {"template": {"spec": {"ephemeralContainers": [{"name": "debug", "image": "busybox", "ports": [{"containerPort": 22, "hostPort": 22}]}]}}}}),
+            "spec.template.spec.ephemeralContainers[0].ports[0].hostPort",
+            "host ports are not allowed",
+        ),
+    ] {
+        let mut md = aggregated(json!({}));
+        md.spec.provider.as_mut().unwrap().overrides = overrides.as_object().cloned();
+        let held = plan::prepare(&LlmdProvider, &md, &schema_detection()).unwrap_err();
+        let plan::Plan::Hold { status, .. } = *held else {
+            panic!("not held")
+        };
+        assert!(
+            status.message.contains(&format!("Deployment m {field}"))
+                && status.message.contains(rule),
+            "{}",
+            status.message
+        );
+    }
+}
