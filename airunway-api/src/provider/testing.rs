@@ -72,9 +72,54 @@ pub fn read_yaml<T: DeserializeOwned>(file: &Path) -> Result<T, FixtureError> {
     serde_json::from_value(object).map_err(|e| parse(e.to_string()))
 }
 
-/// `<upstream material>/<path>`, e.g. `status-samples/workspace-ready.yaml`, decoded as `T`.
+/// Where the upstream file `path` (e.g. `status-samples/workspace-ready.yaml`,
+/// `kuberay/ray.io_rayservices.yaml`) is found: `$AIRUNWAY_UPSTREAM_CRDS`, else
+/// `../shared/upstream-crds` when it exists (development override), else the repository's own
+/// fixtures (`e2e/fixtures/status-samples`, `e2e/fixtures/upstream-crds`), else the CRDs the
+/// harness cached from the upstream Go modules (`~/.cache/airunway/upstream-crds/<project>-<version>`).
+pub fn upstream_file(manifest_dir: &str, path: &str) -> PathBuf {
+    let shared = upstream_dir(manifest_dir).join(path);
+    if std::env::var_os(UPSTREAM_CRDS_ENV).is_some() || shared.exists() {
+        return shared;
+    }
+    let workspace = Path::new(manifest_dir).join("..");
+    let fixtures = workspace.join("e2e/fixtures");
+    let candidates = [
+        fixtures.join(path),
+        fixtures.join("upstream-crds").join(path),
+    ];
+    if let Some(found) = candidates.into_iter().find(|c| c.exists()) {
+        return found;
+    }
+    if let (Some((project, file)), Some(home)) = (path.split_once('/'), std::env::var_os("HOME")) {
+        let cache = Path::new(&home).join(".cache/airunway/upstream-crds");
+        let mut dirs: Vec<PathBuf> = std::fs::read_dir(&cache)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .map(|e| e.path())
+            .filter(|d| {
+                d.file_name()
+                    .and_then(|n| n.to_str())
+                    .is_some_and(|n| n.starts_with(&format!("{project}-")))
+            })
+            .collect();
+        dirs.sort();
+        if let Some(found) = dirs
+            .into_iter()
+            .rev()
+            .map(|d| d.join(file))
+            .find(|f| f.exists())
+        {
+            return found;
+        }
+    }
+    shared
+}
+
+/// The upstream file `path` (see [`upstream_file`]), decoded as `T`.
 pub fn upstream<T: DeserializeOwned>(manifest_dir: &str, path: &str) -> Result<T, FixtureError> {
-    read_yaml(&upstream_dir(manifest_dir).join(path))
+    read_yaml(&upstream_file(manifest_dir, path))
 }
 
 /// The upstream CRD at `path` as the API server reports it once it is established.
@@ -85,7 +130,7 @@ pub fn established_crd(
     let mut crd: Value = upstream(manifest_dir, path)?;
     crd["status"] = json!({"conditions": [{"type": "Established", "status": "True"}]});
     serde_json::from_value(crd).map_err(|e| FixtureError::Parse {
-        file: upstream_dir(manifest_dir).join(path),
+        file: upstream_file(manifest_dir, path),
         message: e.to_string(),
     })
 }
