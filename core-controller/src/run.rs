@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use airunway_api::cache_trim;
 use airunway_api::runtime::{
-    EventPublisher, LeaderElection, Started, default_identity, serve_metrics, start,
+    EventPublisher, LeaderElection, Started, WatchBackoff, default_identity, serve_metrics, start,
 };
 use airunway_api::v1alpha1::{InferenceProviderConfig, ModelDeployment};
 use anyhow::Context as _;
@@ -45,7 +45,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     let deployments: Api<ModelDeployment> = Api::all(client.clone());
     let (deployment_store, deployment_writer) = reflector::store();
     let deployment_changes = watcher(deployments, watcher::Config::default().any_semantic())
-        .default_backoff()
+        .backoff(WatchBackoff::default())
         .modify(|md: &mut ModelDeployment| cache_trim::keep_status_ownership(&mut md.metadata))
         .reflect(deployment_writer)
         .touched_objects();
@@ -65,7 +65,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     let provider_changes = ProviderChanges::new();
     let ipcs: Api<InferenceProviderConfig> = Api::all(client.clone());
     let reflect = watcher(ipcs, watcher::Config::default())
-        .default_backoff()
+        .backoff(WatchBackoff::default())
         .reflect(writer)
         .touched_objects();
     let announce = provider_changes.clone();

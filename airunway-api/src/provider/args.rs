@@ -42,6 +42,12 @@ pub struct ProviderArgs {
     #[arg(long, env = "AIRUNWAY_FINALIZER_TIMEOUT", default_value = "5m", value_parser = parse_duration)]
     pub finalizer_timeout: Duration,
 
+    /// How long a watch may fail without pause, or changes wait with no reconcile finishing,
+    /// before the provider reports itself not ready (heartbeat `ready: false` saying why, probe
+    /// NOT_SERVING), so the core stops sending it work; it reports ready again once it moves.
+    #[arg(long, env = "AIRUNWAY_PROGRESS_DEADLINE", default_value = "60s", value_parser = parse_duration)]
+    pub progress_deadline: Duration,
+
     /// Name of the leader election Lease (default `<name>-provider`).
     #[arg(long, env = "AIRUNWAY_LEADER_ELECTION_ID")]
     pub leader_election_id: Option<String>,

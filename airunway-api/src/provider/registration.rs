@@ -17,6 +17,7 @@ use k8s_openapi::api::apps::v1::Deployment;
 use super::traits::{SchemaDetection, UpstreamController};
 use crate::conditions::{self, DesiredCondition};
 use crate::constants::{API_VERSION, condition_types, field_managers, reasons};
+use crate::runtime::watch_health::Stalled;
 use crate::v1alpha1::{InferenceProviderConfig, InferenceProviderConfigSpec};
 
 /// A registration or heartbeat failure.
@@ -295,6 +296,42 @@ pub struct Heartbeat<'a> {
     pub display: (&'a str, &'a str),
     /// The upstream operator and what its lookup found, for providers that name it.
     pub controller: Option<(&'a UpstreamController, &'a ControllerHealth)>,
+    /// Why the provider cannot make progress (a watch failing, the queue not draining), if so.
+    pub stalled: Option<&'a Stalled>,
+}
+
+/// The readiness a heartbeat reports and its `UpstreamAvailable` condition (pure): the
+/// upstream's ([`upstream_readiness`]), unless the provider cannot make progress (not ready,
+/// saying why) or is shutting down.
+pub fn reported_readiness(beat: &Heartbeat<'_>) -> (bool, DesiredCondition) {
+    if beat.shutting_down {
+        return (
+            false,
+            DesiredCondition::new(
+                condition_types::UPSTREAM_AVAILABLE,
+                false,
+                reasons::SHUTTING_DOWN,
+                "The provider is shutting down",
+            ),
+        );
+    }
+    if let Some(stalled) = beat.stalled {
+        return (
+            false,
+            DesiredCondition::new(
+                condition_types::UPSTREAM_AVAILABLE,
+                false,
+                stalled.reason(),
+                stalled.message(),
+            ),
+        );
+    }
+    upstream_readiness(
+        beat.detection,
+        beat.controller,
+        beat.display.0,
+        beat.display.1,
+    )
 }
 
 /// Writes the heartbeat: `ready`, `version`, `lastHeartbeat`, upstream version and schema hash,
@@ -309,21 +346,7 @@ pub async fn heartbeat(client: &Client, beat: &Heartbeat<'_>) -> Result<(), Regi
             name: beat.name.to_string(),
             source,
         })?;
-    let (mut ready, mut condition) = upstream_readiness(
-        beat.detection,
-        beat.controller,
-        beat.display.0,
-        beat.display.1,
-    );
-    if beat.shutting_down {
-        ready = false;
-        condition = DesiredCondition::new(
-            condition_types::UPSTREAM_AVAILABLE,
-            false,
-            reasons::SHUTTING_DOWN,
-            "The provider is shutting down",
-        );
-    }
+    let (ready, condition) = reported_readiness(beat);
     let now = Time(jiff::Timestamp::now());
     let existing = current
         .as_ref()
@@ -376,5 +399,44 @@ mod tests {
         assert!(remove_path(&mut body, ".spec.capabilities.gpuSupport"));
         assert!(!remove_path(&mut body, ".spec.documentation"));
         assert_eq!(body, json!({"spec": {"capabilities": {"engines": []}}}));
+    }
+
+    #[test]
+    fn a_provider_that_cannot_make_progress_reports_not_ready_and_why() {
+        let detection = SchemaDetection::CrdNotInstalled { crd: "x".into() };
+        let supported = super::super::workload::builtin_schema();
+        let stalled = Stalled::WatchFailing {
+            watch: "workspaces.kaito.sh".into(),
+            since: "2026-01-01T00:00:00Z".parse().unwrap(),
+            error: "403 forbidden".into(),
+        };
+        let beat = |detection, stalled, shutting_down| Heartbeat {
+            name: "kaito",
+            version: "kaito-provider:1".into(),
+            detection,
+            shutting_down,
+            display: ("KAITO", "Workspace"),
+            controller: None,
+            stalled,
+        };
+        assert!(reported_readiness(&beat(&supported, None, false)).0);
+        let (ready, condition) = reported_readiness(&beat(&supported, Some(&stalled), false));
+        assert!(!ready);
+        assert_eq!(condition.reason, "WatchFailing");
+        assert_eq!(
+            condition.message,
+            "The provider cannot make progress: its watch of workspaces.kaito.sh has been failing since 2026-01-01T00:00:00Z: 403 forbidden"
+        );
+        // Shutting down says so first; a missing CRD is still reported when nothing stalls.
+        assert_eq!(
+            reported_readiness(&beat(&supported, Some(&stalled), true))
+                .1
+                .reason,
+            reasons::SHUTTING_DOWN
+        );
+        assert_eq!(
+            reported_readiness(&beat(&detection, None, false)).1.reason,
+            reasons::UPSTREAM_CRD_NOT_INSTALLED
+        );
     }
 }

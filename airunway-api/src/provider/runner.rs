@@ -24,6 +24,7 @@ use super::traits::{Provider, SchemaDetection};
 use crate::cache_trim;
 use crate::constants::labels;
 use crate::probe::v1::{EngineCapability, GetInfoResponse, UpstreamHealth, upstream_health};
+use crate::runtime::watch_health::{Progress, Stalled, WatchBackoff};
 use crate::runtime::{
     EventPublisher, LeaderElection, Started, default_identity, init_telemetry,
     install_crypto_provider, serve_metrics, start,
@@ -54,6 +55,7 @@ impl<P: Provider> Reporter<P> {
         &self,
         detection: &SchemaDetection,
         controller: Option<&ControllerHealth>,
+        stalled: Option<&Stalled>,
         shutting_down: bool,
     ) -> Result<(), registration::RegistrationError> {
         let upstream = self.provider.upstream();
@@ -65,6 +67,7 @@ impl<P: Provider> Reporter<P> {
             shutting_down,
             display: (self.provider.display_name(), &upstream.kind),
             controller: named.as_ref().zip(controller),
+            stalled,
         };
         registration::heartbeat(&self.client, &heartbeat).await
     }
@@ -87,12 +90,53 @@ fn trim_deployment(md: &mut ModelDeployment, provider: &str) {
     }
 }
 
+/// Records in `progress` what a watch stream delivers: an object says watch `watch` works
+/// (and, when `queues`, that a reconcile is queued); an error says it fails.
+fn track<S, K>(
+    stream: S,
+    watch: String,
+    progress: Arc<Mutex<Progress>>,
+    queues: bool,
+) -> impl futures::Stream<Item = Result<K, watcher::Error>> + Send + 'static
+where
+    S: futures::Stream<Item = Result<K, watcher::Error>> + Send + 'static,
+{
+    stream.inspect(move |item| {
+        let now = jiff::Timestamp::now();
+        if let Err(e) = item {
+            tracing::warn!(watch = %watch, error = %e, "watch failed; retrying");
+        }
+        let Ok(mut progress) = progress.lock() else {
+            return;
+        };
+        match item {
+            Ok(_) => {
+                progress.watch_ok(&watch);
+                if queues {
+                    progress.arrived(now);
+                }
+            }
+            Err(e) => progress.watch_error(&watch, e.to_string(), now),
+        }
+    })
+}
+
+/// The name of the watch of `resource` in health messages (`workspaces.kaito.sh`).
+fn watch_name(resource: &ApiResource) -> String {
+    if resource.group.is_empty() {
+        resource.plural.clone()
+    } else {
+        format!("{}.{}", resource.plural, resource.group)
+    }
+}
+
 /// The watch of the objects of `resource` this provider manages (only those labelled
 /// `airunway.ai/managed-by: airunway`, cached without their managedFields): the cache, and the
-/// stream of changes that wakes the owning deployment's reconcile.
+/// stream of changes that wakes the owning deployment's reconcile (recorded in `progress`).
 fn watch_owned(
     client: &Client,
     resource: &ApiResource,
+    progress: &Arc<Mutex<Progress>>,
 ) -> (
     LiveObjects,
     impl futures::Stream<Item = Result<DynamicObject, watcher::Error>> + Send + 'static,
@@ -110,10 +154,11 @@ fn watch_owned(
             ))
             .any_semantic(),
     )
-    .default_backoff()
+    .backoff(WatchBackoff::default())
     .modify(|object: &mut DynamicObject| cache_trim::drop_ownership(&mut object.metadata))
     .reflect(writer)
     .touched_objects();
+    let changes = track(changes, watch_name(resource), progress.clone(), false);
     (live, changes)
 }
 
@@ -275,7 +320,16 @@ pub async fn run_with_args<P: Provider>(provider: P, args: ProviderArgs) -> anyh
     let controller_health = Arc::new(RwLock::new(first_controller.clone()));
     let (info_tx, info_rx) =
         watch::channel(probe_info(&provider, &first, first_controller.as_ref()));
-    super::probe_server::serve(args.probe_bind_address, info_rx, shutdown.clone()).await?;
+    // Whether the controller cannot make progress (see `watch_health`): reported by the
+    // heartbeat (ready: false, saying why) and the probe (NOT_SERVING).
+    let (stalled_tx, stalled_rx) = watch::channel(None::<Stalled>);
+    super::probe_server::serve(
+        args.probe_bind_address,
+        info_rx,
+        stalled_rx.clone(),
+        shutdown.clone(),
+    )
+    .await?;
     health.set_ready(true);
 
     let mut leader = if args.common.leader_elect {
@@ -327,7 +381,7 @@ pub async fn run_with_args<P: Provider>(provider: P, args: ProviderArgs) -> anyh
         provider: provider.clone(),
     };
     if let Err(e) = reporter
-        .beat(&first, first_controller.as_ref(), false)
+        .beat(&first, first_controller.as_ref(), None, false)
         .await
     {
         tracing::warn!(error = %e, "first heartbeat failed");
@@ -348,14 +402,18 @@ pub async fn run_with_args<P: Provider>(provider: P, args: ProviderArgs) -> anyh
         );
         let reporter = reporter.clone();
         let interval = args.heartbeat_interval;
+        let mut stalled_rx = stalled_rx.clone();
         tokio::spawn(async move {
             let mut previous = first_detected;
             let mut previous_controller = first_controller;
             loop {
+                // Every interval, and at once when the progress verdict changes.
                 tokio::select! {
                     _ = stop.cancelled() => return,
                     _ = tokio::time::sleep(interval) => {}
+                    changed = stalled_rx.changed() => if changed.is_err() { return },
                 }
+                let stalled = stalled_rx.borrow_and_update().clone();
                 let current = detect(&client, provider.as_ref(), &previous).await;
                 let controller = look_up_controller(&client, provider.as_ref()).await;
                 if controller != previous_controller {
@@ -380,7 +438,12 @@ pub async fn run_with_args<P: Provider>(provider: P, args: ProviderArgs) -> anyh
                     ));
                 }
                 if let Err(e) = reporter
-                    .beat(&current.detection, controller.as_ref(), false)
+                    .beat(
+                        &current.detection,
+                        controller.as_ref(),
+                        stalled.as_ref(),
+                        false,
+                    )
                     .await
                 {
                     tracing::warn!(error = %e, "heartbeat failed");
@@ -402,9 +465,11 @@ pub async fn run_with_args<P: Provider>(provider: P, args: ProviderArgs) -> anyh
         kind: upstream.kind.clone(),
         plural: upstream.plural.clone(),
     };
+    // What the watches and the reconciles do, for the progress verdict.
+    let progress = Arc::new(Mutex::new(Progress::default()));
     // The upstream objects this provider manages: one watch, narrowed by label, cached
     // without their managedFields; its events wake the owning deployment's reconcile.
-    let (live, owned_changes) = watch_owned(&client, &resource);
+    let (live, owned_changes) = watch_owned(&client, &resource, &progress);
     // The secondary kinds (built-in: watched at their default version), one watch each.
     let mut secondary = Vec::new();
     let mut secondary_changes = Vec::new();
@@ -416,7 +481,7 @@ pub async fn run_with_args<P: Provider>(provider: P, args: ProviderArgs) -> anyh
             kind: kind.kind.clone(),
             plural: kind.plural.clone(),
         };
-        let (cache, changes) = watch_owned(&client, &resource);
+        let (cache, changes) = watch_owned(&client, &resource, &progress);
         secondary.push((kind, cache));
         secondary_changes.push((changes, resource));
     }
@@ -429,10 +494,17 @@ pub async fn run_with_args<P: Provider>(provider: P, args: ProviderArgs) -> anyh
         Api::<ModelDeployment>::all(client.clone()),
         watcher::Config::default().any_semantic(),
     )
-    .default_backoff()
+    .backoff(WatchBackoff::default())
     .modify(move |md: &mut ModelDeployment| trim_deployment(md, &provider_name))
     .reflect(deployments_writer)
     .touched_objects();
+    // Every deployment change queues a reconcile.
+    let deployment_changes = track(
+        deployment_changes,
+        "modeldeployments.airunway.ai".to_string(),
+        progress.clone(),
+        true,
+    );
 
     let ctx = Arc::new(Context {
         provider: provider.clone(),
@@ -461,13 +533,59 @@ pub async fn run_with_args<P: Provider>(provider: P, args: ProviderArgs) -> anyh
         .with_config(ControllerConfig::default().concurrency(RECONCILE_CONCURRENCY))
         .graceful_shutdown_on(stop_controller.clone().cancelled_owned())
         .run(reconcile, error_policy, ctx)
-        .for_each(|result| async move {
-            if let Err(e) = result {
-                tracing::debug!(error = %e, "controller event");
+        .for_each({
+            let progress = progress.clone();
+            move |result| {
+                // A finished reconcile (successful or not) is progress; a watch error passed
+                // through the queue is not (the watch's own tracker records it).
+                let finished =
+                    !matches!(result, Err(kube::runtime::controller::Error::QueueError(_)));
+                if finished && let Ok(mut progress) = progress.lock() {
+                    progress.completed();
+                }
+                if let Err(e) = result {
+                    tracing::debug!(error = %e, "controller event");
+                }
+                async {}
             }
         });
     let controller_task = tokio::spawn(controller);
     tracing::info!(provider = %name, "reconciling ModelDeployments");
+    // The verdict, once a second (in-memory; no API call): changes wake the heartbeat and the
+    // probe.
+    {
+        let (progress, stop, deadline) = (
+            progress.clone(),
+            stop_controller.clone(),
+            args.progress_deadline,
+        );
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(Duration::from_secs(1));
+            loop {
+                tokio::select! {
+                    _ = stop.cancelled() => return,
+                    _ = tick.tick() => {}
+                }
+                let verdict = progress
+                    .lock()
+                    .ok()
+                    .and_then(|p| p.verdict(jiff::Timestamp::now(), deadline));
+                stalled_tx.send_if_modified(|current| {
+                    if *current == verdict {
+                        return false;
+                    }
+                    match &verdict {
+                        Some(stalled) => {
+                            tracing::warn!(reason = stalled.reason(), message = %stalled.message(), "cannot make progress: reporting not ready")
+                        }
+                        None => tracing::info!("making progress again: reporting ready"),
+                    }
+                    current.clone_from(&verdict);
+                    true
+                });
+            }
+        });
+    }
 
     let lost = match leader.as_mut() {
         Some(election) => tokio::select! {
@@ -485,7 +603,10 @@ pub async fn run_with_args<P: Provider>(provider: P, args: ProviderArgs) -> anyh
         .map(|d| d.clone())
         .unwrap_or_else(|_| first.clone());
     let last_controller = controller_health.read().ok().and_then(|c| c.clone());
-    if let Err(e) = reporter.beat(&last, last_controller.as_ref(), true).await {
+    if let Err(e) = reporter
+        .beat(&last, last_controller.as_ref(), None, true)
+        .await
+    {
         tracing::warn!(error = %e, "could not report ready=false");
     }
     stop_heartbeat.cancel();

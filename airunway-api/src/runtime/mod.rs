@@ -13,6 +13,7 @@ mod http;
 mod leader;
 mod shutdown;
 mod telemetry;
+pub mod watch_health;
 
 pub use args::{CommonArgs, LogFormat, parse_duration};
 pub use events::EventPublisher;
@@ -20,6 +21,7 @@ pub use http::{HealthState, serve_health, serve_metrics};
 pub use leader::{LeaderElection, LeaderError, default_identity};
 pub use shutdown::shutdown_on_signals;
 pub use telemetry::{TelemetryGuard, init_telemetry};
+pub use watch_health::WatchBackoff;
 
 /// Installs the one rustls crypto provider of the process (ring). Call first thing in `main`;
 /// fails if another provider was installed already.
