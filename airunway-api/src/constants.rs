@@ -39,6 +39,9 @@ pub mod field_managers {
     pub const CORE: &str = "airunway-core";
     /// The core's webhook CA injector (owns `caBundle` of the webhook configurations).
     pub const CORE_CA_INJECTOR: &str = "airunway-core-ca-injector";
+    /// The core's gateway integration: owns the InferencePools, endpoint picker objects and
+    /// HTTPRoutes it applies (not the deployment's status, which is [`CORE`]'s).
+    pub const CORE_GATEWAY: &str = "airunway-core-gateway";
 
     /// The field manager of provider `name`: `<name>-provider`.
     pub fn provider(name: &str) -> String {
@@ -70,8 +73,15 @@ pub mod condition_types {
     pub const PROVIDER_COMPATIBLE: &str = "ProviderCompatible";
     /// Provider: upstream resource creation.
     pub const RESOURCE_CREATED: &str = "ResourceCreated";
-    /// Provider: overall readiness.
+    /// Provider: overall readiness, `True` only while the phase is `Running` (what
+    /// `kubectl wait --for=condition=Ready` waits for).
     pub const READY: &str = "Ready";
+    /// Work for the current generation is under way (Kubernetes API conventions; kstatus reads
+    /// it as `InProgress`). Written with `status.phase` by whoever owns the phase.
+    pub const RECONCILING: &str = "Reconciling";
+    /// The deployment cannot progress without a change (kstatus reads it as `Failed`). Written
+    /// with `status.phase` by whoever owns the phase.
+    pub const STALLED: &str = "Stalled";
 
     /// InferenceProviderConfig, written by the provider: its upstream CRD is installed and usable.
     pub const UPSTREAM_AVAILABLE: &str = "UpstreamAvailable";
@@ -90,6 +100,9 @@ pub mod condition_types {
     ];
     /// Condition types a provider owns on a ModelDeployment (manager `<name>-provider`).
     pub const PROVIDER_OWNED: [&str; 3] = [PROVIDER_COMPATIBLE, RESOURCE_CREATED, READY];
+    /// Condition types that go with `status.phase` (and `status.observedGeneration`): the core
+    /// writes them until a provider takes the deployment, then that provider does.
+    pub const WITH_PHASE: [&str; 2] = [RECONCILING, STALLED];
 }
 
 /// Condition reasons.
@@ -148,6 +161,14 @@ pub mod reasons {
     pub const DEPLOYMENT_FAILED: &str = "DeploymentFailed";
     /// Ready=False: the deployment cannot start (incompatible, schema, CRD missing).
     pub const NOT_DEPLOYED: &str = "NotDeployed";
+    /// Reconciling=True before a provider took the deployment: the provider has yet to act.
+    pub const WAITING_FOR_PROVIDER: &str = "WaitingForProvider";
+    /// Stalled=False while work is in progress.
+    pub const PROGRESSING: &str = "Progressing";
+    /// Reconciling=False and Stalled=False: everything for this generation is done (`Running`).
+    pub const RECONCILED: &str = "Reconciled";
+    /// Reconciling=False while Stalled=True: nothing is in progress.
+    pub const STALLED: &str = "Stalled";
 
     /// IPC UpstreamAvailable=True.
     pub const UPSTREAM_CRD_ESTABLISHED: &str = "UpstreamCRDEstablished";

@@ -11,6 +11,7 @@
 pub mod args;
 pub mod controller;
 pub mod error;
+pub mod gateway;
 pub mod health;
 pub mod metrics;
 pub mod run;

@@ -10,6 +10,7 @@
 //! | `airunway_reconciliation_errors_total` (counter) | `provider`, `error_type` |
 //! | `airunway_provider_selection_total` (counter) | `provider`, `reason` |
 //! | `airunway_selection_rule_errors_total` (counter) | `provider` |
+//! | `airunway_gateway_actions_total` (counter, gateway integration writes) | `action` (`apply`, `delete`, `allow_namespace`, `disallow_namespace`, `route_deleted_by_user`), `result` (`ok`, `error`) |
 //!
 //! `provider` is `none` before a provider is decided. Counters carry the OpenMetrics `_total`
 //! suffix.
@@ -51,6 +52,15 @@ pub struct SelectionLabels {
     pub reason: String,
 }
 
+/// Label set `{action, result}` of gateway integration writes.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct GatewayActionLabels {
+    /// What was done (`apply`, `delete`, `allow_namespace`, ...).
+    pub action: String,
+    /// `ok` or `error`.
+    pub result: String,
+}
+
 /// The core's metric handles.
 #[derive(Clone)]
 pub struct CoreMetrics {
@@ -62,6 +72,8 @@ pub struct CoreMetrics {
     pub provider_selections: Family<SelectionLabels, Counter>,
     /// Selection rules that failed to evaluate.
     pub rule_errors: Family<ProviderLabel, Counter>,
+    /// Gateway integration writes (see `crate::gateway`).
+    pub gateway_actions: Family<GatewayActionLabels, Counter>,
 }
 
 impl CoreMetrics {
@@ -74,6 +86,7 @@ impl CoreMetrics {
             reconcile_errors: Family::default(),
             provider_selections: Family::default(),
             rule_errors: Family::default(),
+            gateway_actions: Family::default(),
         };
         registry.register(
             "reconciliation_duration_seconds",
@@ -94,6 +107,11 @@ impl CoreMetrics {
             "selection_rule_errors",
             "Selection rules that failed to evaluate",
             metrics.rule_errors.clone(),
+        );
+        registry.register(
+            "gateway_actions",
+            "Writes of the gateway integration (pools, endpoint pickers, routes, Gateway listeners)",
+            metrics.gateway_actions.clone(),
         );
         metrics
     }

@@ -1,0 +1,188 @@
+//! Whether the cluster serves the gateway kinds, from a watch on their
+//! CustomResourceDefinitions (so installing or removing them needs no restart of the core).
+//!
+//! A kind counts as served when its CRD exists, is `Established`, and serves `v1`.
+
+use std::sync::Arc;
+
+use futures::StreamExt;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::Client;
+use kube::api::Api;
+use kube::runtime::{WatchStreamExt, reflector, watcher};
+use tokio::sync::watch;
+use tokio_util::sync::CancellationToken;
+
+/// The InferencePool CRD.
+pub const INFERENCE_POOLS_CRD: &str = "inferencepools.inference.networking.k8s.io";
+/// The HTTPRoute CRD.
+pub const HTTP_ROUTES_CRD: &str = "httproutes.gateway.networking.k8s.io";
+/// The Gateway CRD.
+pub const GATEWAYS_CRD: &str = "gateways.gateway.networking.k8s.io";
+/// The version each must serve.
+pub const VERSION: &str = "v1";
+
+/// Which gateway kinds the cluster serves.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Detection {
+    /// `inferencepools` in `inference.networking.k8s.io/v1`.
+    pub inference_pools: bool,
+    /// `httproutes` in `gateway.networking.k8s.io/v1`.
+    pub http_routes: bool,
+    /// `gateways` in `gateway.networking.k8s.io/v1`.
+    pub gateways: bool,
+}
+
+impl Detection {
+    /// Every kind is served.
+    pub fn available(&self) -> bool {
+        self.missing().is_empty()
+    }
+
+    /// The CRDs (`<plural>.<group>`) not served at `v1`.
+    pub fn missing(&self) -> Vec<&'static str> {
+        [
+            (self.inference_pools, INFERENCE_POOLS_CRD),
+            (self.http_routes, HTTP_ROUTES_CRD),
+            (self.gateways, GATEWAYS_CRD),
+        ]
+        .into_iter()
+        .filter(|(served, _)| !served)
+        .map(|(_, name)| name)
+        .collect()
+    }
+}
+
+/// Whether `crd` is established and serves `version`.
+pub fn serves(crd: &CustomResourceDefinition, version: &str) -> bool {
+    let established = crd
+        .status
+        .as_ref()
+        .and_then(|s| s.conditions.as_ref())
+        .is_some_and(|c| {
+            c.iter()
+                .any(|c| c.type_ == "Established" && c.status == "True")
+        });
+    established
+        && crd
+            .spec
+            .versions
+            .iter()
+            .any(|v| v.name == version && v.served)
+}
+
+/// The live detection, kept current by watches on the three CRDs.
+#[derive(Clone)]
+pub struct Detector {
+    current: watch::Receiver<Detection>,
+}
+
+impl Detector {
+    /// A detector fixed at `detection` (tests, or the integration turned off).
+    pub fn fixed(detection: Detection) -> Detector {
+        let (sender, current) = watch::channel(detection);
+        // The value stays; nobody sends again.
+        drop(sender);
+        Detector { current }
+    }
+
+    /// Starts the watches (each selects one CRD by name, so only three objects are cached).
+    pub fn start(client: Client, shutdown: CancellationToken) -> Detector {
+        let (sender, current) = watch::channel(Detection::default());
+        let sender = Arc::new(sender);
+        for name in [INFERENCE_POOLS_CRD, HTTP_ROUTES_CRD, GATEWAYS_CRD] {
+            let api: Api<CustomResourceDefinition> = Api::all(client.clone());
+            let sender = sender.clone();
+            let shutdown = shutdown.clone();
+            tokio::spawn(async move {
+                let (store, writer) = reflector::store();
+                let config = watcher::Config::default().fields(&format!("metadata.name={name}"));
+                let stream = watcher(api, config).default_backoff().reflect(writer);
+                futures::pin_mut!(stream);
+                loop {
+                    let event = tokio::select! {
+                        _ = shutdown.cancelled() => return,
+                        event = stream.next() => event,
+                    };
+                    match event {
+                        None => return,
+                        Some(Err(e)) => {
+                            tracing::debug!(crd = name, error = %e, "CRD watch error");
+                            continue;
+                        }
+                        Some(Ok(_)) => {}
+                    }
+                    let served = store.state().iter().any(|crd| serves(crd, VERSION));
+                    sender.send_if_modified(|d| {
+                        let slot = match name {
+                            INFERENCE_POOLS_CRD => &mut d.inference_pools,
+                            HTTP_ROUTES_CRD => &mut d.http_routes,
+                            _ => &mut d.gateways,
+                        };
+                        let changed = *slot != served;
+                        *slot = served;
+                        if changed {
+                            tracing::info!(crd = name, served, "gateway CRD availability changed");
+                        }
+                        changed
+                    });
+                }
+            });
+        }
+        Detector { current }
+    }
+
+    /// What is served now.
+    pub fn current(&self) -> Detection {
+        *self.current.borrow()
+    }
+
+    /// A receiver that sees every change.
+    pub fn changes(&self) -> watch::Receiver<Detection> {
+        self.current.clone()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn crd(established: &str, versions: Value) -> CustomResourceDefinition {
+        serde_json::from_value(json!({
+            "metadata": {"name": INFERENCE_POOLS_CRD},
+            "spec": {"group": "inference.networking.k8s.io", "scope": "Namespaced",
+                     "names": {"plural": "inferencepools", "kind": "InferencePool"},
+                     "versions": versions},
+            "status": {"conditions": [{"type": "Established", "status": established}]},
+        }))
+        .unwrap()
+    }
+    use serde_json::Value;
+
+    #[test]
+    fn served_means_established_and_v1_served() {
+        let v1 = json!([{"name": "v1", "served": true, "storage": true}]);
+        assert!(serves(&crd("True", v1.clone()), VERSION));
+        assert!(!serves(&crd("False", v1), VERSION));
+        let alpha = json!([{"name": "v1alpha2", "served": true, "storage": true},
+                           {"name": "v1", "served": false, "storage": false}]);
+        assert!(!serves(&crd("True", alpha), VERSION));
+    }
+
+    #[test]
+    fn missing_names_each_crd() {
+        let none = Detection::default();
+        assert_eq!(
+            none.missing(),
+            [INFERENCE_POOLS_CRD, HTTP_ROUTES_CRD, GATEWAYS_CRD]
+        );
+        let all = Detection {
+            inference_pools: true,
+            http_routes: true,
+            gateways: true,
+        };
+        assert!(all.available());
+        assert_eq!(Detector::fixed(all).current(), all);
+    }
+}

@@ -1,0 +1,930 @@
+//! The gateway integration's shell: watch caches, server-side apply, the Gateway listener
+//! update with optimistic locking, clean-up, events and metrics. Decisions are the pure
+//! modules'.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use airunway_api::constants::field_managers::CORE_GATEWAY;
+use airunway_api::constants::labels;
+use airunway_api::runtime::EventPublisher;
+use airunway_api::v1alpha1::{GatewayCapability, InferenceProviderConfig, ModelDeployment, Phase};
+use futures::{Stream, StreamExt};
+use kube::api::{
+    Api, ApiResource, DeleteParams, DynamicObject, GroupVersionKind, Patch, PatchParams, PostParams,
+};
+use kube::runtime::reflector::{self, ObjectRef, Store};
+use kube::runtime::{WatchStreamExt, watcher};
+use kube::{Client, Resource, ResourceExt};
+use serde_json::{Value, json};
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use super::allowed;
+use super::detect::Detector;
+use super::model;
+use super::names::{self, Names};
+use super::plan::{self, DesiredGateway, GatewayFields, Intent};
+use super::reasons;
+use super::render::{self, Owner, POOL_GROUP, PoolRef};
+use super::select::{GatewayRef, GatewayView, select_gateway};
+use super::{ALLOWED_NAMESPACES_ANNOTATION, GatewayError, INPUTS_HASH_ANNOTATION};
+use crate::metrics::{CoreMetrics, GatewayActionLabels};
+
+/// How often a Gateway listener update is retried after a conflict.
+const GATEWAY_UPDATE_ATTEMPTS: u32 = 5;
+/// How long a reconcile waits for the gateway caches to fill after the CRDs appeared.
+const CACHE_SYNC_WAIT: Duration = Duration::from_secs(10);
+/// Deployments queued for a reconcile by gateway-side changes before senders wait.
+const TRIGGER_BUFFER: usize = 4096;
+
+/// The integration's options (core flags).
+#[derive(Clone, Debug)]
+pub struct GatewayConfig {
+    /// The Gateway named by `--gateway-name` / `--gateway-namespace`.
+    pub gateway: Option<GatewayRef>,
+    /// `--epp-image`: the endpoint picker image when the provider names none.
+    pub epp_image: String,
+    /// `--patch-gateway-allowed-routes`: let other namespaces' routes attach.
+    pub patch_allowed_routes: bool,
+}
+
+/// The API resource of `group/version` `kind` (`plural`).
+pub fn resource(group: &str, version: &str, kind: &str, plural: &str) -> ApiResource {
+    ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk(group, version, kind), plural)
+}
+
+fn gateways_resource() -> ApiResource {
+    resource(render::GATEWAY_GROUP, "v1", "Gateway", "gateways")
+}
+fn routes_resource() -> ApiResource {
+    resource(render::GATEWAY_GROUP, "v1", "HTTPRoute", "httproutes")
+}
+fn pools_resource() -> ApiResource {
+    resource(POOL_GROUP, "v1", "InferencePool", "inferencepools")
+}
+
+/// The resource of a rendered object.
+fn resource_of(object: &Value) -> Option<ApiResource> {
+    let kind = object.get("kind")?.as_str()?;
+    Some(match kind {
+        "ServiceAccount" => resource("", "v1", kind, "serviceaccounts"),
+        "ConfigMap" => resource("", "v1", kind, "configmaps"),
+        "Service" => resource("", "v1", kind, "services"),
+        "Role" => resource("rbac.authorization.k8s.io", "v1", kind, "roles"),
+        "RoleBinding" => resource("rbac.authorization.k8s.io", "v1", kind, "rolebindings"),
+        "Deployment" => resource("apps", "v1", kind, "deployments"),
+        "InferencePool" => pools_resource(),
+        "HTTPRoute" => routes_resource(),
+        _ => return None,
+    })
+}
+
+/// The gateway integration of a running core.
+pub struct Integration {
+    client: Client,
+    config: GatewayConfig,
+    detector: Detector,
+    gateways: Store<DynamicObject>,
+    routes: Store<DynamicObject>,
+    pools: Store<DynamicObject>,
+    deployments: Store<ModelDeployment>,
+    events: EventPublisher,
+    metrics: CoreMetrics,
+}
+
+/// Whether a deployment is one the integration acts for (routed or to be cleaned).
+fn concerns(md: &ModelDeployment) -> bool {
+    md.status.as_ref().and_then(|s| s.phase) == Some(Phase::Running) || plan::may_have_objects(md)
+}
+
+fn send_all(
+    deployments: &Store<ModelDeployment>,
+    sender: &mpsc::Sender<ObjectRef<ModelDeployment>>,
+    filter: impl Fn(&ModelDeployment) -> bool,
+) {
+    for md in deployments.state() {
+        if filter(&md) && concerns(&md) {
+            // A full buffer means a burst is already queued; dropping is safe because the
+            // periodic resync re-checks every deployment.
+            let _ = sender.try_send(ObjectRef::from_obj(&*md));
+        }
+    }
+}
+
+impl Integration {
+    /// Starts the CRD detection and, once the kinds are served, the Gateway, HTTPRoute and
+    /// InferencePool watches. Returns the integration and the stream of deployments to
+    /// reconcile because something gateway-side changed (a route's status, a Gateway, a pool,
+    /// the CRDs).
+    pub fn start(
+        client: Client,
+        config: GatewayConfig,
+        deployments: Store<ModelDeployment>,
+        events: EventPublisher,
+        metrics: CoreMetrics,
+        shutdown: CancellationToken,
+    ) -> (
+        Arc<Integration>,
+        impl Stream<Item = ObjectRef<ModelDeployment>> + Send + 'static,
+    ) {
+        let detector = Detector::start(client.clone(), shutdown.clone());
+        let (sender, receiver) = mpsc::channel(TRIGGER_BUFFER);
+        let gateway_writer = reflector::store::Writer::new(gateways_resource());
+        let gateways = gateway_writer.as_reader();
+        let route_writer = reflector::store::Writer::new(routes_resource());
+        let routes = route_writer.as_reader();
+        let pool_writer = reflector::store::Writer::new(pools_resource());
+        let pools = pool_writer.as_reader();
+
+        // CRDs appearing or going: every deployment concerned is looked at again.
+        {
+            let mut changes = detector.changes();
+            let deployments = deployments.clone();
+            let sender = sender.clone();
+            let shutdown = shutdown.clone();
+            let client = client.clone();
+            tokio::spawn(async move {
+                let mut writers = Some((gateway_writer, route_writer, pool_writer));
+                loop {
+                    let available = changes.borrow_and_update().available();
+                    if available && let Some((g, r, p)) = writers.take() {
+                        spawn_watches(&client, g, r, p, &deployments, &sender, &shutdown);
+                    }
+                    send_all(&deployments, &sender, |_| true);
+                    tokio::select! {
+                        _ = shutdown.cancelled() => return,
+                        changed = changes.changed() => if changed.is_err() { return },
+                    }
+                }
+            });
+        }
+        let integration = Arc::new(Integration {
+            client: client.clone(),
+            config,
+            detector,
+            gateways,
+            routes,
+            pools,
+            deployments,
+            events,
+            metrics,
+        });
+        let stream = futures::stream::unfold(receiver, |mut receiver| async move {
+            receiver.recv().await.map(|r| (r, receiver))
+        });
+        (integration, stream)
+    }
+
+    fn count(&self, action: &str, ok: bool) {
+        self.metrics
+            .gateway_actions
+            .get_or_create(&GatewayActionLabels {
+                action: action.to_string(),
+                result: if ok { "ok" } else { "error" }.to_string(),
+            })
+            .inc();
+    }
+
+    /// The gateway part of `md`'s status after doing what `md` needs; `capability` is the
+    /// provider's gateway capability for the resolved engine.
+    pub async fn reconcile(
+        &self,
+        md: &ModelDeployment,
+        providers: &[InferenceProviderConfig],
+    ) -> DesiredGateway {
+        let detection = self.detector.current();
+        match plan::intent(md, &detection) {
+            Intent::Clean { status } => {
+                if plan::may_have_objects(md) || md.metadata.deletion_timestamp.is_some() {
+                    self.clean(md, &capability(md, providers)).await;
+                }
+                status
+            }
+            Intent::Route => {
+                if !self.caches_ready().await {
+                    tracing::debug!(deployment = %md.name_any(), "gateway caches not synced yet; status kept");
+                    return DesiredGateway::current(md);
+                }
+                self.route(md, &capability(md, providers)).await
+            }
+        }
+    }
+
+    async fn caches_ready(&self) -> bool {
+        let wait = async {
+            let _ = self.gateways.wait_until_ready().await;
+            let _ = self.routes.wait_until_ready().await;
+            let _ = self.pools.wait_until_ready().await;
+        };
+        tokio::time::timeout(CACHE_SYNC_WAIT, wait).await.is_ok()
+    }
+
+    fn gateway_views(&self) -> Vec<GatewayView> {
+        let mut views: Vec<GatewayView> = self
+            .gateways
+            .state()
+            .iter()
+            .filter_map(|g| serde_json::to_value(&**g).ok())
+            .filter_map(|g| GatewayView::from_object(&g))
+            .collect();
+        views.sort_by(|a, b| a.reference.cmp(&b.reference));
+        views
+    }
+
+    fn cached(
+        store: &Store<DynamicObject>,
+        resource: &ApiResource,
+        namespace: &str,
+        name: &str,
+    ) -> Option<Value> {
+        let key = ObjectRef::new_with(name, resource.clone()).within(namespace);
+        store.get(&key).and_then(|o| serde_json::to_value(&*o).ok())
+    }
+
+    async fn get(
+        &self,
+        resource: &ApiResource,
+        namespace: &str,
+        name: &str,
+    ) -> Result<Option<Value>, GatewayError> {
+        let api: Api<DynamicObject> =
+            Api::namespaced_with(self.client.clone(), namespace, resource);
+        match api.get_opt(name).await {
+            Ok(found) => Ok(found.and_then(|o| serde_json::to_value(o).ok())),
+            Err(source) => Err(GatewayError::Api {
+                action: format!("get {}", resource.kind),
+                object: format!("{namespace}/{name}"),
+                source,
+            }),
+        }
+    }
+
+    async fn apply(&self, object: &Value) -> Result<Value, GatewayError> {
+        let namespace = object
+            .pointer("/metadata/namespace")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        let name = object
+            .pointer("/metadata/name")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        let kind = object
+            .get("kind")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        let resource = resource_of(object).ok_or_else(|| GatewayError::Invalid {
+            object: format!("{namespace}/{name}"),
+            message: format!("no resource for kind {kind}"),
+        })?;
+        let api: Api<DynamicObject> =
+            Api::namespaced_with(self.client.clone(), namespace, &resource);
+        let result = api
+            .patch(
+                name,
+                &PatchParams::apply(CORE_GATEWAY).force(),
+                &Patch::Apply(object),
+            )
+            .await;
+        self.count("apply", result.is_ok());
+        match result {
+            Ok(applied) => Ok(serde_json::to_value(applied).unwrap_or(Value::Null)),
+            Err(source) => Err(GatewayError::Api {
+                action: format!("apply {kind}"),
+                object: format!("{namespace}/{name}"),
+                source,
+            }),
+        }
+    }
+
+    async fn delete(&self, resource: &ApiResource, namespace: &str, name: &str) -> bool {
+        let api: Api<DynamicObject> =
+            Api::namespaced_with(self.client.clone(), namespace, resource);
+        match api.delete(name, &DeleteParams::background()).await {
+            Ok(_) => {
+                self.count("delete", true);
+                true
+            }
+            Err(kube::Error::Api(e)) if e.code == 404 => false,
+            Err(e) => {
+                self.count("delete", false);
+                tracing::warn!(kind = %resource.kind, object = %format!("{namespace}/{name}"), error = %e, "gateway clean-up: delete failed");
+                false
+            }
+        }
+    }
+
+    /// Routes a running deployment.
+    async fn route(
+        &self,
+        md: &ModelDeployment,
+        capability: &Option<GatewayCapability>,
+    ) -> DesiredGateway {
+        let namespace = md.namespace().unwrap_or_default();
+        let name = md.name_any();
+        let views = self.gateway_views();
+        let gateway = match select_gateway(self.config.gateway.as_ref(), &views) {
+            Ok(g) => g.clone(),
+            Err(message) => {
+                if plan::may_have_objects(md) {
+                    self.clean(md, capability).await;
+                }
+                return DesiredGateway::condition(false, reasons::NO_GATEWAY, message);
+            }
+        };
+        let ignores_served_name =
+            capability.as_ref().and_then(|c| c.ignores_served_name) == Some(true);
+        let model_name = match model::resolve(&md.spec, ignores_served_name, None) {
+            Ok((model_name, _)) => model_name,
+            Err(message) => {
+                return DesiredGateway::condition(false, reasons::NO_MODEL_NAME, message);
+            }
+        };
+        let owner = Owner {
+            name: name.clone(),
+            namespace: namespace.clone(),
+            uid: md.uid().unwrap_or_default(),
+        };
+        let names = Names::of(&name);
+        let mut problems: Vec<(&'static str, String)> = Vec::new();
+
+        // The namespace's allowance on the Gateway's listeners.
+        if self.config.patch_allowed_routes
+            && !allowed::is_allowed(&gateway.listeners, &gateway.reference.namespace, &namespace)
+            && let Err(e) = self
+                .change_allowance(&gateway.reference, &namespace, true)
+                .await
+        {
+            problems.push((reasons::GATEWAY_PATCH_FAILED, e.to_string()));
+        }
+
+        // The pool: the provider's, or ours with its endpoint picker.
+        let manages_pool = capability.as_ref().and_then(|c| c.manages_inference_pool) == Some(true);
+        let pool = if manages_pool {
+            let c = capability.as_ref();
+            let (pool_namespace, pool_name) = names::provider_pool(
+                c.and_then(|c| c.inference_pool_name_pattern.as_deref()),
+                c.and_then(|c| c.inference_pool_namespace.as_deref()),
+                &name,
+                &namespace,
+            );
+            let exists =
+                match Self::cached(&self.pools, &pools_resource(), &pool_namespace, &pool_name) {
+                    Some(_) => true,
+                    None => matches!(
+                        self.get(&pools_resource(), &pool_namespace, &pool_name)
+                            .await,
+                        Ok(Some(_))
+                    ),
+                };
+            if !exists {
+                let provider = md.selected_provider().unwrap_or("the provider");
+                return DesiredGateway::condition(
+                    false,
+                    reasons::POOL_NOT_FOUND,
+                    format!(
+                        "waiting for {provider} to create InferencePool {pool_namespace}/{pool_name} (it manages the pool and endpoint picker of this engine)"
+                    ),
+                );
+            }
+            if pool_namespace != namespace {
+                return DesiredGateway::condition(
+                    false,
+                    reasons::POOL_FAILED,
+                    format!(
+                        "InferencePool {pool_namespace}/{pool_name} is in another namespace than the deployment; routes to pools in other namespaces (ReferenceGrant) are not supported yet"
+                    ),
+                );
+            }
+            PoolRef {
+                namespace: pool_namespace,
+                name: pool_name,
+            }
+        } else {
+            let picker = capability.as_ref().and_then(|c| c.endpoint_picker.as_ref());
+            let image = picker
+                .and_then(|p| p.image.clone())
+                .filter(|i| !i.is_empty())
+                .unwrap_or_else(|| self.config.epp_image.clone());
+            let config = picker
+                .and_then(|p| p.config_data.clone())
+                .filter(|c| !c.is_empty())
+                .unwrap_or_else(|| render::DEFAULT_EPP_CONFIG.to_string());
+            let endpoint = md.status.as_ref().and_then(|s| s.endpoint.as_ref());
+            let service_name = endpoint.and_then(|e| e.service.clone()).unwrap_or_default();
+            let service_port = endpoint.and_then(|e| e.port);
+            let hash = render::inputs_hash(&[
+                &owner.uid,
+                &service_name,
+                &service_port.map(|p| p.to_string()).unwrap_or_default(),
+                &image,
+                &config,
+            ]);
+            let cached = Self::cached(&self.pools, &pools_resource(), &namespace, &names.pool);
+            let current = cached
+                .as_ref()
+                .and_then(|p| {
+                    p.pointer(&format!(
+                        "/metadata/annotations/{}",
+                        INPUTS_HASH_ANNOTATION.replace('/', "~1")
+                    ))
+                })
+                .and_then(Value::as_str)
+                == Some(hash.as_str());
+            if !current {
+                let service = if service_name.is_empty() {
+                    None
+                } else {
+                    self.get(
+                        &resource("", "v1", "Service", "services"),
+                        &namespace,
+                        &service_name,
+                    )
+                    .await
+                    .ok()
+                    .flatten()
+                };
+                let port = render::target_port(service.as_ref(), service_port);
+                let mut objects = render::endpoint_picker(&owner, &names, &image, &config);
+                // The pool last: its hash says the whole stack is applied.
+                objects.push(render::pool(&owner, &names, port, &hash));
+                for object in &objects {
+                    if let Err(e) = self.apply(object).await {
+                        let reason = if object["kind"] == "InferencePool" {
+                            reasons::POOL_FAILED
+                        } else {
+                            reasons::EPP_FAILED
+                        };
+                        return DesiredGateway::condition(false, reason, e.to_string());
+                    }
+                }
+                self.events
+                    .normal(&md.object_ref(&()), "GatewayResourcesApplied", "ApplyGateway",
+                        format!("InferencePool {namespace}/{} and endpoint picker {} applied (target port {port}, image {image})", names.pool, names.epp))
+                    .await;
+            }
+            PoolRef {
+                namespace: namespace.clone(),
+                name: names.pool.clone(),
+            }
+        };
+
+        // The route: the user's own, or ours.
+        let byo = md
+            .spec
+            .gateway
+            .as_ref()
+            .and_then(|g| g.http_route_ref.clone());
+        let (route, what) = if let Some(route_name) = byo {
+            match self.get(&routes_resource(), &namespace, &route_name).await {
+                Ok(Some(route)) => (
+                    route,
+                    format!(
+                        "InferencePool {}/{} exists; HTTPRoute {namespace}/{route_name} is the user's (spec.gateway.httpRouteRef)",
+                        pool.namespace, pool.name
+                    ),
+                ),
+                Ok(None) => {
+                    return DesiredGateway::condition(
+                        false,
+                        reasons::ROUTE_NOT_FOUND,
+                        format!(
+                            "spec.gateway.httpRouteRef names HTTPRoute {namespace}/{route_name}, which does not exist; create it (backend InferencePool {}/{}) or remove httpRouteRef",
+                            pool.namespace, pool.name
+                        ),
+                    );
+                }
+                Err(e) => {
+                    return DesiredGateway::condition(false, reasons::ROUTE_FAILED, e.to_string());
+                }
+            }
+        } else {
+            let hash = render::inputs_hash(&[
+                &gateway.reference.to_string(),
+                &pool.namespace,
+                &pool.name,
+                &model_name,
+            ]);
+            let mut live = Self::cached(&self.routes, &routes_resource(), &namespace, &names.route);
+            if live.is_none() {
+                live = match self.get(&routes_resource(), &namespace, &names.route).await {
+                    Ok(found) => found,
+                    Err(e) => {
+                        return DesiredGateway::condition(
+                            false,
+                            reasons::ROUTE_FAILED,
+                            e.to_string(),
+                        );
+                    }
+                };
+            }
+            if plan::route_deleted(md, live.is_some()) {
+                if md
+                    .condition(airunway_api::constants::condition_types::GATEWAY_READY)
+                    .and_then(|c| c.reason.as_deref())
+                    != Some(reasons::ROUTE_DELETED)
+                {
+                    self.count("route_deleted_by_user", true);
+                    self.events
+                        .warning(&md.object_ref(&()), "HTTPRouteDeleted", "ApplyGateway",
+                            format!("HTTPRoute {namespace}/{} was deleted; it is not recreated for this spec", names.route))
+                        .await;
+                }
+                return DesiredGateway::condition(
+                    false,
+                    reasons::ROUTE_DELETED,
+                    format!(
+                        "HTTPRoute {namespace}/{} was deleted by someone else and is not recreated for this spec; change the spec (for example spec.gateway.enabled false, then true) to create it again, or name your own route in spec.gateway.httpRouteRef",
+                        names.route
+                    ),
+                );
+            }
+            let current = live
+                .as_ref()
+                .and_then(|r| {
+                    r.pointer(&format!(
+                        "/metadata/annotations/{}",
+                        INPUTS_HASH_ANNOTATION.replace('/', "~1")
+                    ))
+                })
+                .and_then(Value::as_str)
+                == Some(hash.as_str());
+            let route = match live {
+                Some(route) if current => route,
+                _ => {
+                    let desired = render::route(
+                        &owner,
+                        &names,
+                        &gateway.reference,
+                        &pool,
+                        &model_name,
+                        &hash,
+                    );
+                    match self.apply(&desired).await {
+                        Ok(applied) => {
+                            self.events
+                                .normal(&md.object_ref(&()), "GatewayResourcesApplied", "ApplyGateway",
+                                    format!("HTTPRoute {namespace}/{} routes model {model_name:?} through Gateway {}", names.route, gateway.reference))
+                                .await;
+                            applied
+                        }
+                        Err(e) => {
+                            return DesiredGateway::condition(
+                                false,
+                                reasons::ROUTE_FAILED,
+                                e.to_string(),
+                            );
+                        }
+                    }
+                }
+            };
+            (
+                route,
+                format!(
+                    "InferencePool {}/{} and HTTPRoute {namespace}/{} exist",
+                    pool.namespace, pool.name, names.route
+                ),
+            )
+        };
+        let mut condition = plan::route_condition(&route, &gateway.reference, &what);
+        if let Some((reason, message)) = problems.into_iter().next()
+            && condition.status != airunway_api::v1alpha1::ConditionStatus::True
+        {
+            condition.reason = reason.to_string();
+            condition.message = format!("{}; {message}", condition.message);
+        }
+        DesiredGateway {
+            condition: Some(condition),
+            fields: Some(GatewayFields {
+                endpoint: gateway.endpoint(),
+                model_name,
+                gateway_namespace: gateway.reference.namespace.clone(),
+            }),
+        }
+    }
+
+    /// Removes what the integration created for `md` and, when it was the last routed
+    /// deployment of its namespace, the namespace's allowance on the Gateway.
+    async fn clean(&self, md: &ModelDeployment, capability: &Option<GatewayCapability>) {
+        let namespace = md.namespace().unwrap_or_default();
+        let name = md.name_any();
+        let names = Names::of(&name);
+        let detection = self.detector.current();
+        let mut removed = 0;
+        if detection.http_routes
+            && md
+                .spec
+                .gateway
+                .as_ref()
+                .and_then(|g| g.http_route_ref.as_ref())
+                .is_none()
+        {
+            removed += usize::from(
+                self.delete_owned(&routes_resource(), &namespace, &names.route, md)
+                    .await,
+            );
+        }
+        let manages_pool = capability.as_ref().and_then(|c| c.manages_inference_pool) == Some(true);
+        if !manages_pool {
+            if detection.inference_pools {
+                removed += usize::from(
+                    self.delete_owned(&pools_resource(), &namespace, &names.pool, md)
+                        .await,
+                );
+            }
+            for kind in [
+                "Service",
+                "Deployment",
+                "ConfigMap",
+                "RoleBinding",
+                "Role",
+                "ServiceAccount",
+            ] {
+                if let Some(resource) = resource_of(&json!({"kind": kind})) {
+                    removed += usize::from(
+                        self.delete_owned(&resource, &namespace, &names.epp, md)
+                            .await,
+                    );
+                }
+            }
+        }
+        if removed > 0 {
+            self.events
+                .normal(
+                    &md.object_ref(&()),
+                    "GatewayResourcesRemoved",
+                    "CleanGateway",
+                    format!("{removed} gateway object(s) of this deployment removed"),
+                )
+                .await;
+        }
+        if self.config.patch_allowed_routes && detection.gateways {
+            let still_routed = self.deployments.state().iter().any(|other| {
+                other.namespace().as_deref() == Some(namespace.as_str())
+                    && other.name_any() != name
+                    && other.metadata.deletion_timestamp.is_none()
+                    && matches!(plan::intent(other, &detection), Intent::Route)
+            });
+            if !still_routed {
+                for view in self.gateway_views() {
+                    if view.managed_namespaces.contains(&namespace)
+                        && let Err(e) = self
+                            .change_allowance(&view.reference, &namespace, false)
+                            .await
+                    {
+                        tracing::warn!(gateway = %view.reference, %namespace, error = %e, "could not take back the namespace's allowance");
+                    }
+                }
+            }
+        }
+    }
+
+    /// Deletes `namespace/name` if it belongs to `md` (owner reference with its UID).
+    async fn delete_owned(
+        &self,
+        resource: &ApiResource,
+        namespace: &str,
+        name: &str,
+        md: &ModelDeployment,
+    ) -> bool {
+        let uid = md.uid().unwrap_or_default();
+        let cached = match resource.kind.as_str() {
+            "HTTPRoute" => Self::cached(&self.routes, resource, namespace, name),
+            "InferencePool" => Self::cached(&self.pools, resource, namespace, name),
+            _ => None,
+        };
+        let live = match cached {
+            Some(object) => Some(object),
+            None => self.get(resource, namespace, name).await.ok().flatten(),
+        };
+        let owned = live
+            .as_ref()
+            .and_then(|o| o.pointer("/metadata/ownerReferences"))
+            .and_then(Value::as_array)
+            .is_some_and(|refs| {
+                refs.iter()
+                    .any(|r| r.get("uid").and_then(Value::as_str) == Some(uid.as_str()))
+            });
+        owned && self.delete(resource, namespace, name).await
+    }
+
+    /// Adds (`allow`) or removes `namespace` on the Gateway's listeners: read, compute, replace
+    /// with the read `resourceVersion`; a conflict re-reads.
+    async fn change_allowance(
+        &self,
+        gateway: &GatewayRef,
+        namespace: &str,
+        allow: bool,
+    ) -> Result<(), GatewayError> {
+        let api: Api<DynamicObject> = Api::namespaced_with(
+            self.client.clone(),
+            &gateway.namespace,
+            &gateways_resource(),
+        );
+        let action = if allow {
+            "allow_namespace"
+        } else {
+            "disallow_namespace"
+        };
+        for _ in 0..GATEWAY_UPDATE_ATTEMPTS {
+            let live = api
+                .get(&gateway.name)
+                .await
+                .map_err(|source| GatewayError::Api {
+                    action: "get Gateway".into(),
+                    object: gateway.to_string(),
+                    source,
+                })?;
+            let mut object = serde_json::to_value(&live).unwrap_or(Value::Null);
+            let Some(view) = GatewayView::from_object(&object) else {
+                return Err(GatewayError::Invalid {
+                    object: gateway.to_string(),
+                    message: "no name or namespace".into(),
+                });
+            };
+            let change = if allow {
+                allowed::allow(
+                    &view.listeners,
+                    &view.managed_namespaces,
+                    &gateway.namespace,
+                    namespace,
+                )
+            } else {
+                allowed::disallow(
+                    &view.listeners,
+                    &view.managed_namespaces,
+                    &gateway.namespace,
+                    namespace,
+                )
+            };
+            let Some(change) = change else {
+                return Ok(());
+            };
+            object["spec"]["listeners"] = json!(change.listeners);
+            let annotations = &mut object["metadata"]["annotations"];
+            if !annotations.is_object() {
+                *annotations = json!({});
+            }
+            if change.managed.is_empty() {
+                if let Some(map) = annotations.as_object_mut() {
+                    map.remove(ALLOWED_NAMESPACES_ANNOTATION);
+                }
+            } else {
+                annotations[ALLOWED_NAMESPACES_ANNOTATION] =
+                    json!(allowed::format_managed(&change.managed));
+            }
+            // Only what the update needs (the Gateway's status is its controller's).
+            if let Some(map) = object.as_object_mut() {
+                map.remove("status");
+            }
+            let body: DynamicObject =
+                serde_json::from_value(object).map_err(|e| GatewayError::Invalid {
+                    object: gateway.to_string(),
+                    message: e.to_string(),
+                })?;
+            match api
+                .replace(&gateway.name, &PostParams::default(), &body)
+                .await
+            {
+                Ok(_) => {
+                    self.count(action, true);
+                    tracing::info!(%gateway, %namespace, allow, "Gateway listeners updated");
+                    return Ok(());
+                }
+                Err(kube::Error::Api(e)) if e.code == 409 => continue,
+                Err(source) => {
+                    self.count(action, false);
+                    return Err(GatewayError::Api {
+                        action: "update Gateway".into(),
+                        object: gateway.to_string(),
+                        source,
+                    });
+                }
+            }
+        }
+        self.count(action, false);
+        Err(GatewayError::Conflict {
+            object: gateway.to_string(),
+            attempts: GATEWAY_UPDATE_ATTEMPTS,
+        })
+    }
+}
+
+/// The provider's gateway capability for `md`'s provider and resolved engine.
+pub fn capability(
+    md: &ModelDeployment,
+    providers: &[InferenceProviderConfig],
+) -> Option<GatewayCapability> {
+    let provider = md
+        .selected_provider()
+        .or_else(|| md.spec.explicit_provider())?;
+    let engine = md.resolved_engine()?;
+    providers
+        .iter()
+        .find(|p| p.name_any() == provider)?
+        .spec
+        .capabilities
+        .as_ref()?
+        .engine_capabilities()
+        .into_iter()
+        .find(|c| c.name == engine)?
+        .gateway
+}
+
+/// The deployment an owned object belongs to.
+fn owner_of(object: &DynamicObject) -> Option<ObjectRef<ModelDeployment>> {
+    let namespace = object.namespace()?;
+    object
+        .owner_references()
+        .iter()
+        .find(|r| {
+            r.kind == "ModelDeployment" && r.api_version == airunway_api::constants::API_VERSION
+        })
+        .map(|r| ObjectRef::new(&r.name).within(&namespace))
+}
+
+fn spawn_watches(
+    client: &Client,
+    gateway_writer: reflector::store::Writer<DynamicObject>,
+    route_writer: reflector::store::Writer<DynamicObject>,
+    pool_writer: reflector::store::Writer<DynamicObject>,
+    deployments: &Store<ModelDeployment>,
+    sender: &mpsc::Sender<ObjectRef<ModelDeployment>>,
+    shutdown: &CancellationToken,
+) {
+    tracing::info!("gateway CRDs served: watching Gateways, HTTPRoutes and InferencePools");
+    // Gateways: a change (status addresses, listeners, labels, a Gateway added or removed)
+    // can change every routed deployment's status.
+    let gateways = watcher(
+        Api::<DynamicObject>::all_with(client.clone(), &gateways_resource()),
+        watcher::Config::default(),
+    )
+    .default_backoff()
+    .reflect(gateway_writer)
+    .touched_objects();
+    {
+        let deployments = deployments.clone();
+        let sender = sender.clone();
+        let shutdown = shutdown.clone();
+        tokio::spawn(async move {
+            futures::pin_mut!(gateways);
+            loop {
+                tokio::select! {
+                    _ = shutdown.cancelled() => return,
+                    event = gateways.next() => match event {
+                        None => return,
+                        Some(Ok(_)) => send_all(&deployments, &sender, |_| true),
+                        Some(Err(e)) => tracing::debug!(error = %e, "Gateway watch error"),
+                    },
+                }
+            }
+        });
+    }
+    // Routes AI Runway created (labelled): their owner is looked at again.
+    let routes = watcher(
+        Api::<DynamicObject>::all_with(client.clone(), &routes_resource()),
+        watcher::Config::default().labels(&format!(
+            "{}={}",
+            labels::MANAGED_BY,
+            labels::MANAGED_BY_VALUE
+        )),
+    )
+    .default_backoff()
+    .reflect(route_writer)
+    .touched_objects();
+    // Pools: ours go to their owner; a provider's to the deployments of its namespace.
+    let pools = watcher(
+        Api::<DynamicObject>::all_with(client.clone(), &pools_resource()),
+        watcher::Config::default(),
+    )
+    .default_backoff()
+    .reflect(pool_writer)
+    .touched_objects();
+    for (kind, stream) in [
+        ("HTTPRoute", routes.boxed()),
+        ("InferencePool", pools.boxed()),
+    ] {
+        let deployments = deployments.clone();
+        let sender = sender.clone();
+        let shutdown = shutdown.clone();
+        tokio::spawn(async move {
+            let mut stream = stream;
+            loop {
+                tokio::select! {
+                    _ = shutdown.cancelled() => return,
+                    event = stream.next() => match event {
+                        None => return,
+                        Some(Ok(object)) => match owner_of(&object) {
+                            Some(owner) => { let _ = sender.try_send(owner); }
+                            None => {
+                                let namespace = object.namespace();
+                                send_all(&deployments, &sender, |md| md.namespace() == namespace);
+                            }
+                        },
+                        Some(Err(e)) => tracing::debug!(kind, error = %e, "gateway watch error"),
+                    },
+                }
+            }
+        });
+    }
+}
