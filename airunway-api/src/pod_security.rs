@@ -465,11 +465,20 @@ fn profile_name(profile: Profile) -> &'static str {
 /// document order, that ends with the violation's last key (compared without regard to case).
 /// `None` when the violation did not come from the overrides.
 pub fn override_origin(overrides: &Value, violation: &Violation) -> Option<String> {
-    let last = violation
+    // A trailing `[name]` is a map key that may hold dots (an annotation name): the field it
+    // is in (`annotations`) is what the overrides spell.
+    let field = match violation
         .field
+        .strip_suffix(']')
+        .and_then(|rest| rest.rfind('[').map(|i| (&rest[..i], &rest[i + 1..])))
+    {
+        Some((map, key)) if !key.chars().all(|c| c.is_ascii_digit()) => map,
+        _ => violation.field.as_str(),
+    };
+    let last = field
         .rsplit(['.', '['])
         .find(|s| !s.is_empty() && !s.ends_with(']'))
-        .unwrap_or(&violation.field);
+        .unwrap_or(field);
     fn find(value: &Value, path: &str, last: &str, depth: usize) -> Option<String> {
         if depth > MAX_DEPTH {
             return None;

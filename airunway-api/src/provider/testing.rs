@@ -8,6 +8,8 @@ use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomRe
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
+pub mod hostile;
+
 /// The environment variable naming the directory of the upstream CRD material.
 pub const UPSTREAM_CRDS_ENV: &str = "AIRUNWAY_UPSTREAM_CRDS";
 
