@@ -12,6 +12,8 @@
 //! - [`webhook`]: serving an admission webhook from a test.
 //! - [`providers`]: provider registrations written as a provider writes them.
 //! - [`manifests`]: the shipped `deploy/` manifests applied to the test control plane.
+//! - [`kustomize`]: the kustomize subset `deploy/` uses, rendered without a kustomize binary.
+//! - [`images`]: our images unpacked and their entrypoints run as their ServiceAccounts.
 //! - [`http`]: GET for metrics and health endpoints.
 //! - [`sandbox`]: the local sandbox (`e2e/sandbox up`).
 //! - [`bench`]: the scale benchmark (`e2e/bench`).
@@ -26,6 +28,8 @@ pub mod binaries;
 pub mod control_plane;
 pub mod env;
 pub mod http;
+pub mod images;
+pub mod kustomize;
 pub mod manifests;
 pub mod paths;
 pub mod pki;
