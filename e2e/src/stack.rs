@@ -40,7 +40,14 @@ async fn start(
     let health = free_port();
     args.push(format!("--metrics-bind-address=127.0.0.1:{metrics}"));
     args.push(format!("--health-probe-bind-address=127.0.0.1:{health}"));
-    let process = start_binary_with_env(env, binary, kubeconfig, &args, &[("POD_NAME", pod_name)]);
+    // As in a Pod: POD_NAMESPACE is where its Role (leases, the webhook Secret) is bound.
+    let process = start_binary_with_env(
+        env,
+        binary,
+        kubeconfig,
+        &args,
+        &[("POD_NAME", pod_name), ("POD_NAMESPACE", &env.namespace)],
+    );
     eventually(
         &format!("{binary} to be ready"),
         Duration::from_secs(60),
@@ -66,8 +73,44 @@ async fn start(
     }
 }
 
+/// The shipped RBAC manifest and ServiceAccount of one of our binaries (`None` for a binary
+/// without one).
+pub fn shipped_rbac(binary: &str) -> Option<(String, String)> {
+    match binary {
+        "airunway-core" => Some(("deploy/core/rbac.yaml".into(), binary.into())),
+        "configmap-provider" => Some((
+            "examples/configmap-provider/deploy/rbac.yaml".into(),
+            binary.into(),
+        )),
+        _ => {
+            let provider = binary.strip_prefix("airunway-provider-")?;
+            let rbac = format!("deploy/providers/{provider}/rbac.yaml");
+            crate::paths::workspace_root()
+                .join(&rbac)
+                .is_file()
+                .then(|| (rbac, binary.to_string()))
+        }
+    }
+}
+
+/// The identity a binary runs with: given the admin kubeconfig of the control plane, the
+/// binary's own ServiceAccount with its shipped RBAC (so every suite runs the core and the
+/// providers with exactly the permissions users install); any other kubeconfig as given.
+/// `AIRUNWAY_E2E_ADMIN_BINARIES=1` keeps the admin identity (for debugging an RBAC failure).
+pub async fn identity_for(env: &TestEnv, binary: &str, kubeconfig: &Path) -> std::path::PathBuf {
+    let admin = kubeconfig == env.control_plane.kubeconfig.as_path();
+    let keep_admin = std::env::var("AIRUNWAY_E2E_ADMIN_BINARIES").is_ok_and(|v| v == "1");
+    match shipped_rbac(binary) {
+        Some((rbac, account)) if admin && !keep_admin => {
+            service_account_identity(env, &rbac, &account).await
+        }
+        _ => kubeconfig.to_path_buf(),
+    }
+}
+
 /// Starts `airunway-core` with `extra` flags (webhooks off unless `extra` sets
-/// `--webhook-bind-address`).
+/// `--webhook-bind-address`). Given the admin kubeconfig it runs as its ServiceAccount
+/// ([`identity_for`]).
 pub async fn start_core(
     env: &TestEnv,
     kubeconfig: &Path,
@@ -82,10 +125,12 @@ pub async fn start_core(
         args.push("--webhook-bind-address=127.0.0.1:0".to_string());
     }
     args.extend(extra.iter().map(|s| s.to_string()));
-    start(env, "airunway-core", kubeconfig, args, pod_name, None).await
+    let identity = identity_for(env, "airunway-core", kubeconfig).await;
+    start(env, "airunway-core", &identity, args, pod_name, None).await
 }
 
-/// Starts a provider binary with its probe on a free port and `extra` flags.
+/// Starts a provider binary with its probe on a free port and `extra` flags. Given the admin
+/// kubeconfig it runs as its ServiceAccount ([`identity_for`]).
 pub async fn start_provider(
     env: &TestEnv,
     binary: &str,
@@ -96,7 +141,8 @@ pub async fn start_provider(
     let probe = free_port();
     let mut args = vec![format!("--probe-bind-address=127.0.0.1:{probe}")];
     args.extend(extra.iter().map(|s| s.to_string()));
-    start(env, binary, kubeconfig, args, pod_name, Some(probe)).await
+    let identity = identity_for(env, binary, kubeconfig).await;
+    start(env, binary, &identity, args, pod_name, Some(probe)).await
 }
 
 /// Flags that make the core notice dead providers within a few seconds.
@@ -108,7 +154,9 @@ pub const FAST_HEALTH: [&str; 3] = [
 
 /// Applies the shipped RBAC manifest `rbac` (relative to the workspace root) into the test
 /// namespace and returns a kubeconfig that authenticates as its ServiceAccount
-/// `service_account`, so the binary runs with exactly the permissions users install.
+/// `service_account`, so the binary runs with exactly the permissions users install. Each
+/// ClusterRoleBinding gets the namespace in its name, so tests running at the same time each
+/// keep their own binding (the ClusterRoles are the same for all).
 pub async fn service_account_identity(
     env: &TestEnv,
     rbac: &str,
@@ -116,6 +164,14 @@ pub async fn service_account_identity(
 ) -> std::path::PathBuf {
     let mut objects = crate::manifests::read(&crate::paths::workspace_root().join(rbac));
     crate::manifests::retarget_namespace(&mut objects, &env.namespace);
+    for object in &mut objects {
+        if object["kind"] == "ClusterRoleBinding"
+            && let Some(name) = object["metadata"]["name"].as_str()
+        {
+            object["metadata"]["name"] =
+                serde_json::Value::String(format!("{name}-{}", env.namespace));
+        }
+    }
     crate::manifests::apply(&env.client, &objects).await;
     let user = format!("system:serviceaccount:{}:{service_account}", env.namespace);
     let namespace_group = format!("system:serviceaccounts:{}", env.namespace);
