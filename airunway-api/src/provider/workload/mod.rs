@@ -3,8 +3,10 @@
 //! Deployment conditions the deployment controller writes ([`status`]). Providers whose
 //! "upstream operator" is Kubernetes itself build on it: llm-d (aggregated, or prefill and
 //! decode components with KV-transfer roles) and the direct vLLM provider. What differs
-//! between them (extra arguments, pod labels, the default image, overrides) is passed in.
+//! between them (extra arguments, pod labels, the default image) is passed in; both merge
+//! `provider.overrides` into their Deployments with the same refusals ([`overrides`]).
 
+pub mod overrides;
 pub mod render;
 pub mod status;
 
@@ -43,4 +45,18 @@ pub fn builtin_schema() -> super::traits::SchemaDetection {
         api_version: "apps/v1".into(),
         fingerprint: BUILTIN_FINGERPRINT.into(),
     })
+}
+
+/// The primary object of a rendered set (its first) as the single object of
+/// [`Provider::render`](super::traits::Provider::render), for providers that render a set;
+/// an empty set is an error naming the provider (`display_name`).
+pub fn primary(
+    set: super::traits::RenderedSet,
+    display_name: &str,
+) -> Result<super::traits::Rendered, super::traits::RenderError> {
+    let warnings = set.warnings;
+    let object = set.objects.into_iter().next().ok_or_else(|| {
+        super::traits::RenderError::Unsupported(format!("{display_name} rendered no object"))
+    })?;
+    Ok(super::traits::Rendered { object, warnings })
 }

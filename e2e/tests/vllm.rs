@@ -1,0 +1,404 @@
+//! The real `airunway-provider-vllm` (running as its ServiceAccount with the shipped RBAC) and
+//! the real core, on the harness's cluster: kube-scheduler places the vLLM Pods on KWOK's
+//! simulated GPU nodes, KWOK runs them, and the real deployment and replicaset controllers
+//! write the Deployment conditions the provider translates. No test writes a Deployment
+//! status.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::time::{Duration, Instant};
+
+use airunway_api::constants::{condition_types, labels};
+use airunway_api::v1alpha1::{ConditionStatus, InferenceProviderConfig, ModelDeployment, Phase};
+use airunway_e2e::stack::{self, FAST_HEALTH, Running};
+use airunway_e2e::wait::{wait_deleted, wait_for, wait_for_condition};
+use airunway_e2e::{TestEnv, cluster_lock};
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::Service;
+use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
+use serde_json::{Value, json};
+
+const WAIT: Duration = Duration::from_secs(60);
+
+async fn start(env: &TestEnv) -> (Running, Running) {
+    airunway_e2e::providers::delete_all(&env.client).await;
+    let core = stack::start_core(env, &env.control_plane.kubeconfig, &FAST_HEALTH, "core").await;
+    let identity = stack::service_account_identity(
+        env,
+        "deploy/providers/vllm/rbac.yaml",
+        "airunway-provider-vllm",
+    )
+    .await;
+    let provider = stack::start_provider(
+        env,
+        "airunway-provider-vllm",
+        &identity,
+        &["--heartbeat-interval=1s", "--finalizer-timeout=30s"],
+        "vllm-0",
+    )
+    .await;
+    let ipcs: Api<InferenceProviderConfig> = Api::all(env.client.clone());
+    wait_for(&ipcs, "vllm", WAIT, "ready", |i| {
+        i.status.as_ref().and_then(|s| s.ready) == Some(true)
+    })
+    .await;
+    (core, provider)
+}
+
+fn deployment(name: &str, spec: Value) -> ModelDeployment {
+    serde_json::from_value(
+        json!({"apiVersion": "airunway.ai/v1alpha1", "kind": "ModelDeployment",
+        "metadata": {"name": name, "labels": {"airunway.ai/team": "e2e"}}, "spec": spec}),
+    )
+    .unwrap()
+}
+
+fn on_vllm() -> Value {
+    json!({"model": {"id": "Qwen/Qwen3-0.6B", "servedName": "qwen3"},
+           "engine": {"type": "vllm", "contextLength": 4096,
+                      "args": {"gpu-memory-utilization": "0.9", "max-model-len": "2048"},
+                      "extraArgs": ["--seed", "7"]},
+           "resources": {"gpu": {"count": 2}, "memory": "8Gi"},
+           "secrets": {"huggingFaceToken": "hf-token"},
+           "provider": {"name": "vllm"}})
+}
+
+fn args(deployment: &Deployment) -> Vec<String> {
+    deployment
+        .spec
+        .clone()
+        .unwrap()
+        .template
+        .spec
+        .unwrap()
+        .containers[0]
+        .args
+        .clone()
+        .unwrap_or_default()
+}
+
+fn replicas(md: &ModelDeployment) -> (Option<i32>, Option<i32>) {
+    let r = md
+        .status
+        .as_ref()
+        .and_then(|s| s.replicas.clone())
+        .unwrap_or_default();
+    (r.desired, r.ready)
+}
+
+async fn labelled<K>(api: &Api<K>, name: &str) -> Vec<String>
+where
+    K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+{
+    api.list(&ListParams::default().labels(&format!("{}={name}", labels::DEPLOYMENT)))
+        .await
+        .unwrap()
+        .items
+        .into_iter()
+        .filter_map(|o| o.meta().name.clone())
+        .collect()
+}
+
+#[tokio::test]
+async fn runs_on_simulated_gpu_nodes_scales_to_zero_and_back_drift_and_deletion() {
+    let _lock = cluster_lock().await;
+    let env = TestEnv::new("vllm-lifecycle").await;
+    let (core, provider) = start(&env).await;
+    let mds: Api<ModelDeployment> = Api::namespaced(env.client.clone(), &env.namespace);
+    let deployments: Api<Deployment> = Api::namespaced(env.client.clone(), &env.namespace);
+    let services: Api<Service> = Api::namespaced(env.client.clone(), &env.namespace);
+
+    let started = Instant::now();
+    mds.create(&PostParams::default(), &deployment("direct", on_vllm()))
+        .await
+        .unwrap();
+    let md = wait_for(&mds, "direct", WAIT, "Running", |md| {
+        md.phase() == Some(Phase::Running)
+    })
+    .await;
+    eprintln!(
+        "vLLM deployment Running {:.1}s after creation",
+        started.elapsed().as_secs_f64()
+    );
+    let status = md.status.clone().unwrap();
+    let provider_status = status.provider.clone().unwrap();
+    assert_eq!(provider_status.name.as_deref(), Some("vllm"));
+    assert_eq!(
+        (
+            provider_status.resource_name.as_deref(),
+            provider_status.resource_kind.as_deref()
+        ),
+        (Some("direct"), Some("Deployment"))
+    );
+    let endpoint = status.endpoint.clone().unwrap();
+    assert_eq!(
+        (endpoint.service.as_deref(), endpoint.port),
+        (Some("direct"), Some(8000))
+    );
+    assert_eq!(replicas(&md), (Some(1), Some(1)));
+    for type_ in [
+        condition_types::PROVIDER_COMPATIBLE,
+        condition_types::RESOURCE_CREATED,
+        condition_types::READY,
+    ] {
+        assert_eq!(
+            md.condition(type_).map(|c| c.status),
+            Some(ConditionStatus::True),
+            "{type_}"
+        );
+    }
+
+    // The Deployment: owned, labelled, applied by vllm-provider, the direct vLLM command line.
+    let live = deployments.get("direct").await.unwrap();
+    let meta = &live.metadata;
+    let owner = &meta.owner_references.clone().unwrap()[0];
+    assert_eq!(
+        (owner.kind.as_str(), owner.name.as_str(), owner.controller),
+        ("ModelDeployment", "direct", Some(true))
+    );
+    let object_labels = meta.labels.clone().unwrap();
+    for (key, value) in [
+        ("airunway.ai/managed-by", "airunway"),
+        ("airunway.ai/deployment", "direct"),
+        ("airunway.ai/team", "e2e"),
+        ("airunway.ai/engine-type", "vllm"),
+    ] {
+        assert_eq!(
+            object_labels.get(key).map(String::as_str),
+            Some(value),
+            "{key}"
+        );
+    }
+    let managers: Vec<String> = meta
+        .managed_fields
+        .iter()
+        .flatten()
+        .filter_map(|m| m.manager.clone())
+        .collect();
+    assert!(
+        managers.contains(&"vllm-provider".to_string()),
+        "{managers:?}"
+    );
+    assert_eq!(
+        args(&live),
+        [
+            "--host",
+            "0.0.0.0",
+            "--port",
+            "8000",
+            "--model",
+            "Qwen/Qwen3-0.6B",
+            "--served-model-name",
+            "qwen3",
+            "--enable-prefix-caching",
+            "--tensor-parallel-size",
+            "2",
+            "--gpu-memory-utilization",
+            "0.9",
+            "--max-model-len",
+            "2048",
+            "--seed",
+            "7"
+        ],
+        "--max-model-len from contextLength is left out: engine.args sets it"
+    );
+    let pod = live.spec.clone().unwrap().template;
+    let container = &pod.spec.clone().unwrap().containers[0];
+    assert_eq!(
+        container.image.as_deref(),
+        Some("vllm/vllm-openai:cu130-nightly")
+    );
+    let limits = container.resources.clone().unwrap().limits.unwrap();
+    assert_eq!(limits["nvidia.com/gpu"].0, "2");
+    let token = container
+        .env
+        .clone()
+        .unwrap()
+        .into_iter()
+        .find(|e| e.name == "HF_TOKEN")
+        .unwrap();
+    assert_eq!(
+        token.value_from.unwrap().secret_key_ref.unwrap().name,
+        "hf-token"
+    );
+    let startup = container.startup_probe.clone().unwrap();
+    assert_eq!(
+        (
+            startup.initial_delay_seconds,
+            startup.period_seconds,
+            startup.failure_threshold
+        ),
+        (Some(15), Some(10), Some(60))
+    );
+    assert_eq!(
+        container.volume_mounts.clone().unwrap()[0].mount_path,
+        "/dev/shm"
+    );
+    let service = services.get("direct").await.unwrap().spec.unwrap();
+    assert_eq!(service.ports.unwrap()[0].port, 8000);
+    assert_eq!(
+        service.selector.unwrap(),
+        live.spec.clone().unwrap().selector.match_labels.unwrap()
+    );
+
+    // Scale to zero: the Deployment goes to 0 replicas and the deployment stays Running with
+    // none ready; then back to one.
+    mds.patch(
+        "direct",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"spec": {"scaling": {"replicas": 0}}})),
+    )
+    .await
+    .unwrap();
+    wait_for(&deployments, "direct", WAIT, "0 replicas", |d| {
+        d.spec.as_ref().and_then(|s| s.replicas) == Some(0)
+    })
+    .await;
+    let md = wait_for(&mds, "direct", WAIT, "Running with 0 desired", |md| {
+        md.phase() == Some(Phase::Running) && replicas(md).0 == Some(0)
+    })
+    .await;
+    assert_eq!(replicas(&md), (Some(0), Some(0)));
+    mds.patch(
+        "direct",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"spec": {"scaling": {"replicas": 1}}})),
+    )
+    .await
+    .unwrap();
+    wait_for(&mds, "direct", WAIT, "Running with 1 ready again", |md| {
+        md.phase() == Some(Phase::Running) && replicas(md) == (Some(1), Some(1))
+    })
+    .await;
+
+    // Drift on the Deployment and the Service is restored.
+    deployments
+        .patch(
+            "direct",
+            &PatchParams::apply("someone-else").force(),
+            &Patch::Apply(json!({"apiVersion": "apps/v1", "kind": "Deployment",
+                "metadata": {"name": "direct"}, "spec": {"replicas": 3}})),
+        )
+        .await
+        .unwrap();
+    wait_for(
+        &deployments,
+        "direct",
+        WAIT,
+        "replicas restored to 1",
+        |d| d.spec.as_ref().and_then(|s| s.replicas) == Some(1),
+    )
+    .await;
+    services
+        .patch(
+            "direct",
+            &PatchParams::apply("someone-else").force(),
+            &Patch::Apply(json!({"apiVersion": "v1", "kind": "Service",
+                "metadata": {"name": "direct"}, "spec": {"selector": {"app": "elsewhere"}}})),
+        )
+        .await
+        .unwrap();
+    wait_for(&services, "direct", WAIT, "selector restored", |s| {
+        s.spec
+            .as_ref()
+            .and_then(|s| s.selector.as_ref())
+            .and_then(|s| s.get("app"))
+            .map(String::as_str)
+            == Some("direct")
+    })
+    .await;
+    let drift = env.event_notes("DriftDetected").await;
+    assert!(drift.iter().any(|n| n.contains("'direct'")), "{drift:?}");
+
+    // Deletion removes both objects and releases the deployment.
+    mds.delete("direct", &DeleteParams::default())
+        .await
+        .unwrap();
+    wait_deleted(&mds, "direct", WAIT).await;
+    wait_deleted(&deployments, "direct", WAIT).await;
+    wait_deleted(&services, "direct", WAIT).await;
+    eprintln!("lifecycle done in {:.1}s", started.elapsed().as_secs_f64());
+    provider.process.terminate(Duration::from_secs(10));
+    core.process.terminate(Duration::from_secs(10));
+}
+
+#[tokio::test]
+async fn explicit_only_compatibility_networking_and_registration() {
+    let _lock = cluster_lock().await;
+    let env = TestEnv::new("vllm-compat").await;
+    let (core, provider) = start(&env).await;
+    let mds: Api<ModelDeployment> = Api::namespaced(env.client.clone(), &env.namespace);
+    let deployments: Api<Deployment> = Api::namespaced(env.client.clone(), &env.namespace);
+
+    // Explicit-only: a deployment that does not name vllm is never given to it.
+    let mut unnamed = on_vllm();
+    unnamed["provider"] = json!(null);
+    mds.create(&PostParams::default(), &deployment("unnamed", unnamed))
+        .await
+        .unwrap();
+
+    let tail = "conflicts with Direct vLLM generated networking; Direct vLLM currently requires host 0.0.0.0 and port 8000 to keep the container, Service, and probes aligned";
+    let mut port = on_vllm();
+    port["engine"]["args"] = json!({"port": "9000"});
+    let mut host = on_vllm();
+    host["engine"]["extraArgs"] = json!(["--host=127.0.0.1"]);
+    for (name, spec, message) in [
+        (
+            "sgl",
+            json!({"model": {"id": "a/b"}, "engine": {"type": "sglang"}, "resources": {"gpu": {"count": 1}}, "provider": {"name": "vllm"}}),
+            "vLLM provider only supports vllm engine, got sglang".to_string(),
+        ),
+        ("port", port, format!("engine arg \"port\" {tail}")),
+        (
+            "host",
+            host,
+            format!("engine extraArg \"--host=127.0.0.1\" {tail}"),
+        ),
+    ] {
+        mds.create(&PostParams::default(), &deployment(name, spec))
+            .await
+            .unwrap();
+        let (md, compatible) = wait_for_condition(
+            &mds,
+            name,
+            WAIT,
+            condition_types::PROVIDER_COMPATIBLE,
+            ConditionStatus::False,
+        )
+        .await;
+        assert_eq!(
+            compatible.message.as_deref(),
+            Some(message.as_str()),
+            "{name}"
+        );
+        assert_eq!(md.phase(), Some(Phase::Failed), "{name}");
+        assert!(labelled(&deployments, name).await.is_empty(), "{name}");
+    }
+
+    // The unnamed deployment got a verdict from the core and never reached vLLM.
+    let unnamed = wait_for(&mds, "unnamed", WAIT, "a selection verdict", |md| {
+        md.condition(condition_types::PROVIDER_SELECTED).is_some()
+    })
+    .await;
+    assert_ne!(unnamed.selected_provider(), Some("vllm"));
+    assert!(labelled(&deployments, "unnamed").await.is_empty());
+    assert!(
+        !unnamed
+            .metadata
+            .finalizers
+            .unwrap_or_default()
+            .contains(&"airunway.ai/vllm-provider".to_string())
+    );
+
+    // The registration: always ready with no CRD, explicit-only, vLLM on GPUs, aggregated.
+    let ipcs: Api<InferenceProviderConfig> = Api::all(env.client.clone());
+    let ipc = ipcs.get("vllm").await.unwrap();
+    assert!(ipc.spec.selection_rules.as_ref().is_none_or(Vec::is_empty));
+    let status = ipc.status.clone().unwrap();
+    assert_eq!(status.ready, Some(true));
+    assert_eq!(status.upstream_crd_version.as_deref(), Some("apps/v1"));
+    let engines = serde_json::to_value(&ipc.spec.capabilities).unwrap()["engines"].clone();
+    assert_eq!(engines[0]["requiresCRD"], false);
+    assert_eq!(engines[0]["servingModes"], json!(["aggregated"]));
+    provider.process.terminate(Duration::from_secs(10));
+    core.process.terminate(Duration::from_secs(10));
+}

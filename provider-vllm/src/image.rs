@@ -1,0 +1,207 @@
+//! The vLLM image reference (pure): parsing and the reference's source classification.
+//!
+//! Source of a requested image: `launch` when its tag contains `launch`; `nightly` when it is
+//! [`DEFAULT_IMAGE`] or `vllm/vllm-openai` (with or without a `docker.io/` prefix) with a tag
+//! containing `nightly`; `stable` for `vllm/vllm-openai:latest`; else `custom` (a user image
+//! the provider does not vouch for).
+
+/// The image when the deployment names none.
+pub const DEFAULT_IMAGE: &str = "vllm/vllm-openai:cu130-nightly";
+
+/// The repository of the project's own images.
+pub const PROJECT_REPOSITORY: &str = "vllm/vllm-openai";
+
+/// Docker Hub, the registry of references that name none.
+pub const DOCKER_HUB: &str = "docker.io";
+
+/// Where a requested image comes from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ImageSource {
+    /// A vLLM nightly build (the default).
+    Nightly,
+    /// The latest vLLM release.
+    Stable,
+    /// A launch build (tag containing `launch`).
+    Launch,
+    /// Anything else: a user image.
+    Custom,
+}
+
+impl ImageSource {
+    /// The name in `status.image.source`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ImageSource::Nightly => "nightly",
+            ImageSource::Stable => "stable",
+            ImageSource::Launch => "launch",
+            ImageSource::Custom => "custom",
+        }
+    }
+}
+
+/// A parsed image reference.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ImageRef {
+    /// The registry host (and port), [`DOCKER_HUB`] when the reference names none.
+    pub registry: String,
+    /// The repository path in the registry (`library/` added for a Docker Hub single name).
+    pub path: String,
+    /// The repository as the user wrote it, without tag or digest.
+    pub repository: String,
+    /// The tag, if any.
+    pub tag: Option<String>,
+    /// The digest (`sha256:…`), if the reference pins one.
+    pub digest: Option<String>,
+}
+
+/// Longest reference accepted (the API server's limit on a container image is larger, but a
+/// registry's is not).
+pub const MAX_REFERENCE_LEN: usize = 4096;
+
+fn valid_component(c: &str) -> bool {
+    !c.is_empty()
+        && c.chars()
+            .all(|ch| ch.is_ascii_lowercase() || ch.is_ascii_digit() || "._-".contains(ch))
+}
+
+/// Parses `reference` (`[registry/]path[:tag][@digest]`); the error names what is wrong.
+pub fn parse(reference: &str) -> Result<ImageRef, String> {
+    if reference.is_empty() || reference.len() > MAX_REFERENCE_LEN {
+        return Err(format!(
+            "image reference must have 1 to {MAX_REFERENCE_LEN} characters"
+        ));
+    }
+    let (name_tag, digest) = match reference.split_once('@') {
+        Some((n, d)) => {
+            let hex = d.strip_prefix("sha256:").unwrap_or_default();
+            if hex.len() != 64 || !hex.chars().all(|c| c.is_ascii_hexdigit()) {
+                return Err(format!(
+                    "image reference {reference:?} has an invalid digest (want sha256:<64 hex>)"
+                ));
+            }
+            (n, Some(d.to_string()))
+        }
+        None => (reference, None),
+    };
+    let last_slash = name_tag.rfind('/').map_or(0, |i| i + 1);
+    let (repository, tag) = match name_tag[last_slash..].rfind(':') {
+        Some(i) => (
+            &name_tag[..last_slash + i],
+            Some(name_tag[last_slash + i + 1..].to_string()),
+        ),
+        None => (name_tag, None),
+    };
+    if let Some(tag) = &tag
+        && (tag.is_empty()
+            || tag.len() > 128
+            || !tag
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || "._-".contains(c)))
+    {
+        return Err(format!("image reference {reference:?} has an invalid tag"));
+    }
+    let mut parts: Vec<&str> = repository.split('/').collect();
+    let registry = match parts.first() {
+        Some(first)
+            if parts.len() > 1
+                && (first.contains('.') || first.contains(':') || *first == "localhost") =>
+        {
+            let host = first.to_string();
+            parts.remove(0);
+            host
+        }
+        _ => DOCKER_HUB.to_string(),
+    };
+    if parts.is_empty() || !parts.iter().all(|c| valid_component(c)) {
+        return Err(format!(
+            "image reference {reference:?} has an invalid repository (lower-case letters, digits, '.', '_', '-' between '/')"
+        ));
+    }
+    let mut path = parts.join("/");
+    if registry == DOCKER_HUB && parts.len() == 1 {
+        path = format!("library/{path}");
+    }
+    Ok(ImageRef {
+        registry,
+        path,
+        repository: repository.to_string(),
+        tag,
+        digest,
+    })
+}
+
+/// The source of `requested` (see the module documentation).
+pub fn classify(requested: &str) -> ImageSource {
+    let Ok(image) = parse(requested) else {
+        return ImageSource::Custom;
+    };
+    let tag = image.tag.as_deref().unwrap_or_default();
+    let project = image.registry == DOCKER_HUB && image.path == PROJECT_REPOSITORY;
+    if tag.contains("launch") {
+        ImageSource::Launch
+    } else if requested == DEFAULT_IMAGE || (project && tag.contains("nightly")) {
+        ImageSource::Nightly
+    } else if project && tag == "latest" {
+        ImageSource::Stable
+    } else {
+        ImageSource::Custom
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_registry_path_tag_and_digest() {
+        let hub = parse("vllm/vllm-openai:cu130-nightly").unwrap();
+        assert_eq!(
+            (hub.registry.as_str(), hub.path.as_str(), hub.tag.as_deref()),
+            ("docker.io", "vllm/vllm-openai", Some("cu130-nightly"))
+        );
+        let single = parse("busybox").unwrap();
+        assert_eq!(
+            (single.path.as_str(), single.tag),
+            ("library/busybox", None)
+        );
+        let local = parse("127.0.0.1:5000/test/vllm:v1").unwrap();
+        assert_eq!(
+            (
+                local.registry.as_str(),
+                local.path.as_str(),
+                local.repository.as_str()
+            ),
+            ("127.0.0.1:5000", "test/vllm", "127.0.0.1:5000/test/vllm")
+        );
+        let digest = format!("sha256:{}", "a".repeat(64));
+        let pinned = parse(&format!("ghcr.io/x/y:v2@{digest}")).unwrap();
+        assert_eq!(pinned.digest.as_deref(), Some(digest.as_str()));
+        assert_eq!(pinned.tag.as_deref(), Some("v2"));
+        for bad in ["", "UPPER/case", "x@sha256:zz", "x:", "a//b", "x:bad tag"] {
+            assert!(parse(bad).is_err(), "{bad}");
+        }
+        assert!(parse(&"a".repeat(MAX_REFERENCE_LEN + 1)).is_err());
+    }
+
+    #[test]
+    fn classifies_by_the_reference_rules() {
+        for (image, source) in [
+            (DEFAULT_IMAGE, ImageSource::Nightly),
+            ("docker.io/vllm/vllm-openai:nightly", ImageSource::Nightly),
+            ("vllm/vllm-openai:latest", ImageSource::Stable),
+            ("docker.io/vllm/vllm-openai:latest", ImageSource::Stable),
+            ("vllm/vllm-openai:v0.9.1-launch", ImageSource::Launch),
+            ("ghcr.io/me/vllm:launch-day", ImageSource::Launch),
+            ("vllm/vllm-openai:v0.9.1", ImageSource::Custom),
+            ("ghcr.io/me/vllm:nightly", ImageSource::Custom),
+            (
+                "127.0.0.1:5000/vllm/vllm-openai:latest",
+                ImageSource::Custom,
+            ),
+            ("NOT A REFERENCE", ImageSource::Custom),
+        ] {
+            assert_eq!(classify(image), source, "{image}");
+        }
+        assert_eq!(ImageSource::Nightly.as_str(), "nightly");
+    }
+}

@@ -1,0 +1,447 @@
+//! Direct vLLM provider: compatibility messages, the rendered Deployment and Service (the
+//! direct vLLM command line, user keys winning over derived flags, host/port refused, scale to
+//! zero), overrides, status translation from Deployment conditions, the registration, and the
+//! SDK's pure cycle over the set.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use airunway_api::kube::core::DynamicObject;
+use airunway_api::provider::plan::ObjectPlan;
+use airunway_api::provider::workload::BUILTIN_FINGERPRINT;
+use airunway_api::provider::{Provider, RenderError, SchemaDetection, UpstreamSchema, cycle};
+use airunway_api::serde_json::{self, Value, json};
+use airunway_api::v1alpha1::{EngineCapabilityEntry, ModelDeployment, Phase, ServingMode};
+use airunway_provider_vllm::{VllmProvider, compat, image};
+
+fn schema() -> UpstreamSchema {
+    match VllmProvider.detect_schema(None) {
+        SchemaDetection::Supported(schema) => schema,
+        other => panic!("{other:?}"),
+    }
+}
+
+fn md(spec: Value) -> ModelDeployment {
+    serde_json::from_value(json!({"apiVersion": "airunway.ai/v1alpha1", "kind": "ModelDeployment",
+        "metadata": {"name": "m", "namespace": "ns", "uid": "u", "labels": {"airunway.ai/team": "t"}},
+        "spec": spec, "status": {"provider": {"name": "vllm"}}}))
+    .unwrap()
+}
+
+fn aggregated(extra: Value) -> ModelDeployment {
+    let mut spec = json!({"model": {"id": "Qwen/Qwen3-8B"}, "engine": {"type": "vllm"},
+        "resources": {"gpu": {"count": 1}}, "provider": {"name": "vllm"}});
+    for (key, value) in extra.as_object().unwrap() {
+        spec[key] = value.clone();
+    }
+    md(spec)
+}
+
+fn objects(md: &ModelDeployment) -> Vec<Value> {
+    VllmProvider.render_set(md, &schema()).unwrap().objects
+}
+
+fn container(deployment: &Value) -> &Value {
+    &deployment["spec"]["template"]["spec"]["containers"][0]
+}
+
+fn args(deployment: &Value) -> Vec<String> {
+    serde_json::from_value(container(deployment)["args"].clone()).unwrap()
+}
+
+fn unsupported(md: &ModelDeployment) -> String {
+    match VllmProvider.render_set(md, &schema()) {
+        Err(RenderError::Unsupported(message)) => message,
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn compatibility_messages_are_the_references() {
+    assert_eq!(
+        VllmProvider.check_compatibility(&aggregated(json!({}))),
+        Ok(())
+    );
+    assert_eq!(
+        VllmProvider.check_compatibility(&aggregated(json!({"engine": {"type": "sglang"}}))),
+        Err("vLLM provider only supports vllm engine, got sglang".to_string())
+    );
+    assert_eq!(
+        compat::check(&aggregated(
+            json!({"serving": {"mode": "disaggregated"}, "resources": null})
+        )),
+        Err("vLLM provider does not support disaggregated serving mode; use spec.serving.mode: aggregated".to_string())
+    );
+    assert_eq!(
+        compat::check(&aggregated(json!({"resources": {"gpu": {"count": 0}}}))),
+        Err("vLLM provider requires GPU resources (spec.resources.gpu.count > 0)".to_string())
+    );
+    assert_eq!(
+        compat::check(&aggregated(json!({"model": {"source": "custom"}}))),
+        Err(compat::REQUIRES_MODEL_ID.to_string())
+    );
+}
+
+#[test]
+fn one_deployment_and_one_service_named_after_the_deployment() {
+    let md = aggregated(
+        json!({"model": {"id": "Qwen/Qwen3-8B", "servedName": "qwen3",
+            "storage": {"volumes": [{"name": "cache", "claimName": "models", "mountPath": "/models"}]}},
+        "engine": {"type": "vllm", "contextLength": 8192, "trustRemoteCode": true, "enforceEager": true,
+                   "args": {"gpu-memory-utilization": "0.9"}, "extraArgs": ["--seed", "7"]},
+        "resources": {"gpu": {"count": 2}, "memory": "32Gi"},
+        "secrets": {"huggingFaceToken": "hf"},
+        "env": [{"name": "HF_TOKEN", "value": "leak"}, {"name": "A", "value": "1"}]}),
+    );
+    let objects = objects(&md);
+    let kinds: Vec<(&str, &str)> = objects
+        .iter()
+        .map(|o| {
+            (
+                o["kind"].as_str().unwrap(),
+                o["metadata"]["name"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(kinds, [("Deployment", "m"), ("Service", "m")]);
+    let deployment = &objects[0];
+    assert_eq!(
+        args(deployment),
+        [
+            "--host",
+            "0.0.0.0",
+            "--port",
+            "8000",
+            "--model",
+            "Qwen/Qwen3-8B",
+            "--served-model-name",
+            "qwen3",
+            "--max-model-len",
+            "8192",
+            "--trust-remote-code",
+            "--enable-prefix-caching",
+            "--enforce-eager",
+            "--tensor-parallel-size",
+            "2",
+            "--gpu-memory-utilization",
+            "0.9",
+            "--seed",
+            "7"
+        ]
+    );
+    let c = container(deployment);
+    assert_eq!(c["image"], image::DEFAULT_IMAGE);
+    assert_eq!(
+        c["env"],
+        json!([{"name": "A", "value": "1"},
+               {"name": "HF_TOKEN", "valueFrom": {"secretKeyRef": {"name": "hf", "key": "HF_TOKEN"}}}]),
+        "the token only by reference; a user HF_TOKEN value is dropped"
+    );
+    for (probe, delay, period, failures) in [
+        ("startupProbe", 15, 10, 60),
+        ("livenessProbe", 15, 10, 3),
+        ("readinessProbe", 15, 5, 3),
+    ] {
+        assert_eq!(
+            (
+                &c[probe]["httpGet"]["path"],
+                &c[probe]["initialDelaySeconds"],
+                &c[probe]["periodSeconds"],
+                &c[probe]["failureThreshold"]
+            ),
+            (
+                &json!("/health"),
+                &json!(delay),
+                &json!(period),
+                &json!(failures)
+            ),
+            "{probe}"
+        );
+    }
+    let pod = &deployment["spec"]["template"]["spec"];
+    assert_eq!(
+        pod["volumes"],
+        json!([{"name": "shm", "emptyDir": {"medium": "Memory", "sizeLimit": "20Gi"}},
+               {"name": "cache", "persistentVolumeClaim": {"claimName": "models"}}])
+    );
+    assert_eq!(
+        c["volumeMounts"],
+        json!([{"name": "shm", "mountPath": "/dev/shm"}, {"name": "cache", "mountPath": "/models"}])
+    );
+    let service = &objects[1];
+    assert_eq!(
+        service["spec"]["ports"],
+        json!([{"name": "http", "port": 8000, "targetPort": "http", "protocol": "TCP"}])
+    );
+    assert_eq!(
+        service["spec"]["selector"],
+        deployment["spec"]["selector"]["matchLabels"]
+    );
+    // One GPU: no /dev/shm, no tensor parallelism; prefix caching off writes no flag.
+    let one = aggregated(json!({"engine": {"type": "vllm", "enablePrefixCaching": false}}));
+    let one = &objects_of(&one)[0];
+    assert!(one["spec"]["template"]["spec"]["volumes"].is_null());
+    assert_eq!(
+        args(one),
+        [
+            "--host",
+            "0.0.0.0",
+            "--port",
+            "8000",
+            "--model",
+            "Qwen/Qwen3-8B",
+            "--served-model-name",
+            "Qwen3-8B"
+        ]
+    );
+}
+
+fn objects_of(md: &ModelDeployment) -> Vec<Value> {
+    objects(md)
+}
+
+#[test]
+fn user_keys_suppress_the_derived_flags() {
+    let md = aggregated(json!({"model": {"id": "a/b", "servedName": "served"},
+        "engine": {"type": "vllm", "contextLength": 4096,
+                   "args": {"max-model-len": "2048", "served-model-name": "mine"},
+                   "extraArgs": ["--tensor-parallel-size=4", "--enable-prefix-caching"]},
+        "resources": {"gpu": {"count": 2}}}));
+    assert_eq!(
+        args(&objects(&md)[0]),
+        [
+            "--host",
+            "0.0.0.0",
+            "--port",
+            "8000",
+            "--model",
+            "a/b",
+            "--max-model-len",
+            "2048",
+            "--served-model-name",
+            "mine",
+            "--tensor-parallel-size=4",
+            "--enable-prefix-caching"
+        ]
+    );
+}
+
+#[test]
+fn host_and_port_are_refused_with_the_references_message() {
+    let tail = "conflicts with Direct vLLM generated networking; Direct vLLM currently requires host 0.0.0.0 and port 8000 to keep the container, Service, and probes aligned";
+    for (engine, message) in [
+        (
+            json!({"type": "vllm", "args": {"port": "9000"}}),
+            format!("engine arg \"port\" {tail}"),
+        ),
+        (
+            json!({"type": "vllm", "args": {"--host": "127.0.0.1"}}),
+            format!("engine arg \"--host\" {tail}"),
+        ),
+        (
+            json!({"type": "vllm", "extraArgs": ["--port=9000"]}),
+            format!("engine extraArg \"--port=9000\" {tail}"),
+        ),
+        (
+            json!({"type": "vllm", "extraArgs": ["--host", "::"]}),
+            format!("engine extraArg \"--host\" {tail}"),
+        ),
+    ] {
+        assert_eq!(unsupported(&aggregated(json!({"engine": engine}))), message);
+    }
+    // A value that happens to read "port" is not a flag.
+    let fine = aggregated(
+        json!({"engine": {"type": "vllm", "extraArgs": ["--served-model-name", "port"]}}),
+    );
+    assert!(VllmProvider.render_set(&fine, &schema()).is_ok());
+}
+
+#[test]
+fn replicas_zero_scales_to_zero_and_images_come_from_the_spec() {
+    let zero = aggregated(json!({"scaling": {"replicas": 0}}));
+    assert_eq!(objects(&zero)[0]["spec"]["replicas"], 0);
+    let three = aggregated(json!({"scaling": {"replicas": 3}}));
+    assert_eq!(objects(&three)[0]["spec"]["replicas"], 3);
+    let own = aggregated(json!({"engine": {"type": "vllm", "image": "registry.example/vllm:v1"}}));
+    assert_eq!(
+        container(&objects(&own)[0])["image"],
+        "registry.example/vllm:v1"
+    );
+    let legacy = aggregated(json!({"image": "registry.example/vllm:legacy"}));
+    assert_eq!(
+        container(&objects(&legacy)[0])["image"],
+        "registry.example/vllm:legacy"
+    );
+}
+
+#[test]
+fn overrides_merge_into_the_deployment_with_the_shared_refusals() {
+    let md = aggregated(json!({"provider": {"name": "vllm",
+        "overrides": {"spec": {"minReadySeconds": 5, "template": {"spec": {"tolerations": null}}}}},
+        "tolerations": [{"key": "k", "operator": "Exists"}]}));
+    let objects = objects(&md);
+    assert_eq!(objects[0]["spec"]["minReadySeconds"], 5);
+    assert!(
+        objects[0]["spec"]["template"]["spec"]["tolerations"].is_null(),
+        "null deletes"
+    );
+    assert!(objects[1]["spec"]["minReadySeconds"].is_null());
+    let escalating = aggregated(json!({"provider": {"name": "vllm",
+        "overrides": {"spec": {"template": {"spec": {"hostNetwork": true}}}}}}));
+    match VllmProvider.render_set(&escalating, &schema()) {
+        Err(RenderError::InvalidOverrides(message)) => {
+            assert!(
+                message.contains("provider.overrides.spec.template.spec.hostNetwork"),
+                "{message}"
+            )
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+fn available(replicas: i64) -> Value {
+    json!({"replicas": replicas, "readyReplicas": replicas, "availableReplicas": replicas,
+        "conditions": [
+            {"type": "Available", "status": "True", "reason": "MinimumReplicasAvailable", "message": "Deployment has minimum availability."},
+            {"type": "Progressing", "status": "True", "reason": "NewReplicaSetAvailable", "message": "ReplicaSet \"m-1\" has successfully progressed."}]})
+}
+
+fn live(object: &Value, status: Value) -> DynamicObject {
+    let mut object = object.clone();
+    object["metadata"]["namespace"] = json!("ns");
+    object["status"] = status;
+    serde_json::from_value(object).unwrap()
+}
+
+#[test]
+fn status_follows_the_deployment_conditions() {
+    let md = aggregated(json!({}));
+    let objects = objects(&md);
+    let none = VllmProvider.translate_set_status(&md, &[None, None]);
+    assert_eq!(none.phase, Phase::Pending);
+    let progressing = live(
+        &objects[0],
+        json!({"replicas": 1, "conditions": [
+            {"type": "Progressing", "status": "True", "reason": "ReplicaSetUpdated", "message": "ReplicaSet \"m-1\" is progressing."}]}),
+    );
+    let status = VllmProvider.translate_set_status(&md, &[Some(&progressing), None]);
+    assert_eq!(
+        (status.phase, status.message.as_deref()),
+        (Phase::Deploying, Some("ReplicaSet \"m-1\" is progressing."))
+    );
+    let deadline = live(
+        &objects[0],
+        json!({"conditions": [
+            {"type": "Progressing", "status": "False", "reason": "ProgressDeadlineExceeded", "message": "ReplicaSet \"m-1\" has timed out progressing."}]}),
+    );
+    assert_eq!(
+        VllmProvider
+            .translate_set_status(&md, &[Some(&deadline), None])
+            .phase,
+        Phase::Failed
+    );
+    let running = live(&objects[0], available(1));
+    let status = VllmProvider.translate_set_status(&md, &[Some(&running), None]);
+    assert_eq!((status.phase, status.ready), (Phase::Running, true));
+    let endpoint = status.endpoint.unwrap();
+    assert_eq!(
+        (endpoint.service.as_deref(), endpoint.port),
+        (Some("m"), Some(8000))
+    );
+    assert_eq!(status.replicas.unwrap().ready, Some(1));
+    // Scaled to zero: the deployment controller reports it Available with no pods.
+    let zero = live(
+        &objects[0],
+        json!({"conditions": [
+        {"type": "Available", "status": "True", "reason": "MinimumReplicasAvailable", "message": "Deployment has minimum availability."}]}),
+    );
+    let mut zero_value = serde_json::to_value(&zero).unwrap();
+    zero_value["spec"]["replicas"] = json!(0);
+    let zero: DynamicObject = serde_json::from_value(zero_value).unwrap();
+    let status = VllmProvider.translate_status(&md, Some(&zero));
+    assert_eq!(status.phase, Phase::Running);
+    assert_eq!(status.replicas.unwrap().desired, Some(0));
+}
+
+#[test]
+fn registration_is_explicit_only_always_ready_vllm_on_gpus_aggregated() {
+    let spec = VllmProvider.registration();
+    assert!(spec.selection_rules.is_none());
+    let engines = spec.capabilities.unwrap().engines.unwrap();
+    let EngineCapabilityEntry::Detailed(vllm) = &engines[0] else {
+        panic!("{engines:?}")
+    };
+    assert_eq!(vllm.serving_modes, vec![ServingMode::Aggregated]);
+    assert_eq!(vllm.requires_crd, Some(false));
+    assert_eq!(
+        serde_json::to_value(vllm).unwrap()["gpuSupport"],
+        json!(true)
+    );
+    assert!(
+        spec.documentation
+            .unwrap()
+            .ends_with("docs/providers/vllm.md")
+    );
+    let SchemaDetection::Supported(schema) = VllmProvider.detect_schema(None) else {
+        panic!()
+    };
+    assert_eq!(
+        (schema.api_version.as_str(), schema.fingerprint.as_str()),
+        ("apps/v1", BUILTIN_FINGERPRINT)
+    );
+}
+
+#[test]
+fn sdk_set_cycle_creates_then_settles_both_objects() {
+    let md = aggregated(json!({}));
+    let first = cycle::apply_set(&VllmProvider, &md, &schema(), &[]).unwrap();
+    assert_eq!(first.objects.len(), 2);
+    assert!(
+        first
+            .objects
+            .iter()
+            .all(|(_, step)| *step == ObjectPlan::Create)
+    );
+    assert_eq!(
+        first.status.resource,
+        Some(("m".to_string(), "Deployment".to_string()))
+    );
+    let served: Vec<DynamicObject> = first
+        .objects
+        .iter()
+        .map(|(desired, _)| {
+            let status = if desired.kind() == "Deployment" {
+                available(1)
+            } else {
+                json!({})
+            };
+            cycle::served(desired, status).unwrap()
+        })
+        .collect();
+    let live: Vec<Option<&DynamicObject>> = served.iter().map(Some).collect();
+    let settled = cycle::apply_set(&VllmProvider, &md, &schema(), &live).unwrap();
+    assert!(
+        settled
+            .objects
+            .iter()
+            .all(|(_, step)| *step == ObjectPlan::InSync)
+    );
+    assert_eq!(settled.status.phase, Phase::Running);
+    let created = settled
+        .status
+        .conditions
+        .iter()
+        .find(|c| c.type_ == "ResourceCreated")
+        .unwrap();
+    assert_eq!(
+        created.message,
+        "Deployment and Service created successfully"
+    );
+    assert!(matches!(
+        cycle::apply_set(
+            &VllmProvider,
+            &aggregated(json!({"engine": {"type": "sglang"}})),
+            &schema(),
+            &[]
+        ),
+        Err(cycle::CycleError::Incompatible(message)) if message == "vLLM provider only supports vllm engine, got sglang"
+    ));
+}
