@@ -35,6 +35,80 @@ impl DesiredCondition {
     }
 }
 
+/// Where a deployment stands, in the terms of the Kubernetes API conventions that kstatus,
+/// Argo CD and `kubectl wait` read: the `Reconciling` and `Stalled` conditions.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Progress {
+    /// Work for this generation is under way: `Reconciling=True` with this reason and message.
+    InProgress {
+        /// CamelCase reason.
+        reason: String,
+        /// What is being waited for.
+        message: String,
+    },
+    /// Nothing more happens without a change (spec, provider, cluster): `Stalled=True`.
+    Stalled {
+        /// CamelCase reason.
+        reason: String,
+        /// Why, and what to change.
+        message: String,
+    },
+    /// Everything for this generation is done (`Running`): both `False`.
+    Settled,
+}
+
+impl Progress {
+    /// The reason and message of the `True` condition (`None` when settled).
+    pub fn cause(&self) -> Option<(&str, &str)> {
+        match self {
+            Progress::InProgress { reason, message } | Progress::Stalled { reason, message } => {
+                Some((reason, message))
+            }
+            Progress::Settled => None,
+        }
+    }
+
+    /// The `Reconciling` and `Stalled` conditions that say this. The `False` ones carry fixed
+    /// texts, so they change only when the progress does.
+    pub fn conditions(&self) -> [DesiredCondition; 2] {
+        use crate::constants::{condition_types::RECONCILING, condition_types::STALLED, reasons};
+        match self {
+            Progress::InProgress { reason, message } => [
+                DesiredCondition::new(RECONCILING, true, reason.clone(), message.clone()),
+                DesiredCondition::new(
+                    STALLED,
+                    false,
+                    reasons::PROGRESSING,
+                    "Work for this generation is in progress",
+                ),
+            ],
+            Progress::Stalled { reason, message } => [
+                DesiredCondition::new(
+                    RECONCILING,
+                    false,
+                    reasons::STALLED,
+                    "Nothing is in progress: the Stalled condition says what must change",
+                ),
+                DesiredCondition::new(STALLED, true, reason.clone(), message.clone()),
+            ],
+            Progress::Settled => [
+                DesiredCondition::new(
+                    RECONCILING,
+                    false,
+                    reasons::RECONCILED,
+                    "Everything for this generation is done",
+                ),
+                DesiredCondition::new(
+                    STALLED,
+                    false,
+                    reasons::RECONCILED,
+                    "Everything for this generation is done",
+                ),
+            ],
+        }
+    }
+}
+
 /// The condition of `type_` in `conditions`.
 pub fn find<'a>(conditions: Option<&'a [Condition]>, type_: &str) -> Option<&'a Condition> {
     conditions.into_iter().flatten().find(|c| c.type_ == type_)
@@ -126,6 +200,44 @@ mod tests {
             &t1,
         );
         assert_eq!(third[0].last_transition_time, Some(t1));
+    }
+
+    #[test]
+    fn progress_sets_exactly_one_of_reconciling_and_stalled() {
+        use crate::constants::condition_types::{RECONCILING, STALLED};
+        let status = |p: &Progress| {
+            let [reconciling, stalled] = p.conditions();
+            assert_eq!(
+                (reconciling.type_.as_str(), stalled.type_.as_str()),
+                (RECONCILING, STALLED)
+            );
+            (reconciling.status, stalled.status)
+        };
+        let waiting = Progress::InProgress {
+            reason: "WaitingForProvider".into(),
+            message: "Waiting for provider kaito to reconcile".into(),
+        };
+        assert_eq!(
+            status(&waiting),
+            (ConditionStatus::True, ConditionStatus::False)
+        );
+        assert_eq!(
+            waiting.conditions()[0].message,
+            "Waiting for provider kaito to reconcile"
+        );
+        let stuck = Progress::Stalled {
+            reason: "IncompatibleConfiguration".into(),
+            message: "no".into(),
+        };
+        assert_eq!(
+            status(&stuck),
+            (ConditionStatus::False, ConditionStatus::True)
+        );
+        assert_eq!(stuck.conditions()[1].reason, "IncompatibleConfiguration");
+        assert_eq!(
+            status(&Progress::Settled),
+            (ConditionStatus::False, ConditionStatus::False)
+        );
     }
 
     #[test]

@@ -2,13 +2,13 @@
 //!
 //! Field ownership (ARCHITECTURE §3): the core applies, with field manager `airunway-core`,
 //! `status.engine.*`, `status.provider.name`, `status.provider.selectedReason`,
-//! `status.observedGeneration` and the conditions `Validated`, `EngineSelected`,
-//! `ProviderSelected` and `ProviderHealthy`. It writes `status.phase` and `status.message` only
-//! until a provider has taken them (another manager owns `status.phase`); from then on they
-//! belong to the provider. It never writes `status.provider.name` (nor `ProviderSelected`) that
-//! another selector set.
+//! and the conditions `Validated`, `EngineSelected`, `ProviderSelected` and `ProviderHealthy`.
+//! It writes `status.phase`, `status.message`, `status.observedGeneration` and the conditions
+//! `Reconciling` and `Stalled` only until a provider has taken the phase (another manager owns
+//! `status.phase`); from then on they belong to the provider (docs/status-ownership.md). It
+//! never writes `status.provider.name` (nor `ProviderSelected`) that another selector set.
 
-use airunway_api::conditions::{self, DesiredCondition};
+use airunway_api::conditions::{self, DesiredCondition, Progress};
 use airunway_api::constants::{condition_types, field_managers, reasons};
 use airunway_api::v1alpha1::{EngineType, ModelDeployment, Phase};
 use jiff::Timestamp;
@@ -120,9 +120,11 @@ pub struct DesiredCoreStatus {
     pub provider: Option<(String, String)>,
     /// `status.phase` and `status.message`, while no provider has taken them.
     pub phase: Option<(Phase, String)>,
-    /// The core's conditions.
+    /// The core's conditions (with `Reconciling` and `Stalled` while it holds the phase).
     pub conditions: Vec<DesiredCondition>,
-    /// `status.observedGeneration`.
+    /// The generation the conditions describe (`metadata.generation`).
+    pub generation: Option<i64>,
+    /// `status.observedGeneration`, while the core holds the phase (`None`: the provider's).
     pub observed_generation: Option<i64>,
 }
 
@@ -157,7 +159,16 @@ pub fn desired_status(md: &ModelDeployment, decision: &CoreDecision) -> DesiredC
     let others = OwnedFields::of_others(&md.metadata, field_managers::CORE);
     let provider_took_phase = others.owns(&["status", "phase"]);
     let mut conditions = Vec::new();
-    let mut pending: Option<String> = None;
+    // Why the deployment is not handed over yet: stalled (a change is needed) or in progress.
+    let mut pending: Option<Progress> = None;
+    let stalled = |reason: &str, message: &str| Progress::Stalled {
+        reason: reason.to_string(),
+        message: message.to_string(),
+    };
+    let in_progress = |reason: &str, message: &str| Progress::InProgress {
+        reason: reason.to_string(),
+        message: message.to_string(),
+    };
 
     // Validated
     if decision.validation_errors.is_empty() {
@@ -175,7 +186,7 @@ pub fn desired_status(md: &ModelDeployment, decision: &CoreDecision) -> DesiredC
             reasons::VALIDATION_FAILED,
             message.clone(),
         ));
-        pending = Some(message);
+        pending = Some(stalled(reasons::VALIDATION_FAILED, &message));
     }
 
     // EngineSelected and status.engine
@@ -205,7 +216,7 @@ pub fn desired_status(md: &ModelDeployment, decision: &CoreDecision) -> DesiredC
                 reasons::SELECTION_FAILED,
                 message.clone(),
             ));
-            pending.get_or_insert_with(|| message.clone());
+            pending.get_or_insert_with(|| stalled(reasons::SELECTION_FAILED, message));
             None
         }
         None => {
@@ -282,7 +293,13 @@ pub fn desired_status(md: &ModelDeployment, decision: &CoreDecision) -> DesiredC
                 reason,
                 message.clone(),
             ));
-            pending.get_or_insert(message);
+            // No provider is ready yet: that changes by itself (a provider registers or
+            // recovers and selection runs again). Anything else needs a change.
+            let progress = match failed {
+                ProviderDecision::NoHealthyProviders => in_progress(reason, &message),
+                _ => stalled(reason, &message),
+            };
+            pending.get_or_insert(progress);
             None
         }
         None => {
@@ -312,10 +329,16 @@ pub fn desired_status(md: &ModelDeployment, decision: &CoreDecision) -> DesiredC
                     reason,
                     message.clone(),
                 ));
-                pending.get_or_insert(message);
+                // It proceeds by itself once the provider registers or recovers.
+                pending.get_or_insert_with(|| in_progress(reason, &message));
             }
         }
-        pending.get_or_insert_with(|| format!("Waiting for provider {name} to reconcile"));
+        pending.get_or_insert_with(|| {
+            in_progress(
+                reasons::WAITING_FOR_PROVIDER,
+                &format!("Waiting for provider {name} to reconcile"),
+            )
+        });
     }
 
     // What waiting cannot fix is `Failed`, as in the Go AI Runway.
@@ -323,19 +346,29 @@ pub fn desired_status(md: &ModelDeployment, decision: &CoreDecision) -> DesiredC
         .failure
         .as_ref()
         .map(|m| format!("Validation failed: {m}"));
-    let phase = if provider_took_phase {
+    let held = if provider_took_phase {
         None
     } else if let Some(message) = failed {
-        Some((Phase::Failed, message))
+        Some((Phase::Failed, stalled(reasons::VALIDATION_FAILED, &message)))
     } else {
-        pending.map(|m| (Phase::Pending, m))
+        pending.map(|p| (Phase::Pending, p))
     };
+    let phase = held.as_ref().map(|(phase, progress)| {
+        let message = progress.cause().map(|(_, m)| m).unwrap_or_default();
+        (*phase, message.to_string())
+    });
+    if let Some((_, progress)) = &held {
+        conditions.extend(progress.conditions());
+    }
     DesiredCoreStatus {
         engine,
         provider,
-        phase,
         conditions,
-        observed_generation: generation,
+        generation,
+        // The phase and observedGeneration go together: the core has acted on this generation
+        // and `Reconciling`/`Stalled` say what is left.
+        observed_generation: phase.as_ref().and(generation),
+        phase,
     }
 }
 
@@ -343,6 +376,14 @@ pub fn desired_status(md: &ModelDeployment, decision: &CoreDecision) -> DesiredC
 pub fn is_current(md: &ModelDeployment, desired: &DesiredCoreStatus) -> bool {
     let status = md.status.clone().unwrap_or_default();
     let own = OwnedFields::of(&md.metadata, field_managers::CORE);
+    // What goes with the phase and the provider also owns since it took it (both wrote the same
+    // value): shared, not the core's alone; the core's next write for another reason drops it.
+    let others = OwnedFields::of_others(&md.metadata, field_managers::CORE);
+    let shared_with_phase = |type_: &str| {
+        desired.phase.is_none()
+            && condition_types::WITH_PHASE.contains(&type_)
+            && others.condition_types().contains(type_)
+    };
     let engine_ok = match &desired.engine {
         Some((e, r)) => status
             .engine
@@ -373,16 +414,17 @@ pub fn is_current(md: &ModelDeployment, desired: &DesiredCoreStatus) -> bool {
     let conditions_ok = conditions::all_current(
         status.conditions.as_deref(),
         &desired.conditions,
-        desired.observed_generation,
+        desired.generation,
     ) && own
         .condition_types()
         .iter()
-        .all(|t| desired_types.contains(&t.as_str()));
-    engine_ok
-        && provider_ok
-        && phase_ok
-        && conditions_ok
-        && status.observed_generation == desired.observed_generation
+        .all(|t| desired_types.contains(&t.as_str()) || shared_with_phase(t));
+    let observed_path = ["status", "observedGeneration"];
+    let observed_ok = match desired.observed_generation {
+        Some(generation) => status.observed_generation == Some(generation),
+        None => !own.owns(&observed_path) || others.owns(&observed_path),
+    };
+    engine_ok && provider_ok && phase_ok && conditions_ok && observed_ok
 }
 
 /// The server-side apply body for the core's status (only the fields the core owns).
@@ -391,7 +433,7 @@ pub fn status_patch(md: &ModelDeployment, desired: &DesiredCoreStatus, now: Time
     let conditions = conditions::materialize(
         existing,
         &desired.conditions,
-        desired.observed_generation,
+        desired.generation,
         &airunway_api::k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(now),
     );
     let mut status = json!({ "conditions": conditions });

@@ -171,6 +171,17 @@ async fn selection_outcomes_of_section_4_4_in_status() {
             "{name}: the provider has not taken over"
         );
         assert_eq!(status.observed_generation, md.metadata.generation, "{name}");
+        // kstatus: in progress until the provider has acted.
+        let reconciling = md.condition(condition_types::RECONCILING).unwrap();
+        assert_eq!(
+            (reconciling.status, reconciling.reason.as_deref()),
+            (ConditionStatus::True, Some(reasons::WAITING_FOR_PROVIDER)),
+            "{name}"
+        );
+        assert!(
+            !md.condition(condition_types::STALLED).unwrap().is_true(),
+            "{name}"
+        );
     }
 
     // Events: one ProviderSelected per deployment, with the spec's wording.
@@ -307,6 +318,9 @@ async fn no_churn_and_exact_field_ownership() {
         .unwrap()
         .keys()
         .map(String::as_str)
+        // GatewayReady: a core condition (constants::condition_types::CORE_OWNED) the gateway
+        // integration writes; its own suite checks it.
+        .filter(|k| *k != "k:{\"type\":\"GatewayReady\"}")
         .collect();
     assert_eq!(
         conditions,
@@ -314,6 +328,8 @@ async fn no_churn_and_exact_field_ownership() {
             "k:{\"type\":\"EngineSelected\"}",
             "k:{\"type\":\"ProviderHealthy\"}",
             "k:{\"type\":\"ProviderSelected\"}",
+            "k:{\"type\":\"Reconciling\"}",
+            "k:{\"type\":\"Stalled\"}",
             "k:{\"type\":\"Validated\"}",
         ])
     );
@@ -368,7 +384,32 @@ async fn no_churn_and_exact_field_ownership() {
         Some(Phase::Deploying),
         "the core took phase back"
     );
-    let _ = md;
+    // This provider writes no Reconciling/Stalled/observedGeneration: the core let go of its own,
+    // so no stale `Reconciling=True` (waiting for the provider) outlives the hand-over.
+    let later = eventually(
+        "the core to release what goes with the phase",
+        WAIT,
+        || async {
+            let md = api.get("settled").await.map_err(|e| e.to_string())?;
+            let status = md.status.clone().unwrap_or_default();
+            if md.condition(condition_types::RECONCILING).is_none()
+                && md.condition(condition_types::STALLED).is_none()
+                && status.observed_generation.is_none()
+            {
+                Ok(md)
+            } else {
+                Err(format!("{status:?}"))
+            }
+        },
+    )
+    .await;
+    assert!(md.condition(condition_types::VALIDATED).is_some());
+    assert!(
+        later
+            .condition(condition_types::PROVIDER_HEALTHY)
+            .unwrap()
+            .is_true()
+    );
     core.process.terminate(Duration::from_secs(10));
     delete_all(&env.client).await;
 }

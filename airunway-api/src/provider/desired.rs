@@ -7,10 +7,10 @@ use serde_json::{Value, json};
 
 use super::schema::short_hash;
 use super::traits::{Rendered, TranslatedStatus};
-use crate::conditions::{self, DesiredCondition};
+use crate::conditions::{self, DesiredCondition, Progress};
 use crate::constants::{annotations, condition_types, labels};
 use crate::managed_fields::OwnedFields;
-use crate::v1alpha1::{ModelDeployment, Phase};
+use crate::v1alpha1::{ConditionStatus, ModelDeployment, Phase};
 
 /// The upstream object to apply, with the hashes that tell drift from spec changes.
 #[derive(Clone, Debug, PartialEq)]
@@ -186,7 +186,8 @@ pub struct ProviderStatus {
     pub replicas: Option<crate::v1alpha1::ReplicaStatus>,
     /// `status.endpoint`.
     pub endpoint: Option<crate::v1alpha1::EndpointStatus>,
-    /// `ProviderCompatible`, `ResourceCreated`, `Ready`.
+    /// `ProviderCompatible`, `ResourceCreated`, `Ready`. `Reconciling` and `Stalled` are
+    /// derived from the phase when written ([`ProviderStatus::progress`]).
     pub conditions: Vec<DesiredCondition>,
 }
 
@@ -198,14 +199,15 @@ impl ProviderStatus {
         translated: &TranslatedStatus,
     ) -> ProviderStatus {
         let (kind, name) = (resource.1.clone(), resource.0.clone());
+        // `Ready` is `True` only while `Running`, whatever the upstream says.
         let ready = match (translated.ready, translated.phase) {
-            (true, _) => DesiredCondition::new(
+            (true, Phase::Running) => DesiredCondition::new(
                 condition_types::READY,
                 true,
                 crate::constants::reasons::DEPLOYMENT_READY,
                 "All replicas are ready",
             ),
-            (false, Phase::Failed) => DesiredCondition::new(
+            (_, Phase::Failed) => DesiredCondition::new(
                 condition_types::READY,
                 false,
                 crate::constants::reasons::DEPLOYMENT_FAILED,
@@ -214,7 +216,7 @@ impl ProviderStatus {
                     .clone()
                     .unwrap_or_else(|| format!("{kind} {name} failed")),
             ),
-            (false, _) => DesiredCondition::new(
+            _ => DesiredCondition::new(
                 condition_types::READY,
                 false,
                 crate::constants::reasons::DEPLOYMENT_PROGRESSING,
@@ -285,8 +287,48 @@ impl ProviderStatus {
         }
     }
 
-    fn projection(&self) -> Value {
+    /// `Reconciling`/`Stalled` for this status: `Running` is settled, `Failed` is stalled, any
+    /// other phase is in progress. The reason is that of the first provider condition that is
+    /// `False` (e.g. `IncompatibleConfiguration`, `DeploymentProgressing`), the message the
+    /// phase message (or that condition's when empty).
+    pub fn progress(&self) -> Progress {
+        let cause = self
+            .conditions
+            .iter()
+            .find(|c| c.status == ConditionStatus::False);
+        let reason = cause
+            .map(|c| c.reason.clone())
+            .unwrap_or_else(|| self.phase.as_str().to_string());
+        let message = if self.message.is_empty() {
+            cause
+                .map(|c| c.message.clone())
+                .unwrap_or_else(|| format!("The deployment is {}", self.phase.as_str()))
+        } else {
+            self.message.clone()
+        };
+        match self.phase {
+            Phase::Running => Progress::Settled,
+            Phase::Failed => Progress::Stalled { reason, message },
+            Phase::Pending | Phase::Deploying | Phase::Terminating => {
+                Progress::InProgress { reason, message }
+            }
+        }
+    }
+
+    /// Every condition the provider writes: its own three, then `Reconciling` and `Stalled`.
+    pub fn all_conditions(&self) -> Vec<DesiredCondition> {
+        let mut all = self.conditions.clone();
+        all.extend(self.progress().conditions());
+        all
+    }
+
+    /// The provider's fields besides the conditions; `observedGeneration` is the deployment's
+    /// generation: the provider has acted on it.
+    fn projection(&self, generation: Option<i64>) -> Value {
         let mut status = json!({"phase": self.phase.as_str(), "message": self.message});
+        if let Some(generation) = generation {
+            status["observedGeneration"] = json!(generation);
+        }
         if let Some((name, kind)) = &self.resource {
             status["provider"] = json!({"resourceName": name, "resourceKind": kind});
         }
@@ -302,10 +344,10 @@ impl ProviderStatus {
     /// The server-side apply body (only provider-owned fields).
     pub fn patch(&self, md: &ModelDeployment, now: &Time) -> Value {
         let existing = md.status.as_ref().and_then(|s| s.conditions.as_deref());
-        let mut status = self.projection();
+        let mut status = self.projection(md.metadata.generation);
         status["conditions"] = json!(conditions::materialize(
             existing,
-            &self.conditions,
+            &self.all_conditions(),
             md.metadata.generation,
             now
         ));
@@ -321,8 +363,11 @@ impl ProviderStatus {
     pub fn is_current(&self, md: &ModelDeployment, manager: &str) -> bool {
         let status =
             serde_json::to_value(md.status.clone().unwrap_or_default()).unwrap_or(Value::Null);
-        let wanted = self.projection();
+        let wanted = self.projection(md.metadata.generation);
         let mut current = json!({"phase": status["phase"], "message": status["message"]});
+        if !status["observedGeneration"].is_null() {
+            current["observedGeneration"] = status["observedGeneration"].clone();
+        }
         let provider = &status["provider"];
         if provider.get("resourceName").is_some() || provider.get("resourceKind").is_some() {
             current["provider"] = json!({"resourceName": provider["resourceName"], "resourceKind": provider["resourceKind"]});
@@ -333,11 +378,12 @@ impl ProviderStatus {
             }
         }
         let owned = OwnedFields::of(&md.metadata, manager);
-        let types: Vec<&str> = self.conditions.iter().map(|c| c.type_.as_str()).collect();
+        let all = self.all_conditions();
+        let types: Vec<&str> = all.iter().map(|c| c.type_.as_str()).collect();
         current == wanted
             && conditions::all_current(
                 md.status.as_ref().and_then(|s| s.conditions.as_deref()),
-                &self.conditions,
+                &all,
                 md.metadata.generation,
             )
             && owned
@@ -441,6 +487,103 @@ mod tests {
         assert_eq!(
             patch["status"]["conditions"][1]["message"],
             "ConfigMap created successfully"
+        );
+        // The provider has acted on generation 2; a new generation makes the status stale.
+        assert_eq!(patch["status"]["observedGeneration"], 2);
+        deployment.metadata.generation = Some(3);
+        assert!(!desired.is_current(&deployment, "p-provider"));
+    }
+
+    fn translated(phase: Phase, ready: bool, message: Option<&str>) -> TranslatedStatus {
+        TranslatedStatus {
+            phase,
+            message: message.map(str::to_string),
+            replicas: None,
+            endpoint: None,
+            ready,
+        }
+    }
+
+    fn by_type<'a>(conditions: &'a [DesiredCondition], type_: &str) -> &'a DesiredCondition {
+        conditions.iter().find(|c| c.type_ == type_).unwrap()
+    }
+
+    #[test]
+    fn reconciling_stalled_and_ready_follow_the_phase() {
+        use crate::constants::reasons;
+        let resource = ("m".to_string(), "Workspace".to_string());
+        let status = |phase, ready, message| {
+            ProviderStatus::from_translation(
+                "P",
+                resource.clone(),
+                &translated(phase, ready, message),
+            )
+            .all_conditions()
+        };
+        let truth = |c: &[DesiredCondition], t: &str| by_type(c, t).status == ConditionStatus::True;
+        let (ready, reconciling, stalled) = (
+            condition_types::READY,
+            condition_types::RECONCILING,
+            condition_types::STALLED,
+        );
+
+        let deploying = status(Phase::Deploying, false, Some("Waiting for KAITO"));
+        assert!(
+            !truth(&deploying, ready)
+                && truth(&deploying, reconciling)
+                && !truth(&deploying, stalled)
+        );
+        assert_eq!(
+            by_type(&deploying, reconciling).reason,
+            reasons::DEPLOYMENT_PROGRESSING
+        );
+        assert_eq!(
+            by_type(&deploying, reconciling).message,
+            "Waiting for KAITO"
+        );
+
+        let running = status(Phase::Running, true, None);
+        assert!(
+            truth(&running, ready) && !truth(&running, reconciling) && !truth(&running, stalled)
+        );
+
+        let failed = status(Phase::Failed, false, Some("image pull failed"));
+        assert!(!truth(&failed, ready) && !truth(&failed, reconciling) && truth(&failed, stalled));
+        assert_eq!(by_type(&failed, stalled).reason, reasons::DEPLOYMENT_FAILED);
+        assert_eq!(by_type(&failed, stalled).message, "image pull failed");
+
+        // An upstream that calls itself ready while the phase is not Running: Ready stays False.
+        let early = status(Phase::Deploying, true, None);
+        assert!(!truth(&early, ready) && truth(&early, reconciling));
+        assert_eq!(
+            by_type(&early, reconciling).message,
+            "Waiting for Workspace m to become ready"
+        );
+
+        // Held: incompatible is stalled with the compatibility reason; a missing CRD waits.
+        let incompatible = ProviderStatus::not_deployed(
+            Phase::Failed,
+            "no GPU".into(),
+            (false, reasons::INCOMPATIBLE_CONFIGURATION, "no GPU".into()),
+            (reasons::INCOMPATIBLE_CONFIGURATION, "no GPU".into()),
+        )
+        .all_conditions();
+        assert!(truth(&incompatible, stalled) && !truth(&incompatible, reconciling));
+        assert_eq!(
+            by_type(&incompatible, stalled).reason,
+            reasons::INCOMPATIBLE_CONFIGURATION
+        );
+        let no_crd = ProviderStatus::not_deployed(
+            Phase::Pending,
+            "CRD missing".into(),
+            (true, reasons::COMPATIBILITY_VERIFIED, "ok".into()),
+            (reasons::UPSTREAM_CRD_NOT_INSTALLED, "CRD missing".into()),
+        )
+        .all_conditions();
+        assert!(truth(&no_crd, reconciling) && !truth(&no_crd, stalled));
+        assert_eq!(
+            by_type(&no_crd, reconciling).reason,
+            reasons::UPSTREAM_CRD_NOT_INSTALLED
         );
     }
 }
