@@ -100,6 +100,29 @@ pub struct Args {
     )]
     pub mutating_webhook_configuration: String,
 
+    /// Route `Running` deployments through the inference gateway when the cluster serves
+    /// the Gateway API and Inference Extension CRDs (`false` turns the integration off).
+    #[arg(long, env = "AIRUNWAY_ENABLE_GATEWAY", default_value_t = true, action = ArgAction::Set)]
+    pub enable_gateway: bool,
+
+    /// The Gateway routes attach to (with `--gateway-namespace`); default: the only Gateway,
+    /// else the one labelled `airunway.ai/inference-gateway: "true"`.
+    #[arg(long, env = "AIRUNWAY_GATEWAY_NAME")]
+    pub gateway_name: Option<String>,
+
+    /// Namespace of `--gateway-name`.
+    #[arg(long, env = "AIRUNWAY_GATEWAY_NAMESPACE")]
+    pub gateway_namespace: Option<String>,
+
+    /// The endpoint picker image when the provider's gateway capability names none.
+    #[arg(long, env = "AIRUNWAY_EPP_IMAGE", default_value = crate::gateway::DEFAULT_EPP_IMAGE)]
+    pub epp_image: String,
+
+    /// Add a deployment's namespace to the Gateway listeners' `allowedRoutes` when it is not
+    /// the Gateway's (and take it back when its last routed deployment goes).
+    #[arg(long, env = "AIRUNWAY_PATCH_GATEWAY_ALLOWED_ROUTES", default_value_t = true, action = ArgAction::Set)]
+    pub patch_gateway_allowed_routes: bool,
+
     /// Name of the leader election Lease.
     #[arg(
         long,
@@ -118,10 +141,40 @@ impl Args {
                 self.webhook_cert_rotation_margin, self.webhook_cert_lifetime
             ));
         }
+        if self.gateway_name.as_deref().unwrap_or_default().is_empty()
+            != self
+                .gateway_namespace
+                .as_deref()
+                .unwrap_or_default()
+                .is_empty()
+        {
+            return Err(
+                "--gateway-name and --gateway-namespace must both be set or both be empty"
+                    .to_string(),
+            );
+        }
         if self.provider_probe_failure_threshold == 0 {
             return Err("--provider-probe-failure-threshold must be at least 1".to_string());
         }
         Ok(())
+    }
+
+    /// The gateway integration's options.
+    pub fn gateway_config(&self) -> crate::gateway::GatewayConfig {
+        let gateway = match (&self.gateway_namespace, &self.gateway_name) {
+            (Some(namespace), Some(name)) if !namespace.is_empty() && !name.is_empty() => {
+                Some(crate::gateway::select::GatewayRef {
+                    namespace: namespace.clone(),
+                    name: name.clone(),
+                })
+            }
+            _ => None,
+        };
+        crate::gateway::GatewayConfig {
+            gateway,
+            epp_image: self.epp_image.clone(),
+            patch_allowed_routes: self.patch_gateway_allowed_routes,
+        }
     }
 
     /// The namespace of the webhook Secret and Service.

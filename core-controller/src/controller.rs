@@ -53,6 +53,8 @@ pub struct Context {
     /// Selection decisions running at once, on blocking threads (never on the async workers
     /// that answer admission requests). Waiting is first come, first served.
     pub selection_slots: Arc<tokio::sync::Semaphore>,
+    /// The gateway integration (`None`: turned off with `--enable-gateway=false`).
+    pub gateway: Option<Arc<crate::gateway::Integration>>,
 }
 
 /// Decides for `md` on a blocking thread, holding one of the selection slots.
@@ -103,6 +105,17 @@ pub async fn reconcile(
         return Ok(Action::await_change());
     }
     if md.metadata.deletion_timestamp.is_some() {
+        // Being deleted: the gateway objects go with it (owner references); the namespace's
+        // allowance on the Gateway is taken back here. No status write.
+        if let Some(gateway) = &ctx.gateway {
+            let providers: Vec<InferenceProviderConfig> = ctx
+                .providers
+                .state()
+                .iter()
+                .map(|p| (**p).clone())
+                .collect();
+            gateway.reconcile(&md, &providers).await;
+        }
         return Ok(Action::await_change());
     }
     let api: Api<ModelDeployment> = Api::namespaced(ctx.client.clone(), &namespace);
@@ -116,13 +129,20 @@ pub async fn reconcile(
         .iter()
         .map(|p| (**p).clone())
         .collect();
+    // The gateway part (applies pools, pickers and routes; pure decisions inside).
+    let gateway = match &ctx.gateway {
+        Some(gateway) => gateway.reconcile(&md, &providers).await,
+        None => crate::gateway::DesiredGateway::default(),
+    };
     let (views, decision, desired) = loop {
         let (views, decision) = decide_off_runtime(&ctx, &current, &providers, &object).await?;
-        let desired = status::desired_status(&current, &decision);
-        if status::is_current(&current, &desired) {
+        let mut desired = status::desired_status(&current, &decision);
+        desired.conditions.extend(gateway.condition.clone());
+        if status::is_current(&current, &desired) && gateway.fields_current(&current) {
             break (views, decision, desired);
         }
-        let body = status::status_patch(&current, &desired, Timestamp::now());
+        let mut body = status::status_patch(&current, &desired, Timestamp::now());
+        gateway.add_to_patch(&mut body);
         let mut params = PatchParams::apply(field_managers::CORE);
         params.force = force;
         match api.patch_status(&name, &params, &Patch::Apply(&body)).await {

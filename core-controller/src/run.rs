@@ -48,8 +48,17 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         .backoff(WatchBackoff::default())
         .modify(|md: &mut ModelDeployment| cache_trim::keep_status_ownership(&mut md.metadata))
         .reflect(deployment_writer)
-        .touched_objects();
+        .touched_objects()
+        // A watch error is logged and dropped (the watcher's backoff paces its retries): given
+        // to the controller it would pause every trigger (kube's `trigger_backoff`, up to 30 s).
+        .filter(|item| {
+            if let Err(e) = item {
+                tracing::warn!(error = %e, "ModelDeployment watch failed; retrying");
+            }
+            std::future::ready(item.is_ok())
+        });
     let controller = Controller::for_stream(deployment_changes, deployment_store)
+        .trigger_backoff(WatchBackoff::default())
         .with_config(ControllerConfig::default().concurrency(RECONCILE_CONCURRENCY));
     registry.register_collector(Box::new(DeploymentCollector::new(controller.store())));
     serve_metrics(
@@ -129,6 +138,20 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         None
     };
 
+    // The gateway integration (leader only): its watches start once the CRDs are served.
+    let (gateway, controller) = if args.enable_gateway {
+        let (integration, triggers) = crate::gateway::Integration::start(
+            client.clone(),
+            args.gateway_config(),
+            controller.store(),
+            EventPublisher::new(client.clone(), CONTROLLER_NAME),
+            metrics.clone(),
+            shutdown.clone(),
+        );
+        (Some(integration), controller.reconcile_on(triggers))
+    } else {
+        (None, controller)
+    };
     let ctx = Arc::new(Context {
         client: client.clone(),
         providers,
@@ -143,6 +166,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         selection_slots: Arc::new(tokio::sync::Semaphore::new(
             std::thread::available_parallelism().map_or(2, |n| n.get().max(2)),
         )),
+        gateway,
     });
     tracing::info!(
         provider_selector = args.enable_provider_selector,

@@ -6,7 +6,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use airunway_api::constants::field_managers::CORE_GATEWAY;
-use airunway_api::constants::labels;
 use airunway_api::runtime::EventPublisher;
 use airunway_api::v1alpha1::{GatewayCapability, InferenceProviderConfig, ModelDeployment, Phase};
 use futures::{Stream, StreamExt};
@@ -459,7 +458,7 @@ impl Integration {
                     }
                 }
                 self.events
-                    .normal(&md.object_ref(&()), "GatewayResourcesApplied", "ApplyGateway",
+                    .normal(&md.object_ref(&()), "GatewayResourcesApplied", "ApplyInferencePool",
                         format!("InferencePool {namespace}/{} and endpoint picker {} applied (target port {port}, image {image})", names.pool, names.epp))
                     .await;
             }
@@ -526,7 +525,7 @@ impl Integration {
                 {
                     self.count("route_deleted_by_user", true);
                     self.events
-                        .warning(&md.object_ref(&()), "HTTPRouteDeleted", "ApplyGateway",
+                        .warning(&md.object_ref(&()), "HTTPRouteDeleted", "ApplyHTTPRoute",
                             format!("HTTPRoute {namespace}/{} was deleted; it is not recreated for this spec", names.route))
                         .await;
                 }
@@ -563,7 +562,7 @@ impl Integration {
                     match self.apply(&desired).await {
                         Ok(applied) => {
                             self.events
-                                .normal(&md.object_ref(&()), "GatewayResourcesApplied", "ApplyGateway",
+                                .normal(&md.object_ref(&()), "GatewayResourcesApplied", "ApplyHTTPRoute",
                                     format!("HTTPRoute {namespace}/{} routes model {model_name:?} through Gateway {}", names.route, gateway.reference))
                                 .await;
                             applied
@@ -883,11 +882,7 @@ fn spawn_watches(
     // Routes AI Runway created (labelled): their owner is looked at again.
     let routes = watcher(
         Api::<DynamicObject>::all_with(client.clone(), &routes_resource()),
-        watcher::Config::default().labels(&format!(
-            "{}={}",
-            labels::MANAGED_BY,
-            labels::MANAGED_BY_VALUE
-        )),
+        watcher::Config::default().labels(render::GATEWAY_OF_LABEL),
     )
     .default_backoff()
     .reflect(route_writer)

@@ -1,7 +1,8 @@
 //! The objects the integration creates for a deployment (pure): the InferencePool, the
 //! endpoint picker stack and the HTTPRoute, each owned by the deployment (so deleting the
-//! deployment deletes them) and labelled `airunway.ai/managed-by: airunway`,
-//! `airunway.ai/deployment: <name>`.
+//! deployment deletes them) and labelled `airunway.ai/gateway-of: <name>`,
+//! `app.kubernetes.io/managed-by: airunway-core` (not `airunway.ai/deployment`, which marks a
+//! provider's objects: llm-d would prune the picker as a stale object of its set).
 //!
 //! - InferencePool `<md>` (`inference.networking.k8s.io/v1`): selects the model's pods by
 //!   `airunway.ai/model-deployment: <md>` (the label providers put on the pod template),
@@ -17,7 +18,7 @@
 
 use std::collections::BTreeMap;
 
-use airunway_api::constants::{API_VERSION, labels};
+use airunway_api::constants::API_VERSION;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
@@ -26,6 +27,13 @@ use super::select::GatewayRef;
 use super::{
     EPP_HEALTH_PORT, EPP_PORT, INPUTS_HASH_ANNOTATION, MODEL_NAME_HEADER, REQUEST_TIMEOUT,
 };
+
+/// The label on every object the integration creates (value: the deployment name). Not the
+/// providers' `airunway.ai/deployment`: a provider treats what carries that label as its own
+/// (and prunes what it did not render).
+pub const GATEWAY_OF_LABEL: &str = "airunway.ai/gateway-of";
+/// `app.kubernetes.io/managed-by` of the integration's objects.
+pub const GATEWAY_MANAGED_BY: &str = "airunway-core";
 
 /// The pod label the pool selects (providers set it on the pod template).
 pub const POOL_SELECTOR_LABEL: &str = "airunway.ai/model-deployment";
@@ -75,11 +83,11 @@ impl Owner {
 
     fn labels(&self) -> BTreeMap<String, String> {
         BTreeMap::from([
+            (GATEWAY_OF_LABEL.to_string(), self.name.clone()),
             (
-                labels::MANAGED_BY.to_string(),
-                labels::MANAGED_BY_VALUE.to_string(),
+                "app.kubernetes.io/managed-by".to_string(),
+                GATEWAY_MANAGED_BY.to_string(),
             ),
-            (labels::DEPLOYMENT.to_string(), self.name.clone()),
         ])
     }
 
@@ -302,8 +310,14 @@ mod tests {
         assert_eq!(pool["metadata"]["ownerReferences"][0]["uid"], "u-1");
         assert_eq!(pool["metadata"]["annotations"][INPUTS_HASH_ANNOTATION], "h");
         assert_eq!(
-            pool["metadata"]["labels"]["airunway.ai/deployment"],
+            pool["metadata"]["labels"]["airunway.ai/gateway-of"],
             "qwen3"
+        );
+        assert!(
+            pool["metadata"]["labels"]
+                .get("airunway.ai/deployment")
+                .is_none(),
+            "not a provider's label"
         );
     }
 

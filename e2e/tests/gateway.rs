@@ -1,0 +1,776 @@
+//! The gateway integration (docs/gateway.md) on the harness's cluster with the real Gateway
+//! API v1.5.1 and Gateway API Inference Extension v1.5.0 CRDs: the real core (running as its
+//! ServiceAccount with the shipped RBAC, so the RBAC is shown to be enough) and the real llm-d
+//! provider, whose vLLM pods kube-scheduler places on KWOK's simulated GPU nodes so the
+//! deployment reaches Running without any status written by the test.
+//!
+//! Simulated, because no gateway implementation runs here (Istio needs a data plane): the
+//! Gateway's status and the HTTPRoute's per-parent status are written by the test from the
+//! samples of what Istio's gateway controller writes (`e2e/fixtures/status-samples/`). The
+//! endpoint picker Deployment is scheduled and becomes Available on the simulated CPU nodes
+//! (no container runs there).
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::time::{Duration, Instant};
+
+use airunway_api::constants::condition_types::GATEWAY_READY;
+use airunway_api::v1alpha1::{ConditionStatus, InferenceProviderConfig, ModelDeployment, Phase};
+use airunway_e2e::stack::{self, FAST_HEALTH, Running};
+use airunway_e2e::wait::{eventually, wait_deleted, wait_for};
+use airunway_e2e::{TestEnv, cluster_lock, paths};
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Pod, Service, ServiceAccount};
+use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
+use kube::Client;
+use kube::api::{
+    Api, ApiResource, DeleteParams, DynamicObject, GroupVersionKind, ListParams, ObjectMeta, Patch,
+    PatchParams, PostParams,
+};
+use serde_json::{Value, json};
+
+const WAIT: Duration = Duration::from_secs(60);
+const MODEL: &str = "qwen3";
+const GATEWAY_ADDRESS: &str = "172.18.255.200";
+/// The endpoint picker llm-d registers in its gateway capability.
+const LLMD_EPP_IMAGE: &str = "ghcr.io/llm-d/llm-d-inference-scheduler:v0.6.0";
+
+fn resource(group: &str, kind: &str, plural: &str) -> ApiResource {
+    ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk(group, "v1", kind), plural)
+}
+
+fn gateways(client: &Client, namespace: &str) -> Api<DynamicObject> {
+    Api::namespaced_with(
+        client.clone(),
+        namespace,
+        &resource("gateway.networking.k8s.io", "Gateway", "gateways"),
+    )
+}
+
+fn routes(client: &Client, namespace: &str) -> Api<DynamicObject> {
+    Api::namespaced_with(
+        client.clone(),
+        namespace,
+        &resource("gateway.networking.k8s.io", "HTTPRoute", "httproutes"),
+    )
+}
+
+fn pools(client: &Client, namespace: &str) -> Api<DynamicObject> {
+    Api::namespaced_with(
+        client.clone(),
+        namespace,
+        &resource(
+            "inference.networking.k8s.io",
+            "InferencePool",
+            "inferencepools",
+        ),
+    )
+}
+
+fn sample(file: &str) -> Value {
+    let text = std::fs::read_to_string(paths::status_samples_dir().join(file)).unwrap();
+    serde_saphyr::from_str(&text).unwrap()
+}
+
+fn value(object: &DynamicObject) -> Value {
+    serde_json::to_value(object).unwrap()
+}
+
+async fn create_namespace(client: &Client, name: &str) {
+    let namespaces: Api<Namespace> = Api::all(client.clone());
+    namespaces
+        .create(
+            &PostParams::default(),
+            &Namespace {
+                metadata: ObjectMeta {
+                    name: Some(name.to_string()),
+                    labels: Some([("airunway.ai/e2e".to_string(), "true".to_string())].into()),
+                    ..Default::default()
+                },
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap();
+}
+
+/// A Gateway shaped like the sample, with the status Istio writes once it is programmed.
+async fn create_gateway(client: &Client, namespace: &str, name: &str, labelled: bool) {
+    let mut gateway = sample("gateway-programmed.yaml");
+    let status = gateway["status"].take();
+    gateway.as_object_mut().unwrap().remove("status");
+    gateway["metadata"] = json!({"name": name, "namespace": namespace});
+    if labelled {
+        gateway["metadata"]["labels"] = json!({"airunway.ai/inference-gateway": "true"});
+    }
+    let api = gateways(client, namespace);
+    api.create(
+        &PostParams::default(),
+        &serde_json::from_value(gateway).unwrap(),
+    )
+    .await
+    .unwrap();
+    api.patch_status(
+        name,
+        &PatchParams::default(),
+        &Patch::Merge(json!({"status": status})),
+    )
+    .await
+    .unwrap();
+}
+
+/// Plays the gateway controller: the route's per-parent status from the sample, for `gateway`.
+async fn write_route_status(
+    client: &Client,
+    namespace: &str,
+    name: &str,
+    gateway_namespace: &str,
+    gateway: &str,
+    accepted: Option<(&str, &str)>,
+) {
+    let api = routes(client, namespace);
+    let live = api.get(name).await.unwrap();
+    let generation = live.metadata.generation.unwrap();
+    let mut status = sample("httproute-accepted.yaml")["status"].clone();
+    status["parents"][0]["parentRef"]["namespace"] = json!(gateway_namespace);
+    status["parents"][0]["parentRef"]["name"] = json!(gateway);
+    for condition in status["parents"][0]["conditions"].as_array_mut().unwrap() {
+        condition["observedGeneration"] = json!(generation);
+    }
+    if let Some((reason, message)) = accepted {
+        status["parents"][0]["conditions"][0]["status"] = json!("False");
+        status["parents"][0]["conditions"][0]["reason"] = json!(reason);
+        status["parents"][0]["conditions"][0]["message"] = json!(message);
+    }
+    api.patch_status(
+        name,
+        &PatchParams::default(),
+        &Patch::Merge(json!({"status": status})),
+    )
+    .await
+    .unwrap();
+}
+
+async fn start(env: &TestEnv) -> (Running, Running) {
+    airunway_e2e::providers::delete_all(&env.client).await;
+    let core_identity =
+        stack::service_account_identity(env, "deploy/core/rbac.yaml", "airunway-core").await;
+    let mut args: Vec<&str> = FAST_HEALTH.to_vec();
+    args.push("--resync-interval=10m");
+    let core = stack::start_core(env, &core_identity, &args, "core-gateway").await;
+    let identity = stack::service_account_identity(
+        env,
+        "deploy/providers/llmd/rbac.yaml",
+        "airunway-provider-llmd",
+    )
+    .await;
+    let provider = stack::start_provider(
+        env,
+        "airunway-provider-llmd",
+        &identity,
+        &["--heartbeat-interval=1s"],
+        "llmd-gw",
+    )
+    .await;
+    let ipcs: Api<InferenceProviderConfig> = Api::all(env.client.clone());
+    wait_for(&ipcs, "llmd", WAIT, "ready", |i| {
+        i.status.as_ref().and_then(|s| s.ready) == Some(true)
+    })
+    .await;
+    (core, provider)
+}
+
+fn deployment(name: &str, gateway: Value) -> ModelDeployment {
+    serde_json::from_value(json!({
+        "apiVersion": "airunway.ai/v1alpha1", "kind": "ModelDeployment",
+        "metadata": {"name": name},
+        "spec": {"model": {"id": "Qwen/Qwen3-0.6B", "servedName": MODEL},
+                 "engine": {"type": "vllm"},
+                 "resources": {"gpu": {"count": 1}, "memory": "8Gi"},
+                 "provider": {"name": "llmd"},
+                 "gateway": gateway},
+    }))
+    .unwrap()
+}
+
+fn gateway_ready(md: &ModelDeployment) -> Option<(ConditionStatus, String, String)> {
+    md.condition(GATEWAY_READY).map(|c| {
+        (
+            c.status,
+            c.reason.clone().unwrap_or_default(),
+            c.message.clone().unwrap_or_default(),
+        )
+    })
+}
+
+async fn wait_reason(mds: &Api<ModelDeployment>, name: &str, reason: &str) -> ModelDeployment {
+    wait_for(
+        mds,
+        name,
+        WAIT,
+        &format!("GatewayReady reason {reason}"),
+        |md| gateway_ready(md).is_some_and(|(_, r, _)| r == reason),
+    )
+    .await
+}
+
+fn listener_namespaces(gateway: &DynamicObject) -> Value {
+    value(gateway)["spec"]["listeners"][0]["allowedRoutes"]["namespaces"].clone()
+}
+
+async fn metric(core: &Running, needle: &str) -> f64 {
+    let (_, body) = airunway_e2e::http::get(&core.metrics_url()).await.unwrap();
+    body.lines()
+        .filter(|l| l.starts_with(needle))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum()
+}
+
+#[tokio::test]
+async fn a_running_deployment_is_routed_through_the_gateway_and_cleaned_up() {
+    let _lock = cluster_lock().await;
+    let started = Instant::now();
+    let env = TestEnv::new("gateway-main").await;
+    let gateway_namespace = format!("{}-gw", env.namespace);
+    create_namespace(&env.client, &gateway_namespace).await;
+    create_gateway(&env.client, &gateway_namespace, "inference-gateway", true).await;
+    let (core, _provider) = start(&env).await;
+    let ns = env.namespace.clone();
+    let mds: Api<ModelDeployment> = Api::namespaced(env.client.clone(), &ns);
+
+    mds.create(&PostParams::default(), &deployment("qwen", json!({})))
+        .await
+        .unwrap();
+    // Before Running nothing is routed.
+    let md = wait_for(&mds, "qwen", WAIT, "GatewayReady", |md| {
+        md.condition(GATEWAY_READY).is_some()
+    })
+    .await;
+    if md.phase() != Some(Phase::Running) {
+        assert_eq!(gateway_ready(&md).unwrap().1, "DeploymentNotRunning");
+    }
+    wait_for(&mds, "qwen", WAIT, "Running", |md| {
+        md.phase() == Some(Phase::Running)
+    })
+    .await;
+    let running_at = started.elapsed();
+
+    // The pool selects the model's pods (labelled through the provider's pod template).
+    let pool = wait_for(&pools(&env.client, &ns), "qwen", WAIT, "pool", |_| true).await;
+    let pool = value(&pool);
+    assert_eq!(
+        pool["spec"]["selector"],
+        json!({"matchLabels": {"airunway.ai/model-deployment": "qwen"}})
+    );
+    assert_eq!(pool["spec"]["targetPorts"], json!([{"number": 8000}]));
+    // (The API server defaults group, kind and failureMode.)
+    let picker_ref = &pool["spec"]["endpointPickerRef"];
+    assert_eq!(
+        (
+            &picker_ref["kind"],
+            &picker_ref["name"],
+            &picker_ref["port"]
+        ),
+        (
+            &json!("Service"),
+            &json!("qwen-epp"),
+            &json!({"number": 9002})
+        )
+    );
+    assert_eq!(pool["metadata"]["ownerReferences"][0]["name"], "qwen");
+    let managers: Vec<&str> = pool["metadata"]["managedFields"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|m| m["manager"].as_str())
+        .collect();
+    assert_eq!(managers, ["airunway-core-gateway"]);
+    let pods: Api<Pod> = Api::namespaced(env.client.clone(), &ns);
+    let selected = pods
+        .list(&ListParams::default().labels("airunway.ai/model-deployment=qwen"))
+        .await
+        .unwrap();
+    assert!(
+        !selected.items.is_empty(),
+        "the pool's selector matches the model's pods"
+    );
+    for pod in &selected.items {
+        let ports: Vec<i32> = pod.spec.as_ref().unwrap().containers[0]
+            .ports
+            .iter()
+            .flatten()
+            .map(|p| p.container_port)
+            .collect();
+        assert!(ports.contains(&8000), "{ports:?}");
+    }
+
+    // The endpoint picker stack, image and configuration from llm-d's gateway capability.
+    let epp = "qwen-epp";
+    Api::<ServiceAccount>::namespaced(env.client.clone(), &ns)
+        .get(epp)
+        .await
+        .unwrap();
+    let role = Api::<Role>::namespaced(env.client.clone(), &ns)
+        .get(epp)
+        .await
+        .unwrap();
+    assert!(
+        role.rules
+            .unwrap()
+            .iter()
+            .all(|r| r.verbs == ["get", "list", "watch"])
+    );
+    let binding = Api::<RoleBinding>::namespaced(env.client.clone(), &ns)
+        .get(epp)
+        .await
+        .unwrap();
+    assert_eq!(binding.subjects.unwrap()[0].name, epp);
+    let config = Api::<ConfigMap>::namespaced(env.client.clone(), &ns)
+        .get(epp)
+        .await
+        .unwrap();
+    let plugins = config.data.unwrap()["default-plugins.yaml"].clone();
+    assert!(
+        plugins.contains("prefix-cache-scorer") && plugins.contains("decode-filter"),
+        "llm-d's configuration: {plugins}"
+    );
+    let service = Api::<Service>::namespaced(env.client.clone(), &ns)
+        .get(epp)
+        .await
+        .unwrap();
+    assert_eq!(service.spec.unwrap().ports.unwrap()[0].port, 9002);
+    let deployments: Api<Deployment> = Api::namespaced(env.client.clone(), &ns);
+    let picker = wait_for(&deployments, epp, WAIT, "endpoint picker Available", |d| {
+        d.status
+            .as_ref()
+            .and_then(|s| s.conditions.as_ref())
+            .is_some_and(|c| {
+                c.iter()
+                    .any(|c| c.type_ == "Available" && c.status == "True")
+            })
+    })
+    .await;
+    let container = &picker.spec.unwrap().template.spec.unwrap().containers[0];
+    assert_eq!(container.image.as_deref(), Some(LLMD_EPP_IMAGE));
+
+    // The route: exact parent and backend, header match on the served name, long timeout.
+    let route = value(&routes(&env.client, &ns).get("qwen").await.unwrap());
+    assert_eq!(
+        route["spec"]["parentRefs"],
+        json!([{"group": "gateway.networking.k8s.io", "kind": "Gateway",
+        "name": "inference-gateway", "namespace": gateway_namespace}])
+    );
+    let rule = &route["spec"]["rules"][0];
+    assert_eq!(
+        rule["backendRefs"],
+        json!([{"group": "inference.networking.k8s.io", "kind": "InferencePool",
+        "name": "qwen", "namespace": ns, "weight": 1}])
+    );
+    assert_eq!(
+        rule["matches"][0]["headers"],
+        json!([{"type": "Exact", "name": "X-Gateway-Model-Name", "value": MODEL}])
+    );
+    assert_eq!(rule["timeouts"]["request"], "300s");
+
+    // The deployment's namespace is allowed on the Gateway's listener (it was `Same`).
+    let gateway = gateways(&env.client, &gateway_namespace)
+        .get("inference-gateway")
+        .await
+        .unwrap();
+    let mut allowed = vec![gateway_namespace.clone(), ns.clone()];
+    allowed.sort();
+    assert_eq!(
+        listener_namespaces(&gateway),
+        json!({"from": "Selector", "selector": {"matchExpressions": [
+        {"key": "kubernetes.io/metadata.name", "operator": "In", "values": allowed}]}})
+    );
+
+    // No status from the gateway yet: pending, with status.gateway from the Gateway's address.
+    let md = wait_reason(&mds, "qwen", "RoutePending").await;
+    let status_gateway = md.status.clone().unwrap().gateway.unwrap();
+    assert_eq!(status_gateway.endpoint.as_deref(), Some(GATEWAY_ADDRESS));
+    assert_eq!(status_gateway.model_name.as_deref(), Some(MODEL));
+    assert_eq!(
+        status_gateway.gateway_namespace.as_deref(),
+        Some(gateway_namespace.as_str())
+    );
+
+    // The gateway accepts the route: GatewayReady follows.
+    write_route_status(
+        &env.client,
+        &ns,
+        "qwen",
+        &gateway_namespace,
+        "inference-gateway",
+        None,
+    )
+    .await;
+    let md = wait_reason(&mds, "qwen", "GatewayConfigured").await;
+    let (status, _, message) = gateway_ready(&md).unwrap();
+    assert_eq!(status, ConditionStatus::True);
+    assert!(
+        message.contains(&format!(
+            "Gateway {gateway_namespace}/inference-gateway accepted the route"
+        )),
+        "{message}"
+    );
+    eprintln!(
+        "GatewayReady=True {:.1}s after the deployment was Running",
+        (started.elapsed() - running_at).as_secs_f64()
+    );
+    // Nothing changes, nothing is written: the status stays at the same resourceVersion.
+    let version = md.metadata.resource_version.clone();
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert_eq!(
+        mds.get("qwen").await.unwrap().metadata.resource_version,
+        version,
+        "no status churn"
+    );
+
+    // Refused by its parent: the route's own reason.
+    write_route_status(
+        &env.client,
+        &ns,
+        "qwen",
+        &gateway_namespace,
+        "inference-gateway",
+        Some((
+            "NotAllowedByListeners",
+            "listener http does not allow this namespace",
+        )),
+    )
+    .await;
+    let md = wait_reason(&mds, "qwen", "NotAllowedByListeners").await;
+    assert!(
+        gateway_ready(&md)
+            .unwrap()
+            .2
+            .ends_with("listener http does not allow this namespace")
+    );
+
+    // A user deletes the route: it is not recreated for this spec.
+    routes(&env.client, &ns)
+        .delete("qwen", &DeleteParams::default())
+        .await
+        .unwrap();
+    let md = wait_reason(&mds, "qwen", "HTTPRouteDeleted").await;
+    assert!(md.status.clone().unwrap().gateway.is_none());
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert!(
+        routes(&env.client, &ns)
+            .get_opt("qwen")
+            .await
+            .unwrap()
+            .is_none(),
+        "not recreated"
+    );
+    assert!(
+        metric(
+            &core,
+            "airunway_gateway_actions_total{action=\"route_deleted_by_user\""
+        )
+        .await
+            >= 1.0
+    );
+
+    // Disabled: pool, endpoint picker and route go; status.gateway removed; the namespace's
+    // allowance taken back (its last routed deployment).
+    mds.patch(
+        "qwen",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"spec": {"gateway": {"enabled": false}}})),
+    )
+    .await
+    .unwrap();
+    let md = wait_reason(&mds, "qwen", "GatewayDisabled").await;
+    assert!(md.status.clone().unwrap().gateway.is_none());
+    wait_deleted(&pools(&env.client, &ns), "qwen", WAIT).await;
+    wait_deleted(&deployments, epp, WAIT).await;
+    wait_deleted(
+        &Api::<Service>::namespaced(env.client.clone(), &ns),
+        epp,
+        WAIT,
+    )
+    .await;
+    let gateway = gateways(&env.client, &gateway_namespace)
+        .get("inference-gateway")
+        .await
+        .unwrap();
+    assert_eq!(listener_namespaces(&gateway), json!({"from": "Same"}));
+    assert!(
+        value(&gateway)["metadata"]["annotations"]
+            .get("airunway.ai/allowed-route-namespaces")
+            .is_none()
+    );
+
+    // Enabled again (a spec change): everything back, the route included.
+    mds.patch(
+        "qwen",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"spec": {"gateway": {"enabled": true}}})),
+    )
+    .await
+    .unwrap();
+    wait_for(
+        &routes(&env.client, &ns),
+        "qwen",
+        WAIT,
+        "route recreated",
+        |_| true,
+    )
+    .await;
+    wait_for(
+        &pools(&env.client, &ns),
+        "qwen",
+        WAIT,
+        "pool recreated",
+        |_| true,
+    )
+    .await;
+    wait_reason(&mds, "qwen", "RoutePending").await;
+
+    // Leaving Running: another model (llm-d recreates its objects) on nodes that do not
+    // exist, so the new pods stay Pending; nothing routes to the deployment meanwhile.
+    mds.patch(
+        "qwen",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"spec": {
+        "model": {"id": "Qwen/Qwen3-1.7B"},
+        "nodeSelector": {"airunway.ai/e2e-pool": "no-such-nodes"},
+        "provider": {"overrides": {"spec": {"progressDeadlineSeconds": 3}}}}})),
+    )
+    .await
+    .unwrap();
+    let md = wait_reason(&mds, "qwen", "DeploymentNotRunning").await;
+    assert_ne!(md.phase(), Some(Phase::Running));
+    wait_deleted(&routes(&env.client, &ns), "qwen", WAIT).await;
+    wait_deleted(&pools(&env.client, &ns), "qwen", WAIT).await;
+    wait_deleted(&deployments, epp, WAIT).await;
+    let gateway = gateways(&env.client, &gateway_namespace)
+        .get("inference-gateway")
+        .await
+        .unwrap();
+    assert_eq!(listener_namespaces(&gateway), json!({"from": "Same"}));
+    assert!(
+        metric(
+            &core,
+            "airunway_gateway_actions_total{action=\"delete\",result=\"ok\""
+        )
+        .await
+            >= 6.0
+    );
+    let applied = env.event_notes("GatewayResourcesApplied").await;
+    assert!(
+        applied.iter().any(|n| n.contains("HTTPRoute")),
+        "{applied:?}"
+    );
+    let removed = env.event_notes("GatewayResourcesRemoved").await;
+    assert!(!removed.is_empty());
+
+    mds.delete("qwen", &DeleteParams::default()).await.unwrap();
+    wait_deleted(&mds, "qwen", WAIT).await;
+    // Gateways are cluster-wide: the next test chooses among its own.
+    gateways(&env.client, &gateway_namespace)
+        .delete("inference-gateway", &DeleteParams::default())
+        .await
+        .unwrap();
+    eprintln!(
+        "main gateway scenario: {:.1}s",
+        started.elapsed().as_secs_f64()
+    );
+}
+
+#[tokio::test]
+async fn several_gateways_own_routes_and_provider_managed_pools() {
+    let _lock = cluster_lock().await;
+    let started = Instant::now();
+    let env = TestEnv::new("gateway-choices").await;
+    let ns = env.namespace.clone();
+    // Two Gateways, neither labelled, in the deployment's namespace.
+    create_gateway(&env.client, &ns, "gw-a", false).await;
+    create_gateway(&env.client, &ns, "gw-b", false).await;
+    let (_core, _provider) = start(&env).await;
+    let mds: Api<ModelDeployment> = Api::namespaced(env.client.clone(), &ns);
+
+    mds.create(&PostParams::default(), &deployment("choose", json!({})))
+        .await
+        .unwrap();
+    let md = wait_reason(&mds, "choose", "NoGateway").await;
+    let message = gateway_ready(&md).unwrap().2;
+    assert!(
+        message.contains("Gateways found")
+            && message.contains("none is labelled airunway.ai/inference-gateway=\"true\""),
+        "{message}"
+    );
+    assert!(
+        message.contains(&format!("{ns}/gw-a")) && message.contains(&format!("{ns}/gw-b")),
+        "{message}"
+    );
+    assert!(
+        routes(&env.client, &ns)
+            .get_opt("choose")
+            .await
+            .unwrap()
+            .is_none()
+    );
+    // Labelling one chooses it (the Gateway watch wakes the deployment).
+    gateways(&env.client, &ns)
+        .patch(
+            "gw-b",
+            &PatchParams::default(),
+            &Patch::Merge(
+                json!({"metadata": {"labels": {"airunway.ai/inference-gateway": "true"}}}),
+            ),
+        )
+        .await
+        .unwrap();
+    let route = wait_for(&routes(&env.client, &ns), "choose", WAIT, "route", |_| true).await;
+    assert_eq!(value(&route)["spec"]["parentRefs"][0]["name"], "gw-b");
+    // Same namespace as the Gateway: its listener is left as it was.
+    let gateway = gateways(&env.client, &ns).get("gw-b").await.unwrap();
+    assert_eq!(listener_namespaces(&gateway), json!({"from": "Same"}));
+
+    // Bring your own route: none is created; GatewayReady follows the user's route.
+    mds.create(
+        &PostParams::default(),
+        &deployment("byo", json!({"httpRouteRef": "my-route"})),
+    )
+    .await
+    .unwrap();
+    let md = wait_reason(&mds, "byo", "HTTPRouteNotFound").await;
+    assert!(gateway_ready(&md).unwrap().2.contains("my-route"));
+    wait_for(&pools(&env.client, &ns), "byo", WAIT, "pool", |_| true).await;
+    assert!(
+        routes(&env.client, &ns)
+            .get_opt("byo")
+            .await
+            .unwrap()
+            .is_none(),
+        "no route of ours"
+    );
+    let mut mine = sample("httproute-accepted.yaml");
+    mine.as_object_mut().unwrap().remove("status");
+    mine["metadata"] = json!({"name": "my-route", "namespace": ns});
+    mine["spec"]["parentRefs"][0]["namespace"] = json!(ns);
+    mine["spec"]["parentRefs"][0]["name"] = json!("gw-b");
+    mine["spec"]["rules"][0]["backendRefs"][0]["namespace"] = json!(ns);
+    mine["spec"]["rules"][0]["backendRefs"][0]["name"] = json!("byo");
+    routes(&env.client, &ns)
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(mine).unwrap(),
+        )
+        .await
+        .unwrap();
+    write_route_status(&env.client, &ns, "my-route", &ns, "gw-b", None).await;
+    // A change of the user's route is not watched (it carries no label of ours); the next
+    // spec change or resync reads it. Touch the spec.
+    mds.patch("byo", &PatchParams::default(), &Patch::Merge(json!({"metadata": {"annotations": {"touch": "1"}}, "spec": {"gateway": {"modelName": "byo-model"}}}))).await.unwrap();
+    let md = wait_reason(&mds, "byo", "GatewayConfigured").await;
+    assert_eq!(
+        md.status.unwrap().gateway.unwrap().model_name.as_deref(),
+        Some("byo-model")
+    );
+    assert!(
+        routes(&env.client, &ns)
+            .get_opt("byo")
+            .await
+            .unwrap()
+            .is_none()
+    );
+
+    // A provider that manages its own pool and endpoint picker (as Dynamo's does upstream):
+    // an administrator sets the capability on llm-d's registration; the core then creates
+    // only the route, to the provider's pool, once that pool exists.
+    let ipcs: Api<InferenceProviderConfig> = Api::all(env.client.clone());
+    let ipc = ipcs.get("llmd").await.unwrap();
+    let mut engines = serde_json::to_value(&ipc.spec.capabilities).unwrap()["engines"].clone();
+    engines[0]["gateway"] =
+        json!({"managesInferencePool": true, "inferencePoolNamePattern": "{name}-pool"});
+    ipcs.patch(
+        "llmd",
+        &PatchParams::apply("cluster-admin").force(),
+        &Patch::Apply(json!({
+        "apiVersion": "airunway.ai/v1alpha1", "kind": "InferenceProviderConfig",
+        "metadata": {"name": "llmd"}, "spec": {"capabilities": {"engines": engines}}})),
+    )
+    .await
+    .unwrap();
+    mds.create(&PostParams::default(), &deployment("managed", json!({})))
+        .await
+        .unwrap();
+    let md = wait_reason(&mds, "managed", "InferencePoolNotFound").await;
+    assert!(
+        gateway_ready(&md)
+            .unwrap()
+            .2
+            .contains(&format!("InferencePool {ns}/managed-pool"))
+    );
+    // The provider's pool appears (created here as the provider would).
+    let mut pool = sample("inferencepool-accepted.yaml");
+    pool.as_object_mut().unwrap().remove("status");
+    pool["metadata"] = json!({"name": "managed-pool", "namespace": ns});
+    pools(&env.client, &ns)
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(pool).unwrap(),
+        )
+        .await
+        .unwrap();
+    let route = wait_for(
+        &routes(&env.client, &ns),
+        "managed",
+        WAIT,
+        "route to the provider's pool",
+        |_| true,
+    )
+    .await;
+    assert_eq!(
+        value(&route)["spec"]["rules"][0]["backendRefs"][0]["name"],
+        "managed-pool"
+    );
+    wait_reason(&mds, "managed", "RoutePending").await;
+    assert!(
+        pools(&env.client, &ns)
+            .get_opt("managed")
+            .await
+            .unwrap()
+            .is_none(),
+        "no pool of ours"
+    );
+    assert!(
+        Api::<Deployment>::namespaced(env.client.clone(), &ns)
+            .get_opt("managed-epp")
+            .await
+            .unwrap()
+            .is_none(),
+        "no picker of ours"
+    );
+
+    for name in ["choose", "byo", "managed"] {
+        mds.delete(name, &DeleteParams::default()).await.unwrap();
+    }
+    for name in ["choose", "byo", "managed"] {
+        wait_deleted(&mds, name, WAIT).await;
+    }
+    eventually(
+        "the provider's pool kept",
+        Duration::from_secs(5),
+        || async {
+            match pools(&env.client, &ns).get_opt("managed-pool").await {
+                Ok(Some(_)) => Ok(()),
+                other => Err(format!("{other:?}")),
+            }
+        },
+    )
+    .await;
+    for name in ["gw-a", "gw-b"] {
+        gateways(&env.client, &ns)
+            .delete(name, &DeleteParams::default())
+            .await
+            .unwrap();
+    }
+    eprintln!(
+        "gateway choices scenario: {:.1}s",
+        started.elapsed().as_secs_f64()
+    );
+}
