@@ -606,8 +606,8 @@ async fn selection_compatibility_deadline_and_registration() {
     core.process.terminate(Duration::from_secs(10));
 }
 
-/// The llm-d examples (`examples/llmd/`) as a user applies them: both reach Running on the
-/// simulated GPU nodes, with the objects their comments promise.
+/// The llm-d examples (`examples/*-llmd.yaml`, which the sandbox applies too) as a user applies
+/// them: both reach Running on the simulated GPU nodes, with the objects their comments promise.
 #[tokio::test]
 async fn the_examples_run() {
     let _lock = cluster_lock().await;
@@ -631,7 +631,7 @@ async fn the_examples_run() {
         ),
     ] {
         let path = airunway_e2e::paths::workspace_root()
-            .join("examples/llmd")
+            .join("examples")
             .join(file);
         let mut manifests = airunway_e2e::manifests::read(&path);
         for manifest in &mut manifests {

@@ -93,7 +93,7 @@ fn run_up(simulate: bool) {
         .map(|e| e.path())
         .filter(|p| p.extension().is_some_and(|e| e == "yaml"))
         .collect();
-    assert_eq!(examples.len(), 5);
+    assert_eq!(examples.len(), 8);
     for example in &examples {
         let name = example.file_name().unwrap().to_string_lossy().to_string();
         assert!(
@@ -135,17 +135,41 @@ fn run_up(simulate: bool) {
             "DynamoGraphDeployment/llama-8b",
         ),
         (
+            "qwen3-llmd",
+            "vllm",
+            "llmd",
+            "explicit provider selection",
+            "Deployment/qwen3-llmd",
+        ),
+        (
+            "qwen3-pd",
+            "vllm",
+            "llmd",
+            "explicit provider selection",
+            "Deployment/qwen3-pd-decode",
+        ),
+        (
             "qwen3-ray",
             "vllm",
             "kuberay",
             "explicit provider selection",
             "RayService/qwen3-ray",
         ),
+        (
+            "qwen3-vllm",
+            "vllm",
+            "vllm",
+            "explicit provider selection",
+            "Deployment/qwen3-vllm",
+        ),
     ];
     assert_eq!(rows.len(), expected.len(), "{output}");
     for (row, (name, engine, provider, reason, upstream)) in rows.iter().zip(expected) {
+        // llm-d's and vLLM's upstream is Kubernetes itself: Running in both modes.
         let phase = if name == "gemma-cpu" && !simulate {
             "Pending"
+        } else if provider == "llmd" || provider == "vllm" {
+            "Running"
         } else {
             expected_phase
         };
@@ -165,6 +189,10 @@ fn run_up(simulate: bool) {
     // The sandbox says what is real and what is simulated.
     assert!(
         output.contains("REAL       etcd, kube-apiserver"),
+        "{output}"
+    );
+    assert!(
+        output.contains("REAL       llm-d and direct vLLM upstream"),
         "{output}"
     );
     assert!(
@@ -191,7 +219,7 @@ fn run_up(simulate: bool) {
 
     // down stops everything it started and removes the state.
     let processes = State::new(Some(state.clone())).processes();
-    assert!(processes.len() >= 7, "{processes:?}");
+    assert!(processes.len() >= 11, "{processes:?}");
     assert!(
         processes.iter().all(|(_, pid)| is_alive(*pid)),
         "everything runs after up returns"

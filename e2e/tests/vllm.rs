@@ -389,6 +389,37 @@ async fn explicit_only_compatibility_networking_and_registration() {
             .contains(&"airunway.ai/vllm-provider".to_string())
     );
 
+    // The example as a user applies it (the sandbox applies it too): Running, with the flag
+    // engine.args sets instead of the one the provider derives.
+    let mut manifests = airunway_e2e::manifests::read(
+        &airunway_e2e::paths::workspace_root().join("examples/gpu-vllm-direct.yaml"),
+    );
+    for manifest in &mut manifests {
+        manifest["metadata"]["namespace"] = json!(env.namespace);
+    }
+    airunway_e2e::manifests::apply(&env.client, &manifests).await;
+    let md = wait_for(&mds, "qwen3-vllm", WAIT, "Running", |md| {
+        md.phase() == Some(Phase::Running)
+    })
+    .await;
+    assert_eq!(
+        md.status.unwrap().endpoint.unwrap().service.as_deref(),
+        Some("qwen3-vllm")
+    );
+    let example_args = args(&deployments.get("qwen3-vllm").await.unwrap());
+    let at = example_args
+        .iter()
+        .position(|a| a == "--max-model-len")
+        .unwrap();
+    assert_eq!(example_args[at + 1], "4096", "{example_args:?}");
+    assert_eq!(
+        example_args
+            .iter()
+            .filter(|a| *a == "--max-model-len")
+            .count(),
+        1
+    );
+
     // The registration: always ready with no CRD, explicit-only, vLLM on GPUs, aggregated.
     let ipcs: Api<InferenceProviderConfig> = Api::all(env.client.clone());
     let ipc = ipcs.get("vllm").await.unwrap();

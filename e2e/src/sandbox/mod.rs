@@ -29,7 +29,7 @@ pub const SYSTEM_NAMESPACE: &str = "airunway-system";
 /// Namespace the examples are applied to.
 pub const EXAMPLES_NAMESPACE: &str = "default";
 /// The provider shims the sandbox runs (each with its ServiceAccount and shipped RBAC).
-pub const PROVIDERS: [&str; 3] = ["kaito", "dynamo", "kuberay"];
+pub const PROVIDERS: [&str; 5] = ["kaito", "dynamo", "kuberay", "llmd", "vllm"];
 
 /// The sandbox's folder layout.
 #[derive(Clone, Debug)]
@@ -268,6 +268,8 @@ pub async fn up(state: &State, options: &UpOptions) -> Result<()> {
             "deploy/providers/kuberay/rbac.yaml",
             "airunway-provider-kuberay",
         ),
+        ("deploy/providers/llmd/rbac.yaml", "airunway-provider-llmd"),
+        ("deploy/providers/vllm/rbac.yaml", "airunway-provider-vllm"),
     ] {
         apply_file(&client, &root.join(rbac), |_| {}).await?;
         let user = format!("system:serviceaccount:{SYSTEM_NAMESPACE}:{account}");
@@ -276,7 +278,7 @@ pub async fn up(state: &State, options: &UpOptions) -> Result<()> {
 
     let webhook_port = free_port()?;
     println!(
-        "starting airunway-core (webhooks on https://127.0.0.1:{webhook_port}) and the KAITO, Dynamo and KubeRay providers ..."
+        "starting airunway-core (webhooks on https://127.0.0.1:{webhook_port}) and the KAITO, Dynamo, KubeRay, llm-d and vLLM providers ..."
     );
     start_detached(
         state,
@@ -429,7 +431,7 @@ pub async fn up(state: &State, options: &UpOptions) -> Result<()> {
     }
     if !options.simulate_upstream {
         println!(
-            "\nNo KAITO or Dynamo operator runs here (their Go modules are not served), and the real KubeRay operator stops where it needs a Ray dashboard: deployments stop at Deploying (KAITO's at Pending: its provider is not ready without a KAITO controller)."
+            "\nNo KAITO or Dynamo operator runs here (their Go modules are not served), and the real KubeRay operator stops where it needs a Ray dashboard: their deployments stop at Deploying (KAITO's at Pending: its provider is not ready without a KAITO controller). The llm-d and vLLM examples reach Running: Kubernetes is their operator."
         );
         println!(
             "Run with --simulate-upstream to play the operators with their real status and see deployments reach Running."
@@ -478,7 +480,8 @@ pub async fn up(state: &State, options: &UpOptions) -> Result<()> {
 /// Which parts of the sandbox are real and which are simulated.
 pub fn what_is_real(simulate_upstream: bool) -> String {
     let mut lines = vec![
-        "REAL       etcd, kube-apiserver, kube-controller-manager, kube-scheduler (Kubernetes Go modules), airunway-core and the KAITO, Dynamo and KubeRay providers".to_string(),
+        "REAL       etcd, kube-apiserver, kube-controller-manager, kube-scheduler (Kubernetes Go modules), airunway-core and the KAITO, Dynamo, KubeRay, llm-d and vLLM providers".to_string(),
+        "REAL       llm-d and direct vLLM upstream: the deployment and replicaset controllers run their vLLM Deployments; the Pods run on the simulated GPU nodes and the deployments reach Running from the real Deployment conditions".to_string(),
         "SIMULATED  nodes and kubelets: KWOK (sigs.k8s.io/kwok) keeps 2 CPU and 2 GPU nodes Ready and reports Pods bound to them Running/Ready; no container runs".to_string(),
     ];
     if simulate_upstream {

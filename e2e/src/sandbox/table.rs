@@ -83,9 +83,14 @@ pub fn render(rows: &[Row]) -> String {
         .join("\n")
 }
 
+/// Providers whose upstream operator is Kubernetes itself (the deployment controller, with
+/// KWOK running the Pods): their deployments reach `Running` in the sandbox, simulated or not.
+pub const KUBERNETES_NATIVE: [&str; 2] = ["llmd", "vllm"];
+
 /// Whether every deployment in `expected` has settled: `Running` when upstream operators are
-/// simulated, else `Deploying` (or `Running`) with its upstream object created, or `Pending`
-/// with the core's reason.
+/// simulated or the provider's upstream is Kubernetes itself ([`KUBERNETES_NATIVE`]), else
+/// `Deploying` (or `Running`) with its upstream object created, or `Pending` with the core's
+/// reason.
 pub fn settled(deployments: &[ModelDeployment], expected: &[String], simulated: bool) -> bool {
     expected.iter().all(|name| {
         deployments
@@ -98,8 +103,14 @@ pub fn settled(deployments: &[ModelDeployment], expected: &[String], simulated: 
                     .as_ref()
                     .and_then(|p| p.resource_name.as_ref())
                     .is_some();
-                match (simulated, status.phase) {
+                let native = status
+                    .provider
+                    .as_ref()
+                    .and_then(|p| p.name.as_deref())
+                    .is_some_and(|p| KUBERNETES_NATIVE.contains(&p));
+                match (simulated || native, status.phase) {
                     (true, Some(Phase::Running)) => true,
+                    (true, _) => false,
                     (false, Some(Phase::Deploying | Phase::Running)) => created,
                     // No provider can take it (KAITO's is not ready without a KAITO
                     // controller): settled once the core said so.
