@@ -1,0 +1,598 @@
+//! What GitOps tools read from a ModelDeployment, on the real control plane with the real core
+//! and the real KAITO provider (its ServiceAccount, shipped RBAC; KAITO's own status comes from
+//! the samples KAITO v0.10 writes, as in `kaito.rs`): deployments are driven to Pending (waiting
+//! for a provider), Stalled (no provider fits), Deploying, Running, Failed (incompatible), a
+//! new generation nobody acted on yet (reconcile paused) and back to Running; then on the very
+//! objects the API server returns:
+//!
+//! - the Argo CD health check `deploy/gitops/argocd/health.lua` (taken from the argocd-cm snippet,
+//!   checked equal to the file) runs in a real Lua interpreter (`lua5.4`, `lua5.3`, `lua5.1` or
+//!   `lua` on PATH, or `$AIRUNWAY_LUA`; Debian package `lua5.4`);
+//! - kstatus is computed by the real `sigs.k8s.io/cli-utils` package (`e2e/go/kstatus`, built
+//!   from its module by its `build.sh` and cached, or `$AIRUNWAY_KSTATUS_BIN`);
+//! - `kubectl wait --for=condition=Ready` is shown with kubectl's own rule (its
+//!   `pkg/cmd/wait/condition.go`: the condition's status, and not before the condition's
+//!   observedGeneration reaches `metadata.generation`) evaluated on a watch of the deployment.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use airunway_api::constants::{condition_types, reasons};
+use airunway_api::v1alpha1::{ConditionStatus, ModelDeployment, Phase};
+use airunway_e2e::sandbox::kaito;
+use airunway_e2e::stack::{self, FAST_HEALTH};
+use airunway_e2e::wait::{wait_for, wait_for_condition};
+use airunway_e2e::{TestEnv, cluster_lock, paths};
+use futures::TryStreamExt;
+use kube::api::{
+    Api, ApiResource, DynamicObject, GroupVersionKind, Patch, PatchParams, PostParams,
+};
+use kube::runtime::{WatchStreamExt, watcher};
+use serde_json::{Value, json};
+
+const WAIT: Duration = Duration::from_secs(30);
+
+fn deployment(name: &str, spec: Value) -> ModelDeployment {
+    serde_json::from_value(
+        json!({"apiVersion": "airunway.ai/v1alpha1", "kind": "ModelDeployment",
+        "metadata": {"name": name}, "spec": spec}),
+    )
+    .unwrap()
+}
+
+fn cpu_llamacpp() -> Value {
+    json!({"model": {"id": "google/gemma-3-1b-it-qat-q8_0-gguf"},
+           "engine": {"type": "llamacpp", "args": {"model-file": "gemma-3-1b-it-q8_0.gguf"}},
+           "resources": {"gpu": {"count": 0}, "memory": "16Gi", "cpu": "8"},
+           "image": "ghcr.io/sozercan/llama-cpp-runner:latest"})
+}
+
+fn workspaces(env: &TestEnv) -> Api<DynamicObject> {
+    let resource = ApiResource {
+        group: "kaito.sh".into(),
+        version: "v1beta1".into(),
+        api_version: "kaito.sh/v1beta1".into(),
+        kind: "Workspace".into(),
+        plural: "workspaces".into(),
+    };
+    Api::namespaced_with(env.client.clone(), &env.namespace, &resource)
+}
+
+/// The deployment exactly as the API server serves it (every field, as a GitOps tool reads it).
+async fn served(env: &TestEnv, name: &str) -> Value {
+    let resource = ApiResource::from_gvk_with_plural(
+        &GroupVersionKind::gvk("airunway.ai", "v1alpha1", "ModelDeployment"),
+        "modeldeployments",
+    );
+    let api: Api<DynamicObject> =
+        Api::namespaced_with(env.client.clone(), &env.namespace, &resource);
+    serde_json::to_value(api.get(name).await.unwrap()).unwrap()
+}
+
+/// A Lua string literal (bytes outside printable ASCII as decimal escapes).
+fn lua_string(s: &str) -> String {
+    let mut out = String::from("\"");
+    for b in s.bytes() {
+        match b {
+            b'\\' => out.push_str("\\\\"),
+            b'"' => out.push_str("\\\""),
+            0x20..=0x7e => out.push(b as char),
+            _ => out.push_str(&format!("\\{b:03}")),
+        }
+    }
+    out.push('"');
+    out
+}
+
+/// A JSON value as a Lua table constructor, the way Argo CD hands objects to health checks.
+fn lua_value(value: &Value) -> String {
+    match value {
+        Value::Null => "nil".into(),
+        Value::Bool(b) => b.to_string(),
+        Value::Number(n) => n.to_string(),
+        Value::String(s) => lua_string(s),
+        Value::Array(items) => format!(
+            "{{{}}}",
+            items.iter().map(lua_value).collect::<Vec<_>>().join(", ")
+        ),
+        Value::Object(map) => format!(
+            "{{{}}}",
+            map.iter()
+                .map(|(k, v)| format!("[{}] = {}", lua_string(k), lua_value(v)))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    }
+}
+
+/// The health check as Argo CD gets it: the argocd-cm key, checked equal to `health.lua`.
+fn argocd_health_script() -> String {
+    let root = paths::workspace_root().join("deploy/gitops/argocd");
+    let file = std::fs::read_to_string(root.join("health.lua")).unwrap();
+    let cm: Value =
+        serde_saphyr::from_str(&std::fs::read_to_string(root.join("argocd-cm.yaml")).unwrap())
+            .unwrap();
+    let embedded = cm["data"]["resource.customizations.health.airunway.ai_ModelDeployment"]
+        .as_str()
+        .expect(
+            "argocd-cm.yaml carries resource.customizations.health.airunway.ai_ModelDeployment",
+        );
+    assert_eq!(
+        embedded, file,
+        "deploy/gitops/argocd/argocd-cm.yaml must carry health.lua verbatim"
+    );
+    file
+}
+
+fn lua_interpreter() -> PathBuf {
+    if let Some(path) = std::env::var_os("AIRUNWAY_LUA") {
+        return PathBuf::from(path);
+    }
+    for name in ["lua5.4", "lua5.3", "lua5.1", "lua"] {
+        if let Some(found) = std::env::var_os("PATH").and_then(|p| {
+            std::env::split_paths(&p)
+                .map(|d| d.join(name))
+                .find(|f| f.is_file())
+        }) {
+            return found;
+        }
+    }
+    panic!(
+        "no Lua interpreter: install Debian's lua5.4 (apt-get install -y lua5.4) or set AIRUNWAY_LUA"
+    );
+}
+
+/// Runs the Argo CD health check on each object with a real Lua interpreter: (status, message).
+fn argocd_health(objects: &[Value]) -> Vec<(String, String)> {
+    let script = argocd_health_script();
+    let mut program = String::from("local objects = {\n");
+    for object in objects {
+        program.push_str(&lua_value(object));
+        program.push_str(",\n");
+    }
+    program.push_str("}\nlocal function health()\n");
+    program.push_str(&script);
+    program.push_str(
+        "\nend\nfor _, o in ipairs(objects) do\n  obj = o\n  local hs = health()\n  \
+         io.write(hs.status, \"\\t\", (string.gsub(hs.message or \"\", \"\\n\", \" \")), \"\\n\")\nend\n",
+    );
+    let lua = lua_interpreter();
+    let dir = std::env::temp_dir().join(format!("airunway-gitops-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("health-check.lua");
+    std::fs::write(&file, program).unwrap();
+    let output = Command::new(&lua).arg(&file).output().unwrap();
+    assert!(
+        output.status.success(),
+        "{} failed: {}",
+        lua.display(),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let results: Vec<(String, String)> = String::from_utf8(output.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| {
+            let (status, message) = l.split_once('\t').unwrap_or((l, ""));
+            (status.to_string(), message.to_string())
+        })
+        .collect();
+    assert_eq!(results.len(), objects.len());
+    results
+}
+
+fn kstatus_binary() -> PathBuf {
+    if let Some(path) = std::env::var_os("AIRUNWAY_KSTATUS_BIN") {
+        return PathBuf::from(path);
+    }
+    let script = paths::workspace_root().join("e2e/go/kstatus/build.sh");
+    let started = Instant::now();
+    let output = Command::new(&script).output().unwrap();
+    assert!(
+        output.status.success(),
+        "{} failed: {}",
+        script.display(),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    eprintln!(
+        "kstatus binary ready in {:.1}s",
+        started.elapsed().as_secs_f64()
+    );
+    PathBuf::from(String::from_utf8(output.stdout).unwrap().trim())
+}
+
+/// kstatus (sigs.k8s.io/cli-utils) of each object: (status, message).
+fn kstatus(binary: &PathBuf, objects: &[Value]) -> Vec<(String, String)> {
+    let mut child = Command::new(binary)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(serde_json::to_string(objects).unwrap().as_bytes())
+        .unwrap();
+    let output = child.wait_with_output().unwrap();
+    assert!(
+        output.status.success(),
+        "kstatus failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let results: Vec<Value> = serde_json::from_slice(&output.stdout).unwrap();
+    results
+        .iter()
+        .map(|r| {
+            (
+                r["status"].as_str().unwrap().to_string(),
+                r["message"].as_str().unwrap_or_default().to_string(),
+            )
+        })
+        .collect()
+}
+
+/// `kubectl wait --for=condition=Ready`'s rule (k8s.io/kubectl pkg/cmd/wait/condition.go,
+/// checkCondition): the first condition of that type decides; not met while its
+/// observedGeneration (else status.observedGeneration) is behind metadata.generation.
+fn kubectl_wait_ready_met(object: &Value) -> bool {
+    let Some(conditions) = object["status"]["conditions"].as_array() else {
+        return false;
+    };
+    let Some(ready) = conditions.iter().find(|c| {
+        c["type"]
+            .as_str()
+            .is_some_and(|t| t.eq_ignore_ascii_case("Ready"))
+    }) else {
+        return false;
+    };
+    let Some(status) = ready["status"].as_str() else {
+        return false;
+    };
+    if let Some(generation) = object["metadata"]["generation"].as_i64() {
+        let observed = ready["observedGeneration"]
+            .as_i64()
+            .or_else(|| object["status"]["observedGeneration"].as_i64());
+        if observed.is_some_and(|o| o < generation) {
+            return false;
+        }
+    }
+    status.eq_ignore_ascii_case("True")
+}
+
+/// Starts the equivalent of `kubectl wait --for=condition=Ready md/<name>`: a watch of the one
+/// deployment, done when kubectl's rule holds. Returns when it was met.
+fn kubectl_wait_ready(env: &TestEnv, name: &str) -> tokio::task::JoinHandle<(Instant, Value)> {
+    let api: Api<ModelDeployment> = Api::namespaced(env.client.clone(), &env.namespace);
+    let config = watcher::Config::default().fields(&format!("metadata.name={name}"));
+    tokio::spawn(async move {
+        let stream = watcher(api, config).applied_objects();
+        futures::pin_mut!(stream);
+        while let Some(md) = stream.try_next().await.unwrap() {
+            let value = serde_json::to_value(&md).unwrap();
+            if kubectl_wait_ready_met(&value) {
+                return (Instant::now(), value);
+            }
+        }
+        panic!("the watch ended");
+    })
+}
+
+fn is(md: &ModelDeployment, type_: &str) -> Option<ConditionStatus> {
+    md.condition(type_).map(|c| c.status)
+}
+
+#[tokio::test]
+async fn argo_cd_health_and_kstatus_for_every_phase() {
+    let _lock = cluster_lock().await;
+    let started = Instant::now();
+    let env = TestEnv::new("gitops").await;
+    // Built (or found in the cache) before anything runs, so its time is not the deployments'.
+    let kstatus_bin = kstatus_binary();
+    airunway_e2e::providers::delete_all(&env.client).await;
+    kaito::install_controller_stand_in(&env.client)
+        .await
+        .unwrap();
+    let identity = stack::service_account_identity(
+        &env,
+        "deploy/providers/kaito/rbac.yaml",
+        "airunway-provider-kaito",
+    )
+    .await;
+    let core = stack::start_core(&env, &env.control_plane.kubeconfig, &FAST_HEALTH, "core").await;
+    let provider = stack::start_provider(
+        &env,
+        "airunway-provider-kaito",
+        &identity,
+        &["--heartbeat-interval=1s"],
+        "kaito-0",
+    )
+    .await;
+    let mds: Api<ModelDeployment> = Api::namespaced(env.client.clone(), &env.namespace);
+    let ws = workspaces(&env);
+    let create = |name: &'static str, spec: Value| {
+        let mds = mds.clone();
+        async move {
+            mds.create(&PostParams::default(), &deployment(name, spec))
+                .await
+                .unwrap();
+        }
+    };
+
+    // Pending, waiting: it names a provider that is not registered (it would proceed by itself
+    // once it registers).
+    create(
+        "waiting",
+        json!({"model": {"id": "a/b"}, "engine": {"type": "vllm"},
+            "resources": {"gpu": {"count": 1}}, "provider": {"name": "dynamo"}}),
+    )
+    .await;
+    // Pending, stalled: no registered provider serves SGLang.
+    create(
+        "nofit",
+        json!({"model": {"id": "a/b"}, "engine": {"type": "sglang"}, "resources": {"gpu": {"count": 1}}}),
+    )
+    .await;
+    // Failed: KAITO is named but cannot serve SGLang (its own compatibility check).
+    create(
+        "incompatible",
+        json!({"model": {"id": "a/b"}, "engine": {"type": "sglang"},
+            "resources": {"gpu": {"count": 1}}, "provider": {"name": "kaito"}}),
+    )
+    .await;
+    create("deploying", cpu_llamacpp()).await;
+    create("running", cpu_llamacpp()).await;
+
+    // `kubectl wait --for=condition=Ready md/running`, started before it is Running.
+    let waiter = kubectl_wait_ready(&env, "running");
+
+    let (waiting, _) = wait_for_condition(
+        &mds,
+        "waiting",
+        WAIT,
+        condition_types::RECONCILING,
+        ConditionStatus::True,
+    )
+    .await;
+    assert_eq!(waiting.phase(), Some(Phase::Pending));
+    assert_eq!(
+        waiting
+            .condition(condition_types::RECONCILING)
+            .unwrap()
+            .reason
+            .as_deref(),
+        Some(reasons::PROVIDER_NOT_REGISTERED)
+    );
+    let (nofit, stalled) = wait_for_condition(
+        &mds,
+        "nofit",
+        WAIT,
+        condition_types::STALLED,
+        ConditionStatus::True,
+    )
+    .await;
+    assert_eq!(nofit.phase(), Some(Phase::Pending));
+    assert_eq!(stalled.reason.as_deref(), Some(reasons::SELECTION_FAILED));
+    let (incompatible, stalled) = wait_for_condition(
+        &mds,
+        "incompatible",
+        WAIT,
+        condition_types::STALLED,
+        ConditionStatus::True,
+    )
+    .await;
+    assert_eq!(incompatible.phase(), Some(Phase::Failed));
+    assert_eq!(
+        stalled.reason.as_deref(),
+        Some(reasons::INCOMPATIBLE_CONFIGURATION)
+    );
+
+    // KAITO's own statuses on the Workspaces the provider created.
+    for (name, sample) in [
+        ("deploying", "workspace-pending.yaml"),
+        ("running", "workspace-ready.yaml"),
+    ] {
+        wait_for(&ws, name, WAIT, "the Workspace", |_| true).await;
+        ws.patch_status(
+            name,
+            &PatchParams::default(),
+            &Patch::Merge(json!({"status": paths::upstream_status_sample(sample).unwrap()})),
+        )
+        .await
+        .unwrap();
+    }
+    let deploying = wait_for(&mds, "deploying", WAIT, "Deploying", |md| {
+        md.phase() == Some(Phase::Deploying)
+            && md.status.as_ref().and_then(|s| s.message.as_deref())
+                == Some("Inference workload is not ready")
+    })
+    .await;
+    let running = wait_for(&mds, "running", WAIT, "Running", |md| {
+        md.phase() == Some(Phase::Running)
+    })
+    .await;
+    let (met_at, met) = tokio::time::timeout(WAIT, waiter).await.unwrap().unwrap();
+    assert_eq!(met["status"]["phase"], "Running", "kubectl wait was met");
+    eprintln!(
+        "kubectl wait --for=condition=Ready md/running met {:.1}s after the start",
+        met_at.duration_since(started).as_secs_f64()
+    );
+
+    // The conditions themselves: Ready only while Running; Reconciling xor Stalled otherwise.
+    let table = [
+        (
+            &waiting,
+            None,
+            Some(ConditionStatus::True),
+            Some(ConditionStatus::False),
+        ),
+        (
+            &nofit,
+            None,
+            Some(ConditionStatus::False),
+            Some(ConditionStatus::True),
+        ),
+        (
+            &incompatible,
+            Some(ConditionStatus::False),
+            Some(ConditionStatus::False),
+            Some(ConditionStatus::True),
+        ),
+        (
+            &deploying,
+            Some(ConditionStatus::False),
+            Some(ConditionStatus::True),
+            Some(ConditionStatus::False),
+        ),
+        (
+            &running,
+            Some(ConditionStatus::True),
+            Some(ConditionStatus::False),
+            Some(ConditionStatus::False),
+        ),
+    ];
+    for (md, ready, reconciling, stalled) in table {
+        let name = md.metadata.name.clone().unwrap();
+        assert_eq!(is(md, condition_types::READY), ready, "{name} Ready");
+        assert_eq!(
+            is(md, condition_types::RECONCILING),
+            reconciling,
+            "{name} Reconciling"
+        );
+        assert_eq!(is(md, condition_types::STALLED), stalled, "{name} Stalled");
+        assert_eq!(
+            md.status.as_ref().unwrap().observed_generation,
+            md.metadata.generation,
+            "{name}: acted on"
+        );
+    }
+
+    // A new generation nobody has acted on: reconcile paused, then the spec changed.
+    mds.patch(
+        "running",
+        &PatchParams::default(),
+        &Patch::Merge(
+            json!({"metadata": {"annotations": {"airunway.ai/reconcile-paused": "true"}}}),
+        ),
+    )
+    .await
+    .unwrap();
+    let paused = mds
+        .patch(
+            "running",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"resources": {"memory": "12Gi"}}})),
+        )
+        .await
+        .unwrap();
+    assert_eq!(paused.metadata.generation, Some(2));
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let behind = served(&env, "running").await;
+    assert_eq!(behind["status"]["observedGeneration"], 1, "nobody wrote");
+    assert!(
+        !kubectl_wait_ready_met(&behind),
+        "kubectl wait is not met for a generation nobody acted on"
+    );
+
+    // What the tools say about each.
+    let mut names = vec!["waiting", "nofit", "deploying", "running-at-generation-1"];
+    let mut objects = Vec::new();
+    for name in ["waiting", "nofit", "deploying"] {
+        objects.push(served(&env, name).await);
+    }
+    let mut running_gen1 = serde_json::to_value(&running).unwrap();
+    running_gen1["apiVersion"] = json!("airunway.ai/v1alpha1");
+    running_gen1["kind"] = json!("ModelDeployment");
+    objects.push(running_gen1);
+    names.push("incompatible");
+    objects.push(served(&env, "incompatible").await);
+    names.push("paused-generation-2");
+    objects.push(behind.clone());
+    // A new generation nobody acted on, without the pause annotation (as right after a sync,
+    // before the provider's next write): the same object with the annotation dropped.
+    names.push("generation-2-not-acted-on");
+    let mut unpaused = behind.clone();
+    unpaused["metadata"]["annotations"]
+        .as_object_mut()
+        .unwrap()
+        .remove("airunway.ai/reconcile-paused");
+    objects.push(unpaused);
+
+    // Resume: the provider applies generation 2 and the deployment is Running again.
+    mds.patch(
+        "running",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"metadata": {"annotations": {"airunway.ai/reconcile-paused": null}}})),
+    )
+    .await
+    .unwrap();
+    let resumed = kubectl_wait_ready(&env, "running");
+    let (_, _) = tokio::time::timeout(WAIT, resumed).await.unwrap().unwrap();
+    let again = wait_for(&mds, "running", WAIT, "generation 2 acted on", |md| {
+        md.status.as_ref().and_then(|s| s.observed_generation) == Some(2)
+            && md.phase() == Some(Phase::Running)
+    })
+    .await;
+    assert_eq!(
+        is(&again, condition_types::READY),
+        Some(ConditionStatus::True)
+    );
+    names.push("running-at-generation-2");
+    objects.push(served(&env, "running").await);
+
+    let health = argocd_health(&objects);
+    let computed = kstatus(&kstatus_bin, &objects);
+    let expected = [
+        ("waiting", "Progressing", "InProgress"),
+        ("nofit", "Degraded", "Failed"),
+        ("deploying", "Progressing", "InProgress"),
+        ("running-at-generation-1", "Healthy", "Current"),
+        ("incompatible", "Degraded", "Failed"),
+        ("paused-generation-2", "Suspended", "InProgress"),
+        ("generation-2-not-acted-on", "Progressing", "InProgress"),
+        ("running-at-generation-2", "Healthy", "Current"),
+    ];
+    for (((name, argo, kstat), (health, health_message)), (status, message)) in
+        expected.iter().zip(&health).zip(&computed)
+    {
+        eprintln!(
+            "{name:28} Argo CD {health:11} {health_message:?}\n{:28} kstatus {status:11} {message:?}",
+            ""
+        );
+        assert_eq!(health, argo, "Argo CD health of {name}: {health_message}");
+        assert_eq!(status, kstat, "kstatus of {name}: {message}");
+    }
+    assert_eq!(names.len(), expected.len());
+    // The messages say why.
+    assert!(
+        health[0]
+            .1
+            .starts_with("ProviderNotRegistered: Provider 'dynamo' is not registered"),
+        "{:?}",
+        health[0]
+    );
+    assert!(
+        health[1]
+            .1
+            .starts_with("SelectionFailed: No compatible provider"),
+        "{:?}",
+        health[1]
+    );
+    assert_eq!(
+        health[4].1,
+        "IncompatibleConfiguration: KAITO does not support sglang engine"
+    );
+    assert_eq!(
+        computed[6].1,
+        "ModelDeployment generation is 2, but latest observed generation is 1"
+    );
+    assert_eq!(computed[4].1, "KAITO does not support sglang engine");
+
+    provider.process.terminate(Duration::from_secs(10));
+    core.process.terminate(Duration::from_secs(10));
+    airunway_e2e::providers::delete_all(&env.client).await;
+    eprintln!("gitops suite: {:.1}s", started.elapsed().as_secs_f64());
+}
