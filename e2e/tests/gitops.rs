@@ -10,9 +10,10 @@
 //!   `lua` on PATH, or `$AIRUNWAY_LUA`; Debian package `lua5.4`);
 //! - kstatus is computed by the real `sigs.k8s.io/cli-utils` package (`e2e/go/kstatus`, built
 //!   from its module by its `build.sh` and cached, or `$AIRUNWAY_KSTATUS_BIN`);
-//! - `kubectl wait --for=condition=Ready` is shown with kubectl's own rule (its
-//!   `pkg/cmd/wait/condition.go`: the condition's status, and not before the condition's
-//!   observedGeneration reaches `metadata.generation`) evaluated on a watch of the deployment.
+//! - `kubectl wait --for=condition=Ready md/<name>` (the README's line) runs with a real
+//!   kubectl (`e2e/go/kubectl`, built from the k8s.io/kubectl module of the Kubernetes version
+//!   the harness runs and cached, or `$AIRUNWAY_KUBECTL_BIN`): met at Running, not met while
+//!   Deploying, nor for a generation nobody acted on.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::io::Write;
@@ -26,11 +27,9 @@ use airunway_e2e::sandbox::kaito;
 use airunway_e2e::stack::{self, FAST_HEALTH};
 use airunway_e2e::wait::{wait_for, wait_for_condition};
 use airunway_e2e::{TestEnv, cluster_lock, paths};
-use futures::TryStreamExt;
 use kube::api::{
     Api, ApiResource, DynamicObject, GroupVersionKind, Patch, PatchParams, PostParams,
 };
-use kube::runtime::{WatchStreamExt, watcher};
 use serde_json::{Value, json};
 
 const WAIT: Duration = Duration::from_secs(30);
@@ -235,49 +234,59 @@ fn kstatus(binary: &PathBuf, objects: &[Value]) -> Vec<(String, String)> {
         .collect()
 }
 
-/// `kubectl wait --for=condition=Ready`'s rule (k8s.io/kubectl pkg/cmd/wait/condition.go,
-/// checkCondition): the first condition of that type decides; not met while its
-/// observedGeneration (else status.observedGeneration) is behind metadata.generation.
-fn kubectl_wait_ready_met(object: &Value) -> bool {
-    let Some(conditions) = object["status"]["conditions"].as_array() else {
-        return false;
-    };
-    let Some(ready) = conditions.iter().find(|c| {
-        c["type"]
-            .as_str()
-            .is_some_and(|t| t.eq_ignore_ascii_case("Ready"))
-    }) else {
-        return false;
-    };
-    let Some(status) = ready["status"].as_str() else {
-        return false;
-    };
-    if let Some(generation) = object["metadata"]["generation"].as_i64() {
-        let observed = ready["observedGeneration"]
-            .as_i64()
-            .or_else(|| object["status"]["observedGeneration"].as_i64());
-        if observed.is_some_and(|o| o < generation) {
-            return false;
-        }
+fn kubectl_binary() -> PathBuf {
+    if let Some(path) = std::env::var_os("AIRUNWAY_KUBECTL_BIN") {
+        return PathBuf::from(path);
     }
-    status.eq_ignore_ascii_case("True")
+    let script = paths::workspace_root().join("e2e/go/kubectl/build.sh");
+    let started = Instant::now();
+    let output = Command::new(&script).output().unwrap();
+    assert!(
+        output.status.success(),
+        "{} failed: {}",
+        script.display(),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    eprintln!(
+        "kubectl binary ready in {:.1}s",
+        started.elapsed().as_secs_f64()
+    );
+    PathBuf::from(String::from_utf8(output.stdout).unwrap().trim())
 }
 
-/// Starts the equivalent of `kubectl wait --for=condition=Ready md/<name>`: a watch of the one
-/// deployment, done when kubectl's rule holds. Returns when it was met.
-fn kubectl_wait_ready(env: &TestEnv, name: &str) -> tokio::task::JoinHandle<(Instant, Value)> {
-    let api: Api<ModelDeployment> = Api::namespaced(env.client.clone(), &env.namespace);
-    let config = watcher::Config::default().fields(&format!("metadata.name={name}"));
+/// Starts `kubectl wait --for=condition=Ready md/<name> --timeout=<timeout>` against the test
+/// control plane; resolves to (success, stdout + stderr, when it ended).
+fn kubectl_wait_ready(
+    kubectl: &PathBuf,
+    env: &TestEnv,
+    name: &str,
+    timeout: Duration,
+) -> tokio::task::JoinHandle<(bool, String, Instant)> {
+    let mut command = tokio::process::Command::new(kubectl);
+    command
+        .arg("--kubeconfig")
+        .arg(&env.control_plane.kubeconfig)
+        .args([
+            "--namespace",
+            &env.namespace,
+            "wait",
+            "--for=condition=Ready",
+        ])
+        .arg(format!("md/{name}"))
+        .arg(format!("--timeout={}s", timeout.as_secs()))
+        .kill_on_drop(true);
     tokio::spawn(async move {
-        let stream = watcher(api, config).applied_objects();
-        futures::pin_mut!(stream);
-        while let Some(md) = stream.try_next().await.unwrap() {
-            let value = serde_json::to_value(&md).unwrap();
-            if kubectl_wait_ready_met(&value) {
-                return (Instant::now(), value);
-            }
-        }
-        panic!("the watch ended");
+        let output = command.output().await.unwrap();
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        );
+        (
+            output.status.success(),
+            text.trim().to_string(),
+            Instant::now(),
+        )
     })
 }
 
@@ -292,6 +301,7 @@ async fn argo_cd_health_and_kstatus_for_every_phase() {
     let env = TestEnv::new("gitops").await;
     // Built (or found in the cache) before anything runs, so its time is not the deployments'.
     let kstatus_bin = kstatus_binary();
+    let kubectl = kubectl_binary();
     airunway_e2e::providers::delete_all(&env.client).await;
     kaito::install_controller_stand_in(&env.client)
         .await
@@ -347,7 +357,7 @@ async fn argo_cd_health_and_kstatus_for_every_phase() {
     create("running", cpu_llamacpp()).await;
 
     // `kubectl wait --for=condition=Ready md/running`, started before it is Running.
-    let waiter = kubectl_wait_ready(&env, "running");
+    let waiter = kubectl_wait_ready(&kubectl, &env, "running", Duration::from_secs(60));
 
     let (waiting, _) = wait_for_condition(
         &mds,
@@ -414,12 +424,18 @@ async fn argo_cd_health_and_kstatus_for_every_phase() {
         md.phase() == Some(Phase::Running)
     })
     .await;
-    let (met_at, met) = tokio::time::timeout(WAIT, waiter).await.unwrap().unwrap();
-    assert_eq!(met["status"]["phase"], "Running", "kubectl wait was met");
+    let (met, output, met_at) = tokio::time::timeout(WAIT, waiter).await.unwrap().unwrap();
+    assert!(met, "kubectl wait md/running: {output}");
+    assert_eq!(output, "modeldeployment.airunway.ai/running condition met");
     eprintln!(
-        "kubectl wait --for=condition=Ready md/running met {:.1}s after the start",
+        "kubectl wait --for=condition=Ready md/running: {output:?} {:.1}s after the start",
         met_at.duration_since(started).as_secs_f64()
     );
+    let (met, output, _) = kubectl_wait_ready(&kubectl, &env, "deploying", Duration::from_secs(2))
+        .await
+        .unwrap();
+    assert!(!met, "kubectl wait md/deploying must time out: {output}");
+    assert!(output.contains("timed out"), "{output}");
 
     // The conditions themselves: Ready only while Running; Reconciling xor Stalled otherwise.
     let table = [
@@ -492,9 +508,13 @@ async fn argo_cd_health_and_kstatus_for_every_phase() {
     tokio::time::sleep(Duration::from_secs(2)).await;
     let behind = served(&env, "running").await;
     assert_eq!(behind["status"]["observedGeneration"], 1, "nobody wrote");
+    // Ready is still True, but for generation 1: kubectl wait holds out for generation 2.
+    let (met, output, _) = kubectl_wait_ready(&kubectl, &env, "running", Duration::from_secs(2))
+        .await
+        .unwrap();
     assert!(
-        !kubectl_wait_ready_met(&behind),
-        "kubectl wait is not met for a generation nobody acted on"
+        !met,
+        "kubectl wait must not be met for a generation nobody acted on: {output}"
     );
 
     // What the tools say about each.
@@ -529,8 +549,9 @@ async fn argo_cd_health_and_kstatus_for_every_phase() {
     )
     .await
     .unwrap();
-    let resumed = kubectl_wait_ready(&env, "running");
-    let (_, _) = tokio::time::timeout(WAIT, resumed).await.unwrap().unwrap();
+    let resumed = kubectl_wait_ready(&kubectl, &env, "running", Duration::from_secs(60));
+    let (met, output, _) = tokio::time::timeout(WAIT, resumed).await.unwrap().unwrap();
+    assert!(met, "kubectl wait md/running at generation 2: {output}");
     let again = wait_for(&mds, "running", WAIT, "generation 2 acted on", |md| {
         md.status.as_ref().and_then(|s| s.observed_generation) == Some(2)
             && md.phase() == Some(Phase::Running)
