@@ -18,6 +18,7 @@
 
 pub mod allowed;
 pub mod detect;
+pub mod discover;
 pub mod model;
 pub mod names;
 pub mod plan;

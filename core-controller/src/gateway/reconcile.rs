@@ -333,7 +333,13 @@ impl Integration {
         };
         let ignores_served_name =
             capability.as_ref().and_then(|c| c.ignores_served_name) == Some(true);
-        let model_name = match model::resolve(&md.spec, ignores_served_name, None) {
+        let discovered = if model::needs_discovery(&md.spec, ignores_served_name) {
+            discovered_model(md, &namespace).await
+        } else {
+            None
+        };
+        let model_name = match model::resolve(&md.spec, ignores_served_name, discovered.as_deref())
+        {
             Ok((model_name, _)) => model_name,
             Err(message) => {
                 return DesiredGateway::condition(false, reasons::NO_MODEL_NAME, message);
@@ -807,6 +813,26 @@ impl Integration {
             attempts: GATEWAY_UPDATE_ATTEMPTS,
         })
     }
+}
+
+/// The model the deployment's server reports: what `status.gateway.modelName` already says
+/// for this generation (asked once per spec), else the answer of its `/v1/models`.
+async fn discovered_model(md: &ModelDeployment, namespace: &str) -> Option<String> {
+    let status = md.status.as_ref()?;
+    let same_generation = md
+        .condition(airunway_api::constants::condition_types::GATEWAY_READY)
+        .is_some_and(|c| {
+            c.observed_generation.is_some() && c.observed_generation == md.metadata.generation
+        });
+    if same_generation
+        && let Some(known) = status.gateway.as_ref().and_then(|g| g.model_name.clone())
+    {
+        return Some(known);
+    }
+    let endpoint = status.endpoint.as_ref()?;
+    let service = endpoint.service.as_deref().filter(|s| !s.is_empty())?;
+    let url = super::discover::models_url(service, namespace, endpoint.port.unwrap_or(8000));
+    super::discover::served_model(&url).await
 }
 
 /// The provider's gateway capability for `md`'s provider and resolved engine.
