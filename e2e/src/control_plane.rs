@@ -111,6 +111,19 @@ pub struct ControlPlane {
     pub installed_crds: Vec<String>,
     ca: TestCa,
     processes: Vec<ProcessHandle>,
+    /// How kube-apiserver was started (to restart it the same way).
+    apiserver_spawn: Spawn,
+    /// The kube-apiserver processes started by [`ControlPlane::restart_apiserver`].
+    apiserver_restarts: std::sync::Mutex<Vec<ProcessHandle>>,
+}
+
+/// What a [`ControlPlane::restart_apiserver`] took.
+#[derive(Clone, Copy, Debug)]
+pub struct ApiServerRestart {
+    /// When the old process was killed.
+    pub killed_at: Instant,
+    /// From the kill until the new process answered `/readyz` and read the `default` namespace.
+    pub down: Duration,
 }
 
 impl std::fmt::Debug for ControlPlane {
@@ -169,10 +182,60 @@ impl ControlPlane {
         &self.processes
     }
 
+    /// `kill -9` the running kube-apiserver, wait `pause`, and start it again with the same
+    /// flags, ports, certificates and etcd (its log goes to `kube-apiserver-restart-<n>.log`;
+    /// the audit log continues in the same file). Returns once it is ready again.
+    pub async fn restart_apiserver(&self, pause: Duration) -> Result<ApiServerRestart> {
+        let n = {
+            let restarts = self
+                .apiserver_restarts
+                .lock()
+                .map_err(|_| anyhow!("restart lock poisoned"))?;
+            match restarts.last() {
+                Some(current) => {
+                    current.kill();
+                }
+                None => {
+                    self.processes
+                        .iter()
+                        .find(|p| p.name() == "kube-apiserver")
+                        .ok_or_else(|| anyhow!("no kube-apiserver process"))?
+                        .kill();
+                }
+            }
+            restarts.len() + 1
+        };
+        let killed_at = Instant::now();
+        tokio::time::sleep(pause).await;
+        let mut spawn = self.apiserver_spawn.clone();
+        spawn.log = self
+            .dir
+            .join("logs")
+            .join(format!("kube-apiserver-restart-{n}.log"));
+        let handle = spawn.start()?;
+        let ready = wait_for_apiserver(&self.kubeconfig, &handle, Duration::from_secs(120)).await;
+        self.apiserver_restarts
+            .lock()
+            .map_err(|_| anyhow!("restart lock poisoned"))?
+            .push(handle);
+        ready?;
+        Ok(ApiServerRestart {
+            killed_at,
+            down: killed_at.elapsed(),
+        })
+    }
+
+    /// How many times [`ControlPlane::restart_apiserver`] restarted kube-apiserver.
+    pub fn apiserver_restarts(&self) -> usize {
+        self.apiserver_restarts.lock().map(|r| r.len()).unwrap_or(0)
+    }
+
     /// The tails of the component logs, for failure reports.
     pub fn log_tails(&self, lines: usize) -> String {
+        let restarts = self.apiserver_restarts.lock();
         self.processes
             .iter()
+            .chain(restarts.iter().flat_map(|r| r.iter()))
             .map(|p| {
                 format!(
                     "----- {} ({}) -----\n{}",
@@ -374,7 +437,7 @@ fn start_once(bin: &Path, options: &ControlPlaneOptions) -> Result<ControlPlane>
     let audit_policy = dir.join("audit-policy.yaml");
     std::fs::write(&audit_policy, AUDIT_POLICY)?;
     std::fs::create_dir_all(&logs)?;
-    let apiserver = Spawn {
+    let apiserver_spawn = Spawn {
         name: "kube-apiserver".into(),
         program: bin.join("kube-apiserver"),
         args: vec![
@@ -420,8 +483,8 @@ fn start_once(bin: &Path, options: &ControlPlaneOptions) -> Result<ControlPlane>
             .collect(),
         log: logs.join("kube-apiserver.log"),
         lifetime: options.lifetime,
-    }
-    .start()?;
+    };
+    let apiserver = apiserver_spawn.clone().start()?;
 
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -520,6 +583,8 @@ fn start_once(bin: &Path, options: &ControlPlaneOptions) -> Result<ControlPlane>
         installed_crds,
         ca,
         processes,
+        apiserver_spawn,
+        apiserver_restarts: std::sync::Mutex::new(Vec::new()),
     })
 }
 

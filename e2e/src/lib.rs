@@ -17,6 +17,7 @@
 //! - [`http`]: GET for metrics and health endpoints.
 //! - [`sandbox`]: the local sandbox (`e2e/sandbox up`).
 //! - [`bench`]: the scale benchmark (`e2e/bench`).
+//! - [`chaos`]: faults injected while work is in flight (`e2e/tests/chaos.rs`).
 //! - [`process`]: child process supervision (teardown even on panic, Ctrl-C or SIGKILL).
 
 // The harness is test support: it fails a test by panicking with a message that says what was
@@ -25,6 +26,7 @@
 
 pub mod bench;
 pub mod binaries;
+pub mod chaos;
 pub mod control_plane;
 pub mod env;
 pub mod http;

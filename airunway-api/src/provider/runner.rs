@@ -91,7 +91,11 @@ fn trim_deployment(md: &mut ModelDeployment, provider: &str) {
 }
 
 /// Records in `progress` what a watch stream delivers: an object says watch `watch` works
-/// (and, when `queues`, that a reconcile is queued); an error says it fails.
+/// (and, when `queues`, that a reconcile is queued); an error says it fails, and is logged and
+/// dropped: the watcher's own backoff paces its retries, while a controller given an error
+/// pauses *all* its triggers (kube's `trigger_backoff`, 800 ms doubling to 30 s, reset only by
+/// an event), so one failing watch stalled every reconcile for minutes after an API server
+/// restart (issue 23 item 6).
 fn track<S, K>(
     stream: S,
     watch: String,
@@ -100,25 +104,28 @@ fn track<S, K>(
 ) -> impl futures::Stream<Item = Result<K, watcher::Error>> + Send + 'static
 where
     S: futures::Stream<Item = Result<K, watcher::Error>> + Send + 'static,
+    K: Send + 'static,
 {
-    stream.inspect(move |item| {
-        let now = jiff::Timestamp::now();
-        if let Err(e) = item {
-            tracing::warn!(watch = %watch, error = %e, "watch failed; retrying");
-        }
-        let Ok(mut progress) = progress.lock() else {
-            return;
-        };
-        match item {
-            Ok(_) => {
-                progress.watch_ok(&watch);
-                if queues {
-                    progress.arrived(now);
-                }
+    stream
+        .inspect(move |item| {
+            let now = jiff::Timestamp::now();
+            if let Err(e) = item {
+                tracing::warn!(watch = %watch, error = %e, "watch failed; retrying");
             }
-            Err(e) => progress.watch_error(&watch, e.to_string(), now),
-        }
-    })
+            let Ok(mut progress) = progress.lock() else {
+                return;
+            };
+            match item {
+                Ok(_) => {
+                    progress.watch_ok(&watch);
+                    if queues {
+                        progress.arrived(now);
+                    }
+                }
+                Err(e) => progress.watch_error(&watch, e.to_string(), now),
+            }
+        })
+        .filter(|item| std::future::ready(item.is_ok()))
 }
 
 /// The name of the watch of `resource` in health messages (`workspaces.kaito.sh`).
@@ -530,6 +537,8 @@ pub async fn run_with_args<P: Provider>(provider: P, args: ProviderArgs) -> anyh
     }
     let controller = controller
         .reconcile_all_on(detection_changes)
+        // No error reaches the triggers (see `track`); bounded all the same.
+        .trigger_backoff(WatchBackoff::default())
         .with_config(ControllerConfig::default().concurrency(RECONCILE_CONCURRENCY))
         .graceful_shutdown_on(stop_controller.clone().cancelled_owned())
         .run(reconcile, error_policy, ctx)
