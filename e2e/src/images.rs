@@ -21,11 +21,30 @@ use crate::env::TestEnv;
 use crate::paths;
 use crate::process::{Lifetime, ProcessHandle, Spawn};
 
-/// Where the images are: `$AIRUNWAY_IMAGES_DIR`, else `target/images`.
+/// Cargo's target directory: `$CARGO_TARGET_DIR`, else `target` in the workspace.
+pub fn target_dir() -> PathBuf {
+    let root = paths::workspace_root();
+    std::env::var_os("CARGO_TARGET_DIR")
+        .filter(|v| !v.is_empty())
+        .map(|d| root.join(d))
+        .unwrap_or_else(|| root.join("target"))
+}
+
+/// Where the images are: `$AIRUNWAY_IMAGES_DIR`, else `<target>/images` (where
+/// `deploy/images/build` writes them).
 pub fn images_dir() -> PathBuf {
     std::env::var_os("AIRUNWAY_IMAGES_DIR")
         .map(PathBuf::from)
-        .unwrap_or_else(|| paths::workspace_root().join("target/images"))
+        .unwrap_or_else(|| target_dir().join("images"))
+}
+
+/// The static release binaries `deploy/images/build --binaries-only` builds:
+/// `$AIRUNWAY_BIN_DIR` when set (e2e/run-tests sets it to them), else
+/// `<target>/x86_64-unknown-linux-gnu/release`.
+pub fn static_bin_dir() -> PathBuf {
+    std::env::var_os("AIRUNWAY_BIN_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| target_dir().join("x86_64-unknown-linux-gnu/release"))
 }
 
 /// The version of the crate in `crate_dir` (relative to the workspace): the tag of its image.

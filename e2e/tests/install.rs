@@ -215,13 +215,11 @@ async fn default_install_runs_from_images_as_service_accounts() {
     // binaries; the pushed image has the digest the script printed.
     let registry = env.control_plane.dir.join("registry");
     std::fs::create_dir_all(&registry).unwrap();
-    let bin_dir = std::env::var("AIRUNWAY_BIN_DIR").unwrap_or_else(|_| {
-        root.join("target/x86_64-unknown-linux-gnu/release")
-            .display()
-            .to_string()
-    });
+    let bin_dir = images::static_bin_dir();
     let output = std::process::Command::new(root.join("deploy/images/build"))
-        .args(["--bin-dir", &bin_dir, "--out"])
+        .arg("--bin-dir")
+        .arg(&bin_dir)
+        .arg("--out")
         .arg(env.control_plane.dir.join("pushed-images"))
         .arg("--registry")
         .arg(&registry)
