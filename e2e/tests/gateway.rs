@@ -774,3 +774,77 @@ async fn several_gateways_own_routes_and_provider_managed_pools() {
         started.elapsed().as_secs_f64()
     );
 }
+
+#[tokio::test]
+async fn the_inference_extension_crd_going_and_coming_back_needs_no_restart() {
+    use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+    let _lock = cluster_lock().await;
+    let started = Instant::now();
+    let env = TestEnv::new("gateway-crds").await;
+    let ns = env.namespace.clone();
+    create_gateway(&env.client, &ns, "inference-gateway", true).await;
+    let (_core, _provider) = start(&env).await;
+    let mds: Api<ModelDeployment> = Api::namespaced(env.client.clone(), &ns);
+    let crds: Api<CustomResourceDefinition> = Api::all(env.client.clone());
+    let name = "inferencepools.inference.networking.k8s.io";
+
+    // The InferencePool CRD goes away while the core runs.
+    let mut saved = crds.get(name).await.unwrap();
+    crds.delete(name, &DeleteParams::default()).await.unwrap();
+    wait_deleted(&crds, name, WAIT).await;
+    mds.create(
+        &PostParams::default(),
+        &deployment("asked", json!({"enabled": true})),
+    )
+    .await
+    .unwrap();
+    // Running, but it cannot be routed, and it says why.
+    let md = wait_for(&mds, "asked", WAIT, "Running and CRDsNotAvailable", |md| {
+        md.phase() == Some(Phase::Running)
+            && gateway_ready(md).is_some_and(|(_, r, _)| r == "CRDsNotAvailable")
+    })
+    .await;
+    let message = gateway_ready(&md).unwrap().2;
+    assert!(message.contains(name), "{message}");
+    assert!(md.status.unwrap().gateway.is_none());
+
+    // It comes back: the same core routes the deployment.
+    saved.metadata = ObjectMeta {
+        name: Some(name.to_string()),
+        labels: saved.metadata.labels.clone(),
+        annotations: saved.metadata.annotations.clone(),
+        ..Default::default()
+    };
+    saved.status = None;
+    crds.create(&PostParams::default(), &saved).await.unwrap();
+    let back = Instant::now();
+    wait_for(
+        &routes(&env.client, &ns),
+        "asked",
+        WAIT,
+        "route after the CRD returned",
+        |_| true,
+    )
+    .await;
+    wait_for(
+        &pools(&env.client, &ns),
+        "asked",
+        WAIT,
+        "pool after the CRD returned",
+        |_| true,
+    )
+    .await;
+    wait_reason(&mds, "asked", "RoutePending").await;
+    eprintln!(
+        "routed {:.1}s after the CRD was created again",
+        back.elapsed().as_secs_f64()
+    );
+
+    mds.delete("asked", &DeleteParams::default()).await.unwrap();
+    wait_deleted(&mds, "asked", WAIT).await;
+    gateways(&env.client, &ns)
+        .delete("inference-gateway", &DeleteParams::default())
+        .await
+        .unwrap();
+    eprintln!("CRD scenario: {:.1}s", started.elapsed().as_secs_f64());
+}
