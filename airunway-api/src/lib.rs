@@ -26,6 +26,8 @@ pub use serde_json;
 pub mod cache_trim;
 pub mod conditions;
 pub mod constants;
+#[cfg(feature = "generate")]
+pub mod generate;
 pub mod managed_fields;
 pub mod pod_security;
 #[cfg(feature = "probe")]

@@ -115,8 +115,8 @@ fn worker_replicas(ray_service: &Value, serving: Option<&Value>) -> ReplicaStatu
         .as_array()
         .into_iter()
         .flatten()
-        .map(|g| g["replicas"].as_i64().unwrap_or(0) as i32)
-        .sum();
+        .map(|g| i32::try_from(g["replicas"].as_i64().unwrap_or(0).max(0)).unwrap_or(i32::MAX))
+        .fold(0, i32::saturating_add);
     let count = |field: &str| {
         serving
             .map(|s| s["rayClusterStatus"][field].as_i64().unwrap_or(0) as i32)

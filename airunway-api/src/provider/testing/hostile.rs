@@ -559,3 +559,55 @@ pub fn assert_check_finds_each_at(object: &Value, pod_spec: &str) -> usize {
     }
     caught
 }
+
+/// What [`generated_render`] found for one generated deployment.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Generated {
+    /// The spec does not decode or our CRD's schema refuses it (the API server would).
+    NotAdmitted,
+    /// The provider held it (incompatible, invalid overrides, pod security), with a message.
+    Held,
+    /// Objects would be applied; each passed pod security and the upstream schema.
+    Applied,
+}
+
+/// The properties of a provider's render over one generated `spec` (JSON): it never panics; a
+/// hold always carries a message; every object it would apply passes the Pod Security baseline
+/// and, for a kind with a CRD, `upstream`'s schema (panics naming the error otherwise).
+pub fn generated_render<P: Provider>(
+    provider: &P,
+    detection: &SchemaDetection,
+    spec: &Value,
+    ours: &super::upstream_schema::UpstreamValidator,
+    upstream: Option<&super::upstream_schema::UpstreamValidator>,
+) -> Generated {
+    let object = json!({"apiVersion": "airunway.ai/v1alpha1", "kind": "ModelDeployment",
+        "metadata": {"name": "m", "namespace": "ns"}, "spec": spec});
+    if !ours.errors(&object).is_empty() {
+        return Generated::NotAdmitted;
+    }
+    let mut assigned = object;
+    assigned["metadata"]["uid"] = json!("u");
+    assigned["status"] = json!({"provider": {"name": provider.name()}});
+    let Ok(md) = serde_json::from_value::<ModelDeployment>(assigned) else {
+        return Generated::NotAdmitted;
+    };
+    match outcome(provider, &md, detection, &Policy::default(), None) {
+        Outcome::Held { message, .. } => {
+            assert!(!message.is_empty(), "a hold without a message for {spec}");
+            Generated::Held
+        }
+        Outcome::Applied(objects) => {
+            if let Some(validator) = upstream {
+                let primary = &objects[0];
+                let errors = validator.errors(primary);
+                assert!(
+                    errors.is_empty(),
+                    "{} renders an object the upstream schema refuses: {errors:?}\nspec: {spec}\nobject: {primary}",
+                    provider.name()
+                );
+            }
+            Generated::Applied
+        }
+    }
+}

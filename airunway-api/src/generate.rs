@@ -1,0 +1,500 @@
+//! Property-test generators (feature `generate`, for `[dev-dependencies]`): ModelDeployment
+//! specs as JSON — mostly well-shaped, with values at and past every edge (names of 63+
+//! characters, unicode and control characters, quantities negative, zero and `1e100`, huge
+//! context lengths, megabyte-sized values are left to the hand-written corpus) — override trees
+//! with privilege-escalating keys at any depth and in any spelling, selection rules (valid,
+//! erroring, expensive, huge) and upstream statuses.
+
+use proptest::collection::{btree_map, vec};
+use proptest::option;
+use proptest::prelude::*;
+use serde_json::{Map, Value, json};
+
+use crate::v1alpha1::ModelDeployment;
+
+/// Strings as users write them, and strings past every edge.
+pub fn text() -> impl Strategy<Value = String> {
+    prop_oneof![
+        4 => "[a-z][a-z0-9-]{0,12}",
+        1 => Just(String::new()),
+        1 => Just("a".repeat(63)),
+        1 => Just("a".repeat(64)),
+        1 => Just("b".repeat(300)),
+        1 => "\\PC{0,16}",
+        1 => Just("tab\there\u{0}nul\u{7f}".to_string()),
+        1 => Just("模型-ü-🚀".to_string()),
+        1 => Just("-leading-dash".to_string()),
+        1 => Just("UPPER_case.dots/slash".to_string()),
+    ]
+}
+
+/// Resource quantities, valid and not.
+pub fn quantity() -> impl Strategy<Value = String> {
+    prop_oneof![
+        4 => prop_oneof![Just("1"), Just("500m"), Just("4"), Just("16Gi"), Just("128Gi"), Just("0.5")].prop_map(str::to_string),
+        1 => prop_oneof![Just("-1"), Just("0"), Just("1e100"), Just("9999999Ti"), Just("1.5.5"), Just(""), Just("Gi"), Just("1 Gi")].prop_map(str::to_string),
+        1 => "[0-9]{1,20}(m|Ki|Mi|Gi|Ti|k|M|G|E|e[0-9]{1,3})?",
+    ]
+}
+
+/// Integers around every edge an integer field has.
+pub fn integer() -> impl Strategy<Value = i64> {
+    prop_oneof![
+        4 => 0i64..10,
+        1 => prop_oneof![Just(-1i64), Just(i64::from(i32::MAX)), Just(i64::from(i32::MAX) + 1), Just(16_777_216), Just(16_777_217), Just(1i64 << 62), Just(i64::MIN)],
+        1 => any::<i64>(),
+    ]
+}
+
+fn string_map() -> impl Strategy<Value = Value> {
+    btree_map(text(), text(), 0..4).prop_map(|m| json!(m))
+}
+
+/// A spelling of `key` Go's JSON decoding would take for the same field.
+fn respelled(key: &'static str) -> impl Strategy<Value = String> {
+    prop_oneof![
+        3 => Just(key.to_string()),
+        1 => Just(key.to_uppercase()),
+        1 => Just(key.to_lowercase()),
+        1 => Just({
+            let mut c = key.chars();
+            c.next().map(|f| f.to_uppercase().chain(c).collect()).unwrap_or_default()
+        }),
+    ]
+}
+
+/// Keys that would escalate a pod's privileges, with the value that does.
+pub fn escalating_setting() -> impl Strategy<Value = (String, Value)> {
+    let settings: Vec<(&'static str, Value)> = vec![
+        ("hostNetwork", json!(true)),
+        ("hostPID", json!(true)),
+        ("hostIPC", json!(true)),
+        ("privileged", json!(true)),
+        ("securityContext", json!({"privileged": true})),
+        (
+            "securityContext",
+            json!({"capabilities": {"add": ["SYS_ADMIN", "NET_ADMIN"]}}),
+        ),
+        ("capabilities", json!({"add": ["SYS_ADMIN"]})),
+        ("volumes", json!([{"name": "h", "hostPath": {"path": "/"}}])),
+        ("hostPath", json!({"path": "/var/run/docker.sock"})),
+        ("serviceAccountName", json!("cluster-admin")),
+        ("serviceAccount", json!("cluster-admin")),
+        ("automountServiceAccountToken", json!(true)),
+        ("nodeName", json!("control-plane")),
+        (
+            "ephemeralContainers",
+            json!([{"name": "x", "image": "busybox", "securityContext": {"privileged": true}}]),
+        ),
+        (
+            "initContainers",
+            json!([{"name": "x", "image": "busybox", "ports": [{"containerPort": 1, "hostPort": 1}]}]),
+        ),
+    ];
+    proptest::sample::select(settings).prop_flat_map(|(key, value)| (respelled(key), Just(value)))
+}
+
+/// A path of object keys leading to where a setting is put: the paths the providers merge
+/// (`spec.template.spec`, `head`, `frontend.resources`, ...) and random ones, in any spelling.
+fn path() -> impl Strategy<Value = Vec<String>> {
+    let known: Vec<Vec<&'static str>> = vec![
+        vec![],
+        vec!["spec", "template", "spec"],
+        vec!["spec", "template"],
+        vec!["spec"],
+        vec!["head"],
+        vec!["worker"],
+        vec!["head", "template", "spec"],
+        vec!["frontend"],
+        vec!["frontend", "resources"],
+        vec!["inference", "template", "spec"],
+    ];
+    prop_oneof![
+        3 => proptest::sample::select(known).prop_map(|p| p.into_iter().map(str::to_string).collect()),
+        1 => vec("[a-zA-Z]{1,8}", 0..6),
+    ]
+}
+
+/// Any JSON value, nested up to `depth` levels.
+pub fn json_value(depth: u32) -> impl Strategy<Value = Value> {
+    let leaf = prop_oneof![
+        Just(Value::Null),
+        any::<bool>().prop_map(Value::Bool),
+        integer().prop_map(|i| json!(i)),
+        text().prop_map(Value::String),
+    ];
+    leaf.prop_recursive(depth, 32, 4, |inner| {
+        prop_oneof![
+            vec(inner.clone(), 0..4).prop_map(Value::Array),
+            btree_map("[a-zA-Z]{1,10}", inner, 0..4)
+                .prop_map(|m| Value::Object(m.into_iter().collect())),
+        ]
+    })
+}
+
+/// `provider.overrides`: random trees, nulls that delete, and escalating settings placed at
+/// any path in any spelling.
+pub fn overrides() -> impl Strategy<Value = Map<String, Value>> {
+    (
+        btree_map("[a-zA-Z.]{1,10}", json_value(3), 0..3),
+        vec((path(), escalating_setting()), 0..3),
+    )
+        .prop_map(|(random, placed)| {
+            let mut out: Map<String, Value> = random.into_iter().collect();
+            for (path, (key, value)) in placed {
+                put(&mut out, &path, key, value);
+            }
+            out
+        })
+}
+
+/// Puts `key: value` at `path` in `map`, making objects along the way (paths are short).
+fn put(map: &mut Map<String, Value>, path: &[String], key: String, value: Value) {
+    match path.split_first() {
+        None => {
+            map.insert(key, value);
+        }
+        Some((first, rest)) => {
+            let slot = map.entry(first.clone()).or_insert_with(|| json!({}));
+            if !slot.is_object() {
+                *slot = json!({});
+            }
+            if let Value::Object(next) = slot {
+                put(next, rest, key, value);
+            }
+        }
+    }
+}
+
+fn engine_type() -> impl Strategy<Value = Value> {
+    prop_oneof![
+        Just(json!("vllm")),
+        Just(json!("sglang")),
+        Just(json!("trtllm")),
+        Just(json!("llamacpp")),
+    ]
+}
+
+fn gpu() -> impl Strategy<Value = Value> {
+    (
+        option::of(prop_oneof![4 => 0i64..9, 1 => integer()]),
+        option::of(text()),
+    )
+        .prop_map(|(count, gpu_type)| {
+            let mut gpu = json!({});
+            if let Some(c) = count {
+                gpu["count"] = json!(c);
+            }
+            if let Some(t) = gpu_type {
+                gpu["type"] = json!(t);
+            }
+            gpu
+        })
+}
+
+fn component() -> impl Strategy<Value = Value> {
+    (
+        option::of(integer()),
+        option::of(gpu()),
+        option::of(quantity()),
+    )
+        .prop_map(|(replicas, gpu, memory)| {
+            let mut c = json!({});
+            if let Some(r) = replicas {
+                c["replicas"] = json!(r);
+            }
+            if let Some(g) = gpu {
+                c["gpu"] = g;
+            }
+            if let Some(m) = memory {
+                c["memory"] = json!(m);
+            }
+            c
+        })
+}
+
+fn image() -> impl Strategy<Value = String> {
+    prop_oneof![
+        3 => Just("vllm/vllm-openai:v0.11.0".to_string()),
+        1 => Just("registry.example.com:5000/team/llama@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef".to_string()),
+        1 => text(),
+    ]
+}
+
+fn insert_some(spec: &mut Value, key: &str, value: Option<Value>) {
+    if let Some(v) = value {
+        spec[key] = v;
+    }
+}
+
+/// A ModelDeployment `spec` as JSON.
+pub fn spec() -> BoxedStrategy<Value> {
+    let model = (
+        prop_oneof![3 => Just("Qwen/Qwen3-8B".to_string()), 1 => Just("org/model-gguf".to_string()), 1 => text()],
+        option::of(prop_oneof![Just("huggingface"), Just("custom")]),
+    )
+        .prop_map(|(id, source)| {
+            let mut m = json!({"id": id});
+            if let Some(s) = source {
+                m["source"] = json!(s);
+            }
+            m
+        })
+        .boxed();
+    let engine = (
+        option::of(engine_type()),
+        option::of(integer()),
+        option::of(btree_map("[a-z][a-z-]{0,10}", text(), 0..3)),
+        option::of(image()),
+        option::of(any::<bool>()),
+        option::of(any::<bool>()),
+        option::of(vec(text(), 0..3)),
+    )
+        .prop_map(|(t, ctx, args, image, prefix, eager, extra)| {
+            let mut e = json!({});
+            insert_some(&mut e, "type", t);
+            insert_some(&mut e, "contextLength", ctx.map(|c| json!(c)));
+            insert_some(&mut e, "args", args.map(|a| json!(a)));
+            insert_some(&mut e, "image", image.map(Value::String));
+            insert_some(&mut e, "enablePrefixCaching", prefix.map(Value::Bool));
+            insert_some(&mut e, "enforceEager", eager.map(Value::Bool));
+            insert_some(&mut e, "extraArgs", extra.map(|x| json!(x)));
+            e
+        })
+        .boxed();
+    let scaling = (
+        option::of(integer()),
+        option::of(component()),
+        option::of(component()),
+    )
+        .prop_map(|(replicas, prefill, decode)| {
+            let mut s = json!({});
+            insert_some(&mut s, "replicas", replicas.map(|r| json!(r)));
+            insert_some(&mut s, "prefill", prefill);
+            insert_some(&mut s, "decode", decode);
+            s
+        })
+        .boxed();
+    let resources = (
+        option::of(gpu()),
+        option::of(quantity()),
+        option::of(quantity()),
+    )
+        .prop_map(|(gpu, memory, cpu)| {
+            let mut r = json!({});
+            insert_some(&mut r, "gpu", gpu);
+            insert_some(&mut r, "memory", memory.map(Value::String));
+            insert_some(&mut r, "cpu", cpu.map(Value::String));
+            r
+        })
+        .boxed();
+    let env = vec((text(), text()), 0..3)
+        .prop_map(|e| {
+            json!(
+                e.into_iter()
+                    .map(|(n, v)| json!({"name": n, "value": v}))
+                    .collect::<Vec<_>>()
+            )
+        })
+        .boxed();
+    let tolerations = vec(
+        (
+            text(),
+            option::of(prop_oneof![
+                Just("Equal"),
+                Just("Exists"),
+                Just("Sometimes")
+            ]),
+            option::of(prop_oneof![
+                Just("NoSchedule"),
+                Just("NoExecute"),
+                Just("Never")
+            ]),
+            option::of(integer()),
+        ),
+        0..2,
+    )
+    .prop_map(|ts| {
+        json!(
+            ts.into_iter()
+                .map(|(key, op, effect, secs)| {
+                    let mut t = json!({"key": key});
+                    insert_some(&mut t, "operator", op.map(|o| json!(o)));
+                    insert_some(&mut t, "effect", effect.map(|e| json!(e)));
+                    insert_some(&mut t, "tolerationSeconds", secs.map(|s| json!(s)));
+                    t
+                })
+                .collect::<Vec<_>>()
+        )
+    })
+    .boxed();
+    let provider = (
+        option::of(prop_oneof![
+            Just("kaito"),
+            Just("dynamo"),
+            Just("kuberay"),
+            Just("llmd"),
+            Just("vllm")
+        ]),
+        option::of(overrides()),
+    )
+        .prop_map(|(name, overrides)| {
+            let mut p = json!({});
+            insert_some(&mut p, "name", name.map(|n| json!(n)));
+            insert_some(&mut p, "overrides", overrides.map(Value::Object));
+            p
+        })
+        .boxed();
+    (
+        (model, option::of(engine), option::of(prop_oneof![Just("aggregated"), Just("disaggregated")])),
+        (option::of(scaling), option::of(resources), option::of(image())),
+        (option::of(env), option::of(string_map()), option::of(tolerations)),
+        (option::of(provider), option::of((string_map(), string_map())), option::of(text())),
+    )
+        .prop_map(|((model, engine, mode), (scaling, resources, image), (env, selector, tolerations), (provider, template, token))| {
+            let mut spec = json!({"model": model});
+            insert_some(&mut spec, "engine", engine);
+            insert_some(&mut spec, "serving", mode.map(|m| json!({"mode": m})));
+            insert_some(&mut spec, "scaling", scaling);
+            insert_some(&mut spec, "resources", resources);
+            insert_some(&mut spec, "image", image.map(Value::String));
+            insert_some(&mut spec, "env", env);
+            insert_some(&mut spec, "nodeSelector", selector);
+            insert_some(&mut spec, "tolerations", tolerations);
+            insert_some(&mut spec, "provider", provider);
+            insert_some(&mut spec, "podTemplate", template.map(|(labels, annotations)| json!({"metadata": {"labels": labels, "annotations": annotations}})));
+            insert_some(&mut spec, "secrets", token.map(|t| json!({"huggingFaceToken": t})));
+            spec
+        })
+        .boxed()
+}
+
+/// A ModelDeployment named `name` with `spec`, assigned to `provider` (`None`: unassigned);
+/// `None` when the spec does not decode (the API server's schema refuses such an object).
+pub fn model_deployment(
+    name: &str,
+    spec: &Value,
+    provider: Option<&str>,
+) -> Option<ModelDeployment> {
+    let mut object = json!({"apiVersion": "airunway.ai/v1alpha1", "kind": "ModelDeployment",
+        "metadata": {"name": name, "namespace": "ns", "uid": "u", "generation": 1}, "spec": spec});
+    if let Some(p) = provider {
+        object["status"] = json!({"provider": {"name": p}});
+    }
+    serde_json::from_value(object).ok()
+}
+
+/// Selection rules: ones the shipped providers use, ones that error at run time (missing
+/// keys, wrong types, division by zero), ones that are expensive (nested comprehensions over
+/// the spec) or huge, and random text.
+pub fn cel_rule() -> impl Strategy<Value = String> {
+    prop_oneof![
+        3 => prop_oneof![
+            Just("spec.engine.type == 'vllm'"),
+            Just("has(spec.resources) && has(spec.resources.gpu) && spec.resources.gpu.count > 0"),
+            Just("!has(spec.resources.gpu) || spec.resources.gpu.count == 0"),
+            Just("spec.serving.mode == 'disaggregated'"),
+            Just("spec.model.id.startsWith('Qwen/')"),
+            Just("metadata.name.size() < 10"),
+        ].prop_map(str::to_string),
+        2 => prop_oneof![
+            Just("spec.nosuchfield.deeper == 1"),
+            Just("spec.engine.type + 1 == 2"),
+            Just("1 / 0 == 1"),
+            Just("spec.model.id.matches('(')"),
+            Just("int(spec.model.id) > 0"),
+            Just("spec.env[100].name == 'x'"),
+            Just("{'a': 1}.b == 1"),
+        ].prop_map(str::to_string),
+        2 => prop_oneof![
+            Just("spec.env.all(a, spec.env.all(b, spec.env.all(c, spec.env.all(d, a.name != d.name))))"),
+            Just("spec.model.id.split('/').all(x, spec.model.id.split('/').exists(y, x == y))"),
+            Just("[1,2,3,4,5,6,7,8].all(a, [1,2,3,4,5,6,7,8].all(b, [1,2,3,4,5,6,7,8].all(c, [1,2,3,4,5,6,7,8].all(d, a+b+c+d > 0))))"),
+            Just("spec.tolerations.map(t, t.key).filter(k, k.size() > 0).size() >= 0"),
+        ].prop_map(str::to_string),
+        1 => (1usize..2000).prop_map(|n| vec!["spec.engine.type == 'vllm'"; n].join(" || ")),
+        1 => (1usize..300).prop_map(|n| format!("{}true{}", "(".repeat(n), ")".repeat(n))),
+        1 => "\\PC{0,64}",
+    ]
+}
+
+/// An upstream object's `status`: conditions of any type, status and reason, phases, counts
+/// of any sign and type, missing and wrong-typed fields.
+pub fn upstream_status() -> impl Strategy<Value = Value> {
+    let condition = (
+        prop_oneof![
+            Just("Ready"),
+            Just("Available"),
+            Just("Progressing"),
+            Just("ReplicaFailure"),
+            Just("ResourceReady"),
+            Just("InferenceReady"),
+            Just("WorkspaceSucceeded"),
+            Just("Failed")
+        ]
+        .prop_map(str::to_string),
+        prop_oneof![
+            Just(json!("True")),
+            Just(json!("False")),
+            Just(json!("Unknown")),
+            Just(json!(true)),
+            Just(Value::Null)
+        ],
+        option::of(text()),
+        option::of(text()),
+    )
+        .prop_map(|(t, s, reason, message)| {
+            let mut c = json!({"type": t, "status": s});
+            insert_some(&mut c, "reason", reason.map(Value::String));
+            insert_some(&mut c, "message", message.map(Value::String));
+            c
+        });
+    let counts = btree_map(
+        prop_oneof![
+            Just("replicas"),
+            Just("readyReplicas"),
+            Just("availableReplicas"),
+            Just("updatedReplicas"),
+            Just("observedGeneration"),
+            Just("unavailableReplicas")
+        ]
+        .prop_map(str::to_string),
+        prop_oneof![
+            integer().prop_map(|i| json!(i)),
+            Just(json!("3")),
+            Just(Value::Null)
+        ],
+        0..4,
+    );
+    (
+        vec(condition, 0..5),
+        counts,
+        option::of(
+            prop_oneof![
+                Just("Running"),
+                Just("Pending"),
+                Just("Failed"),
+                Just("Ready"),
+                Just("successful"),
+                Just("failed"),
+                Just("")
+            ]
+            .prop_map(str::to_string),
+        ),
+        option::of(json_value(3)),
+    )
+        .prop_map(|(conditions, counts, state, extra)| {
+            let mut status = json!({"conditions": conditions});
+            for (k, v) in counts {
+                status[k] = v;
+            }
+            if let Some(s) = state {
+                status["state"] = json!(s.clone());
+                status["phase"] = json!(s);
+            }
+            if let Some(e) = extra {
+                status["serviceStatus"] = e;
+            }
+            status
+        })
+}
