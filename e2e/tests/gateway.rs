@@ -782,7 +782,9 @@ async fn the_inference_extension_crd_going_and_coming_back_needs_no_restart() {
     let started = Instant::now();
     let env = TestEnv::new("gateway-crds").await;
     let ns = env.namespace.clone();
-    create_gateway(&env.client, &ns, "inference-gateway", true).await;
+    let gateway_namespace = format!("{ns}-gw");
+    create_namespace(&env.client, &gateway_namespace).await;
+    create_gateway(&env.client, &gateway_namespace, "inference-gateway", true).await;
     let (_core, _provider) = start(&env).await;
     let mds: Api<ModelDeployment> = Api::namespaced(env.client.clone(), &ns);
     let crds: Api<CustomResourceDefinition> = Api::all(env.client.clone());
@@ -840,9 +842,39 @@ async fn the_inference_extension_crd_going_and_coming_back_needs_no_restart() {
         back.elapsed().as_secs_f64()
     );
 
+    let gateway = gateways(&env.client, &gateway_namespace)
+        .get("inference-gateway")
+        .await
+        .unwrap();
+    assert_eq!(
+        listener_namespaces(&gateway)["selector"]["matchExpressions"][0]["values"],
+        json!([ns, gateway_namespace]),
+        "sorted"
+    );
+
+    // Deleting the namespace's last routed deployment takes its allowance back (while the
+    // provider's finalizer holds the deployment, the core sees it being deleted).
+    let deleting = Instant::now();
     mds.delete("asked", &DeleteParams::default()).await.unwrap();
     wait_deleted(&mds, "asked", WAIT).await;
-    gateways(&env.client, &ns)
+    eprintln!(
+        "deployment deleted in {:.1}s",
+        deleting.elapsed().as_secs_f64()
+    );
+    eventually("the listener back to Same", WAIT, || async {
+        let gateway = gateways(&env.client, &gateway_namespace)
+            .get("inference-gateway")
+            .await
+            .unwrap();
+        let namespaces = listener_namespaces(&gateway);
+        if namespaces == json!({"from": "Same"}) {
+            Ok(())
+        } else {
+            Err(namespaces.to_string())
+        }
+    })
+    .await;
+    gateways(&env.client, &gateway_namespace)
         .delete("inference-gateway", &DeleteParams::default())
         .await
         .unwrap();
