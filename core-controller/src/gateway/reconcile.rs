@@ -949,3 +949,99 @@ fn spawn_watches(
         });
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn md(value: serde_json::Value) -> ModelDeployment {
+        serde_json::from_value(value).unwrap()
+    }
+
+    fn ipc(name: &str, engines: serde_json::Value) -> InferenceProviderConfig {
+        serde_json::from_value(
+            json!({"apiVersion": "airunway.ai/v1alpha1", "kind": "InferenceProviderConfig",
+            "metadata": {"name": name}, "spec": {"capabilities": {"engines": engines}}}),
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn the_capability_of_the_provider_and_resolved_engine() {
+        let providers = [
+            ipc(
+                "llmd",
+                json!([{"name": "vllm", "servingModes": ["aggregated"], "gpuSupport": true, "cpuSupport": false,
+                "gateway": {"endpointPicker": {"image": "epp:llmd"}}}]),
+            ),
+            ipc(
+                "dynamo",
+                json!([{"name": "vllm", "servingModes": ["aggregated"], "gpuSupport": true, "cpuSupport": false,
+                "gateway": {"managesInferencePool": true, "inferencePoolNamePattern": "{name}-pool"}}]),
+            ),
+            ipc("kaito", json!(["vllm", "llamacpp"])),
+        ];
+        let named = |provider: &str| {
+            md(
+                json!({"apiVersion": "airunway.ai/v1alpha1", "kind": "ModelDeployment",
+                "metadata": {"name": "m", "namespace": "n"},
+                "spec": {"model": {"id": "a/b"}, "engine": {"type": "vllm"}, "provider": {"name": provider}}}),
+            )
+        };
+        let llmd = capability(&named("llmd"), &providers).unwrap();
+        assert_eq!(
+            llmd.endpoint_picker.unwrap().image.as_deref(),
+            Some("epp:llmd")
+        );
+        let dynamo = capability(&named("dynamo"), &providers).unwrap();
+        assert_eq!(dynamo.manages_inference_pool, Some(true));
+        assert_eq!(
+            capability(&named("kaito"), &providers),
+            None,
+            "name-only engines have none"
+        );
+        assert_eq!(capability(&named("absent"), &providers), None);
+    }
+
+    #[test]
+    fn only_running_or_routed_deployments_are_woken() {
+        let base = json!({"apiVersion": "airunway.ai/v1alpha1", "kind": "ModelDeployment",
+            "metadata": {"name": "m", "namespace": "n", "generation": 1}, "spec": {"model": {"id": "a/b"}}});
+        let mut running = base.clone();
+        running["status"] = json!({"phase": "Running"});
+        assert!(concerns(&md(running)));
+        let mut pending = base.clone();
+        pending["status"] = json!({"phase": "Pending"});
+        assert!(!concerns(&md(pending)));
+        let mut was_routed = base;
+        was_routed["status"] = json!({"phase": "Deploying", "gateway": {"modelName": "x"}});
+        assert!(concerns(&md(was_routed)), "its objects must be cleaned up");
+    }
+
+    #[test]
+    fn every_rendered_kind_has_a_resource() {
+        let owner = Owner {
+            name: "m".into(),
+            namespace: "n".into(),
+            uid: "u".into(),
+        };
+        let names = Names::of("m");
+        for object in render::endpoint_picker(&owner, &names, "i", "c") {
+            assert!(resource_of(&object).is_some(), "{}", object["kind"]);
+        }
+        assert_eq!(
+            resource_of(&json!({"kind": "InferencePool"}))
+                .unwrap()
+                .plural,
+            "inferencepools"
+        );
+        assert_eq!(
+            resource_of(&json!({"kind": "HTTPRoute"})).unwrap().group,
+            "gateway.networking.k8s.io"
+        );
+        assert!(
+            resource_of(&json!({"kind": "Secret"})).is_none(),
+            "never a Secret"
+        );
+    }
+}
