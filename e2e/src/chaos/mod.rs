@@ -76,9 +76,8 @@ impl Replicas {
             .find(|pid| holder.ends_with(&format!("-{pid}")))
     }
 
-    /// `kill -9` the leader (else the first replica) and start a replacement; returns the
-    /// killed pid.
-    pub async fn kill_leader_and_replace(&mut self, env: &TestEnv) -> Option<u32> {
+    /// `kill -9` the leader (else the first replica); returns the killed pid.
+    pub async fn kill_leader(&mut self, env: &TestEnv) -> Option<u32> {
         let pid = match self.leader_pid(env).await {
             Some(pid) => pid,
             None => self.running.first()?.process.pid(),
@@ -86,6 +85,12 @@ impl Replicas {
         let index = self.running.iter().position(|r| r.process.pid() == pid)?;
         let victim = self.running.remove(index);
         victim.process.kill();
+        Some(pid)
+    }
+
+    /// [`Replicas::kill_leader`], then start a replacement (as its ReplicaSet would).
+    pub async fn kill_leader_and_replace(&mut self, env: &TestEnv) -> Option<u32> {
+        let pid = self.kill_leader(env).await?;
         self.start_one(env).await;
         Some(pid)
     }
