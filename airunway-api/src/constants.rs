@@ -89,6 +89,14 @@ pub mod condition_types {
     pub const AVAILABLE: &str = "Available";
     /// InferenceProviderConfig, written by the core: selection rules evaluate without errors.
     pub const SELECTION_RULES_VALID: &str = "SelectionRulesValid";
+    /// ModelDeployment, written by the direct vLLM provider: the image resolved to a digest.
+    pub const IMAGE_RESOLVED: &str = "ImageResolved";
+    /// ModelDeployment, written by the direct vLLM provider: the image's signature checked.
+    pub const IMAGE_VERIFIED: &str = "ImageVerified";
+    /// ModelDeployment, written by the direct vLLM provider: a custom image is not vouched for.
+    pub const UNSUPPORTED_IMAGE: &str = "UnsupportedImage";
+    /// ModelDeployment, written by the direct vLLM provider: recipe provenance annotations read.
+    pub const RECIPE_RESOLVED: &str = "RecipeResolved";
 
     /// Condition types the core owns on a ModelDeployment (server-side apply manager `airunway-core`).
     pub const CORE_OWNED: [&str; 5] = [

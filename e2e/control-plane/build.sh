@@ -7,6 +7,7 @@
 #   etcd                                                      go.etcd.io/etcd/server/v3 v$ETCD_VERSION
 #   kwok                                                      sigs.k8s.io/kwok v$KWOK_VERSION
 #   ray-operator (the KubeRay operator)                       github.com/ray-project/kuberay/ray-operator v$KUBERAY_VERSION
+#   registry (the OCI distribution registry)                  github.com/distribution/distribution/v3 v$DISTRIBUTION_VERSION
 #
 # Output, under $AIRUNWAY_CONTROL_PLANE_CACHE (default $HOME/.cache/airunway/control-plane),
 # one directory per version:
@@ -14,7 +15,8 @@
 #   kwok-v$KWOK_VERSION/kwok, kwok-v$KWOK_VERSION/stages/*.yaml (KWOK's own "fast" node and pod
 #     stages and its node heartbeat, taken from the same module)
 #   kuberay-v$KUBERAY_VERSION/ray-operator
-# A binary already there is not built again. The three groups build in parallel (logs in
+#   distribution-v$DISTRIBUTION_VERSION/registry
+# A binary already there is not built again. The groups build in parallel (logs in
 # <cache>/build-logs/). Prints the control plane directory last (the harness finds the others
 # from versions.env).
 set -euo pipefail
@@ -28,17 +30,19 @@ dest="$cache_root/k8s-v$K8S_VERSION-etcd-v$ETCD_VERSION"
 work="$cache_root/build-k8s-v$K8S_VERSION-etcd-v$ETCD_VERSION"
 kwok_dest="$cache_root/kwok-v$KWOK_VERSION"
 kuberay_dest="$cache_root/kuberay-v$KUBERAY_VERSION"
+distribution_dest="$cache_root/distribution-v$DISTRIBUTION_VERSION"
 logs="$cache_root/build-logs"
 
 have() { for f in "$@"; do [ -x "$f" ] || return 1; done; }
 
-need_k8s=1; need_etcd=1; need_kwok=1; need_kuberay=1
+need_k8s=1; need_etcd=1; need_kwok=1; need_kuberay=1; need_distribution=1
 have "$dest/kube-apiserver" "$dest/kube-controller-manager" "$dest/kube-scheduler" && need_k8s=0
 have "$dest/etcd" && need_etcd=0
 have "$kwok_dest/kwok" && [ -f "$kwok_dest/stages/pod-ready.yaml" ] && need_kwok=0
 have "$kuberay_dest/ray-operator" && need_kuberay=0
-if [ $((need_k8s + need_etcd + need_kwok + need_kuberay)) -eq 0 ]; then
-  echo "binaries already built in $dest, $kwok_dest, $kuberay_dest" >&2
+have "$distribution_dest/registry" && need_distribution=0
+if [ $((need_k8s + need_etcd + need_kwok + need_kuberay + need_distribution)) -eq 0 ]; then
+  echo "binaries already built in $dest, $kwok_dest, $kuberay_dest, $distribution_dest" >&2
   echo "$dest"
   exit 0
 fi
@@ -137,6 +141,17 @@ build_kuberay() {
   mv "$kuberay_dest/ray-operator.tmp" "$kuberay_dest/ray-operator"
 }
 
+build_distribution() {
+  local src="$cache_root/build-distribution-v$DISTRIBUTION_VERSION"
+  module_source github.com/distribution/distribution/v3 "v$DISTRIBUTION_VERSION" "$src"
+  mkdir -p "$distribution_dest"
+  (cd "$src" && go build -trimpath \
+    -ldflags "-s -w -X github.com/distribution/distribution/v3/version.version=v$DISTRIBUTION_VERSION" \
+    -o "$distribution_dest/registry.tmp" ./cmd/registry)
+  mv "$distribution_dest/registry.tmp" "$distribution_dest/registry"
+  "$distribution_dest/registry" --version
+}
+
 start=$(date +%s)
 pids=()
 names=()
@@ -150,6 +165,7 @@ run() { # name function
 [ $need_etcd -eq 1 ] && run "etcd-v$ETCD_VERSION" build_etcd
 [ $need_kwok -eq 1 ] && run "kwok-v$KWOK_VERSION" build_kwok
 [ $need_kuberay -eq 1 ] && run "kuberay-v$KUBERAY_VERSION" build_kuberay
+[ $need_distribution -eq 1 ] && run "distribution-v$DISTRIBUTION_VERSION" build_distribution
 failed=0
 for i in "${!pids[@]}"; do
   if ! wait "${pids[$i]}"; then
@@ -159,5 +175,5 @@ for i in "${!pids[@]}"; do
   fi
 done
 [ $failed -eq 0 ] || exit 1
-echo "built in $(( $(date +%s) - start ))s: $dest, $kwok_dest, $kuberay_dest" >&2
+echo "built in $(( $(date +%s) - start ))s: $dest, $kwok_dest, $kuberay_dest, $distribution_dest" >&2
 echo "$dest"

@@ -15,6 +15,7 @@
 //! - [`kustomize`]: the kustomize subset `deploy/` uses, rendered without a kustomize binary.
 //! - [`images`]: our images unpacked and their entrypoints run as their ServiceAccounts.
 //! - [`http`]: GET for metrics and health endpoints.
+//! - [`registry`]: a real OCI registry on loopback, with images pushed by `umoci`/`skopeo`.
 //! - [`sandbox`]: the local sandbox (`e2e/sandbox up`).
 //! - [`bench`]: the scale benchmark (`e2e/bench`).
 //! - [`chaos`]: faults injected while work is in flight (`e2e/tests/chaos.rs`).
@@ -37,6 +38,7 @@ pub mod paths;
 pub mod pki;
 pub mod process;
 pub mod providers;
+pub mod registry;
 pub mod sandbox;
 pub mod stack;
 pub mod wait;

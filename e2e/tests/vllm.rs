@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 
 use airunway_api::constants::{condition_types, labels};
 use airunway_api::v1alpha1::{ConditionStatus, InferenceProviderConfig, ModelDeployment, Phase};
+use airunway_e2e::registry::LocalRegistry;
 use airunway_e2e::stack::{self, FAST_HEALTH, Running};
 use airunway_e2e::wait::{wait_deleted, wait_for, wait_for_condition};
 use airunway_e2e::{TestEnv, cluster_lock};
@@ -52,9 +53,20 @@ fn deployment(name: &str, spec: Value) -> ModelDeployment {
     .unwrap()
 }
 
-fn on_vllm() -> Value {
+/// An image reference on a loopback port nothing listens on: resolution fails at once, and
+/// no request leaves the machine.
+fn unreachable_image() -> String {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    format!("127.0.0.1:{port}/vllm/vllm-openai:offline")
+}
+
+fn on_vllm(image: &str) -> Value {
     json!({"model": {"id": "Qwen/Qwen3-0.6B", "servedName": "qwen3"},
-           "engine": {"type": "vllm", "contextLength": 4096,
+           "engine": {"type": "vllm", "contextLength": 4096, "image": image,
                       "args": {"gpu-memory-utilization": "0.9", "max-model-len": "2048"},
                       "extraArgs": ["--seed", "7"]},
            "resources": {"gpu": {"count": 2}, "memory": "8Gi"},
@@ -107,10 +119,24 @@ async fn runs_on_simulated_gpu_nodes_scales_to_zero_and_back_drift_and_deletion(
     let deployments: Api<Deployment> = Api::namespaced(env.client.clone(), &env.namespace);
     let services: Api<Service> = Api::namespaced(env.client.clone(), &env.namespace);
 
+    // A real OCI registry on loopback with a tiny image pushed by umoci and skopeo.
+    let registry = LocalRegistry::start(
+        &env.control_plane
+            .dir
+            .join(format!("registry-{}", env.namespace)),
+    )
+    .unwrap();
+    let digest = registry.push_tiny_image("vllm/vllm-openai", "e2e").unwrap();
+    let image = format!("{}/vllm/vllm-openai:e2e", registry.address);
+    let agent = "airunway-provider-vllm/";
+
     let started = Instant::now();
-    mds.create(&PostParams::default(), &deployment("direct", on_vllm()))
-        .await
-        .unwrap();
+    mds.create(
+        &PostParams::default(),
+        &deployment("direct", on_vllm(&image)),
+    )
+    .await
+    .unwrap();
     let md = wait_for(&mds, "direct", WAIT, "Running", |md| {
         md.phase() == Some(Phase::Running)
     })
@@ -135,6 +161,38 @@ async fn runs_on_simulated_gpu_nodes_scales_to_zero_and_back_drift_and_deletion(
         (Some("direct"), Some(8000))
     );
     assert_eq!(replicas(&md), (Some(1), Some(1)));
+
+    // status.image: resolved to the digest the registry holds, by one manifest request.
+    let resolved = status.image.clone().unwrap();
+    assert_eq!(resolved.requested.as_deref(), Some(image.as_str()));
+    assert_eq!(resolved.digest.as_deref(), Some(digest.as_str()));
+    assert_eq!(
+        resolved.resolved,
+        Some(format!("{}/vllm/vllm-openai@{digest}", registry.address))
+    );
+    assert_eq!(resolved.source.as_deref(), Some("custom"));
+    let image_resolved = md.condition(condition_types::IMAGE_RESOLVED).unwrap();
+    // (Resolved on the first reconcile; the ones since reused it.)
+    assert_eq!(image_resolved.status, ConditionStatus::True);
+    assert!(
+        matches!(
+            image_resolved.reason.as_deref(),
+            Some("ImageResolved" | "ImageResolutionReused")
+        ),
+        "{image_resolved:?}"
+    );
+    assert_eq!(
+        md.condition(condition_types::IMAGE_VERIFIED)
+            .map(|c| c.status),
+        Some(ConditionStatus::Unknown)
+    );
+    assert_eq!(
+        md.condition(condition_types::UNSUPPORTED_IMAGE)
+            .and_then(|c| c.reason.clone())
+            .as_deref(),
+        Some("CustomImage")
+    );
+    assert_eq!(registry.manifest_requests("vllm/vllm-openai", agent), 1);
     for type_ in [
         condition_types::PROVIDER_COMPATIBLE,
         condition_types::RESOURCE_CREATED,
@@ -205,7 +263,8 @@ async fn runs_on_simulated_gpu_nodes_scales_to_zero_and_back_drift_and_deletion(
     let container = &pod.spec.clone().unwrap().containers[0];
     assert_eq!(
         container.image.as_deref(),
-        Some("vllm/vllm-openai:cu130-nightly")
+        Some(image.as_str()),
+        "a user image runs as given"
     );
     let limits = container.resources.clone().unwrap().limits.unwrap();
     assert_eq!(limits["nvidia.com/gpu"].0, "2");
@@ -309,6 +368,43 @@ async fn runs_on_simulated_gpu_nodes_scales_to_zero_and_back_drift_and_deletion(
     let drift = env.event_notes("DriftDetected").await;
     assert!(drift.iter().any(|n| n.contains("'direct'")), "{drift:?}");
 
+    // Every reconcile since (scale to zero and back, two drift repairs) reused status.image:
+    // still the one manifest request in the registry's access log.
+    let md = mds.get("direct").await.unwrap();
+    assert_eq!(
+        md.condition(condition_types::IMAGE_RESOLVED)
+            .and_then(|c| c.reason.clone())
+            .as_deref(),
+        Some("ImageResolutionReused")
+    );
+    assert_eq!(
+        registry.manifest_requests("vllm/vllm-openai", agent),
+        1,
+        "the unchanged reference is not asked again"
+    );
+    // A new requested reference is resolved again, to the new image's digest.
+    let digest_v2 = registry
+        .push_tiny_image("vllm/vllm-openai", "e2e-v2")
+        .unwrap();
+    assert_ne!(digest_v2, digest);
+    let image_v2 = format!("{}/vllm/vllm-openai:e2e-v2", registry.address);
+    mds.patch(
+        "direct",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"spec": {"engine": {"image": image_v2}}})),
+    )
+    .await
+    .unwrap();
+    wait_for(&mds, "direct", WAIT, "the new image resolved", |md| {
+        md.status
+            .as_ref()
+            .and_then(|s| s.image.as_ref())
+            .and_then(|i| i.digest.as_deref())
+            == Some(digest_v2.as_str())
+    })
+    .await;
+    assert_eq!(registry.manifest_requests("vllm/vllm-openai", agent), 2);
+
     // Deletion removes both objects and releases the deployment.
     mds.delete("direct", &DeleteParams::default())
         .await
@@ -330,16 +426,17 @@ async fn explicit_only_compatibility_networking_and_registration() {
     let deployments: Api<Deployment> = Api::namespaced(env.client.clone(), &env.namespace);
 
     // Explicit-only: a deployment that does not name vllm is never given to it.
-    let mut unnamed = on_vllm();
+    let offline = unreachable_image();
+    let mut unnamed = on_vllm(&offline);
     unnamed["provider"] = json!(null);
     mds.create(&PostParams::default(), &deployment("unnamed", unnamed))
         .await
         .unwrap();
 
     let tail = "conflicts with Direct vLLM generated networking; Direct vLLM currently requires host 0.0.0.0 and port 8000 to keep the container, Service, and probes aligned";
-    let mut port = on_vllm();
+    let mut port = on_vllm(&offline);
     port["engine"]["args"] = json!({"port": "9000"});
-    let mut host = on_vllm();
+    let mut host = on_vllm(&offline);
     host["engine"]["extraArgs"] = json!(["--host=127.0.0.1"]);
     for (name, spec, message) in [
         (
@@ -389,19 +486,33 @@ async fn explicit_only_compatibility_networking_and_registration() {
             .contains(&"airunway.ai/vllm-provider".to_string())
     );
 
-    // The example as a user applies it (the sandbox applies it too): Running, with the flag
-    // engine.args sets instead of the one the provider derives.
+    // The example (the sandbox applies it too), its image on an unreachable registry: the
+    // failed resolution of a user image is not fatal; it runs the tag and reaches Running,
+    // with the flag engine.args sets instead of the one the provider derives.
     let mut manifests = airunway_e2e::manifests::read(
         &airunway_e2e::paths::workspace_root().join("examples/gpu-vllm-direct.yaml"),
     );
     for manifest in &mut manifests {
         manifest["metadata"]["namespace"] = json!(env.namespace);
+        manifest["spec"]["engine"]["image"] = json!(offline);
     }
     airunway_e2e::manifests::apply(&env.client, &manifests).await;
     let md = wait_for(&mds, "qwen3-vllm", WAIT, "Running", |md| {
         md.phase() == Some(Phase::Running)
     })
     .await;
+    let failed = md.condition(condition_types::IMAGE_RESOLVED).unwrap();
+    assert_eq!(
+        (failed.status, failed.reason.as_deref()),
+        (ConditionStatus::False, Some("ImageResolutionFailed"))
+    );
+    let text = failed.message.clone().unwrap_or_default();
+    assert!(
+        text.starts_with(&format!(
+            "Failed to resolve Direct vLLM image \"{offline}\" from custom selection: cannot reach the registry"
+        )) && text.ends_with(" Continuing with the user-specified image reference."),
+        "{text}"
+    );
     assert_eq!(
         md.status.unwrap().endpoint.unwrap().service.as_deref(),
         Some("qwen3-vllm")

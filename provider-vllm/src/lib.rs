@@ -13,14 +13,18 @@
 
 pub mod compat;
 pub mod image;
+pub mod prepare;
+pub mod registry;
 pub mod render;
+
+use std::sync::OnceLock;
 
 use airunway_api::k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use airunway_api::kube::core::DynamicObject;
 use airunway_api::provider::workload::{self, status};
 use airunway_api::provider::{
-    Provider, RenderError, Rendered, RenderedSet, SchemaDetection, TranslatedStatus, UpstreamKind,
-    UpstreamSchema,
+    Preparation, Provider, RenderError, Rendered, RenderedSet, SchemaDetection, TranslatedStatus,
+    UpstreamKind, UpstreamSchema,
 };
 use airunway_api::v1alpha1::{
     EngineCapability, EngineCapabilityEntry, EngineType, InferenceProviderConfigSpec,
@@ -38,12 +42,41 @@ pub const DOCUMENTATION: &str =
 #[derive(Clone, Copy, Debug, Default)]
 pub struct VllmProvider;
 
-/// The image `md` runs: `engine.image` (or the legacy `spec.image`), else the default.
+/// The image `md` runs: `engine.image` (or the legacy `spec.image`), else the default image
+/// pinned to the digest `status.image` resolved for it, else its tag.
 pub fn image_for(md: &ModelDeployment) -> String {
-    md.spec
-        .image_override()
-        .unwrap_or(image::DEFAULT_IMAGE)
-        .to_string()
+    prepare::image_to_run(md)
+}
+
+/// The process's registry client (built once; `None` when no trust roots could be loaded).
+fn resolver() -> Result<&'static registry::Resolver, String> {
+    static RESOLVER: OnceLock<Result<registry::Resolver, String>> = OnceLock::new();
+    RESOLVER
+        .get_or_init(|| {
+            registry::Resolver::new(registry::DEFAULT_TIMEOUT).map_err(|e| e.to_string())
+        })
+        .as_ref()
+        .map_err(Clone::clone)
+}
+
+/// Resolves `md`'s image (reusing `status.image` when the requested reference is unchanged).
+pub async fn resolve_image(md: &ModelDeployment) -> Preparation {
+    let outcome = match prepare::next_step(md) {
+        prepare::Step::Reuse(previous) => prepare::Outcome::Reused(previous),
+        prepare::Step::Pinned(parsed) => {
+            let digest = parsed.digest.clone().unwrap_or_default();
+            prepare::Outcome::Resolved(parsed, digest)
+        }
+        prepare::Step::Invalid(message) => prepare::Outcome::Failed(None, message),
+        prepare::Step::Resolve(parsed) => match resolver() {
+            Err(message) => prepare::Outcome::Failed(Some(parsed), message),
+            Ok(resolver) => match resolver.resolve(&parsed).await {
+                Ok(digest) => prepare::Outcome::Resolved(parsed, digest),
+                Err(error) => prepare::Outcome::Failed(Some(parsed), error.to_string()),
+            },
+        },
+    };
+    prepare::preparation(md, &outcome)
 }
 
 impl Provider for VllmProvider {
@@ -106,6 +139,13 @@ impl Provider for VllmProvider {
         _schema: &UpstreamSchema,
     ) -> Result<RenderedSet, RenderError> {
         render::render(deployment, &image_for(deployment))
+    }
+
+    fn prepare(
+        &self,
+        deployment: &ModelDeployment,
+    ) -> impl std::future::Future<Output = Preparation> + Send {
+        resolve_image(deployment)
     }
 
     fn translate_status(

@@ -445,3 +445,196 @@ fn sdk_set_cycle_creates_then_settles_both_objects() {
         Err(cycle::CycleError::Incompatible(message)) if message == "vLLM provider only supports vllm engine, got sglang"
     ));
 }
+
+mod image_status {
+    use super::*;
+    use airunway_api::v1alpha1::{ConditionStatus, ImageStatus};
+    use airunway_provider_vllm::image::parse;
+    use airunway_provider_vllm::prepare::{
+        Outcome, Step, image_to_run, next_step, preparation, requested,
+    };
+
+    const DIGEST: &str = "sha256:9701b03c5c595b1b37ade54343095f27a84dcae686a93a4a8c087a3894bb19f4";
+
+    fn with_image(image: Option<&str>, status_image: Option<Value>) -> ModelDeployment {
+        let mut engine = json!({"type": "vllm"});
+        if let Some(image) = image {
+            engine["image"] = json!(image);
+        }
+        let mut md = aggregated(json!({ "engine": engine }));
+        if let Some(status_image) = status_image {
+            md.status.as_mut().unwrap().image = Some(serde_json::from_value(status_image).unwrap());
+        }
+        md
+    }
+
+    fn condition<'a>(
+        p: &'a airunway_api::provider::Preparation,
+        type_: &str,
+    ) -> &'a airunway_api::conditions::DesiredCondition {
+        p.conditions.iter().find(|c| c.type_ == type_).unwrap()
+    }
+
+    fn status_image(p: &airunway_api::provider::Preparation) -> ImageStatus {
+        serde_json::from_value(p.status["image"].clone()).unwrap()
+    }
+
+    #[test]
+    fn resolution_is_reused_while_the_requested_reference_is_unchanged() {
+        let fresh = with_image(Some("127.0.0.1:5000/vllm/vllm-openai:test"), None);
+        let Step::Resolve(parsed) = next_step(&fresh) else {
+            panic!()
+        };
+        assert_eq!(parsed.path, "vllm/vllm-openai");
+        let resolved = preparation(&fresh, &Outcome::Resolved(parsed, DIGEST.into()));
+        let image = status_image(&resolved);
+        let wanted = format!("127.0.0.1:5000/vllm/vllm-openai@{DIGEST}");
+        assert_eq!(image.resolved.as_deref(), Some(wanted.as_str()));
+        assert_eq!(image.digest.as_deref(), Some(DIGEST));
+        assert_eq!(image.tag.as_deref(), Some("test"));
+        assert_eq!(
+            (image.source.as_deref(), image.in_nightly, image.verified),
+            (Some("custom"), Some(false), Some(false))
+        );
+        let cond = condition(&resolved, "ImageResolved");
+        assert_eq!(
+            (cond.status, cond.reason.as_str()),
+            (ConditionStatus::True, "ImageResolved")
+        );
+        assert_eq!(
+            cond.message,
+            format!(
+                "Resolved Direct vLLM image \"127.0.0.1:5000/vllm/vllm-openai:test\" to \"{wanted}\" from custom selection."
+            )
+        );
+        assert_eq!(
+            condition(&resolved, "ImageVerified").status,
+            ConditionStatus::Unknown
+        );
+        assert_eq!(
+            condition(&resolved, "UnsupportedImage").reason,
+            "CustomImage"
+        );
+        assert!(resolved.hold.is_none());
+        // Next reconcile: the status shows it, nothing is asked again.
+        let settled = with_image(
+            Some("127.0.0.1:5000/vllm/vllm-openai:test"),
+            Some(resolved.status["image"].clone()),
+        );
+        let Step::Reuse(previous) = next_step(&settled) else {
+            panic!()
+        };
+        let reused = preparation(&settled, &Outcome::Reused(previous));
+        assert_eq!(status_image(&reused), image);
+        assert_eq!(
+            condition(&reused, "ImageResolved").reason,
+            "ImageResolutionReused"
+        );
+        // A changed reference is resolved again; a digest-pinned one needs no registry.
+        let changed = with_image(
+            Some("127.0.0.1:5000/vllm/vllm-openai:other"),
+            Some(resolved.status["image"].clone()),
+        );
+        assert!(matches!(next_step(&changed), Step::Resolve(_)));
+        let pinned = with_image(Some(&format!("127.0.0.1:5000/a/b@{DIGEST}")), None);
+        assert!(matches!(next_step(&pinned), Step::Pinned(_)));
+        // The user's image runs as given (the tag), not the digest.
+        assert_eq!(
+            image_to_run(&settled),
+            "127.0.0.1:5000/vllm/vllm-openai:test"
+        );
+    }
+
+    #[test]
+    fn a_user_image_failure_is_not_fatal_the_default_image_failure_is() {
+        let user = with_image(Some("vllm/vllm-openai:latest"), None);
+        let failed = preparation(
+            &user,
+            &Outcome::Failed(
+                Some(parse("vllm/vllm-openai:latest").unwrap()),
+                "cannot reach the registry docker.io: dns".into(),
+            ),
+        );
+        assert!(failed.hold.is_none());
+        let cond = condition(&failed, "ImageResolved");
+        assert_eq!(
+            (cond.status, cond.reason.as_str()),
+            (ConditionStatus::False, "ImageResolutionFailed")
+        );
+        assert_eq!(
+            cond.message,
+            "Failed to resolve Direct vLLM image \"vllm/vllm-openai:latest\" from stable selection: cannot reach the registry docker.io: dns. Continuing with the user-specified image reference."
+        );
+        assert_eq!(
+            condition(&failed, "UnsupportedImage").reason,
+            "SupportedImage"
+        );
+        assert_eq!(status_image(&failed).resolved, None);
+        assert_eq!(image_to_run(&user), "vllm/vllm-openai:latest");
+
+        let default = with_image(None, None);
+        assert_eq!(requested(&default), image::DEFAULT_IMAGE);
+        let failed = preparation(
+            &default,
+            &Outcome::Failed(Some(parse(image::DEFAULT_IMAGE).unwrap()), "timeout".into()),
+        );
+        assert_eq!(
+            failed.hold.as_deref(),
+            Some(
+                "failed to resolve default vLLM image \"vllm/vllm-openai:cu130-nightly\": timeout"
+            )
+        );
+        assert_eq!(status_image(&failed).in_nightly, Some(true));
+        // Resolved, the default image runs pinned to its digest.
+        let Step::Resolve(parsed) = next_step(&default) else {
+            panic!()
+        };
+        let resolved = preparation(&default, &Outcome::Resolved(parsed, DIGEST.into()));
+        let pinned = with_image(None, Some(resolved.status["image"].clone()));
+        assert_eq!(image_to_run(&pinned), format!("vllm/vllm-openai@{DIGEST}"));
+        assert_eq!(
+            container(&objects(&pinned)[0])["image"],
+            format!("vllm/vllm-openai@{DIGEST}")
+        );
+    }
+
+    #[test]
+    fn recipe_provenance_is_reported() {
+        let mut md = with_image(Some("vllm/vllm-openai:v1-launch"), None);
+        md.metadata.annotations = Some(
+            [
+                (
+                    "airunway.ai/generated-by".to_string(),
+                    "vllm-recipe-resolver".to_string(),
+                ),
+                ("airunway.ai/recipe.id".to_string(), "qwen3".to_string()),
+                (
+                    "airunway.ai/recipe.hardware".to_string(),
+                    "a100".to_string(),
+                ),
+            ]
+            .into(),
+        );
+        let p = preparation(
+            &md,
+            &Outcome::Resolved(parse("vllm/vllm-openai:v1-launch").unwrap(), DIGEST.into()),
+        );
+        let recipe = condition(&p, "RecipeResolved");
+        assert_eq!(
+            (recipe.reason.as_str(), recipe.message.as_str()),
+            (
+                "RecipeProvenanceResolved",
+                "generated-by=vllm-recipe-resolver, id=qwen3, hardware=a100"
+            )
+        );
+        assert!(status_image(&p).message.unwrap().ends_with(
+            " Recipe provenance: generated-by=vllm-recipe-resolver, id=qwen3, hardware=a100"
+        ));
+        assert_eq!(status_image(&p).source.as_deref(), Some("launch"));
+        let plain = preparation(
+            &with_image(None, None),
+            &Outcome::Resolved(parse(image::DEFAULT_IMAGE).unwrap(), DIGEST.into()),
+        );
+        assert!(plain.conditions.iter().all(|c| c.type_ != "RecipeResolved"));
+    }
+}

@@ -40,6 +40,7 @@ mod live;
 mod metrics;
 pub mod overrides;
 pub mod plan;
+pub mod prepare;
 mod probe_server;
 mod recent;
 mod reconcile;
@@ -61,6 +62,6 @@ pub use metrics::ProviderMetrics;
 pub use reconcile::ReconcileError;
 pub use runner::{run, run_with_args};
 pub use traits::{
-    Provider, RenderError, RenderWarning, Rendered, RenderedSet, SchemaDetection, TranslatedStatus,
-    UpstreamController, UpstreamKind, UpstreamSchema,
+    Preparation, Provider, RenderError, RenderWarning, Rendered, RenderedSet, SchemaDetection,
+    TranslatedStatus, UpstreamController, UpstreamKind, UpstreamSchema,
 };

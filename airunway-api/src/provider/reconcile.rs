@@ -298,6 +298,22 @@ async fn deploy<P: Provider>(
 ) -> Result<Action, ReconcileError> {
     let provider = ctx.provider.as_ref();
     let detection = ctx.detection();
+    // The provider's I/O before the render (e.g. an image resolved to a digest), for a
+    // compatible deployment: written to the status, and seen by the render.
+    let with_preparation;
+    let md = if provider.check_compatibility(md).is_ok() {
+        let preparation = provider.prepare(md).await;
+        super::prepare::write(md, ctx, &preparation).await?;
+        if let Some(message) = &preparation.hold {
+            ctx.metrics.error("prepare");
+            status_write::write(md, ctx, &super::prepare::held(provider, message)).await?;
+            return Ok(Action::requeue(ctx.resync));
+        }
+        with_preparation = super::prepare::with_status(md, &preparation);
+        &with_preparation
+    } else {
+        md
+    };
     let prepared = match plan::prepare_with(provider, md, &detection, &ctx.pod_security) {
         Ok(prepared) => prepared,
         Err(held) => {

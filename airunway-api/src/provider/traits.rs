@@ -175,6 +175,19 @@ pub struct TranslatedStatus {
     pub ready: bool,
 }
 
+/// What a provider derives with I/O before rendering (see [`Provider::prepare`]).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Preparation {
+    /// Provider-specific `status` fields (e.g. `image`), written with the field manager
+    /// `<name>-provider-prepare` and visible to the render in `deployment.status`.
+    pub status: serde_json::Map<String, serde_json::Value>,
+    /// Provider-specific conditions (e.g. `ImageResolved`), written with them.
+    pub conditions: Vec<crate::conditions::DesiredCondition>,
+    /// A fatal problem: nothing is rendered or applied; phase `Failed` with this message (the
+    /// reconcile retries at the resync interval).
+    pub hold: Option<String>,
+}
+
 /// A provider shim: a set of pure functions. The SDK ([`super::run`]) does registration, the
 /// probe, the reconcile loop, finalizers, server-side apply, drift, events and metrics.
 pub trait Provider: Send + Sync + 'static {
@@ -254,5 +267,17 @@ pub trait Provider: Send + Sync + 'static {
         upstream: &[Option<&DynamicObject>],
     ) -> TranslatedStatus {
         self.translate_status(deployment, upstream.first().copied().flatten())
+    }
+
+    /// I/O before the render, once per reconcile of a deployment to deploy (after the
+    /// compatibility check passed), e.g. resolving an image to a digest: its
+    /// [`Preparation`] is written to the deployment's status and the render sees it. It must
+    /// bound its own time and reuse what the deployment's status already shows where it can
+    /// (it runs on every reconcile). Default: nothing.
+    fn prepare(
+        &self,
+        _deployment: &ModelDeployment,
+    ) -> impl std::future::Future<Output = Preparation> + Send {
+        std::future::ready(Preparation::default())
     }
 }

@@ -553,6 +553,10 @@ pub struct ModelDeploymentStatus {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gateway: Option<GatewayStatus>,
 
+    /// The container image as resolved by the provider (the direct vLLM provider).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub image: Option<ImageStatus>,
+
     /// Conditions; each condition type is written by exactly one controller.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[x_kube(merge_strategy = kube::core::ListMerge::Map(vec!["type".into()]))]
@@ -654,6 +658,42 @@ pub struct ReplicaStatus {
     /// Workers available.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub available: Option<i32>,
+}
+
+/// The container image a provider runs, resolved from the requested reference.
+#[derive(Serialize, Deserialize, schemars::JsonSchema, Clone, Debug, Default, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct ImageStatus {
+    /// The reference asked for (`engine.image`, `image`, or the provider's default).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub requested: Option<String>,
+    /// `<repository>@<digest>` when resolved.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resolved: Option<String>,
+    /// The repository, without tag or digest.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub repository: Option<String>,
+    /// The tag asked for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tag: Option<String>,
+    /// The manifest digest (`sha256:...`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub digest: Option<String>,
+    /// Where the image comes from: `nightly`, `stable`, `launch` or `custom`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
+    /// Whether the image is a nightly build.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub in_nightly: Option<bool>,
+    /// Whether a signature or attestation was verified.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verified: Option<bool>,
+    /// Why the image is or is not verified.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verification_message: Option<String>,
+    /// What resolution did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
 }
 
 /// The Service serving the model.

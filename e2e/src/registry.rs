@@ -1,0 +1,166 @@
+//! A real OCI registry on loopback: the distribution registry (`github.com/distribution/
+//! distribution/v3`, `cmd/registry`, built by `e2e/control-plane/build.sh` at
+//! `DISTRIBUTION_VERSION`), started with a config file on a free port, its storage in a
+//! temporary folder, and its access log (one line per request) in its log file. Images are
+//! pushed with Debian's `umoci` (builds a tiny OCI image layout) and `skopeo` (copies it in);
+//! nothing leaves the machine.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+
+use crate::paths;
+use crate::process::{Lifetime, ProcessHandle, Spawn};
+
+/// The registry binary: `$AIRUNWAY_REGISTRY_BIN`, else the version-keyed cache of
+/// `e2e/control-plane/build.sh`.
+pub fn registry_binary() -> Result<PathBuf> {
+    let path = match std::env::var_os("AIRUNWAY_REGISTRY_BIN") {
+        Some(path) => PathBuf::from(path),
+        None => paths::go_binaries_cache()?
+            .join(format!(
+                "distribution-v{}",
+                paths::pinned_version("DISTRIBUTION_VERSION")?
+            ))
+            .join("registry"),
+    };
+    if !path.is_file() {
+        bail!(
+            "{} is missing: build it with `e2e/control-plane/build.sh`",
+            path.display()
+        );
+    }
+    Ok(path)
+}
+
+/// A running local registry.
+#[derive(Debug)]
+pub struct LocalRegistry {
+    /// The process (stopped when dropped with the test process).
+    pub process: ProcessHandle,
+    /// `127.0.0.1:<port>`.
+    pub address: String,
+    dir: PathBuf,
+}
+
+fn run(command: &mut Command, what: &str) -> Result<String> {
+    let output = command
+        .output()
+        .with_context(|| format!("running {what} (Debian: apt-get install umoci skopeo)"))?;
+    if !output.status.success() {
+        bail!(
+            "{what} failed: {}",
+            String::from_utf8_lossy(&output.stderr).trim()
+        );
+    }
+    Ok(String::from_utf8_lossy(&output.stdout).trim().to_string())
+}
+
+impl LocalRegistry {
+    /// Starts a registry with its storage and log under `dir`, and waits until it answers.
+    pub fn start(dir: &Path) -> Result<LocalRegistry> {
+        std::fs::create_dir_all(dir)?;
+        let port = std::net::TcpListener::bind("127.0.0.1:0")?
+            .local_addr()?
+            .port();
+        let address = format!("127.0.0.1:{port}");
+        let config = dir.join("config.yml");
+        std::fs::write(
+            &config,
+            format!(
+                "version: 0.1\nlog:\n  level: info\n  formatter: text\n  accesslog:\n    disabled: false\nstorage:\n  filesystem:\n    rootdirectory: {}\nhttp:\n  addr: {address}\n",
+                dir.join("data").display()
+            ),
+        )?;
+        let process = Spawn {
+            name: "registry".into(),
+            program: registry_binary()?,
+            args: vec!["serve".into(), config.display().to_string()],
+            env: Default::default(),
+            log: dir.join("registry.log"),
+            lifetime: Lifetime::WithTestProcess,
+        }
+        .start()?;
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while std::net::TcpStream::connect(&address).is_err() {
+            if let Some(status) = process.exit_status() {
+                bail!("the registry exited ({status}):\n{}", process.log_tail(20));
+            }
+            if Instant::now() > deadline {
+                bail!("the registry did not listen on {address} within 20 s");
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        Ok(LocalRegistry {
+            process,
+            address,
+            dir: dir.to_path_buf(),
+        })
+    }
+
+    /// Builds a tiny image (an empty root filesystem with a command) with `umoci` and pushes it
+    /// to `<address>/<repository>:<tag>` with `skopeo`; returns its manifest digest as the
+    /// registry reports it.
+    pub fn push_tiny_image(&self, repository: &str, tag: &str) -> Result<String> {
+        let layout = self
+            .dir
+            .join(format!("layout-{}", repository.replace('/', "-")));
+        if !layout.exists() {
+            run(
+                Command::new("umoci")
+                    .args(["init", "--layout"])
+                    .arg(&layout),
+                "umoci init",
+            )?;
+        }
+        let image = format!("{}:{tag}", layout.display());
+        run(
+            Command::new("umoci").args(["new", "--image", &image]),
+            "umoci new",
+        )?;
+        run(
+            Command::new("umoci").args([
+                "config",
+                "--image",
+                &image,
+                "--config.cmd",
+                &format!("/serve-{tag}"),
+            ]),
+            "umoci config",
+        )?;
+        let destination = format!("docker://{}/{repository}:{tag}", self.address);
+        run(
+            Command::new("skopeo").args([
+                "copy",
+                "--quiet",
+                "--dest-tls-verify=false",
+                &format!("oci:{image}"),
+                &destination,
+            ]),
+            "skopeo copy",
+        )?;
+        run(
+            Command::new("skopeo").args([
+                "inspect",
+                "--tls-verify=false",
+                "--format",
+                "{{.Digest}}",
+                &destination,
+            ]),
+            "skopeo inspect",
+        )
+    }
+
+    /// How many manifest requests (`GET`/`HEAD /v2/<repository>/manifests/...`) the access log
+    /// shows from clients whose user agent contains `agent`.
+    pub fn manifest_requests(&self, repository: &str, agent: &str) -> usize {
+        let needle = format!("/v2/{repository}/manifests/");
+        std::fs::read_to_string(self.process.log())
+            .unwrap_or_default()
+            .lines()
+            .filter(|l| l.contains(" HTTP/1.1\" ") && l.contains(&needle) && l.contains(agent))
+            .count()
+    }
+}

@@ -1,0 +1,368 @@
+//! Resolving an image tag to its manifest digest through the OCI distribution HTTP API:
+//! `HEAD /v2/<path>/manifests/<tag>` with the manifest media types in `Accept` (OCI index and
+//! manifest, Docker manifest list and v2 manifest), the digest from `Docker-Content-Digest`.
+//! A registry that answers `401` with a `Bearer` challenge gets the token flow (anonymous:
+//! `GET <realm>?service=…&scope=repository:<path>:pull`, then the request again with the
+//! token). Every call is bounded by the resolver's timeout, and response bodies read are
+//! bounded in size. Plain HTTP is used only for loopback registries (`127.0.0.1`, `localhost`,
+//! `[::1]`); everything else is HTTPS with the system's trust roots. Docker Hub references go
+//! to `registry-1.docker.io`.
+
+use std::time::Duration;
+
+use airunway_api::serde_json;
+use http::{HeaderMap, HeaderValue, Method, Request, StatusCode, header};
+use http_body_util::{BodyExt, Empty, Limited};
+use hyper_rustls::HttpsConnector;
+use hyper_util::client::legacy::Client;
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::rt::TokioExecutor;
+
+use crate::image::{DOCKER_HUB, ImageRef};
+
+/// The manifest media types asked for (an index first: a multi-platform tag resolves to it).
+pub const MANIFEST_ACCEPT: &str = "application/vnd.oci.image.index.v1+json, application/vnd.docker.distribution.manifest.list.v2+json, application/vnd.oci.image.manifest.v1+json, application/vnd.docker.distribution.manifest.v2+json";
+
+/// The reference's bound on one resolution.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Largest token response read.
+const MAX_TOKEN_BODY: usize = 64 * 1024;
+
+/// The user agent (the registry's access log names the provider).
+pub const USER_AGENT: &str = concat!("airunway-provider-vllm/", env!("CARGO_PKG_VERSION"));
+
+/// Why an image could not be resolved.
+#[derive(Debug, thiserror::Error)]
+pub enum ResolveError {
+    /// No answer within the timeout.
+    #[error("the registry {registry} did not answer within {timeout:?}")]
+    Timeout {
+        /// The registry host.
+        registry: String,
+        /// The bound.
+        timeout: Duration,
+    },
+    /// The connection failed (refused, DNS, TLS).
+    #[error("cannot reach the registry {registry}: {detail}")]
+    Unreachable {
+        /// The registry host.
+        registry: String,
+        /// The cause.
+        detail: String,
+    },
+    /// The registry refused the request.
+    #[error("the registry {registry} answered {status} for {what}")]
+    Status {
+        /// The registry host.
+        registry: String,
+        /// The HTTP status.
+        status: u16,
+        /// What was asked.
+        what: String,
+    },
+    /// The answer lacked what the protocol promises (a digest, a token).
+    #[error("the registry {registry} gave no {missing}")]
+    Incomplete {
+        /// The registry host.
+        registry: String,
+        /// What was missing.
+        missing: &'static str,
+    },
+    /// The client could not be built (no trust roots).
+    #[error("registry client: {0}")]
+    Client(String),
+}
+
+impl ResolveError {
+    /// A short, static label for metrics.
+    pub fn category(&self) -> &'static str {
+        match self {
+            ResolveError::Timeout { .. } => "timeout",
+            ResolveError::Unreachable { .. } => "unreachable",
+            ResolveError::Status { .. } => "status",
+            ResolveError::Incomplete { .. } => "incomplete",
+            ResolveError::Client(_) => "client",
+        }
+    }
+}
+
+/// A registry client.
+#[derive(Clone, Debug)]
+pub struct Resolver {
+    client: Client<HttpsConnector<HttpConnector>, Empty<&'static [u8]>>,
+    timeout: Duration,
+}
+
+/// Whether `host` (with an optional port) is a loopback address.
+pub fn is_loopback(host: &str) -> bool {
+    let name = host
+        .rsplit_once(':')
+        .filter(|(h, port)| !h.ends_with(':') && port.chars().all(|c| c.is_ascii_digit()))
+        .map_or(host, |(h, _)| h);
+    matches!(name, "localhost" | "[::1]") || name.starts_with("127.")
+}
+
+/// The base URL of `image`'s registry.
+pub fn registry_url(image: &ImageRef) -> String {
+    let host = if image.registry == DOCKER_HUB {
+        "registry-1.docker.io"
+    } else {
+        image.registry.as_str()
+    };
+    let scheme = if is_loopback(host) { "http" } else { "https" };
+    format!("{scheme}://{host}")
+}
+
+/// The parameters of a `WWW-Authenticate: Bearer k="v",…` challenge.
+pub fn bearer_challenge(value: &str) -> Option<Vec<(String, String)>> {
+    let rest = value.trim().strip_prefix("Bearer ")?;
+    let mut params = Vec::new();
+    let mut rest = rest.trim();
+    while !rest.is_empty() {
+        let (key, after) = rest.split_once('=')?;
+        let after = after.trim_start();
+        let (val, next) = if let Some(quoted) = after.strip_prefix('"') {
+            let end = quoted.find('"')?;
+            (&quoted[..end], &quoted[end + 1..])
+        } else {
+            after.split_once(',').map_or((after, ""), |(v, n)| (v, n))
+        };
+        params.push((key.trim().to_string(), val.to_string()));
+        rest = next.trim_start_matches([',', ' ']);
+    }
+    Some(params)
+}
+
+fn query_escape(s: &str) -> String {
+    s.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                (b as char).to_string()
+            }
+            other => format!("%{other:02X}"),
+        })
+        .collect()
+}
+
+impl Resolver {
+    /// A client whose every resolution is bounded by `timeout`.
+    pub fn new(timeout: Duration) -> Result<Resolver, ResolveError> {
+        let connector = hyper_rustls::HttpsConnectorBuilder::new()
+            .with_native_roots()
+            .map_err(|e| ResolveError::Client(e.to_string()))?
+            .https_or_http()
+            .enable_http1()
+            .build();
+        Ok(Resolver {
+            client: Client::builder(TokioExecutor::new()).build(connector),
+            timeout,
+        })
+    }
+
+    /// The manifest digest (`sha256:…`) `image`'s tag points at.
+    pub async fn resolve(&self, image: &ImageRef) -> Result<String, ResolveError> {
+        let registry = image.registry.clone();
+        match tokio_timeout(self.timeout, self.resolve_unbounded(image)).await {
+            Some(result) => result,
+            None => Err(ResolveError::Timeout {
+                registry,
+                timeout: self.timeout,
+            }),
+        }
+    }
+
+    async fn resolve_unbounded(&self, image: &ImageRef) -> Result<String, ResolveError> {
+        let reference = image
+            .digest
+            .clone()
+            .or_else(|| image.tag.clone())
+            .unwrap_or_else(|| "latest".to_string());
+        let url = format!(
+            "{}/v2/{}/manifests/{reference}",
+            registry_url(image),
+            image.path
+        );
+        let (status, headers) = self.request(image, Method::HEAD, &url, None).await?;
+        let (status, headers) = if status == StatusCode::UNAUTHORIZED {
+            let token = self.token(image, &headers).await?;
+            self.request(image, Method::HEAD, &url, Some(&format!("Bearer {token}")))
+                .await?
+        } else {
+            (status, headers)
+        };
+        if !status.is_success() {
+            return Err(ResolveError::Status {
+                registry: image.registry.clone(),
+                status: status.as_u16(),
+                what: format!("the manifest of {}:{reference}", image.path),
+            });
+        }
+        headers
+            .get("docker-content-digest")
+            .and_then(|v| v.to_str().ok())
+            .filter(|d| d.starts_with("sha256:"))
+            .map(str::to_string)
+            .ok_or(ResolveError::Incomplete {
+                registry: image.registry.clone(),
+                missing: "Docker-Content-Digest header",
+            })
+    }
+
+    /// Sends a request; reads at most `body_limit` bytes of the body (none for 0).
+    async fn request(
+        &self,
+        image: &ImageRef,
+        method: Method,
+        url: &str,
+        authorization: Option<&str>,
+    ) -> Result<(StatusCode, HeaderMap), ResolveError> {
+        let (status, headers, _) = self.send(image, method, url, authorization, 0).await?;
+        Ok((status, headers))
+    }
+
+    async fn send(
+        &self,
+        image: &ImageRef,
+        method: Method,
+        url: &str,
+        authorization: Option<&str>,
+        body_limit: usize,
+    ) -> Result<(StatusCode, HeaderMap, Vec<u8>), ResolveError> {
+        let unreachable = |detail: String| ResolveError::Unreachable {
+            registry: image.registry.clone(),
+            detail,
+        };
+        let mut builder = Request::builder()
+            .method(method)
+            .uri(url)
+            .header(header::ACCEPT, MANIFEST_ACCEPT)
+            .header(header::USER_AGENT, USER_AGENT);
+        if let Some(value) = authorization {
+            let value = HeaderValue::from_str(value).map_err(|e| unreachable(e.to_string()))?;
+            builder = builder.header(header::AUTHORIZATION, value);
+        }
+        let request = builder
+            .body(Empty::new())
+            .map_err(|e| unreachable(e.to_string()))?;
+        let response = self
+            .client
+            .request(request)
+            .await
+            .map_err(|e| unreachable(format!("{e:#}")))?;
+        let (parts, body) = response.into_parts();
+        let bytes = if body_limit == 0 {
+            Vec::new()
+        } else {
+            Limited::new(body, body_limit)
+                .collect()
+                .await
+                .map_err(|e| unreachable(format!("reading the answer: {e}")))?
+                .to_bytes()
+                .to_vec()
+        };
+        Ok((parts.status, parts.headers, bytes))
+    }
+
+    /// The anonymous pull token a `Bearer` challenge asks for.
+    async fn token(&self, image: &ImageRef, headers: &HeaderMap) -> Result<String, ResolveError> {
+        let incomplete = |missing| ResolveError::Incomplete {
+            registry: image.registry.clone(),
+            missing,
+        };
+        let challenge = headers
+            .get(header::WWW_AUTHENTICATE)
+            .and_then(|v| v.to_str().ok())
+            .and_then(bearer_challenge)
+            .ok_or(incomplete("Bearer challenge with its 401"))?;
+        let get = |key: &str| {
+            challenge
+                .iter()
+                .find(|(k, _)| k == key)
+                .map(|(_, v)| v.clone())
+        };
+        let realm = get("realm").ok_or(incomplete("token realm"))?;
+        let scope = get("scope").unwrap_or_else(|| format!("repository:{}:pull", image.path));
+        let mut url = format!("{realm}?scope={}", query_escape(&scope));
+        if let Some(service) = get("service") {
+            url.push_str(&format!("&service={}", query_escape(&service)));
+        }
+        let (status, _, body) = self
+            .send(image, Method::GET, &url, None, MAX_TOKEN_BODY)
+            .await?;
+        if !status.is_success() {
+            return Err(ResolveError::Status {
+                registry: image.registry.clone(),
+                status: status.as_u16(),
+                what: "a pull token".into(),
+            });
+        }
+        let value: serde_json::Value =
+            serde_json::from_slice(&body).map_err(|_| incomplete("token JSON"))?;
+        value["token"]
+            .as_str()
+            .or_else(|| value["access_token"].as_str())
+            .map(str::to_string)
+            .ok_or(incomplete("token"))
+    }
+}
+
+async fn tokio_timeout<F: std::future::Future>(limit: Duration, future: F) -> Option<F::Output> {
+    airunway_api::provider::tokio::time::timeout(limit, future)
+        .await
+        .ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::image::parse;
+
+    #[test]
+    fn urls_and_loopback() {
+        assert_eq!(
+            registry_url(&parse("vllm/vllm-openai:latest").unwrap()),
+            "https://registry-1.docker.io"
+        );
+        assert_eq!(
+            registry_url(&parse("127.0.0.1:5000/a/b:1").unwrap()),
+            "http://127.0.0.1:5000"
+        );
+        assert_eq!(
+            registry_url(&parse("localhost:5000/a:1").unwrap()),
+            "http://localhost:5000"
+        );
+        assert_eq!(
+            registry_url(&parse("ghcr.io/a/b:1").unwrap()),
+            "https://ghcr.io"
+        );
+        assert!(!is_loopback("127.example.com:5000") || is_loopback("127.0.0.1"));
+    }
+
+    #[test]
+    fn bearer_challenges_are_parsed() {
+        let params = bearer_challenge(
+            r#"Bearer realm="https://auth.docker.io/token",service="registry.docker.io",scope="repository:vllm/vllm-openai:pull""#,
+        )
+        .unwrap();
+        assert_eq!(
+            params,
+            [
+                (
+                    "realm".to_string(),
+                    "https://auth.docker.io/token".to_string()
+                ),
+                ("service".to_string(), "registry.docker.io".to_string()),
+                (
+                    "scope".to_string(),
+                    "repository:vllm/vllm-openai:pull".to_string()
+                )
+            ]
+        );
+        assert!(bearer_challenge("Basic realm=\"x\"").is_none());
+        assert_eq!(
+            query_escape("repository:a/b:pull"),
+            "repository%3Aa%2Fb%3Apull"
+        );
+    }
+}
