@@ -3,7 +3,8 @@
 //! (as its ServiceAccount with the shipped RBAC; it renders built-in Deployments, so nothing is
 //! simulated) on the harness cluster. A corpus of hostile manifests — privilege through
 //! overrides in other spellings and depths, overrides llm-d refuses, bad env names and sizes,
-//! control and unicode characters in names, args and env, 46- and 63-character names,
+//! control and unicode characters in names, args and env, a 1 MB env value and 1.4 MB of
+//! annotations (near etcd's 1.5 MiB object limit), 46- and 63-character names,
 //! quantities at and past the edge, huge context lengths, a pathological selection rule — is
 //! applied with the webhook and again with it removed. Each is refused naming the field, or
 //! admitted and refused at reconcile time (core or provider) with the same words and no
@@ -171,6 +172,14 @@ fn refused_corpus() -> Vec<(String, Value, By, &'static str, &'static str)> {
             llmd(json!({"env": [{"name": "BIG", "value": "x".repeat(1_000_000)}]})),
             "spec.env[0].value",
             "must be at most 32768 bytes",
+        ),
+        c(
+            "annotations-1400kb",
+            llmd(
+                json!({"podTemplate": {"metadata": {"annotations": {"note": "a".repeat(1_400_000)}}}}),
+            ),
+            "spec.podTemplate.metadata.annotations",
+            "must total at most 65536 bytes",
         ),
         c(
             "args-control",
