@@ -1,9 +1,10 @@
 //! What GitOps tools read from a ModelDeployment, on the real control plane with the real core
-//! and the real KAITO provider (its ServiceAccount, shipped RBAC; KAITO's own status comes from
-//! the samples KAITO v0.10 writes, as in `kaito.rs`): deployments are driven to Pending (waiting
-//! for a provider), Stalled (no provider fits), Deploying, Running, Failed (incompatible), a
-//! new generation nobody acted on yet (reconcile paused) and back to Running; then on the very
-//! objects the API server returns:
+//! and the real KAITO and Dynamo providers (their ServiceAccounts, shipped RBAC; the upstream
+//! operators' status comes from the samples KAITO v0.10 and Dynamo write, as in `kaito.rs` and
+//! `dynamo.rs`): deployments are driven to Pending (waiting for a provider), Stalled (no provider
+//! fits), Deploying, Running, Failed (incompatible; and the upstream failed), a new generation
+//! nobody acted on yet (reconcile paused) and back to Running; then on the very objects the API
+//! server returns:
 //!
 //! - the Argo CD health check `deploy/gitops/argocd/health.lua` (taken from the argocd-cm snippet,
 //!   checked equal to the file) runs in a real Lua interpreter (`lua5.4`, `lua5.3`, `lua5.1` or
@@ -49,13 +50,13 @@ fn cpu_llamacpp() -> Value {
            "image": "ghcr.io/sozercan/llama-cpp-runner:latest"})
 }
 
-fn workspaces(env: &TestEnv) -> Api<DynamicObject> {
+fn upstream(env: &TestEnv, group: &str, version: &str, kind: &str) -> Api<DynamicObject> {
     let resource = ApiResource {
-        group: "kaito.sh".into(),
-        version: "v1beta1".into(),
-        api_version: "kaito.sh/v1beta1".into(),
-        kind: "Workspace".into(),
-        plural: "workspaces".into(),
+        group: group.into(),
+        version: version.into(),
+        api_version: format!("{group}/{version}"),
+        kind: kind.into(),
+        plural: format!("{}s", kind.to_lowercase()),
     };
     Api::namespaced_with(env.client.clone(), &env.namespace, &resource)
 }
@@ -321,8 +322,23 @@ async fn argo_cd_health_and_kstatus_for_every_phase() {
         "kaito-0",
     )
     .await;
+    let dynamo_identity = stack::service_account_identity(
+        &env,
+        "deploy/providers/dynamo/rbac.yaml",
+        "airunway-provider-dynamo",
+    )
+    .await;
+    let dynamo = stack::start_provider(
+        &env,
+        "airunway-provider-dynamo",
+        &dynamo_identity,
+        &["--heartbeat-interval=1s"],
+        "dynamo-0",
+    )
+    .await;
     let mds: Api<ModelDeployment> = Api::namespaced(env.client.clone(), &env.namespace);
-    let ws = workspaces(&env);
+    let ws = upstream(&env, "kaito.sh", "v1beta1", "Workspace");
+    let dgds = upstream(&env, "nvidia.com", "v1alpha1", "DynamoGraphDeployment");
     let create = |name: &'static str, spec: Value| {
         let mds = mds.clone();
         async move {
@@ -337,13 +353,24 @@ async fn argo_cd_health_and_kstatus_for_every_phase() {
     create(
         "waiting",
         json!({"model": {"id": "a/b"}, "engine": {"type": "vllm"},
+            "resources": {"gpu": {"count": 1}}, "provider": {"name": "llmd"}}),
+    )
+    .await;
+    // Failed upstream: Dynamo reports its DynamoGraphDeployment failed.
+    create(
+        "upstream-failed",
+        json!({"model": {"id": "Qwen/Qwen3-0.6B"}, "engine": {"type": "vllm"},
             "resources": {"gpu": {"count": 1}}, "provider": {"name": "dynamo"}}),
     )
     .await;
-    // Pending, stalled: no registered provider serves SGLang.
+    // Pending, stalled: no registered provider serves disaggregated TensorRT-LLM (Dynamo serves
+    // it aggregated only, KAITO not at all).
     create(
         "nofit",
-        json!({"model": {"id": "a/b"}, "engine": {"type": "sglang"}, "resources": {"gpu": {"count": 1}}}),
+        json!({"model": {"id": "a/b"}, "engine": {"type": "trtllm"},
+            "serving": {"mode": "disaggregated"},
+            "scaling": {"prefill": {"replicas": 1, "gpu": {"count": 1}},
+                        "decode": {"replicas": 1, "gpu": {"count": 1}}}}),
     )
     .await;
     // Failed: KAITO is named but cannot serve SGLang (its own compatibility check).
@@ -400,13 +427,14 @@ async fn argo_cd_health_and_kstatus_for_every_phase() {
         Some(reasons::INCOMPATIBLE_CONFIGURATION)
     );
 
-    // KAITO's own statuses on the Workspaces the provider created.
-    for (name, sample) in [
-        ("deploying", "workspace-pending.yaml"),
-        ("running", "workspace-ready.yaml"),
+    // The upstream operators' own statuses on the objects the providers created.
+    for (api, name, sample) in [
+        (&ws, "deploying", "workspace-pending.yaml"),
+        (&ws, "running", "workspace-ready.yaml"),
+        (&dgds, "upstream-failed", "dgd-failed.yaml"),
     ] {
-        wait_for(&ws, name, WAIT, "the Workspace", |_| true).await;
-        ws.patch_status(
+        wait_for(api, name, WAIT, "the upstream object", |_| true).await;
+        api.patch_status(
             name,
             &PatchParams::default(),
             &Patch::Merge(json!({"status": paths::upstream_status_sample(sample).unwrap()})),
@@ -424,6 +452,18 @@ async fn argo_cd_health_and_kstatus_for_every_phase() {
         md.phase() == Some(Phase::Running)
     })
     .await;
+    let upstream_failed = wait_for(&mds, "upstream-failed", WAIT, "Failed", |md| {
+        md.phase() == Some(Phase::Failed)
+    })
+    .await;
+    assert_eq!(
+        upstream_failed
+            .condition(condition_types::STALLED)
+            .unwrap()
+            .reason
+            .as_deref(),
+        Some(reasons::DEPLOYMENT_FAILED)
+    );
     let (met, output, met_at) = tokio::time::timeout(WAIT, waiter).await.unwrap().unwrap();
     assert!(met, "kubectl wait md/running: {output}");
     assert_eq!(output, "modeldeployment.airunway.ai/running condition met");
@@ -468,6 +508,12 @@ async fn argo_cd_health_and_kstatus_for_every_phase() {
             Some(ConditionStatus::True),
             Some(ConditionStatus::False),
             Some(ConditionStatus::False),
+        ),
+        (
+            &upstream_failed,
+            Some(ConditionStatus::False),
+            Some(ConditionStatus::False),
+            Some(ConditionStatus::True),
         ),
     ];
     for (md, ready, reconciling, stalled) in table {
@@ -529,6 +575,8 @@ async fn argo_cd_health_and_kstatus_for_every_phase() {
     objects.push(running_gen1);
     names.push("incompatible");
     objects.push(served(&env, "incompatible").await);
+    names.push("upstream-failed");
+    objects.push(served(&env, "upstream-failed").await);
     names.push("paused-generation-2");
     objects.push(behind.clone());
     // A new generation nobody acted on, without the pause annotation (as right after a sync,
@@ -572,6 +620,7 @@ async fn argo_cd_health_and_kstatus_for_every_phase() {
         ("deploying", "Progressing", "InProgress"),
         ("running-at-generation-1", "Healthy", "Current"),
         ("incompatible", "Degraded", "Failed"),
+        ("upstream-failed", "Degraded", "Failed"),
         ("paused-generation-2", "Suspended", "InProgress"),
         ("generation-2-not-acted-on", "Progressing", "InProgress"),
         ("running-at-generation-2", "Healthy", "Current"),
@@ -591,7 +640,7 @@ async fn argo_cd_health_and_kstatus_for_every_phase() {
     assert!(
         health[0]
             .1
-            .starts_with("ProviderNotRegistered: Provider 'dynamo' is not registered"),
+            .starts_with("ProviderNotRegistered: Provider 'llmd' is not registered"),
         "{:?}",
         health[0]
     );
@@ -606,13 +655,21 @@ async fn argo_cd_health_and_kstatus_for_every_phase() {
         health[4].1,
         "IncompatibleConfiguration: KAITO does not support sglang engine"
     );
+    assert!(
+        health[5]
+            .1
+            .starts_with("DeploymentFailed: failed to reconcile Dynamo components"),
+        "{:?}",
+        health[5]
+    );
     assert_eq!(
-        computed[6].1,
+        computed[7].1,
         "ModelDeployment generation is 2, but latest observed generation is 1"
     );
     assert_eq!(computed[4].1, "KAITO does not support sglang engine");
 
     provider.process.terminate(Duration::from_secs(10));
+    dynamo.process.terminate(Duration::from_secs(10));
     core.process.terminate(Duration::from_secs(10));
     airunway_e2e::providers::delete_all(&env.client).await;
     eprintln!("gitops suite: {:.1}s", started.elapsed().as_secs_f64());
