@@ -107,8 +107,21 @@ pub fn our_bin_dir() -> PathBuf {
 }
 
 /// Path of one of our binaries (e.g. `airunway-core`), with a clear error when it is not built.
+/// A binary missing from `$AIRUNWAY_BIN_DIR` (which holds the static release binaries of the
+/// product) is taken from the test executable's own profile directory: the harness's binaries
+/// (`airunway-sandbox`, `airunway-bench`), which `cargo test -p airunway-e2e` builds there.
 pub fn our_binary(name: &str) -> Result<PathBuf> {
-    let path = our_bin_dir().join(name);
+    let mut path = our_bin_dir().join(name);
+    if !path.is_file() && std::env::var_os("AIRUNWAY_BIN_DIR").is_some() {
+        let exe = std::env::current_exe().unwrap_or_default();
+        let mut dir = exe.parent().map(Path::to_path_buf).unwrap_or_default();
+        if dir.file_name().is_some_and(|n| n == "deps") {
+            dir.pop();
+        }
+        if dir.join(name).is_file() {
+            path = dir.join(name);
+        }
+    }
     if !path.is_file() {
         bail!(
             "{} not found: build the binaries first with `cargo build --workspace --bins` \
