@@ -24,7 +24,11 @@
 //!    and Services): each object is applied, drift-checked and recreated on its own, objects
 //!    the render no longer produces (a changed shape) are deleted, and cleanup deletes them
 //!    all; [`workload`] has the shared vLLM Deployment/Service render and the Deployment
-//!    status translator. The pipeline is [`plan::triage`] →
+//!    status translator. A provider that needs I/O before its pure render (the direct vLLM
+//!    provider resolving its image to a digest) implements [`Provider::prepare`]: the
+//!    [`Preparation`]'s status fields and conditions are written (manager
+//!    `<name>-provider-prepare`, only when changed, see [`prepare`]) and the render sees them.
+//!    The pipeline is [`plan::triage`] →
 //!    [`plan::plan`] (pure) → apply only when the plan says so → status only when it changed;
 //!    every read comes from the watch caches, and a change of the upstream object (its
 //!    operator's status, an edit, a deletion) arrives through the provider's watch on its kind
