@@ -222,10 +222,10 @@ mod tests {
     fn backoff_is_bounded_and_resets() {
         let mut backoff = WatchBackoff::default();
         let waits: Vec<Duration> = (0..12).map(|_| backoff.next().unwrap()).collect();
-        assert_eq!(
-            waits[0].as_millis() / 10,
-            25,
-            "first wait 250 ms (+ up to 50)"
+        assert!(
+            (250..300).contains(&waits[0].as_millis()),
+            "first wait 250 ms (+ up to 50): {:?}",
+            waits[0]
         );
         assert!(
             waits
@@ -233,8 +233,8 @@ mod tests {
                 .all(|w| *w <= WATCH_BACKOFF_MAX + WATCH_BACKOFF_MAX / 5)
         );
         let total: Duration = waits.iter().sum();
-        // kube's default would wait 0.8+1.6+...+30+30... ≈ 260 s for the same 12 errors.
-        assert!(total < Duration::from_secs(50), "{total:?}");
+        // kube's default would wait 0.8+1.6+...+30+30... ≈ 230 s for the same 12 errors (42.75 s here before jitter).
+        assert!(total < Duration::from_secs(52), "{total:?}");
         assert_eq!(backoff.base(), WATCH_BACKOFF_MAX);
         backoff.reset();
         assert_eq!(backoff.base(), WATCH_BACKOFF_MIN);
