@@ -426,6 +426,17 @@ async fn a_running_deployment_is_routed_through_the_gateway_and_cleaned_up() {
         "no status churn"
     );
 
+    // The endpoint picker Deployment deleted by hand is put back (watched by its label).
+    let old_uid = deployments.get(epp).await.unwrap().metadata.uid;
+    deployments
+        .delete(epp, &DeleteParams::default())
+        .await
+        .unwrap();
+    wait_for(&deployments, epp, WAIT, "endpoint picker restored", |d| {
+        d.metadata.deletion_timestamp.is_none() && d.metadata.uid != old_uid
+    })
+    .await;
+
     // Refused by its parent: the route's own reason.
     write_route_status(
         &env.client,

@@ -59,6 +59,9 @@ fn gateways_resource() -> ApiResource {
 fn routes_resource() -> ApiResource {
     resource(render::GATEWAY_GROUP, "v1", "HTTPRoute", "httproutes")
 }
+fn pickers_resource() -> ApiResource {
+    resource("apps", "v1", "Deployment", "deployments")
+}
 fn pools_resource() -> ApiResource {
     resource(POOL_GROUP, "v1", "InferencePool", "inferencepools")
 }
@@ -87,6 +90,8 @@ pub struct Integration {
     gateways: Store<DynamicObject>,
     routes: Store<DynamicObject>,
     pools: Store<DynamicObject>,
+    /// The endpoint picker Deployments (labelled), so one deleted by hand is noticed.
+    pickers: Store<DynamicObject>,
     deployments: Store<ModelDeployment>,
     events: EventPublisher,
     metrics: CoreMetrics,
@@ -135,6 +140,8 @@ impl Integration {
         let routes = route_writer.as_reader();
         let pool_writer = reflector::store::Writer::new(pools_resource());
         let pools = pool_writer.as_reader();
+        let picker_writer = reflector::store::Writer::new(pickers_resource());
+        let pickers = picker_writer.as_reader();
 
         // CRDs appearing or going: every deployment concerned is looked at again.
         {
@@ -144,11 +151,11 @@ impl Integration {
             let shutdown = shutdown.clone();
             let client = client.clone();
             tokio::spawn(async move {
-                let mut writers = Some((gateway_writer, route_writer, pool_writer));
+                let mut writers = Some((gateway_writer, route_writer, pool_writer, picker_writer));
                 loop {
                     let available = changes.borrow_and_update().available();
-                    if available && let Some((g, r, p)) = writers.take() {
-                        spawn_watches(&client, g, r, p, &deployments, &sender, &shutdown);
+                    if available && let Some(writers) = writers.take() {
+                        spawn_watches(&client, writers, &deployments, &sender, &shutdown);
                     }
                     send_all(&deployments, &sender, |_| true);
                     tokio::select! {
@@ -165,6 +172,7 @@ impl Integration {
             gateways,
             routes,
             pools,
+            pickers,
             deployments,
             events,
             metrics,
@@ -215,6 +223,7 @@ impl Integration {
             let _ = self.gateways.wait_until_ready().await;
             let _ = self.routes.wait_until_ready().await;
             let _ = self.pools.wait_until_ready().await;
+            let _ = self.pickers.wait_until_ready().await;
         };
         tokio::time::timeout(CACHE_SYNC_WAIT, wait).await.is_ok()
     }
@@ -435,7 +444,9 @@ impl Integration {
                     ))
                 })
                 .and_then(Value::as_str)
-                == Some(hash.as_str());
+                == Some(hash.as_str())
+                && Self::cached(&self.pickers, &pickers_resource(), &namespace, &names.epp)
+                    .is_some();
             if !current {
                 let service = if service_name.is_empty() {
                     None
@@ -870,14 +881,19 @@ fn owner_of(object: &DynamicObject) -> Option<ObjectRef<ModelDeployment>> {
 
 fn spawn_watches(
     client: &Client,
-    gateway_writer: reflector::store::Writer<DynamicObject>,
-    route_writer: reflector::store::Writer<DynamicObject>,
-    pool_writer: reflector::store::Writer<DynamicObject>,
+    (gateway_writer, route_writer, pool_writer, picker_writer): (
+        reflector::store::Writer<DynamicObject>,
+        reflector::store::Writer<DynamicObject>,
+        reflector::store::Writer<DynamicObject>,
+        reflector::store::Writer<DynamicObject>,
+    ),
     deployments: &Store<ModelDeployment>,
     sender: &mpsc::Sender<ObjectRef<ModelDeployment>>,
     shutdown: &CancellationToken,
 ) {
-    tracing::info!("gateway CRDs served: watching Gateways, HTTPRoutes and InferencePools");
+    tracing::info!(
+        "gateway CRDs served: watching Gateways, HTTPRoutes, InferencePools and endpoint picker Deployments"
+    );
     // Gateways: a change (status addresses, listeners, labels, a Gateway added or removed)
     // can change every routed deployment's status.
     let gateways = watcher(
@@ -921,9 +937,18 @@ fn spawn_watches(
     .default_backoff()
     .reflect(pool_writer)
     .touched_objects();
+    // Endpoint picker Deployments (labelled): one deleted or changed wakes its owner.
+    let pickers = watcher(
+        Api::<DynamicObject>::all_with(client.clone(), &pickers_resource()),
+        watcher::Config::default().labels(render::GATEWAY_OF_LABEL),
+    )
+    .default_backoff()
+    .reflect(picker_writer)
+    .touched_objects();
     for (kind, stream) in [
         ("HTTPRoute", routes.boxed()),
         ("InferencePool", pools.boxed()),
+        ("Deployment", pickers.boxed()),
     ] {
         let deployments = deployments.clone();
         let sender = sender.clone();
