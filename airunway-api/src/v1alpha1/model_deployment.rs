@@ -57,6 +57,7 @@ macro_rules! cel {
 )]
 #[serde(rename_all = "camelCase")]
 #[schemars(transform = crate::schema::keep_unknown_fields)]
+#[schemars(transform = value_limits)]
 #[x_kube(validation = kube::core::Rule::new(cel!(engine_needs_gpu "vllm")).message(messages::VLLM_REQUIRES_GPU).field_path(".resources.gpu.count"))]
 #[x_kube(validation = kube::core::Rule::new(cel!(engine_needs_gpu "sglang")).message(messages::SGLANG_REQUIRES_GPU).field_path(".resources.gpu.count"))]
 #[x_kube(validation = kube::core::Rule::new(cel!(engine_needs_gpu "trtllm")).message(messages::TRTLLM_REQUIRES_GPU).field_path(".resources.gpu.count"))]
@@ -127,6 +128,75 @@ pub struct ModelDeploymentSpec {
     /// Routing through the cluster's inference gateway (InferencePool and HTTPRoute).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gateway: Option<GatewaySpec>,
+}
+
+/// A label value as Kubernetes accepts it (empty, or up to 63 characters).
+const LABEL_VALUE_PATTERN: &str = "^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$";
+
+/// Value checks the API server applies from the schema itself, so they hold with the webhook
+/// down (issue 16): env names as a container accepts them (1 to 256 printable ASCII characters
+/// other than `=`) and values of at most 32 KiB; node selector and pod template label values;
+/// toleration operators and effects. Map keys (label keys) need CEL, whose cost the API server
+/// estimates from the request size: they stay with the webhook and the core's reconcile-time
+/// validation, which say the same for these values.
+fn value_limits(schema: &mut schemars::Schema) {
+    use serde_json::{Value, json};
+    let Some(properties) = schema.get_mut("properties").and_then(Value::as_object_mut) else {
+        return;
+    };
+    // A pattern's refusal would only quote the regular expression: CEL rules (bounded by the
+    // maxLength) say what is wrong in the core's words.
+    let label_value = json!({"type": "string", "maxLength": 63, "x-kubernetes-validations": [{
+        "rule": format!("self.matches('{LABEL_VALUE_PATTERN}')"),
+        "message": "value must be at most 63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit",
+    }]});
+    if let Some(item) = properties
+        .get_mut("env")
+        .and_then(|e| e.get_mut("items"))
+        .and_then(|i| i.get_mut("properties"))
+        .and_then(Value::as_object_mut)
+    {
+        if let Some(Value::Object(name)) = item.get_mut("name") {
+            name.insert("minLength".into(), json!(1));
+            name.insert("maxLength".into(), json!(256));
+            name.insert(
+                "x-kubernetes-validations".into(),
+                json!([{"rule": "self.matches('^[ -<>-~]+$')",
+                    "message": "must be 1 to 256 printable ASCII characters other than '='"}]),
+            );
+        }
+        if let Some(Value::Object(value)) = item.get_mut("value") {
+            value.insert("maxLength".into(), json!(32 * 1024));
+        }
+    }
+    if let Some(Value::Object(selector)) = properties.get_mut("nodeSelector") {
+        selector.insert("additionalProperties".into(), label_value.clone());
+    }
+    if let Some(Value::Object(labels)) = properties
+        .get_mut("podTemplate")
+        .and_then(|t| t.pointer_mut("/properties/metadata/properties/labels"))
+    {
+        labels.insert("additionalProperties".into(), label_value);
+    }
+    if let Some(item) = properties
+        .get_mut("tolerations")
+        .and_then(|t| t.get_mut("items"))
+        .and_then(|i| i.get_mut("properties"))
+        .and_then(Value::as_object_mut)
+    {
+        if let Some(Value::Object(operator)) = item.get_mut("operator") {
+            operator.insert("enum".into(), json!(["Equal", "Exists"]));
+        }
+        if let Some(Value::Object(effect)) = item.get_mut("effect") {
+            effect.insert(
+                "enum".into(),
+                json!(["", "NoSchedule", "PreferNoSchedule", "NoExecute"]),
+            );
+        }
+        if let Some(Value::Object(key)) = item.get_mut("key") {
+            key.insert("maxLength".into(), json!(317));
+        }
+    }
 }
 
 /// How the deployment is exposed through the cluster's inference gateway.
