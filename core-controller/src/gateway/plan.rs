@@ -166,14 +166,13 @@ pub fn intent(md: &ModelDeployment, detection: &Detection) -> Intent {
     }
     let phase = md.status.as_ref().and_then(|s| s.phase);
     if phase != Some(Phase::Running) {
-        let phase = phase.map_or("not started".to_string(), |p| p.to_string());
+        // The message does not name the phase: the condition would change (and the core
+        // write its status) on every phase change before Running.
         return Intent::Clean {
             status: DesiredGateway::condition(
                 false,
                 reasons::NOT_RUNNING,
-                format!(
-                    "the deployment is {phase}; it is routed through the Gateway once it is Running (nothing routes to it meanwhile)"
-                ),
+                "the deployment is not Running; it is routed through the Gateway once it is Running (nothing routes to it meanwhile)",
             ),
         };
     }
