@@ -65,6 +65,34 @@ async fn wait_upstream(
     .await
 }
 
+/// The gRPC health status (`""`, what the core checks) and `GetInfo`'s upstream health reason
+/// of the provider probe on `port`.
+async fn probe_health(port: u16) -> (i32, String) {
+    let channel = tonic::transport::Endpoint::from_shared(format!("http://127.0.0.1:{port}"))
+        .unwrap()
+        .connect()
+        .await
+        .unwrap();
+    let status = tonic_health::pb::health_client::HealthClient::new(channel.clone())
+        .check(tonic_health::pb::HealthCheckRequest {
+            service: String::new(),
+        })
+        .await
+        .unwrap()
+        .into_inner()
+        .status;
+    let info =
+        airunway_api::probe::v1::provider_service_client::ProviderServiceClient::new(channel)
+            .get_info(airunway_api::probe::v1::GetInfoRequest {})
+            .await
+            .unwrap()
+            .into_inner();
+    (
+        status,
+        info.upstream_health.map(|h| h.reason).unwrap_or_default(),
+    )
+}
+
 async fn ipc(env: &TestEnv, name: &str) -> InferenceProviderConfig {
     let api: Api<InferenceProviderConfig> = Api::all(env.client.clone());
     api.get(name).await.unwrap()
@@ -238,6 +266,9 @@ async fn provider_health_a_failing_watch_reports_not_ready_and_the_core_says_why
             && not_ready.contains("403"),
         "{not_ready}"
     );
+    // The probe says so too: NOT_SERVING (2), and GetInfo gives the reason.
+    let probe = fleet.providers[0].1.running[0].probe.unwrap();
+    assert_eq!(probe_health(probe).await, (2, "WatchFailing".to_string()));
     // The core marks the provider unavailable and says why on its deployment.
     let mds: Api<ModelDeployment> = Api::namespaced(env.client.clone(), &env.namespace);
     let (_, healthy) = airunway_e2e::wait::wait_for_condition(
@@ -267,6 +298,7 @@ async fn provider_health_a_failing_watch_reports_not_ready_and_the_core_says_why
         ipc(&env, "kaito").await.status.and_then(|s| s.ready),
         Some(true)
     );
+    assert_eq!(probe_health(probe).await.0, 1, "SERVING again");
     println!(
         "failing watch: ready=false after {:.1}s (progress deadline 10s), the deployment ProviderHealthy=False after {:.1}s: {}; healthy again {:.1}s after the permission came back",
         reported.as_secs_f64(),
