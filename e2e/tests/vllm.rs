@@ -312,11 +312,15 @@ async fn runs_on_simulated_gpu_nodes_scales_to_zero_and_back_drift_and_deletion(
         d.spec.as_ref().and_then(|s| s.replicas) == Some(0)
     })
     .await;
-    let md = wait_for(&mds, "direct", WAIT, "Running with 0 desired", |md| {
-        md.phase() == Some(Phase::Running) && replicas(md).0 == Some(0)
-    })
+    // Running with none desired and, once the pod is gone, none ready.
+    wait_for(
+        &mds,
+        "direct",
+        WAIT,
+        "Running with 0 desired, 0 ready",
+        |md| md.phase() == Some(Phase::Running) && replicas(md) == (Some(0), Some(0)),
+    )
     .await;
-    assert_eq!(replicas(&md), (Some(0), Some(0)));
     mds.patch(
         "direct",
         &PatchParams::default(),
