@@ -252,7 +252,14 @@ async fn provider_health_a_failing_watch_reports_not_ready_and_the_core_says_why
                 .find(|c| c.type_ == condition_types::UPSTREAM_AVAILABLE)
                 .cloned();
             match (status.ready, upstream) {
-                (Some(false), Some(c)) if c.reason.as_deref() == Some("WatchFailing") => {
+                // The watch of ModelDeployments may be reported first while it comes back
+                // (refused, 403, 410 Expired and relist); the one that stays is workspaces.
+                (Some(false), Some(c))
+                    if c.reason.as_deref() == Some("WatchFailing")
+                        && c.message
+                            .as_deref()
+                            .is_some_and(|m| m.contains("workspaces.kaito.sh")) =>
+                {
                     Ok(c.message.unwrap_or_default())
                 }
                 other => Err(format!("{other:?}")),
@@ -271,14 +278,26 @@ async fn provider_health_a_failing_watch_reports_not_ready_and_the_core_says_why
     assert_eq!(probe_health(probe).await, (2, "WatchFailing".to_string()));
     // The core marks the provider unavailable and says why on its deployment.
     let mds: Api<ModelDeployment> = Api::namespaced(env.client.clone(), &env.namespace);
-    let (_, healthy) = airunway_e2e::wait::wait_for_condition(
+    let md = airunway_e2e::wait::wait_for(
         &mds,
         "md-00000",
         Duration::from_secs(30),
-        condition_types::PROVIDER_HEALTHY,
-        ConditionStatus::False,
+        "ProviderHealthy=False naming the workspaces watch",
+        |md| {
+            md.condition(condition_types::PROVIDER_HEALTHY)
+                .is_some_and(|c| {
+                    c.status == ConditionStatus::False
+                        && c.message
+                            .as_deref()
+                            .is_some_and(|m| m.contains("workspaces.kaito.sh"))
+                })
+        },
     )
     .await;
+    let healthy = md
+        .condition(condition_types::PROVIDER_HEALTHY)
+        .cloned()
+        .unwrap();
     let marked = broken.elapsed();
     let why = healthy.message.clone().unwrap_or_default();
     assert!(why.contains("watch of workspaces.kaito.sh"), "{why}");
