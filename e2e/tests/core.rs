@@ -221,7 +221,9 @@ async fn selection_outcomes_of_section_4_4_in_status() {
             env.namespace
         ),
         "airunway_provider_selection_total{provider=\"kaito\",reason=\"auto\"}".to_string(),
-        "airunway_provider_selection_total{provider=\"kuberay\",reason=\"manual\"} 1".to_string(),
+        // No count: the cores of the suite's other tests watch every namespace and may select
+        // a deployment of theirs that names kuberay too.
+        "airunway_provider_selection_total{provider=\"kuberay\",reason=\"manual\"}".to_string(),
         "airunway_deployment_status{provider=\"kaito\",phase=\"Pending\"}".to_string(),
         "airunway_deployment_replicas{provider=\"kaito\",state=\"desired\"}".to_string(),
         "airunway_reconciliation_duration_seconds_bucket{le=\"0.005\",provider=\"dynamo\"}"
