@@ -98,6 +98,15 @@ pub fn our_bin_dir() -> PathBuf {
     if let Some(dir) = std::env::var_os("AIRUNWAY_BIN_DIR") {
         return PathBuf::from(dir);
     }
+    own_profile_dir()
+}
+
+/// The harness's own binaries (the `airunway-e2e` crate's): built with the tests, never part of
+/// the static release binaries in `$AIRUNWAY_BIN_DIR`.
+const HARNESS_BINARIES: [&str; 3] = ["airunway-sandbox", "airunway-bench", "airunway-render"];
+
+/// The test executable's own profile directory (`target/<profile>`).
+fn own_profile_dir() -> PathBuf {
     let exe = std::env::current_exe().unwrap_or_default();
     let mut dir = exe.parent().map(Path::to_path_buf).unwrap_or_default();
     if dir.file_name().is_some_and(|n| n == "deps") {
@@ -107,21 +116,17 @@ pub fn our_bin_dir() -> PathBuf {
 }
 
 /// Path of one of our binaries (e.g. `airunway-core`), with a clear error when it is not built.
-/// A binary missing from `$AIRUNWAY_BIN_DIR` (which holds the static release binaries of the
-/// product) is taken from the test executable's own profile directory: the harness's binaries
-/// (`airunway-sandbox`, `airunway-bench`), which `cargo test -p airunway-e2e` builds there.
+/// The product's binaries come from [`our_bin_dir`]; the harness's binaries
+/// (`airunway-sandbox`, `airunway-bench`, `airunway-render`) always from the test executable's
+/// own profile directory, where `cargo test -p airunway-e2e` builds them (a copy left in
+/// `$AIRUNWAY_BIN_DIR` by an older build is never picked up).
 pub fn our_binary(name: &str) -> Result<PathBuf> {
-    let mut path = our_bin_dir().join(name);
-    if !path.is_file() && std::env::var_os("AIRUNWAY_BIN_DIR").is_some() {
-        let exe = std::env::current_exe().unwrap_or_default();
-        let mut dir = exe.parent().map(Path::to_path_buf).unwrap_or_default();
-        if dir.file_name().is_some_and(|n| n == "deps") {
-            dir.pop();
-        }
-        if dir.join(name).is_file() {
-            path = dir.join(name);
-        }
-    }
+    let dir = if HARNESS_BINARIES.contains(&name) {
+        own_profile_dir()
+    } else {
+        our_bin_dir()
+    };
+    let path = dir.join(name);
     if !path.is_file() {
         bail!(
             "{} not found: build the binaries first with `cargo build --workspace --bins` \
