@@ -18,7 +18,7 @@
 //! frontend Service `<name>-frontend`, port 8000.
 
 use airunway_api::kube::core::DynamicObject;
-use airunway_api::provider::TranslatedStatus;
+use airunway_api::provider::{TranslatedStatus, replica_count, sum_replicas};
 use airunway_api::serde_json::Value;
 use airunway_api::v1alpha1::{EndpointStatus, ModelDeployment, Phase, ReplicaStatus};
 
@@ -41,12 +41,13 @@ fn replicas(dgd: &Value) -> (ReplicaStatus, Vec<String>) {
         .as_object()
         .filter(|s| !s.is_empty());
     let Some(reported) = reported else {
-        let desired: i32 = dgd["spec"]["services"]
-            .as_object()
-            .into_iter()
-            .flatten()
-            .map(|(_, s)| s["replicas"].as_i64().unwrap_or(1) as i32)
-            .sum();
+        let desired = sum_replicas(
+            dgd["spec"]["services"]
+                .as_object()
+                .into_iter()
+                .flatten()
+                .map(|(_, s)| replica_count(&s["replicas"]).unwrap_or(1)),
+        );
         return (
             ReplicaStatus {
                 desired: Some(desired),
@@ -57,10 +58,9 @@ fn replicas(dgd: &Value) -> (ReplicaStatus, Vec<String>) {
         );
     };
     let count = |s: &Value, field: &str, fallback: &str| -> i32 {
-        s[field]
-            .as_i64()
-            .or_else(|| s[fallback].as_i64())
-            .unwrap_or(0) as i32
+        replica_count(&s[field])
+            .or_else(|| replica_count(&s[fallback]))
+            .unwrap_or(0)
     };
     let mut status = ReplicaStatus {
         desired: Some(0),
@@ -69,13 +69,13 @@ fn replicas(dgd: &Value) -> (ReplicaStatus, Vec<String>) {
     };
     let mut summary = Vec::new();
     for (name, service) in reported {
-        let desired = service["replicas"].as_i64().unwrap_or(0) as i32;
+        let desired = replica_count(&service["replicas"]).unwrap_or(0);
         // PodClique reports no availableReplicas, PodCliqueScalingGroup no readyReplicas.
         let ready = count(service, "readyReplicas", "availableReplicas");
         let available = count(service, "availableReplicas", "readyReplicas");
-        status.desired = status.desired.map(|d| d + desired);
-        status.ready = status.ready.map(|r| r + ready);
-        status.available = status.available.map(|a| a + available);
+        status.desired = status.desired.map(|d| d.saturating_add(desired));
+        status.ready = status.ready.map(|r| r.saturating_add(ready));
+        status.available = status.available.map(|a| a.saturating_add(available));
         summary.push(format!("{name} {ready}/{desired}"));
     }
     (status, summary)

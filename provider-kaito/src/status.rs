@@ -16,7 +16,7 @@
 //! written. Endpoint: Service `<workspace>` port 80.
 
 use airunway_api::kube::core::DynamicObject;
-use airunway_api::provider::TranslatedStatus;
+use airunway_api::provider::{TranslatedStatus, replica_count};
 use airunway_api::serde_json::Value;
 use airunway_api::v1alpha1::{EndpointStatus, ModelDeployment, Phase, ReplicaStatus};
 
@@ -65,10 +65,8 @@ pub fn translate(md: &ModelDeployment, workspace: Option<&DynamicObject>) -> Tra
         };
     };
     let status = &workspace.data["status"];
-    let desired = workspace.data["resource"]["count"]
-        .as_i64()
-        .or_else(|| status["targetNodeCount"].as_i64())
-        .map(|c| c as i32)
+    let desired = replica_count(&workspace.data["resource"]["count"])
+        .or_else(|| replica_count(&status["targetNodeCount"]))
         .unwrap_or_else(|| md.spec.replicas());
     let workspace_ready = matches!(status["state"].as_str(), Some("Ready" | "Succeeded"))
         || is_true(condition(status, "WorkspaceSucceeded"));

@@ -23,7 +23,7 @@
 //! applications are `RUNNING`, else 0. Endpoint: Service `<name>-serve-svc`, port 8000.
 
 use airunway_api::kube::core::DynamicObject;
-use airunway_api::provider::TranslatedStatus;
+use airunway_api::provider::{TranslatedStatus, replica_count};
 use airunway_api::serde_json::Value;
 use airunway_api::v1alpha1::{EndpointStatus, ModelDeployment, Phase, ReplicaStatus};
 
@@ -115,11 +115,11 @@ fn worker_replicas(ray_service: &Value, serving: Option<&Value>) -> ReplicaStatu
         .as_array()
         .into_iter()
         .flatten()
-        .map(|g| i32::try_from(g["replicas"].as_i64().unwrap_or(0).max(0)).unwrap_or(i32::MAX))
+        .map(|g| replica_count(&g["replicas"]).unwrap_or(0))
         .fold(0, i32::saturating_add);
     let count = |field: &str| {
         serving
-            .map(|s| s["rayClusterStatus"][field].as_i64().unwrap_or(0) as i32)
+            .and_then(|s| replica_count(&s["rayClusterStatus"][field]))
             .unwrap_or(0)
     };
     ReplicaStatus {

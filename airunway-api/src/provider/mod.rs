@@ -49,6 +49,7 @@ mod probe_server;
 mod recent;
 mod reconcile;
 pub mod registration;
+mod replica_count;
 mod runner;
 pub mod schema;
 mod status_write;
@@ -64,6 +65,7 @@ pub use tokio;
 pub use args::ProviderArgs;
 pub use metrics::ProviderMetrics;
 pub use reconcile::ReconcileError;
+pub use replica_count::{replica_count, sum_replicas};
 pub use runner::{run, run_with_args};
 pub use traits::{
     Preparation, Provider, RenderError, RenderWarning, Rendered, RenderedSet, SchemaDetection,

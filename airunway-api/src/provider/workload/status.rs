@@ -23,7 +23,7 @@ use kube::core::DynamicObject;
 use serde_json::Value;
 
 use super::render::PORT;
-use crate::provider::TranslatedStatus;
+use crate::provider::{TranslatedStatus, replica_count, sum_replicas};
 use crate::v1alpha1::{EndpointStatus, Phase, ReplicaStatus};
 
 /// The phase and message of one Deployment (`None`: not created yet).
@@ -86,10 +86,7 @@ pub fn deployment_phase(name: &str, live: Option<&DynamicObject>) -> (Phase, Opt
 }
 
 fn count(value: &Value) -> i32 {
-    value
-        .as_i64()
-        .and_then(|v| i32::try_from(v).ok())
-        .unwrap_or(0)
+    replica_count(value).unwrap_or(0)
 }
 
 /// The status of the Deployments `deployments` (name and live object; the first is the
@@ -128,9 +125,9 @@ pub fn translate(
     let (mut desired, mut ready, mut available) = (0, 0, 0);
     for (_, live) in deployments {
         if let Some(live) = live {
-            desired += count(&live.data["spec"]["replicas"]);
-            ready += count(&live.data["status"]["readyReplicas"]);
-            available += count(&live.data["status"]["availableReplicas"]);
+            desired = sum_replicas([desired, count(&live.data["spec"]["replicas"])]);
+            ready = sum_replicas([ready, count(&live.data["status"]["readyReplicas"])]);
+            available = sum_replicas([available, count(&live.data["status"]["availableReplicas"])]);
         }
     }
     TranslatedStatus {
