@@ -51,8 +51,12 @@ fn deployment_status() -> Value {
 /// The deployment with its two objects as the API server holds them once Available.
 fn settled(size: &str) -> (ModelDeployment, Vec<DynamicObject>) {
     let md = model_deployment(size);
-    let schema = VllmProvider.detect_schema(None).schema().cloned().unwrap();
-    let created = cycle::apply_set(&VllmProvider, &md, &schema, &[]).unwrap();
+    let schema = VllmProvider::default()
+        .detect_schema(None)
+        .schema()
+        .cloned()
+        .unwrap();
+    let created = cycle::apply_set(&VllmProvider::default(), &md, &schema, &[]).unwrap();
     let mut live = Vec::new();
     for (desired, _) in &created.objects {
         let is_deployment = desired.kind() == "Deployment";
@@ -71,13 +75,19 @@ fn settled(size: &str) -> (ModelDeployment, Vec<DynamicObject>) {
 fn set_cycle(bencher: Bencher<'_, '_>, size: &str) {
     let (md, objects) = settled(size);
     let refs: Vec<Option<&DynamicObject>> = objects.iter().map(Some).collect();
-    let schema = VllmProvider.detect_schema(None).schema().cloned().unwrap();
-    bencher.bench_local(|| cycle::apply_set(&VllmProvider, black_box(&md), &schema, &refs));
+    let schema = VllmProvider::default()
+        .detect_schema(None)
+        .schema()
+        .cloned()
+        .unwrap();
+    bencher
+        .bench_local(|| cycle::apply_set(&VllmProvider::default(), black_box(&md), &schema, &refs));
 }
 
 /// The status translation alone (run on every Deployment status change).
 #[divan::bench(args = SIZES)]
 fn status_translation(bencher: Bencher<'_, '_>, size: &str) {
     let (md, objects) = settled(size);
-    bencher.bench_local(|| VllmProvider.translate_status(black_box(&md), objects.first()));
+    bencher
+        .bench_local(|| VllmProvider::default().translate_status(black_box(&md), objects.first()));
 }

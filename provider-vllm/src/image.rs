@@ -1,11 +1,11 @@
 //! The vLLM image reference (pure): parsing and the reference's source classification.
 //!
 //! Source of a requested image: `launch` when its tag contains `launch`; `nightly` when it is
-//! [`DEFAULT_IMAGE`] or `vllm/vllm-openai` (with or without a `docker.io/` prefix) with a tag
+//! the provider's default image ([`DEFAULT_IMAGE`] unless `--default-image` names another) or `vllm/vllm-openai` (with or without a `docker.io/` prefix) with a tag
 //! containing `nightly`; `stable` for `vllm/vllm-openai:latest`; else `custom` (a user image
 //! the provider does not vouch for).
 
-/// The image when the deployment names none.
+/// The image when the deployment names none (the default of `--default-image`).
 pub const DEFAULT_IMAGE: &str = "vllm/vllm-openai:cu130-nightly";
 
 /// The repository of the project's own images.
@@ -130,8 +130,9 @@ pub fn parse(reference: &str) -> Result<ImageRef, String> {
     })
 }
 
-/// The source of `requested` (see the module documentation).
-pub fn classify(requested: &str) -> ImageSource {
+/// The source of `requested` when the provider's default image is `default_image` (see the
+/// module documentation).
+pub fn classify(requested: &str, default_image: &str) -> ImageSource {
     let Ok(image) = parse(requested) else {
         return ImageSource::Custom;
     };
@@ -139,7 +140,7 @@ pub fn classify(requested: &str) -> ImageSource {
     let project = image.registry == DOCKER_HUB && image.path == PROJECT_REPOSITORY;
     if tag.contains("launch") {
         ImageSource::Launch
-    } else if requested == DEFAULT_IMAGE || (project && tag.contains("nightly")) {
+    } else if requested == default_image || (project && tag.contains("nightly")) {
         ImageSource::Nightly
     } else if project && tag == "latest" {
         ImageSource::Stable
@@ -148,9 +149,43 @@ pub fn classify(requested: &str) -> ImageSource {
     }
 }
 
+/// How old an image built at `created` (RFC 3339) is at `now`: whole days (`3d`) from a day
+/// on, else whole hours (`5h`), else whole minutes (`12m`), `0m` under a minute or for a
+/// build time in the future; `None` when `created` is not a timestamp.
+pub fn age(created: &str, now: jiff::Timestamp) -> Option<String> {
+    let created: jiff::Timestamp = created.parse().ok()?;
+    let seconds = now.as_second().saturating_sub(created.as_second()).max(0);
+    let (minute, hour, day) = (60, 3600, 86_400);
+    Some(if seconds >= day {
+        format!("{}d", seconds / day)
+    } else if seconds >= hour {
+        format!("{}h", seconds / hour)
+    } else {
+        format!("{}m", seconds / minute)
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn ages_in_days_hours_minutes() {
+        let now: jiff::Timestamp = "2026-11-24T12:00:00Z".parse().unwrap();
+        for (created, want) in [
+            ("2026-11-20T11:00:00Z", Some("4d")),
+            ("2026-11-23T12:00:00Z", Some("1d")),
+            ("2026-11-24T01:59:59Z", Some("10h")),
+            ("2026-11-24T11:00:00Z", Some("1h")),
+            ("2026-11-24T11:15:30Z", Some("44m")),
+            ("2026-11-24T11:59:30Z", Some("0m")),
+            ("2026-11-25T00:00:00Z", Some("0m")),
+            ("2026-11-24T13:00:00+02:00", Some("1h")),
+            ("yesterday", None),
+        ] {
+            assert_eq!(age(created, now).as_deref(), want, "{created}");
+        }
+    }
 
     #[test]
     fn parses_registry_path_tag_and_digest() {
@@ -200,8 +235,16 @@ mod tests {
             ),
             ("NOT A REFERENCE", ImageSource::Custom),
         ] {
-            assert_eq!(classify(image), source, "{image}");
+            assert_eq!(classify(image, DEFAULT_IMAGE), source, "{image}");
         }
+        assert_eq!(
+            classify(
+                "127.0.0.1:5000/v/v:cu130-nightly",
+                "127.0.0.1:5000/v/v:cu130-nightly"
+            ),
+            ImageSource::Nightly
+        );
+        {}
         assert_eq!(ImageSource::Nightly.as_str(), "nightly");
     }
 }

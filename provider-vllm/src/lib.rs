@@ -39,13 +39,59 @@ pub const DOCUMENTATION: &str =
     "https://github.com/airunway/airunway/blob/main/docs/providers/vllm.md";
 
 /// The direct vLLM provider.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct VllmProvider;
+#[derive(Clone, Debug)]
+pub struct VllmProvider {
+    default_image: String,
+}
 
-/// The image `md` runs: `engine.image` (or the legacy `spec.image`), else the default image
-/// pinned to the digest `status.image` resolved for it, else its tag.
-pub fn image_for(md: &ModelDeployment) -> String {
-    prepare::image_to_run(md)
+impl Default for VllmProvider {
+    /// The provider with the reference's default image, [`image::DEFAULT_IMAGE`].
+    fn default() -> VllmProvider {
+        VllmProvider::with_default_image(image::DEFAULT_IMAGE)
+    }
+}
+
+impl VllmProvider {
+    /// The provider running `default_image` for deployments that name no image
+    /// (`--default-image`).
+    pub fn with_default_image(default_image: impl Into<String>) -> VllmProvider {
+        VllmProvider {
+            default_image: default_image.into(),
+        }
+    }
+
+    /// The image deployments that name none run (before resolution).
+    pub fn default_image(&self) -> &str {
+        &self.default_image
+    }
+
+    /// The image `md` runs: `engine.image` (or the legacy `spec.image`), else the default image
+    /// pinned to the digest `status.image` resolved for it, else its tag.
+    pub fn image_for(&self, md: &ModelDeployment) -> String {
+        prepare::image_to_run(md, &self.default_image)
+    }
+
+    /// Resolves `md`'s image (reusing `status.image` when the requested reference is
+    /// unchanged).
+    pub async fn resolve_image(&self, md: &ModelDeployment) -> Preparation {
+        let default_image = self.default_image.as_str();
+        let outcome = match prepare::next_step(md, default_image) {
+            prepare::Step::Reuse(previous) => prepare::Outcome::Reused(previous),
+            prepare::Step::Pinned(parsed) => {
+                let digest = parsed.digest.clone().unwrap_or_default();
+                prepare::Outcome::Resolved(parsed, digest.as_str().into())
+            }
+            prepare::Step::Invalid(message) => prepare::Outcome::Failed(None, message),
+            prepare::Step::Resolve(parsed) => match resolver() {
+                Err(message) => prepare::Outcome::Failed(Some(parsed), message),
+                Ok(resolver) => match resolver.resolve(&parsed).await {
+                    Ok(found) => prepare::Outcome::Resolved(parsed, found),
+                    Err(error) => prepare::Outcome::Failed(Some(parsed), error.to_string()),
+                },
+            },
+        };
+        prepare::preparation(md, default_image, &outcome)
+    }
 }
 
 /// The process's registry client (built once; `None` when no trust roots could be loaded).
@@ -57,26 +103,6 @@ fn resolver() -> Result<&'static registry::Resolver, String> {
         })
         .as_ref()
         .map_err(Clone::clone)
-}
-
-/// Resolves `md`'s image (reusing `status.image` when the requested reference is unchanged).
-pub async fn resolve_image(md: &ModelDeployment) -> Preparation {
-    let outcome = match prepare::next_step(md) {
-        prepare::Step::Reuse(previous) => prepare::Outcome::Reused(previous),
-        prepare::Step::Pinned(parsed) => {
-            let digest = parsed.digest.clone().unwrap_or_default();
-            prepare::Outcome::Resolved(parsed, digest)
-        }
-        prepare::Step::Invalid(message) => prepare::Outcome::Failed(None, message),
-        prepare::Step::Resolve(parsed) => match resolver() {
-            Err(message) => prepare::Outcome::Failed(Some(parsed), message),
-            Ok(resolver) => match resolver.resolve(&parsed).await {
-                Ok(digest) => prepare::Outcome::Resolved(parsed, digest),
-                Err(error) => prepare::Outcome::Failed(Some(parsed), error.to_string()),
-            },
-        },
-    };
-    prepare::preparation(md, &outcome)
 }
 
 impl Provider for VllmProvider {
@@ -138,14 +164,14 @@ impl Provider for VllmProvider {
         deployment: &ModelDeployment,
         _schema: &UpstreamSchema,
     ) -> Result<RenderedSet, RenderError> {
-        render::render(deployment, &image_for(deployment))
+        render::render(deployment, &self.image_for(deployment))
     }
 
     fn prepare(
         &self,
         deployment: &ModelDeployment,
     ) -> impl std::future::Future<Output = Preparation> + Send {
-        resolve_image(deployment)
+        self.resolve_image(deployment)
     }
 
     fn translate_status(

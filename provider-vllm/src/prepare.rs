@@ -19,7 +19,8 @@ use airunway_api::provider::Preparation;
 use airunway_api::serde_json::{self, Value};
 use airunway_api::v1alpha1::{ConditionStatus, ImageStatus, ModelDeployment};
 
-use crate::image::{self, DEFAULT_IMAGE, ImageRef, ImageSource};
+use crate::image::{self, ImageRef, ImageSource};
+use crate::registry::Resolved;
 
 /// What `status.image.verificationMessage` says.
 pub const VERIFICATION_MESSAGE: &str =
@@ -62,17 +63,18 @@ pub enum Step {
 pub enum Outcome {
     /// Reused from `status.image`.
     Reused(ImageStatus),
-    /// The digest (`sha256:…`), or the pinned one.
-    Resolved(ImageRef, String),
+    /// The digest (`sha256:…`) and build metadata, or the pinned digest.
+    Resolved(ImageRef, Resolved),
     /// The error.
     Failed(Option<ImageRef>, String),
 }
 
-/// The requested image: `engine.image`, else `spec.image`, else [`DEFAULT_IMAGE`].
-pub fn requested(md: &ModelDeployment) -> String {
+/// The requested image: `engine.image`, else `spec.image`, else the provider's
+/// `default_image`.
+pub fn requested(md: &ModelDeployment, default_image: &str) -> String {
     md.spec
         .image_override()
-        .unwrap_or(DEFAULT_IMAGE)
+        .unwrap_or(default_image)
         .to_string()
 }
 
@@ -82,8 +84,8 @@ pub fn is_default(md: &ModelDeployment) -> bool {
 }
 
 /// The next step for `md`'s image (pure).
-pub fn next_step(md: &ModelDeployment) -> Step {
-    let requested = requested(md);
+pub fn next_step(md: &ModelDeployment, default_image: &str) -> Step {
+    let requested = requested(md, default_image);
     let previous = md.status.as_ref().and_then(|s| s.image.as_ref());
     if let Some(previous) = previous
         && previous.requested.as_deref() == Some(requested.as_str())
@@ -120,9 +122,9 @@ fn recipe(md: &ModelDeployment) -> Option<String> {
 }
 
 /// The status and conditions for `outcome` (pure).
-pub fn preparation(md: &ModelDeployment, outcome: &Outcome) -> Preparation {
-    let requested = requested(md);
-    let source = image::classify(&requested);
+pub fn preparation(md: &ModelDeployment, default_image: &str, outcome: &Outcome) -> Preparation {
+    let requested = requested(md, default_image);
+    let source = image::classify(&requested, default_image);
     let selection = format!("from {} selection", source.as_str());
     let recipe = recipe(md);
     let mut conditions = Vec::new();
@@ -140,7 +142,8 @@ pub fn preparation(md: &ModelDeployment, outcome: &Outcome) -> Preparation {
             ));
             previous.clone()
         }
-        Outcome::Resolved(parsed, digest) => {
+        Outcome::Resolved(parsed, found) => {
+            let digest = &found.digest;
             let resolved = format!("{}@{digest}", parsed.repository);
             conditions.push(DesiredCondition::new(
                 condition_types::IMAGE_RESOLVED,
@@ -155,6 +158,9 @@ pub fn preparation(md: &ModelDeployment, outcome: &Outcome) -> Preparation {
                 repository: Some(parsed.repository.clone()),
                 tag: parsed.tag.clone(),
                 digest: Some(digest.clone()),
+                created_at: found.created_at.clone(),
+                revision: found.revision.clone(),
+                age: found.age.clone(),
                 ..Default::default()
             }
         }
@@ -236,16 +242,16 @@ pub fn preparation(md: &ModelDeployment, outcome: &Outcome) -> Preparation {
     }
 }
 
-/// The image the Deployment runs: the user's image as given; the default image pinned to the
-/// digest `status.image` resolved for it, else its tag.
-pub fn image_to_run(md: &ModelDeployment) -> String {
+/// The image the Deployment runs: the user's image as given; the default image
+/// (`default_image`) pinned to the digest `status.image` resolved for it, else its tag.
+pub fn image_to_run(md: &ModelDeployment, default_image: &str) -> String {
     if let Some(own) = md.spec.image_override() {
         return own.to_string();
     }
     md.status
         .as_ref()
         .and_then(|s| s.image.as_ref())
-        .filter(|i| i.requested.as_deref() == Some(DEFAULT_IMAGE))
+        .filter(|i| i.requested.as_deref() == Some(default_image))
         .and_then(|i| i.resolved.clone())
-        .unwrap_or_else(|| DEFAULT_IMAGE.to_string())
+        .unwrap_or_else(|| default_image.to_string())
 }

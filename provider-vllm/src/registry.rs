@@ -1,10 +1,16 @@
 //! Resolving an image tag to its manifest digest through the OCI distribution HTTP API:
-//! `HEAD /v2/<path>/manifests/<tag>` with the manifest media types in `Accept` (OCI index and
+//! `GET /v2/<path>/manifests/<tag>` with the manifest media types in `Accept` (OCI index and
 //! manifest, Docker manifest list and v2 manifest), the digest from `Docker-Content-Digest`.
+//! The image's build metadata comes from its config blob: for an index the `linux/amd64`
+//! entry's manifest (else the first) is read, then `GET /v2/<path>/blobs/<config digest>`
+//! (one redirect followed, as registries send blobs to storage); [`metadata`] takes the
+//! `org.opencontainers.image.created` label (else the config's `created`) and the
+//! `org.opencontainers.image.revision` label. The metadata is best effort: when it cannot be
+//! read the digest still stands and the fields stay empty.
 //! A registry that answers `401` with a `Bearer` challenge gets the token flow (anonymous:
 //! `GET <realm>?service=…&scope=repository:<path>:pull`, then the request again with the
-//! token). Every call is bounded by the resolver's timeout, and response bodies read are
-//! bounded in size. Plain HTTP is used only for loopback registries (`127.0.0.1`, `localhost`,
+//! token, which the rest of the resolution reuses). One resolution, all its requests together,
+//! is bounded by the resolver's timeout, and every response body read is bounded in size. Plain HTTP is used only for loopback registries (`127.0.0.1`, `localhost`,
 //! `[::1]`); everything else is HTTPS with the system's trust roots. Docker Hub references go
 //! to `registry-1.docker.io`.
 
@@ -28,6 +34,104 @@ pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Largest token response read.
 const MAX_TOKEN_BODY: usize = 64 * 1024;
+
+/// Largest manifest or index read (the distribution registry refuses larger ones too).
+pub const MAX_MANIFEST_BODY: usize = 4 * 1024 * 1024;
+
+/// Largest image config read.
+pub const MAX_CONFIG_BODY: usize = 4 * 1024 * 1024;
+
+/// The OCI label naming when the image was built.
+pub const LABEL_CREATED: &str = "org.opencontainers.image.created";
+
+/// The OCI label naming the source revision the image was built from.
+pub const LABEL_REVISION: &str = "org.opencontainers.image.revision";
+
+/// What a resolution found.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Resolved {
+    /// The manifest digest (`sha256:…`) the tag points at.
+    pub digest: String,
+    /// When the image was built (RFC 3339), if its config says.
+    pub created_at: Option<String>,
+    /// The source revision, if its config's labels say.
+    pub revision: Option<String>,
+    /// How old the image was at resolution ([`crate::image::age`]); kept, not recomputed,
+    /// while `status.image` is reused, so the status does not change with the clock.
+    pub age: Option<String>,
+}
+
+impl From<&str> for Resolved {
+    /// A resolution that found only the digest.
+    fn from(digest: &str) -> Resolved {
+        Resolved {
+            digest: digest.to_string(),
+            ..Default::default()
+        }
+    }
+}
+
+/// Whether `digest` is a well-formed `sha256:<64 hex>` digest (safe in a URL path).
+pub fn is_sha256_digest(digest: &str) -> bool {
+    digest
+        .strip_prefix("sha256:")
+        .is_some_and(|hex| hex.len() == 64 && hex.chars().all(|c| c.is_ascii_hexdigit()))
+}
+
+/// The manifest digest to read from an index (`manifests[]`): the `linux/amd64` entry, else
+/// the first; `None` when `document` is not an index or names no valid digest.
+pub fn index_entry(document: &serde_json::Value) -> Option<String> {
+    let entries = document.get("manifests")?.as_array()?;
+    let platform = |e: &serde_json::Value, key: &str| {
+        e.get("platform")
+            .and_then(|p| p.get(key))
+            .and_then(|v| v.as_str())
+            .map(str::to_string)
+    };
+    entries
+        .iter()
+        .find(|e| {
+            platform(e, "os").as_deref() == Some("linux")
+                && platform(e, "architecture").as_deref() == Some("amd64")
+        })
+        .or_else(|| entries.first())
+        .and_then(|e| e.get("digest"))
+        .and_then(|d| d.as_str())
+        .filter(|d| is_sha256_digest(d))
+        .map(str::to_string)
+}
+
+/// The config blob digest of an image manifest.
+pub fn config_digest(manifest: &serde_json::Value) -> Option<String> {
+    manifest
+        .get("config")?
+        .get("digest")?
+        .as_str()
+        .filter(|d| is_sha256_digest(d))
+        .map(str::to_string)
+}
+
+/// `(createdAt, revision)` from an image config: the [`LABEL_CREATED`] label, else the config's
+/// `created`; the [`LABEL_REVISION`] label. Empty values count as absent.
+pub fn metadata(config: &serde_json::Value) -> (Option<String>, Option<String>) {
+    let label = |key: &str| {
+        config
+            .get("config")
+            .and_then(|c| c.get("Labels"))
+            .and_then(|l| l.get(key))
+            .and_then(|v| v.as_str())
+            .filter(|v| !v.is_empty())
+            .map(str::to_string)
+    };
+    let created = label(LABEL_CREATED).or_else(|| {
+        config
+            .get("created")
+            .and_then(|v| v.as_str())
+            .filter(|v| !v.is_empty())
+            .map(str::to_string)
+    });
+    (created, label(LABEL_REVISION))
+}
 
 /// The user agent (the registry's access log names the provider).
 pub const USER_AGENT: &str = concat!("airunway-provider-vllm/", env!("CARGO_PKG_VERSION"));
@@ -160,8 +264,9 @@ impl Resolver {
         })
     }
 
-    /// The manifest digest (`sha256:…`) `image`'s tag points at.
-    pub async fn resolve(&self, image: &ImageRef) -> Result<String, ResolveError> {
+    /// The manifest digest (`sha256:…`) `image`'s tag points at, and the image's build
+    /// metadata when its config can be read.
+    pub async fn resolve(&self, image: &ImageRef) -> Result<Resolved, ResolveError> {
         let registry = image.registry.clone();
         match tokio_timeout(self.timeout, self.resolve_unbounded(image)).await {
             Some(result) => result,
@@ -172,25 +277,16 @@ impl Resolver {
         }
     }
 
-    async fn resolve_unbounded(&self, image: &ImageRef) -> Result<String, ResolveError> {
+    async fn resolve_unbounded(&self, image: &ImageRef) -> Result<Resolved, ResolveError> {
         let reference = image
             .digest
             .clone()
             .or_else(|| image.tag.clone())
             .unwrap_or_else(|| "latest".to_string());
-        let url = format!(
-            "{}/v2/{}/manifests/{reference}",
-            registry_url(image),
-            image.path
-        );
-        let (status, headers) = self.request(image, Method::HEAD, &url, None).await?;
-        let (status, headers) = if status == StatusCode::UNAUTHORIZED {
-            let token = self.token(image, &headers).await?;
-            self.request(image, Method::HEAD, &url, Some(&format!("Bearer {token}")))
-                .await?
-        } else {
-            (status, headers)
-        };
+        let base = format!("{}/v2/{}", registry_url(image), image.path);
+        let mut token = None;
+        let url = format!("{base}/manifests/{reference}");
+        let (status, headers, body) = self.get(image, &url, &mut token, MAX_MANIFEST_BODY).await?;
         if !status.is_success() {
             return Err(ResolveError::Status {
                 registry: image.registry.clone(),
@@ -198,27 +294,104 @@ impl Resolver {
                 what: format!("the manifest of {}:{reference}", image.path),
             });
         }
-        headers
+        let digest = headers
             .get("docker-content-digest")
             .and_then(|v| v.to_str().ok())
-            .filter(|d| d.starts_with("sha256:"))
+            .filter(|d| is_sha256_digest(d))
             .map(str::to_string)
             .ok_or(ResolveError::Incomplete {
                 registry: image.registry.clone(),
                 missing: "Docker-Content-Digest header",
-            })
+            })?;
+        let (created_at, revision) = self
+            .config_metadata(image, &base, body, &mut token)
+            .await
+            .unwrap_or_default();
+        let age = created_at
+            .as_deref()
+            .and_then(|c| crate::image::age(c, jiff::Timestamp::now()));
+        Ok(Resolved {
+            digest,
+            created_at,
+            revision,
+            age,
+        })
     }
 
-    /// Sends a request; reads at most `body_limit` bytes of the body (none for 0).
-    async fn request(
+    /// The build metadata of the image whose manifest (or index) is `body`; `None` when any
+    /// step fails (best effort).
+    async fn config_metadata(
         &self,
         image: &ImageRef,
-        method: Method,
+        base: &str,
+        body: Vec<u8>,
+        token: &mut Option<String>,
+    ) -> Option<(Option<String>, Option<String>)> {
+        let mut manifest: serde_json::Value = serde_json::from_slice(&body).ok()?;
+        if let Some(entry) = index_entry(&manifest) {
+            let url = format!("{base}/manifests/{entry}");
+            let (status, _, body) = self.get(image, &url, token, MAX_MANIFEST_BODY).await.ok()?;
+            if !status.is_success() {
+                return None;
+            }
+            manifest = serde_json::from_slice(&body).ok()?;
+        }
+        let config = config_digest(&manifest)?;
+        let url = format!("{base}/blobs/{config}");
+        let (mut status, headers, mut body) =
+            self.get(image, &url, token, MAX_CONFIG_BODY).await.ok()?;
+        if status.is_redirection() {
+            // Blob storage behind a redirect: followed once, without the registry's token.
+            let location = headers.get(header::LOCATION)?.to_str().ok()?;
+            let location = if location.starts_with('/') {
+                format!("{}{location}", registry_url(image))
+            } else {
+                location.to_string()
+            };
+            (status, _, body) = self
+                .send(image, Method::GET, &location, None, MAX_CONFIG_BODY)
+                .await
+                .ok()?;
+        }
+        if !status.is_success() {
+            return None;
+        }
+        let config: serde_json::Value = serde_json::from_slice(&body).ok()?;
+        Some(metadata(&config))
+    }
+
+    /// `GET url`, reading at most `body_limit` bytes; on a `401` with a `Bearer` challenge the
+    /// pull token is fetched once (kept in `token` for the next requests) and the request sent
+    /// again.
+    async fn get(
+        &self,
+        image: &ImageRef,
         url: &str,
-        authorization: Option<&str>,
-    ) -> Result<(StatusCode, HeaderMap), ResolveError> {
-        let (status, headers, _) = self.send(image, method, url, authorization, 0).await?;
-        Ok((status, headers))
+        token: &mut Option<String>,
+        body_limit: usize,
+    ) -> Result<(StatusCode, HeaderMap, Vec<u8>), ResolveError> {
+        let bearer = |t: &Option<String>| t.as_ref().map(|t| format!("Bearer {t}"));
+        let answer = self
+            .send(
+                image,
+                Method::GET,
+                url,
+                bearer(token).as_deref(),
+                body_limit,
+            )
+            .await?;
+        if answer.0 != StatusCode::UNAUTHORIZED || token.is_some() {
+            return Ok(answer);
+        }
+        *token = Some(self.token(image, &answer.1).await?);
+        self.send(
+            image,
+            Method::GET,
+            url,
+            bearer(token).as_deref(),
+            body_limit,
+        )
+        .await
     }
 
     async fn send(
@@ -337,6 +510,40 @@ mod tests {
             "https://ghcr.io"
         );
         assert!(!is_loopback("127.example.com:5000") || is_loopback("127.0.0.1"));
+    }
+
+    #[test]
+    fn index_entries_config_digests_and_metadata() {
+        use airunway_api::serde_json::json;
+        let d = |c: char| format!("sha256:{}", c.to_string().repeat(64));
+        let index = json!({"manifests": [
+            {"digest": d('a'), "platform": {"os": "linux", "architecture": "arm64"}},
+            {"digest": d('b'), "platform": {"os": "linux", "architecture": "amd64"}}]});
+        assert_eq!(index_entry(&index), Some(d('b')));
+        let no_amd64 = json!({"manifests": [{"digest": d('c'), "platform": {"os": "linux", "architecture": "s390x"}}]});
+        assert_eq!(index_entry(&no_amd64), Some(d('c')));
+        assert_eq!(
+            index_entry(&json!({"manifests": [{"digest": "sha256:../../x"}]})),
+            None
+        );
+        assert_eq!(index_entry(&json!({"config": {"digest": d('e')}})), None);
+        assert_eq!(
+            config_digest(&json!({"config": {"digest": d('e')}})),
+            Some(d('e'))
+        );
+        assert_eq!(config_digest(&json!({"config": {"digest": "md5:1"}})), None);
+        assert!(!is_sha256_digest("sha256:abc"));
+
+        let labelled = json!({"created": "2020-01-01T00:00:00Z", "config": {"Labels": {
+            LABEL_CREATED: "2026-11-20T10:00:00Z", LABEL_REVISION: "0123abc"}}});
+        assert_eq!(
+            metadata(&labelled),
+            (Some("2026-11-20T10:00:00Z".into()), Some("0123abc".into()))
+        );
+        let bare =
+            json!({"created": "2026-01-02T03:04:05Z", "config": {"Labels": {LABEL_CREATED: ""}}});
+        assert_eq!(metadata(&bare), (Some("2026-01-02T03:04:05Z".into()), None));
+        assert_eq!(metadata(&json!({})), (None, None));
     }
 
     #[test]

@@ -13,7 +13,7 @@ use airunway_api::v1alpha1::{EngineCapabilityEntry, ModelDeployment, Phase, Serv
 use airunway_provider_vllm::{VllmProvider, compat, image};
 
 fn schema() -> UpstreamSchema {
-    match VllmProvider.detect_schema(None) {
+    match VllmProvider::default().detect_schema(None) {
         SchemaDetection::Supported(schema) => schema,
         other => panic!("{other:?}"),
     }
@@ -36,7 +36,10 @@ fn aggregated(extra: Value) -> ModelDeployment {
 }
 
 fn objects(md: &ModelDeployment) -> Vec<Value> {
-    VllmProvider.render_set(md, &schema()).unwrap().objects
+    VllmProvider::default()
+        .render_set(md, &schema())
+        .unwrap()
+        .objects
 }
 
 fn container(deployment: &Value) -> &Value {
@@ -48,7 +51,7 @@ fn args(deployment: &Value) -> Vec<String> {
 }
 
 fn unsupported(md: &ModelDeployment) -> String {
-    match VllmProvider.render_set(md, &schema()) {
+    match VllmProvider::default().render_set(md, &schema()) {
         Err(RenderError::Unsupported(message)) => message,
         other => panic!("{other:?}"),
     }
@@ -57,11 +60,12 @@ fn unsupported(md: &ModelDeployment) -> String {
 #[test]
 fn compatibility_messages_are_the_references() {
     assert_eq!(
-        VllmProvider.check_compatibility(&aggregated(json!({}))),
+        VllmProvider::default().check_compatibility(&aggregated(json!({}))),
         Ok(())
     );
     assert_eq!(
-        VllmProvider.check_compatibility(&aggregated(json!({"engine": {"type": "sglang"}}))),
+        VllmProvider::default()
+            .check_compatibility(&aggregated(json!({"engine": {"type": "sglang"}}))),
         Err("vLLM provider only supports vllm engine, got sglang".to_string())
     );
     assert_eq!(
@@ -251,7 +255,7 @@ fn host_and_port_are_refused_with_the_references_message() {
     let fine = aggregated(
         json!({"engine": {"type": "vllm", "extraArgs": ["--served-model-name", "port"]}}),
     );
-    assert!(VllmProvider.render_set(&fine, &schema()).is_ok());
+    assert!(VllmProvider::default().render_set(&fine, &schema()).is_ok());
 }
 
 #[test]
@@ -286,7 +290,7 @@ fn overrides_merge_into_the_deployment_with_the_shared_refusals() {
     assert!(objects[1]["spec"]["minReadySeconds"].is_null());
     let escalating = aggregated(json!({"provider": {"name": "vllm",
         "overrides": {"spec": {"template": {"spec": {"hostNetwork": true}}}}}}));
-    match VllmProvider.render_set(&escalating, &schema()) {
+    match VllmProvider::default().render_set(&escalating, &schema()) {
         Err(RenderError::InvalidOverrides(message)) => {
             assert!(
                 message.contains("provider.overrides.spec.template.spec.hostNetwork"),
@@ -315,14 +319,14 @@ fn live(object: &Value, status: Value) -> DynamicObject {
 fn status_follows_the_deployment_conditions() {
     let md = aggregated(json!({}));
     let objects = objects(&md);
-    let none = VllmProvider.translate_set_status(&md, &[None, None]);
+    let none = VllmProvider::default().translate_set_status(&md, &[None, None]);
     assert_eq!(none.phase, Phase::Pending);
     let progressing = live(
         &objects[0],
         json!({"replicas": 1, "conditions": [
             {"type": "Progressing", "status": "True", "reason": "ReplicaSetUpdated", "message": "ReplicaSet \"m-1\" is progressing."}]}),
     );
-    let status = VllmProvider.translate_set_status(&md, &[Some(&progressing), None]);
+    let status = VllmProvider::default().translate_set_status(&md, &[Some(&progressing), None]);
     assert_eq!(
         (status.phase, status.message.as_deref()),
         (Phase::Deploying, Some("ReplicaSet \"m-1\" is progressing."))
@@ -333,13 +337,13 @@ fn status_follows_the_deployment_conditions() {
             {"type": "Progressing", "status": "False", "reason": "ProgressDeadlineExceeded", "message": "ReplicaSet \"m-1\" has timed out progressing."}]}),
     );
     assert_eq!(
-        VllmProvider
+        VllmProvider::default()
             .translate_set_status(&md, &[Some(&deadline), None])
             .phase,
         Phase::Failed
     );
     let running = live(&objects[0], available(1));
-    let status = VllmProvider.translate_set_status(&md, &[Some(&running), None]);
+    let status = VllmProvider::default().translate_set_status(&md, &[Some(&running), None]);
     assert_eq!((status.phase, status.ready), (Phase::Running, true));
     let endpoint = status.endpoint.unwrap();
     assert_eq!(
@@ -356,14 +360,14 @@ fn status_follows_the_deployment_conditions() {
     let mut zero_value = serde_json::to_value(&zero).unwrap();
     zero_value["spec"]["replicas"] = json!(0);
     let zero: DynamicObject = serde_json::from_value(zero_value).unwrap();
-    let status = VllmProvider.translate_status(&md, Some(&zero));
+    let status = VllmProvider::default().translate_status(&md, Some(&zero));
     assert_eq!(status.phase, Phase::Running);
     assert_eq!(status.replicas.unwrap().desired, Some(0));
 }
 
 #[test]
 fn registration_is_explicit_only_always_ready_vllm_on_gpus_aggregated() {
-    let spec = VllmProvider.registration();
+    let spec = VllmProvider::default().registration();
     assert!(spec.selection_rules.is_none());
     let engines = spec.capabilities.unwrap().engines.unwrap();
     let EngineCapabilityEntry::Detailed(vllm) = &engines[0] else {
@@ -380,7 +384,7 @@ fn registration_is_explicit_only_always_ready_vllm_on_gpus_aggregated() {
             .unwrap()
             .ends_with("docs/providers/vllm.md")
     );
-    let SchemaDetection::Supported(schema) = VllmProvider.detect_schema(None) else {
+    let SchemaDetection::Supported(schema) = VllmProvider::default().detect_schema(None) else {
         panic!()
     };
     assert_eq!(
@@ -392,7 +396,7 @@ fn registration_is_explicit_only_always_ready_vllm_on_gpus_aggregated() {
 #[test]
 fn sdk_set_cycle_creates_then_settles_both_objects() {
     let md = aggregated(json!({}));
-    let first = cycle::apply_set(&VllmProvider, &md, &schema(), &[]).unwrap();
+    let first = cycle::apply_set(&VllmProvider::default(), &md, &schema(), &[]).unwrap();
     assert_eq!(first.objects.len(), 2);
     assert!(
         first
@@ -417,7 +421,7 @@ fn sdk_set_cycle_creates_then_settles_both_objects() {
         })
         .collect();
     let live: Vec<Option<&DynamicObject>> = served.iter().map(Some).collect();
-    let settled = cycle::apply_set(&VllmProvider, &md, &schema(), &live).unwrap();
+    let settled = cycle::apply_set(&VllmProvider::default(), &md, &schema(), &live).unwrap();
     assert!(
         settled
             .objects
@@ -437,7 +441,7 @@ fn sdk_set_cycle_creates_then_settles_both_objects() {
     );
     assert!(matches!(
         cycle::apply_set(
-            &VllmProvider,
+            &VllmProvider::default(),
             &aggregated(json!({"engine": {"type": "sglang"}})),
             &schema(),
             &[]
@@ -482,11 +486,15 @@ mod image_status {
     #[test]
     fn resolution_is_reused_while_the_requested_reference_is_unchanged() {
         let fresh = with_image(Some("127.0.0.1:5000/vllm/vllm-openai:test"), None);
-        let Step::Resolve(parsed) = next_step(&fresh) else {
+        let Step::Resolve(parsed) = next_step(&fresh, image::DEFAULT_IMAGE) else {
             panic!()
         };
         assert_eq!(parsed.path, "vllm/vllm-openai");
-        let resolved = preparation(&fresh, &Outcome::Resolved(parsed, DIGEST.into()));
+        let resolved = preparation(
+            &fresh,
+            image::DEFAULT_IMAGE,
+            &Outcome::Resolved(parsed, DIGEST.into()),
+        );
         let image = status_image(&resolved);
         let wanted = format!("127.0.0.1:5000/vllm/vllm-openai@{DIGEST}");
         assert_eq!(image.resolved.as_deref(), Some(wanted.as_str()));
@@ -521,10 +529,10 @@ mod image_status {
             Some("127.0.0.1:5000/vllm/vllm-openai:test"),
             Some(resolved.status["image"].clone()),
         );
-        let Step::Reuse(previous) = next_step(&settled) else {
+        let Step::Reuse(previous) = next_step(&settled, image::DEFAULT_IMAGE) else {
             panic!()
         };
-        let reused = preparation(&settled, &Outcome::Reused(previous));
+        let reused = preparation(&settled, image::DEFAULT_IMAGE, &Outcome::Reused(previous));
         assert_eq!(status_image(&reused), image);
         assert_eq!(
             condition(&reused, "ImageResolved").reason,
@@ -535,12 +543,18 @@ mod image_status {
             Some("127.0.0.1:5000/vllm/vllm-openai:other"),
             Some(resolved.status["image"].clone()),
         );
-        assert!(matches!(next_step(&changed), Step::Resolve(_)));
+        assert!(matches!(
+            next_step(&changed, image::DEFAULT_IMAGE),
+            Step::Resolve(_)
+        ));
         let pinned = with_image(Some(&format!("127.0.0.1:5000/a/b@{DIGEST}")), None);
-        assert!(matches!(next_step(&pinned), Step::Pinned(_)));
+        assert!(matches!(
+            next_step(&pinned, image::DEFAULT_IMAGE),
+            Step::Pinned(_)
+        ));
         // The user's image runs as given (the tag), not the digest.
         assert_eq!(
-            image_to_run(&settled),
+            image_to_run(&settled, image::DEFAULT_IMAGE),
             "127.0.0.1:5000/vllm/vllm-openai:test"
         );
     }
@@ -550,6 +564,7 @@ mod image_status {
         let user = with_image(Some("vllm/vllm-openai:latest"), None);
         let failed = preparation(
             &user,
+            image::DEFAULT_IMAGE,
             &Outcome::Failed(
                 Some(parse("vllm/vllm-openai:latest").unwrap()),
                 "cannot reach the registry docker.io: dns".into(),
@@ -570,12 +585,19 @@ mod image_status {
             "SupportedImage"
         );
         assert_eq!(status_image(&failed).resolved, None);
-        assert_eq!(image_to_run(&user), "vllm/vllm-openai:latest");
+        assert_eq!(
+            image_to_run(&user, image::DEFAULT_IMAGE),
+            "vllm/vllm-openai:latest"
+        );
 
         let default = with_image(None, None);
-        assert_eq!(requested(&default), image::DEFAULT_IMAGE);
+        assert_eq!(
+            requested(&default, image::DEFAULT_IMAGE),
+            image::DEFAULT_IMAGE
+        );
         let failed = preparation(
             &default,
+            image::DEFAULT_IMAGE,
             &Outcome::Failed(Some(parse(image::DEFAULT_IMAGE).unwrap()), "timeout".into()),
         );
         assert_eq!(
@@ -586,15 +608,107 @@ mod image_status {
         );
         assert_eq!(status_image(&failed).in_nightly, Some(true));
         // Resolved, the default image runs pinned to its digest.
-        let Step::Resolve(parsed) = next_step(&default) else {
+        let Step::Resolve(parsed) = next_step(&default, image::DEFAULT_IMAGE) else {
             panic!()
         };
-        let resolved = preparation(&default, &Outcome::Resolved(parsed, DIGEST.into()));
+        let resolved = preparation(
+            &default,
+            image::DEFAULT_IMAGE,
+            &Outcome::Resolved(parsed, DIGEST.into()),
+        );
         let pinned = with_image(None, Some(resolved.status["image"].clone()));
-        assert_eq!(image_to_run(&pinned), format!("vllm/vllm-openai@{DIGEST}"));
+        assert_eq!(
+            image_to_run(&pinned, image::DEFAULT_IMAGE),
+            format!("vllm/vllm-openai@{DIGEST}")
+        );
         assert_eq!(
             container(&objects(&pinned)[0])["image"],
             format!("vllm/vllm-openai@{DIGEST}")
+        );
+    }
+
+    #[test]
+    fn build_metadata_is_published_and_kept_while_reused() {
+        use airunway_provider_vllm::registry::Resolved;
+        let fresh = with_image(Some("127.0.0.1:5000/vllm/vllm-openai:test"), None);
+        let Step::Resolve(parsed) = next_step(&fresh, image::DEFAULT_IMAGE) else {
+            panic!()
+        };
+        let found = Resolved {
+            digest: DIGEST.into(),
+            created_at: Some("2026-11-20T10:00:00Z".into()),
+            revision: Some("0123abc".into()),
+            age: Some("4d".into()),
+        };
+        let resolved = preparation(
+            &fresh,
+            image::DEFAULT_IMAGE,
+            &Outcome::Resolved(parsed, found),
+        );
+        let published = status_image(&resolved);
+        assert_eq!(
+            (
+                published.created_at.as_deref(),
+                published.revision.as_deref(),
+                published.age.as_deref()
+            ),
+            (Some("2026-11-20T10:00:00Z"), Some("0123abc"), Some("4d"))
+        );
+        assert_eq!(
+            resolved.status["image"]["createdAt"],
+            "2026-11-20T10:00:00Z"
+        );
+        assert_eq!(resolved.status["image"]["age"], "4d");
+        // Reused later (however much older the image is by then): the same status, no churn.
+        let settled = with_image(
+            Some("127.0.0.1:5000/vllm/vllm-openai:test"),
+            Some(resolved.status["image"].clone()),
+        );
+        let Step::Reuse(previous) = next_step(&settled, image::DEFAULT_IMAGE) else {
+            panic!()
+        };
+        let reused = preparation(&settled, image::DEFAULT_IMAGE, &Outcome::Reused(previous));
+        assert_eq!(reused.status["image"], resolved.status["image"]);
+        // A failure publishes none of them.
+        let failed = preparation(
+            &fresh,
+            image::DEFAULT_IMAGE,
+            &Outcome::Failed(None, "refused".into()),
+        );
+        let failed = status_image(&failed);
+        assert_eq!((failed.created_at, failed.age), (None, None));
+    }
+
+    #[test]
+    fn a_configured_default_image_is_the_one_resolved_pinned_and_held() {
+        let own = "127.0.0.1:5000/mirror/vllm-openai:cu130-nightly";
+        let default = with_image(None, None);
+        assert_eq!(requested(&default, own), own);
+        let Step::Resolve(parsed) = next_step(&default, own) else {
+            panic!()
+        };
+        assert_eq!(parsed.registry, "127.0.0.1:5000");
+        let failed = preparation(
+            &default,
+            own,
+            &Outcome::Failed(Some(parsed.clone()), "refused".into()),
+        );
+        assert_eq!(
+            failed.hold.as_deref(),
+            Some(format!("failed to resolve default vLLM image \"{own}\": refused").as_str())
+        );
+        assert_eq!(status_image(&failed).source.as_deref(), Some("nightly"));
+        let resolved = preparation(&default, own, &Outcome::Resolved(parsed, DIGEST.into()));
+        let pinned = with_image(None, Some(resolved.status["image"].clone()));
+        let wanted = format!("127.0.0.1:5000/mirror/vllm-openai@{DIGEST}");
+        assert_eq!(image_to_run(&pinned, own), wanted);
+        let provider = VllmProvider::with_default_image(own);
+        assert_eq!(provider.default_image(), own);
+        assert_eq!(provider.image_for(&pinned), wanted);
+        // The status of another default does not pin this one.
+        assert_eq!(
+            image_to_run(&pinned, image::DEFAULT_IMAGE),
+            image::DEFAULT_IMAGE
         );
     }
 
@@ -617,6 +731,7 @@ mod image_status {
         );
         let p = preparation(
             &md,
+            image::DEFAULT_IMAGE,
             &Outcome::Resolved(parse("vllm/vllm-openai:v1-launch").unwrap(), DIGEST.into()),
         );
         let recipe = condition(&p, "RecipeResolved");
@@ -633,6 +748,7 @@ mod image_status {
         assert_eq!(status_image(&p).source.as_deref(), Some("launch"));
         let plain = preparation(
             &with_image(None, None),
+            image::DEFAULT_IMAGE,
             &Outcome::Resolved(parse(image::DEFAULT_IMAGE).unwrap(), DIGEST.into()),
         );
         assert!(plain.conditions.iter().all(|c| c.type_ != "RecipeResolved"));

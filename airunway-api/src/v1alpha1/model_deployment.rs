@@ -752,6 +752,16 @@ pub struct ImageStatus {
     /// Where the image comes from: `nightly`, `stable`, `launch` or `custom`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub source: Option<String>,
+    /// When the image was built (its `org.opencontainers.image.created` label, else its
+    /// config's `created`), RFC 3339.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub created_at: Option<String>,
+    /// The source revision it was built from (its `org.opencontainers.image.revision` label).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub revision: Option<String>,
+    /// How old the image was when it was resolved: `<N>d`, `<N>h`, `<N>m` or `0m`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub age: Option<String>,
     /// Whether the image is a nightly build.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub in_nightly: Option<bool>,
