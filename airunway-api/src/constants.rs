@@ -76,6 +76,10 @@ pub mod condition_types {
     /// Provider: overall readiness, `True` only while the phase is `Running` (what
     /// `kubectl wait --for=condition=Ready` waits for).
     pub const READY: &str = "Ready";
+    /// Provider: the upstream operator has not reported on the object's latest change for longer
+    /// than `--stale-status-threshold` (spec §13.4); absent on a deployment that never was
+    /// stale, `False` once it reports again (see `provider::staleness`).
+    pub const STALE_STATUS: &str = "StaleStatus";
     /// Work for the current generation is under way (Kubernetes API conventions; kstatus reads
     /// it as `InProgress`). Written with `status.phase` by whoever owns the phase.
     pub const RECONCILING: &str = "Reconciling";
@@ -145,6 +149,10 @@ pub mod reasons {
 
     /// ProviderCompatible=True.
     pub const COMPATIBILITY_VERIFIED: &str = "CompatibilityVerified";
+    /// StaleStatus=True: the upstream operator is behind for longer than the threshold.
+    pub const UPSTREAM_STATUS_STALE: &str = "UpstreamStatusStale";
+    /// StaleStatus=False: the upstream operator reports on the object again.
+    pub const UPSTREAM_STATUS_CURRENT: &str = "UpstreamStatusCurrent";
     /// ProviderCompatible=False: the provider cannot serve this configuration.
     pub const INCOMPATIBLE_CONFIGURATION: &str = "IncompatibleConfiguration";
     /// ProviderCompatible=False: the installed upstream CRD schema is not one the provider knows.

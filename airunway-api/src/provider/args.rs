@@ -48,6 +48,11 @@ pub struct ProviderArgs {
     #[arg(long, env = "AIRUNWAY_PROGRESS_DEADLINE", default_value = "60s", value_parser = parse_duration)]
     pub progress_deadline: Duration,
 
+    /// How long the upstream operator may leave an object's latest change unreported before
+    /// the deployment shows `StaleStatus=True` (spec §13.4; `0s` switches detection off).
+    #[arg(long, env = "AIRUNWAY_STALE_STATUS_THRESHOLD", default_value = "5m", value_parser = parse_duration)]
+    pub stale_status_threshold: Duration,
+
     /// Name of the leader election Lease (default `<name>-provider`).
     #[arg(long, env = "AIRUNWAY_LEADER_ELECTION_ID")]
     pub leader_election_id: Option<String>,

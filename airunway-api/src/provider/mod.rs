@@ -52,6 +52,7 @@ pub mod registration;
 mod replica_count;
 mod runner;
 pub mod schema;
+pub mod staleness;
 mod status_write;
 #[cfg(feature = "provider-testing")]
 pub mod testing;

@@ -18,6 +18,7 @@ use super::desired::DesiredUpstream;
 use super::live::LiveObjects;
 use super::plan::{self, ObjectPlan, Plan, Triage};
 use super::recent::RecentDeployments;
+use super::staleness;
 use super::status_write;
 use super::traits::{Provider, RenderWarning, SchemaDetection, UpstreamKind};
 use crate::constants::{event_reasons, field_managers, finalizers};
@@ -104,6 +105,8 @@ pub struct Context<P: Provider> {
     pub recent: RecentDeployments,
     /// What rendered objects are checked against before they are applied.
     pub pod_security: crate::pod_security::Policy,
+    /// `--stale-status-threshold` (see [`super::staleness`]).
+    pub stale_threshold: Duration,
 }
 
 impl<P: Provider> Context<P> {
@@ -434,7 +437,7 @@ async fn deploy<P: Provider>(
                         )
                         .await;
                 }
-                crate::cache_trim::drop_ownership(&mut applied.metadata);
+                super::staleness::keep_update_times(&mut applied.metadata, &ctx.manager());
                 ctx.cache(*index).remember(applied.clone());
                 live.push(Some(Arc::new(applied)));
             }
@@ -460,9 +463,25 @@ async fn deploy<P: Provider>(
         }
     }
     let live: Vec<Option<&DynamicObject>> = live.iter().map(Option::as_deref).collect();
-    let status = plan::status_from_set(provider, md, &prepared.desired, &live);
+    let mut status = plan::status_from_set(provider, md, &prepared.desired, &live);
+    // Stale upstream status, judged on the primary object: the condition when stale (or once
+    // was), and a look again exactly when a waiting object would turn stale.
+    let now = jiff::Timestamp::now();
+    let staleness = live
+        .first()
+        .copied()
+        .flatten()
+        .map_or(staleness::Staleness::Current, |primary| {
+            staleness::judge(primary, &ctx.manager(), now, ctx.stale_threshold)
+        });
+    let existing = md.status.as_ref().and_then(|s| s.conditions.as_deref());
+    if let Some(condition) = staleness::condition(&staleness, existing, ctx.stale_threshold) {
+        status.conditions.push(condition);
+    }
     status_write::write(md, ctx, &status).await?;
-    Ok(Action::requeue(ctx.resync))
+    Ok(Action::requeue(staleness::requeue_after(
+        &staleness, now, ctx.resync,
+    )))
 }
 
 /// Deletes the objects this provider created for `md` that the render no longer produces (the

@@ -22,7 +22,7 @@ use super::reconcile::{Context, error_policy, reconcile};
 use super::registration::{self, ControllerHealth, Heartbeat};
 use super::traits::{Provider, SchemaDetection};
 use crate::cache_trim;
-use crate::constants::labels;
+use crate::constants::{field_managers, labels};
 use crate::probe::v1::{EngineCapability, GetInfoResponse, UpstreamHealth, upstream_health};
 use crate::runtime::watch_health::{Progress, Stalled, WatchBackoff};
 use crate::runtime::{
@@ -138,11 +138,13 @@ fn watch_name(resource: &ApiResource) -> String {
 }
 
 /// The watch of the objects of `resource` this provider manages (only those labelled
-/// `airunway.ai/managed-by: airunway`, cached without their managedFields): the cache, and the
-/// stream of changes that wakes the owning deployment's reconcile (recorded in `progress`).
+/// `airunway.ai/managed-by: airunway`, cached with only the managedFields times the staleness
+/// check reads, see [`super::staleness::keep_update_times`]): the cache, and the stream of
+/// changes that wakes the owning deployment's reconcile (recorded in `progress`).
 fn watch_owned(
     client: &Client,
     resource: &ApiResource,
+    manager: String,
     progress: &Arc<Mutex<Progress>>,
 ) -> (
     LiveObjects,
@@ -162,7 +164,9 @@ fn watch_owned(
             .any_semantic(),
     )
     .backoff(WatchBackoff::default())
-    .modify(|object: &mut DynamicObject| cache_trim::drop_ownership(&mut object.metadata))
+    .modify(move |object: &mut DynamicObject| {
+        super::staleness::keep_update_times(&mut object.metadata, &manager)
+    })
     .reflect(writer)
     .touched_objects();
     let changes = track(changes, watch_name(resource), progress.clone(), false);
@@ -475,8 +479,13 @@ pub async fn run_with_args<P: Provider>(provider: P, args: ProviderArgs) -> anyh
     // What the watches and the reconciles do, for the progress verdict.
     let progress = Arc::new(Mutex::new(Progress::default()));
     // The upstream objects this provider manages: one watch, narrowed by label, cached
-    // without their managedFields; its events wake the owning deployment's reconcile.
-    let (live, owned_changes) = watch_owned(&client, &resource, &progress);
+    // without their managedFields' field sets; its events wake the owning deployment's reconcile.
+    let (live, owned_changes) = watch_owned(
+        &client,
+        &resource,
+        field_managers::provider(&name),
+        &progress,
+    );
     // The secondary kinds (built-in: watched at their default version), one watch each.
     let mut secondary = Vec::new();
     let mut secondary_changes = Vec::new();
@@ -488,7 +497,12 @@ pub async fn run_with_args<P: Provider>(provider: P, args: ProviderArgs) -> anyh
             kind: kind.kind.clone(),
             plural: kind.plural.clone(),
         };
-        let (cache, changes) = watch_owned(&client, &resource, &progress);
+        let (cache, changes) = watch_owned(
+            &client,
+            &resource,
+            field_managers::provider(&name),
+            &progress,
+        );
         secondary.push((kind, cache));
         secondary_changes.push((changes, resource));
     }
@@ -528,6 +542,7 @@ pub async fn run_with_args<P: Provider>(provider: P, args: ProviderArgs) -> anyh
         warned: Mutex::new(Default::default()),
         recent: Default::default(),
         pod_security: args.pod_security(),
+        stale_threshold: args.stale_status_threshold,
     });
     let stop_controller = shutdown.child_token();
     let mut controller = Controller::for_stream(deployment_changes, deployments)
