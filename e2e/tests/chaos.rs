@@ -1,9 +1,11 @@
 //! Faults while work is in flight, on the real control plane with the real core and providers
-//! (each under its ServiceAccount with the shipped RBAC). The upstream operators are played by
+//! (each under its ServiceAccount with the shipped RBAC). The upstream operators of KAITO,
+//! Dynamo and KubeRay are played by
 //! writing the status they really write (`chaos::play_operator`, which retries a write the
 //! restarting API server refused): KAITO's and
 //! Dynamo's operators cannot be built here, and a simulator restarts nothing, so every figure
-//! is about our controllers.
+//! is about our controllers. llm-d's and vLLM's Deployments are run by the real deployment
+//! controller, kube-scheduler and KWOK.
 //!
 //! - `apiserver_restart_*`: kube-apiserver `kill -9`ed and restarted with the same flags; the
 //!   controllers' watches recover without a restart of their own, the webhooks keep serving,
@@ -13,7 +15,8 @@
 //! - `provider_leader_failover_*`: two replicas of a provider; the leader killed mid-burst; the
 //!   other takes over within the lease and nothing is done twice.
 //! - `chaos_smoke`: a seeded schedule of kills (core, each provider's leader, kube-apiserver)
-//!   during a burst across providers; convergence, one upstream object per deployment with its
+//!   during a burst across every shipped provider (llm-d's and vLLM's Deployments run real
+//!   Pods on KWOK's simulated GPU nodes, as many as their GPUs allow); convergence, one upstream object per deployment with its
 //!   owner reference, no write after settle, nothing left after deletion, no panic. Sized by
 //!   `AIRUNWAY_CHAOS_SEED`, `AIRUNWAY_CHAOS_DEPLOYMENTS`, `AIRUNWAY_CHAOS_FAULTS`,
 //!   `AIRUNWAY_CHAOS_SETTLE_SECONDS` (the long run: docs/reliability.md, "Chaos").
@@ -454,14 +457,27 @@ async fn chaos_smoke() {
     let _lock = cluster_lock().await;
     let seed: u64 = env_or("AIRUNWAY_CHAOS_SEED", 23);
     let count: usize = env_or("AIRUNWAY_CHAOS_DEPLOYMENTS", 45);
-    let faults: usize = env_or("AIRUNWAY_CHAOS_FAULTS", 5);
+    let faults: usize = env_or("AIRUNWAY_CHAOS_FAULTS", 7);
     let settle = Duration::from_secs(env_or("AIRUNWAY_CHAOS_SETTLE_SECONDS", 20));
     let span = Duration::from_secs(env_or("AIRUNWAY_CHAOS_SPAN_SECONDS", 40));
-    let targets = [Target::Kaito, Target::Dynamo, Target::Kuberay];
+    let targets = [
+        Target::Kaito,
+        Target::Dynamo,
+        Target::Kuberay,
+        Target::Llmd,
+        Target::Vllm,
+    ];
     let schedule = chaos::schedule(seed, faults, &targets, span, Duration::from_secs(4));
+    // llm-d's and vLLM's Pods share the simulated GPUs; the other providers take the rest.
+    let plan = chaos::assign(count, &targets, chaos::simulated_gpus());
+    assert_eq!(plan.len(), count);
+    let mix: Vec<String> = targets
+        .iter()
+        .map(|t| format!("{} {}", plan.iter().filter(|p| *p == t).count(), t.name()))
+        .collect();
     println!(
-        "chaos: seed {seed}, {count} deployments across {}, {faults} faults over {span:?}:",
-        targets.map(|t| t.name()).join("/")
+        "chaos: seed {seed}, {count} deployments ({}), {faults} faults over {span:?}:",
+        mix.join(", ")
     );
     for s in &schedule {
         println!("  +{:>5.1}s  {}", s.at.as_secs_f64(), s.fault);
@@ -471,7 +487,7 @@ async fn chaos_smoke() {
     let run = env.namespace.clone();
     let mut fleet: Fleet =
         chaos::start_fleet(&env, &targets, 2, &["--progress-deadline=30s"]).await;
-    for t in targets {
+    for t in targets.into_iter().filter(|t| t.simulated()) {
         simulate_operator(env.client.clone(), t, run.clone());
     }
 
@@ -481,12 +497,13 @@ async fn chaos_smoke() {
         let client = env.client.clone();
         let namespace = env.namespace.clone();
         let run = run.clone();
+        let plan = plan.clone();
         tokio::spawn(async move {
             let mds: Api<ModelDeployment> = Api::namespaced(client, &namespace);
             let pause = span / (count.max(1) as u32);
-            for i in 0..count {
+            for (i, target) in plan.into_iter().enumerate() {
                 let md: ModelDeployment = serde_json::from_value(
-                    airunway_e2e::bench::workload::deployment(&run, i, &namespace, &targets),
+                    airunway_e2e::bench::workload::deployment(&run, i, &namespace, &[target]),
                 )
                 .unwrap();
                 for attempt in 0.. {
@@ -546,8 +563,9 @@ async fn chaos_smoke() {
     let mds: Api<ModelDeployment> = Api::namespaced(env.client.clone(), &env.namespace);
     let deployments = mds.list(&ListParams::default()).await.unwrap().items;
     let mut owners: BTreeMap<String, usize> = BTreeMap::new();
-    for t in targets {
-        for o in chaos::upstream_objects(&env, t, &run).await {
+    let kinds = chaos::upstream_kinds(&targets);
+    for kind in &kinds {
+        for o in chaos::objects_of_kind(&env, kind, &run).await {
             let owner = o
                 .metadata
                 .owner_references
@@ -610,8 +628,8 @@ async fn chaos_smoke() {
         Duration::from_secs(60),
         || async {
             let mut left = 0;
-            for t in targets {
-                left += chaos::upstream_objects(&env, t, &run).await.len();
+            for kind in &kinds {
+                left += chaos::objects_of_kind(&env, kind, &run).await.len();
             }
             if left == 0 {
                 Ok(())

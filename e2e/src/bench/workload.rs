@@ -27,6 +27,12 @@ pub enum Target {
     Dynamo,
     /// GPU vLLM naming KubeRay (never auto-selected).
     Kuberay,
+    /// GPU vLLM naming llm-d: a Deployment whose Pods run on KWOK's simulated GPU nodes (the
+    /// real deployment controller writes its status; not in [`Target::ALL`]: the chaos suite's).
+    Llmd,
+    /// GPU vLLM naming the direct vLLM provider, its image pinned to a digest (no registry
+    /// lookup): a Deployment like llm-d's (not in [`Target::ALL`]: the chaos suite's).
+    Vllm,
 }
 
 impl Target {
@@ -44,6 +50,8 @@ impl Target {
             Target::Kaito => "kaito",
             Target::Dynamo => "dynamo",
             Target::Kuberay => "kuberay",
+            Target::Llmd => "llmd",
+            Target::Vllm => "vllm",
         }
     }
 
@@ -71,7 +79,25 @@ impl Target {
                 kind: "RayService".into(),
                 plural: "rayservices".into(),
             },
+            Target::Llmd | Target::Vllm => ApiResource {
+                group: "apps".into(),
+                version: "v1".into(),
+                api_version: "apps/v1".into(),
+                kind: "Deployment".into(),
+                plural: "deployments".into(),
+            },
         }
+    }
+
+    /// Whether its upstream status must be simulated (KAITO, Dynamo, KubeRay); llm-d's and
+    /// vLLM's Deployments are run by the real controllers and KWOK.
+    pub fn simulated(self) -> bool {
+        matches!(self, Target::Kaito | Target::Dynamo | Target::Kuberay)
+    }
+
+    /// GPUs one Pod of its deployment requests on the simulated nodes (0: no Pod runs here).
+    pub fn pod_gpus(self) -> usize {
+        usize::from(!self.simulated())
     }
 
     /// The status its upstream operator writes once `object` is ready (the real samples).
@@ -80,6 +106,10 @@ impl Target {
             Target::Kaito => simulate::workspace_status(Stage::Ready),
             Target::Dynamo => simulate::dgd_status(object, Stage::Ready),
             Target::Kuberay => simulate::rayservice_status(object, Stage::Ready),
+            Target::Llmd | Target::Vllm => anyhow::bail!(
+                "{}: the deployment controller writes the Deployment's status",
+                self.name()
+            ),
         }
     }
 
@@ -103,6 +133,21 @@ impl Target {
                 "provider": {"name": "kuberay"},
                 "engine": {"type": "vllm", "contextLength": 8192},
                 "resources": {"gpu": {"count": 1}, "memory": "32Gi"},
+                "secrets": {"huggingFaceToken": "hf-token"},
+            }),
+            Target::Llmd => json!({
+                "model": {"id": "Qwen/Qwen3-0.6B", "servedName": "qwen3"},
+                "provider": {"name": "llmd"},
+                "engine": {"type": "vllm", "contextLength": 4096},
+                "resources": {"gpu": {"count": 1}, "memory": "8Gi"},
+                "secrets": {"huggingFaceToken": "hf-token"},
+            }),
+            Target::Vllm => json!({
+                "model": {"id": "Qwen/Qwen3-0.6B", "servedName": "qwen3"},
+                "provider": {"name": "vllm"},
+                "engine": {"type": "vllm", "contextLength": 4096,
+                    "image": format!("vllm/vllm-openai:v0.10.1@sha256:{}", "0".repeat(64))},
+                "resources": {"gpu": {"count": 1}, "memory": "8Gi"},
                 "secrets": {"huggingFaceToken": "hf-token"},
             }),
         }

@@ -3,9 +3,11 @@
 //! flags), the fleet of replicas they hit, and the checks that follow (convergence, one
 //! upstream object per deployment, no write after settle, no panic).
 //!
-//! The upstream operators are played by [`crate::bench::workload::simulate_operator`] (the
-//! status they really write, once per object): KAITO's, Dynamo's and KubeRay's operators are
-//! not run here (KubeRay's runs in its own suite; the others cannot be built here).
+//! The upstream operators of KAITO, Dynamo and KubeRay are played by [`play_operator`] (the
+//! status they really write, once per object): they are not run here (KubeRay's runs in its
+//! own suite; the others cannot be built here). llm-d's and the direct vLLM provider's
+//! Deployments are real: kube-scheduler places their Pods on KWOK's simulated GPU nodes and the
+//! real deployment controller writes their status.
 
 pub mod schedule;
 
@@ -207,6 +209,59 @@ pub fn panics(logs: &[std::path::PathBuf]) -> Vec<String> {
 /// The upstream kind of each provider target.
 pub fn upstream_of(target: Target) -> kube::api::ApiResource {
     target.upstream()
+}
+
+/// GPUs on the harness's simulated nodes (what the Pods of llm-d and vLLM deployments share).
+pub fn simulated_gpus() -> usize {
+    use crate::control_plane::workloads::{GPU_NODES, GPUS_PER_NODE};
+    GPU_NODES.len() * GPUS_PER_NODE as usize
+}
+
+/// The target of each of `count` deployments: round-robin over `targets`, except that the
+/// targets whose Pods run here ([`Target::pod_gpus`]) share `gpus` between them and a target
+/// whose share is used up is skipped (its deployments would wait for a GPU forever, which is
+/// not what a fault did). Deterministic.
+pub fn assign(count: usize, targets: &[Target], gpus: usize) -> Vec<Target> {
+    let with_pods = targets.iter().filter(|t| t.pod_gpus() > 0).count();
+    let share = gpus.checked_div(with_pods).unwrap_or(0);
+    let mut used: BTreeMap<&'static str, usize> = BTreeMap::new();
+    let mut out = Vec::with_capacity(count);
+    let mut next = 0;
+    while out.len() < count && !targets.is_empty() {
+        let candidates = targets.len();
+        let mut chosen = None;
+        for k in 0..candidates {
+            let t = targets[(next + k) % candidates];
+            let need = t.pod_gpus();
+            let taken = used.get(t.name()).copied().unwrap_or(0);
+            if need == 0 || taken + need <= share {
+                chosen = Some((k, t));
+                break;
+            }
+        }
+        let Some((k, t)) = chosen else {
+            break;
+        };
+        *used.entry(t.name()).or_default() += t.pod_gpus();
+        out.push(t);
+        next = (next + k + 1) % candidates;
+    }
+    out
+}
+
+/// The distinct upstream kinds of `targets` (llm-d and vLLM both create Deployments).
+pub fn upstream_kinds(targets: &[Target]) -> Vec<kube::api::ApiResource> {
+    let mut kinds: Vec<kube::api::ApiResource> = Vec::new();
+    for t in targets {
+        let kind = t.upstream();
+        if !kinds
+            .iter()
+            .any(|k| k.api_version == kind.api_version && k.kind == kind.kind)
+        {
+            kinds.push(kind);
+        }
+    }
+    kinds
 }
 
 /// The core and the providers, each with its replicas, and the webhook port.
@@ -414,14 +469,24 @@ pub async fn create_deployments(
         .await;
 }
 
-/// The upstream objects of `target` in the test namespace labelled for run `run`.
+/// The upstream objects of `target` in the test namespace labelled for run `run` (for llm-d
+/// and vLLM: every Deployment of the run, theirs both).
 pub async fn upstream_objects(
     env: &TestEnv,
     target: Target,
     run: &str,
 ) -> Vec<kube::api::DynamicObject> {
+    objects_of_kind(env, &target.upstream(), run).await
+}
+
+/// The objects of `kind` in the test namespace labelled for run `run`.
+pub async fn objects_of_kind(
+    env: &TestEnv,
+    kind: &kube::api::ApiResource,
+    run: &str,
+) -> Vec<kube::api::DynamicObject> {
     let api: Api<kube::api::DynamicObject> =
-        Api::namespaced_with(env.client.clone(), &env.namespace, &target.upstream());
+        Api::namespaced_with(env.client.clone(), &env.namespace, kind);
     api.list(
         &ListParams::default().labels(&format!("{}={run}", crate::bench::workload::BENCH_LABEL)),
     )
@@ -540,5 +605,39 @@ pub fn keep_logs(env: &TestEnv, fleet: &Fleet, name: &str) {
         if let Some(file) = log.file_name() {
             let _ = std::fs::copy(&log, target.join(file));
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn assign_round_robin_and_gpu_targets_share_the_gpus() {
+        let targets = [
+            Target::Kaito,
+            Target::Dynamo,
+            Target::Kuberay,
+            Target::Llmd,
+            Target::Vllm,
+        ];
+        // Few deployments: plain round-robin.
+        let few = assign(10, &targets, 16);
+        assert_eq!(few[..5], targets);
+        assert_eq!(few[5..], targets);
+        // Many: llm-d and vLLM get 8 GPUs each, the rest is spread over the others.
+        let many = assign(300, &targets, 16);
+        assert_eq!(many.len(), 300);
+        let n = |t| many.iter().filter(|x| **x == t).count();
+        assert_eq!((n(Target::Llmd), n(Target::Vllm)), (8, 8));
+        assert_eq!(
+            n(Target::Kaito) + n(Target::Dynamo) + n(Target::Kuberay),
+            284
+        );
+        assert!(n(Target::Kaito).abs_diff(n(Target::Kuberay)) <= 1);
+        // Only GPU targets and no GPUs: nothing can be assigned.
+        assert!(assign(3, &[Target::Llmd], 0).is_empty());
+        assert!(assign(3, &[], 16).is_empty());
+        assert_eq!(upstream_kinds(&targets).len(), 4);
     }
 }
