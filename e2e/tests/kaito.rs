@@ -37,6 +37,11 @@ fn workspaces(env: &TestEnv) -> Api<DynamicObject> {
 }
 
 async fn start(env: &TestEnv) -> (Running, Running) {
+    start_with(env, &[]).await
+}
+
+/// [`start`] with `extra` provider flags.
+async fn start_with(env: &TestEnv, extra: &[&str]) -> (Running, Running) {
     airunway_e2e::providers::delete_all(&env.client).await;
     // The KAITO provider is ready only while a KAITO workspace controller runs: the
     // simulator's stand-in Deployment, whose Pod runs on a simulated node.
@@ -54,7 +59,11 @@ async fn start(env: &TestEnv) -> (Running, Running) {
         env,
         "airunway-provider-kaito",
         &identity,
-        &["--heartbeat-interval=1s", "--finalizer-timeout=20s"],
+        &[
+            &["--heartbeat-interval=1s", "--finalizer-timeout=20s"],
+            extra,
+        ]
+        .concat(),
         "kaito-0",
     )
     .await;
@@ -574,6 +583,148 @@ async fn kaito_workloads_run_on_simulated_nodes_and_the_deployments_reach_runnin
     wait_deleted(&statefulsets, "phi", Duration::from_secs(60)).await;
     wait_deleted(&deployments, "gemma-cpu", Duration::from_secs(60)).await;
     simulator.abort();
+    provider.process.terminate(Duration::from_secs(10));
+    core.process.terminate(Duration::from_secs(10));
+}
+
+/// Stale upstream status (spec §13.4), with KAITO's status played by the test: the provider
+/// runs with `--stale-status-threshold=5s`. A Running deployment is scaled (the Workspace's
+/// `resource.count` changes, generation 2) while "KAITO" writes no status: `StaleStatus=True`
+/// appears once the threshold passes (no other change wakes the reconcile: it looks again when
+/// the object would turn stale), naming the Workspace and since when (the provider's apply).
+/// Then "KAITO" reports on generation 2: `StaleStatus=False`, Running, and the deployment is
+/// not written again in a quiet window longer than the threshold.
+#[tokio::test]
+async fn stale_upstream_status_is_flagged_with_since_and_cleared_when_kaito_reports_again() {
+    let _lock = cluster_lock().await;
+    let env = TestEnv::new("kaito-stale-status").await;
+    let (core, provider) = start_with(&env, &["--stale-status-threshold=5s"]).await;
+    let mds: Api<ModelDeployment> = Api::namespaced(env.client.clone(), &env.namespace);
+    let ws = workspaces(&env);
+    mds.create(&PostParams::default(), &deployment("gemma", cpu_llamacpp()))
+        .await
+        .unwrap();
+    wait_for(&ws, "gemma", WAIT, "the Workspace", |_| true).await;
+    // KAITO's status for a generation, as the real samples carry it in every condition.
+    let ready_for = |generation: i64| {
+        let mut status = paths::upstream_status_sample("workspace-ready.yaml").unwrap();
+        for condition in status["conditions"].as_array_mut().unwrap() {
+            condition["observedGeneration"] = json!(generation);
+        }
+        json!({"status": status})
+    };
+    ws.patch_status(
+        "gemma",
+        &PatchParams::default(),
+        &Patch::Merge(ready_for(1)),
+    )
+    .await
+    .unwrap();
+    wait_for(&mds, "gemma", WAIT, "Running", |md| {
+        md.phase() == Some(Phase::Running)
+    })
+    .await;
+    // Kept past the threshold: a converged Workspace is not stale, and a deployment that never
+    // was stale shows no StaleStatus condition.
+    tokio::time::sleep(Duration::from_secs(7)).await;
+    let md = mds.get("gemma").await.unwrap();
+    assert_eq!(md.phase(), Some(Phase::Running));
+    assert!(
+        md.condition(condition_types::STALE_STATUS).is_none(),
+        "never stale: no condition"
+    );
+
+    // Scaled: the provider applies resource.count 2 (generation 2); "KAITO" stays silent.
+    let scaled = std::time::Instant::now();
+    mds.patch(
+        "gemma",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"spec": {"scaling": {"replicas": 2}}})),
+    )
+    .await
+    .unwrap();
+    let workspace = wait_for(&ws, "gemma", WAIT, "resource.count 2", |w| {
+        w.data["resource"]["count"] == 2
+    })
+    .await;
+    let generation = workspace.metadata.generation.unwrap();
+    assert!(generation >= 2, "the apply raised the generation");
+    let applied = workspace
+        .metadata
+        .managed_fields
+        .iter()
+        .flatten()
+        .find(|e| e.manager.as_deref() == Some("kaito-provider") && e.subresource.is_none())
+        .and_then(|e| e.time.clone())
+        .unwrap()
+        .0;
+    let (md, stale) = wait_for_condition(
+        &mds,
+        "gemma",
+        WAIT,
+        condition_types::STALE_STATUS,
+        ConditionStatus::True,
+    )
+    .await;
+    let flagged_after = scaled.elapsed();
+    eprintln!(
+        "StaleStatus=True {:.1}s after the scale (threshold 5s)",
+        flagged_after.as_secs_f64()
+    );
+    assert!(
+        flagged_after >= Duration::from_secs(3),
+        "not before the threshold: {flagged_after:?}"
+    );
+    assert_eq!(stale.reason.as_deref(), Some("UpstreamStatusStale"));
+    assert_eq!(
+        stale.message.as_deref(),
+        Some(
+            format!(
+                "The upstream operator has not reported status for Workspace gemma (generation {generation}) since {applied} (threshold 5s)"
+            )
+            .as_str()
+        )
+    );
+    assert_eq!(stale.observed_generation, md.metadata.generation);
+
+    // "KAITO" reports on the new generation: the condition turns False, the phase is Running.
+    ws.patch_status(
+        "gemma",
+        &PatchParams::default(),
+        &Patch::Merge(ready_for(generation)),
+    )
+    .await
+    .unwrap();
+    let (md, current) = wait_for_condition(
+        &mds,
+        "gemma",
+        WAIT,
+        condition_types::STALE_STATUS,
+        ConditionStatus::False,
+    )
+    .await;
+    assert_eq!(current.reason.as_deref(), Some("UpstreamStatusCurrent"));
+    assert_eq!(md.phase(), Some(Phase::Running));
+    assert_eq!(
+        md.status.as_ref().unwrap().replicas.as_ref().unwrap().ready,
+        Some(2)
+    );
+    // Quiet: nothing rewrites the deployment over a window longer than the threshold.
+    let settled = wait_for(&mds, "gemma", WAIT, "settled", |md| {
+        md.condition(condition_types::STALE_STATUS)
+            .is_some_and(|c| c.status == ConditionStatus::False)
+    })
+    .await;
+    tokio::time::sleep(Duration::from_secs(8)).await;
+    let later = mds.get("gemma").await.unwrap();
+    assert_eq!(
+        later.metadata.resource_version, settled.metadata.resource_version,
+        "no status write in 8 s after the condition cleared"
+    );
+
+    mds.delete("gemma", &DeleteParams::default()).await.unwrap();
+    wait_deleted(&mds, "gemma", WAIT).await;
+    wait_deleted(&ws, "gemma", WAIT).await;
     provider.process.terminate(Duration::from_secs(10));
     core.process.terminate(Duration::from_secs(10));
 }
