@@ -104,6 +104,18 @@ impl LocalRegistry {
     /// to `<address>/<repository>:<tag>` with `skopeo`; returns its manifest digest as the
     /// registry reports it.
     pub fn push_tiny_image(&self, repository: &str, tag: &str) -> Result<String> {
+        self.push_image(repository, tag, None, &[])
+    }
+
+    /// [`LocalRegistry::push_tiny_image`] with the config's `created` time (RFC 3339) and
+    /// config labels (e.g. `org.opencontainers.image.revision`) set by `umoci config`.
+    pub fn push_image(
+        &self,
+        repository: &str,
+        tag: &str,
+        created: Option<&str>,
+        labels: &[(&str, &str)],
+    ) -> Result<String> {
         let layout = self
             .dir
             .join(format!("layout-{}", repository.replace('/', "-")));
@@ -120,16 +132,21 @@ impl LocalRegistry {
             Command::new("umoci").args(["new", "--image", &image]),
             "umoci new",
         )?;
-        run(
-            Command::new("umoci").args([
-                "config",
-                "--image",
-                &image,
-                "--config.cmd",
-                &format!("/serve-{tag}"),
-            ]),
-            "umoci config",
-        )?;
+        let mut config = Command::new("umoci");
+        config.args([
+            "config",
+            "--image",
+            &image,
+            "--config.cmd",
+            &format!("/serve-{tag}"),
+        ]);
+        if let Some(created) = created {
+            config.args(["--created", created]);
+        }
+        for (key, value) in labels {
+            config.args(["--config.label", &format!("{key}={value}")]);
+        }
+        run(&mut config, "umoci config")?;
         let destination = format!("docker://{}/{repository}:{tag}", self.address);
         run(
             Command::new("skopeo").args([

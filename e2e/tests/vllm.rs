@@ -21,6 +21,11 @@ use serde_json::{Value, json};
 const WAIT: Duration = Duration::from_secs(60);
 
 async fn start(env: &TestEnv) -> (Running, Running) {
+    start_with(env, &[]).await
+}
+
+/// The core and the provider, the provider with `extra` flags besides the suite's.
+async fn start_with(env: &TestEnv, extra: &[&str]) -> (Running, Running) {
     airunway_e2e::providers::delete_all(&env.client).await;
     let core = stack::start_core(env, &env.control_plane.kubeconfig, &FAST_HEALTH, "core").await;
     let identity = stack::service_account_identity(
@@ -29,14 +34,10 @@ async fn start(env: &TestEnv) -> (Running, Running) {
         "airunway-provider-vllm",
     )
     .await;
-    let provider = stack::start_provider(
-        env,
-        "airunway-provider-vllm",
-        &identity,
-        &["--heartbeat-interval=1s", "--finalizer-timeout=30s"],
-        "vllm-0",
-    )
-    .await;
+    let mut flags = vec!["--heartbeat-interval=1s", "--finalizer-timeout=30s"];
+    flags.extend_from_slice(extra);
+    let provider =
+        stack::start_provider(env, "airunway-provider-vllm", &identity, &flags, "vllm-0").await;
     let ipcs: Api<InferenceProviderConfig> = Api::all(env.client.clone());
     wait_for(&ipcs, "vllm", WAIT, "ready", |i| {
         i.status.as_ref().and_then(|s| s.ready) == Some(true)
@@ -126,7 +127,25 @@ async fn runs_on_simulated_gpu_nodes_scales_to_zero_and_back_drift_and_deletion(
             .join(format!("registry-{}", env.namespace)),
     )
     .unwrap();
-    let digest = registry.push_tiny_image("vllm/vllm-openai", "e2e").unwrap();
+    // Built "3 days 2 hours ago" by its OCI label (its config's `created` says otherwise:
+    // the label wins), with a revision label.
+    let built = jiff::Timestamp::now()
+        .checked_sub(jiff::SignedDuration::from_hours(74))
+        .unwrap()
+        .round(jiff::Unit::Second)
+        .unwrap()
+        .to_string();
+    let digest = registry
+        .push_image(
+            "vllm/vllm-openai",
+            "e2e",
+            Some("2020-01-02T03:04:05Z"),
+            &[
+                ("org.opencontainers.image.created", built.as_str()),
+                ("org.opencontainers.image.revision", "4f2c9e1"),
+            ],
+        )
+        .unwrap();
     let image = format!("{}/vllm/vllm-openai:e2e", registry.address);
     let agent = "airunway-provider-vllm/";
 
@@ -171,6 +190,15 @@ async fn runs_on_simulated_gpu_nodes_scales_to_zero_and_back_drift_and_deletion(
         Some(format!("{}/vllm/vllm-openai@{digest}", registry.address))
     );
     assert_eq!(resolved.source.as_deref(), Some("custom"));
+    // The build metadata, from the image config blob the registry served.
+    assert_eq!(
+        (
+            resolved.created_at.as_deref(),
+            resolved.revision.as_deref(),
+            resolved.age.as_deref()
+        ),
+        (Some(built.as_str()), Some("4f2c9e1"), Some("3d"))
+    );
     let image_resolved = md.condition(condition_types::IMAGE_RESOLVED).unwrap();
     // (Resolved on the first reconcile; the ones since reused it.)
     assert_eq!(image_resolved.status, ConditionStatus::True);
@@ -373,8 +401,10 @@ async fn runs_on_simulated_gpu_nodes_scales_to_zero_and_back_drift_and_deletion(
     assert!(drift.iter().any(|n| n.contains("'direct'")), "{drift:?}");
 
     // Every reconcile since (scale to zero and back, two drift repairs) reused status.image:
-    // still the one manifest request in the registry's access log.
+    // still the one manifest request in the registry's access log, and the same metadata
+    // (the age is the image's age at resolution: the clock does not rewrite the status).
     let md = mds.get("direct").await.unwrap();
+    assert_eq!(md.status.as_ref().unwrap().image.as_ref(), Some(&resolved));
     assert_eq!(
         md.condition(condition_types::IMAGE_RESOLVED)
             .and_then(|c| c.reason.clone())
@@ -388,7 +418,12 @@ async fn runs_on_simulated_gpu_nodes_scales_to_zero_and_back_drift_and_deletion(
     );
     // A new requested reference is resolved again, to the new image's digest.
     let digest_v2 = registry
-        .push_tiny_image("vllm/vllm-openai", "e2e-v2")
+        .push_image(
+            "vllm/vllm-openai",
+            "e2e-v2",
+            Some("2021-05-06T07:08:09Z"),
+            &[],
+        )
         .unwrap();
     assert_ne!(digest_v2, digest);
     let image_v2 = format!("{}/vllm/vllm-openai:e2e-v2", registry.address);
@@ -408,6 +443,23 @@ async fn runs_on_simulated_gpu_nodes_scales_to_zero_and_back_drift_and_deletion(
     })
     .await;
     assert_eq!(registry.manifest_requests("vllm/vllm-openai", agent), 2);
+    // No labels: the config's `created`, and no revision.
+    let v2 = mds
+        .get("direct")
+        .await
+        .unwrap()
+        .status
+        .unwrap()
+        .image
+        .unwrap();
+    assert_eq!(
+        (v2.created_at.as_deref(), v2.revision.as_deref()),
+        (Some("2021-05-06T07:08:09Z"), None)
+    );
+    assert!(
+        v2.age.as_deref().is_some_and(|a| a.ends_with('d')),
+        "{v2:?}"
+    );
 
     // Deletion removes both objects and releases the deployment.
     mds.delete("direct", &DeleteParams::default())
@@ -545,6 +597,116 @@ async fn explicit_only_compatibility_networking_and_registration() {
     let engines = serde_json::to_value(&ipc.spec.capabilities).unwrap()["engines"].clone();
     assert_eq!(engines[0]["requiresCRD"], false);
     assert_eq!(engines[0]["servingModes"], json!(["aggregated"]));
+    provider.process.terminate(Duration::from_secs(10));
+    core.process.terminate(Duration::from_secs(10));
+}
+
+/// The default image (`--default-image`, here on the local registry) that cannot be resolved
+/// holds the deployment `Failed` with the reference's message and applies nothing; once the
+/// registry has it, the next attempt (at the resync interval) resolves it and the deployment
+/// runs the default image pinned to its digest.
+#[tokio::test]
+async fn default_image_failure_holds_then_recovers() {
+    let _lock = cluster_lock().await;
+    let env = TestEnv::new("vllm-default").await;
+    let registry = LocalRegistry::start(
+        &env.control_plane
+            .dir
+            .join(format!("registry-{}", env.namespace)),
+    )
+    .unwrap();
+    let default_image = format!("{}/vllm/vllm-openai:cu130-nightly", registry.address);
+    let flag = format!("--default-image={default_image}");
+    let (core, provider) = start_with(&env, &[&flag, "--resync-interval=2s"]).await;
+    let mds: Api<ModelDeployment> = Api::namespaced(env.client.clone(), &env.namespace);
+    let deployments: Api<Deployment> = Api::namespaced(env.client.clone(), &env.namespace);
+    let services: Api<Service> = Api::namespaced(env.client.clone(), &env.namespace);
+
+    // Nothing pushed yet: the registry answers 404 for the default image's manifest.
+    let mut spec = on_vllm("unused");
+    spec["engine"]
+        .as_object_mut()
+        .unwrap()
+        .remove("image")
+        .unwrap();
+    let started = Instant::now();
+    mds.create(&PostParams::default(), &deployment("default", spec))
+        .await
+        .unwrap();
+    let expected = format!(
+        "failed to resolve default vLLM image \"{default_image}\": the registry {} answered 404 for the manifest of vllm/vllm-openai:cu130-nightly",
+        registry.address
+    );
+    let md = wait_for(&mds, "default", WAIT, "Failed by the default image", |md| {
+        md.phase() == Some(Phase::Failed)
+    })
+    .await;
+    let status = md.status.clone().unwrap();
+    assert_eq!(status.message.as_deref(), Some(expected.as_str()));
+    let created = md.condition(condition_types::RESOURCE_CREATED).unwrap();
+    assert_eq!(
+        (created.status, created.message.as_deref()),
+        (ConditionStatus::False, Some(expected.as_str()))
+    );
+    let image_resolved = md.condition(condition_types::IMAGE_RESOLVED).unwrap();
+    assert_eq!(
+        (image_resolved.status, image_resolved.reason.as_deref()),
+        (ConditionStatus::False, Some("ImageResolutionFailed"))
+    );
+    let image = status.image.clone().unwrap();
+    assert_eq!(image.requested.as_deref(), Some(default_image.as_str()));
+    assert_eq!(
+        (image.source.as_deref(), image.resolved),
+        (Some("nightly"), None)
+    );
+    assert!(labelled(&deployments, "default").await.is_empty());
+    assert!(labelled(&services, "default").await.is_empty());
+    // Tried again at the resync interval, still held, still nothing applied.
+    let agent = "airunway-provider-vllm/";
+    let deadline = Instant::now() + WAIT;
+    while registry.manifest_requests("vllm/vllm-openai", agent) < 2 {
+        assert!(Instant::now() < deadline, "no second attempt");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    assert_eq!(
+        mds.get("default").await.unwrap().phase(),
+        Some(Phase::Failed)
+    );
+    assert!(labelled(&deployments, "default").await.is_empty());
+
+    // The registry gets the image: the deployment recovers on its own.
+    let digest = registry
+        .push_tiny_image("vllm/vllm-openai", "cu130-nightly")
+        .unwrap();
+    let md = wait_for(
+        &mds,
+        "default",
+        WAIT,
+        "Running on the default image",
+        |md| md.phase() == Some(Phase::Running),
+    )
+    .await;
+    eprintln!(
+        "default-image deployment Running {:.1}s after creation",
+        started.elapsed().as_secs_f64()
+    );
+    let pinned = format!("{}/vllm/vllm-openai@{digest}", registry.address);
+    let image = md.status.clone().unwrap().image.unwrap();
+    assert_eq!(image.resolved.as_deref(), Some(pinned.as_str()));
+    assert_eq!(
+        md.condition(condition_types::IMAGE_RESOLVED)
+            .map(|c| c.status),
+        Some(ConditionStatus::True)
+    );
+    let live = deployments.get("default").await.unwrap();
+    let container = &live.spec.unwrap().template.spec.unwrap().containers[0];
+    assert_eq!(container.image.as_deref(), Some(pinned.as_str()));
+    assert!(services.get_opt("default").await.unwrap().is_some());
+
+    mds.delete("default", &DeleteParams::default())
+        .await
+        .unwrap();
+    wait_deleted(&mds, "default", WAIT).await;
     provider.process.terminate(Duration::from_secs(10));
     core.process.terminate(Duration::from_secs(10));
 }
