@@ -53,7 +53,8 @@ pub struct AppliedCycle {
 }
 
 /// [`plan::plan`] for a supported `schema` and `live` (the cached object, `None` before it
-/// exists), with the status translated from `live` and its patch at `now`.
+/// exists), with the status translated from `live` (and `StaleStatus` judged at `now` with the
+/// default threshold) and its patch at `now`.
 pub fn apply<P: Provider>(
     provider: &P,
     md: &ModelDeployment,
@@ -88,6 +89,16 @@ pub fn apply<P: Provider>(
             });
         }
     };
+    let mut status = status;
+    // As the SDK does: `StaleStatus` with the default threshold (see `super::staleness`).
+    super::staleness::mark(
+        &mut status,
+        md,
+        live,
+        &crate::constants::field_managers::provider(provider.name()),
+        now.0,
+        super::staleness::DEFAULT_THRESHOLD,
+    );
     let status_patch = status.patch(md, now);
     Ok(AppliedCycle {
         desired,

@@ -18,7 +18,9 @@
 //!    owner reference and labels; drift overwritten with a `DriftDetected` event; identity
 //!    changes delete and recreate; moving to another provider cleans up and releases the
 //!    finalizer and the status fields; status translation applied to the provider-owned status
-//!    fields; `ResourceCreated`/`Ready`; events. A provider may manage a set of objects of
+//!    fields; `ResourceCreated`/`Ready`; `StaleStatus` when the upstream operator has not
+//!    reported on the object's latest change for `--stale-status-threshold` ([`staleness`]);
+//!    events. A provider may manage a set of objects of
 //!    several built-in kinds per deployment ([`Provider::secondary_kinds`],
 //!    [`Provider::render_set`], [`Provider::translate_set_status`]; e.g. llm-d's Deployments
 //!    and Services): each object is applied, drift-checked and recreated on its own, objects

@@ -467,17 +467,14 @@ async fn deploy<P: Provider>(
     // Stale upstream status, judged on the primary object: the condition when stale (or once
     // was), and a look again exactly when a waiting object would turn stale.
     let now = jiff::Timestamp::now();
-    let staleness = live
-        .first()
-        .copied()
-        .flatten()
-        .map_or(staleness::Staleness::Current, |primary| {
-            staleness::judge(primary, &ctx.manager(), now, ctx.stale_threshold)
-        });
-    let existing = md.status.as_ref().and_then(|s| s.conditions.as_deref());
-    if let Some(condition) = staleness::condition(&staleness, existing, ctx.stale_threshold) {
-        status.conditions.push(condition);
-    }
+    let staleness = staleness::mark(
+        &mut status,
+        md,
+        live.first().copied().flatten(),
+        &ctx.manager(),
+        now,
+        ctx.stale_threshold,
+    );
     status_write::write(md, ctx, &status).await?;
     Ok(Action::requeue(staleness::requeue_after(
         &staleness, now, ctx.resync,

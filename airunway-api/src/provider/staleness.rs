@@ -25,9 +25,10 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::core::DynamicObject;
 use serde_json::Value;
 
+use super::desired::ProviderStatus;
 use crate::conditions::{self, DesiredCondition};
 use crate::constants::{condition_types, reasons};
-use crate::v1alpha1::Condition;
+use crate::v1alpha1::{Condition, ModelDeployment};
 
 /// The spec's staleness threshold: 5 minutes.
 pub const DEFAULT_THRESHOLD: Duration = Duration::from_secs(5 * 60);
@@ -231,6 +232,27 @@ pub fn condition(
             })
         }
     }
+}
+
+/// [`judge`]s `primary` (the deployment's primary upstream object as the cache holds it; none:
+/// nothing to judge) and adds the [`condition`] it calls for to `status`, the provider-owned
+/// status about to be written for `md`. Returns the verdict (for [`requeue_after`]).
+pub fn mark(
+    status: &mut ProviderStatus,
+    md: &ModelDeployment,
+    primary: Option<&DynamicObject>,
+    manager: &str,
+    now: jiff::Timestamp,
+    threshold: Duration,
+) -> Staleness {
+    let staleness = primary.map_or(Staleness::Current, |live| {
+        judge(live, manager, now, threshold)
+    });
+    let existing = md.status.as_ref().and_then(|s| s.conditions.as_deref());
+    if let Some(condition) = condition(&staleness, existing, threshold) {
+        status.conditions.push(condition);
+    }
+    staleness
 }
 
 /// When to look again: at the moment a waiting object becomes stale, if that is before
@@ -450,6 +472,116 @@ mod tests {
             stale_at: ts("2026-01-01T13:00:00Z"),
         };
         assert_eq!(condition(&waiting, Some(&shown), MIN5), Some(off));
+    }
+
+    #[test]
+    fn marked_once_then_current_no_churn() {
+        use crate::provider::TranslatedStatus;
+        use crate::v1alpha1::Phase;
+        let md: ModelDeployment = serde_json::from_value(json!({
+            "apiVersion": "airunway.ai/v1alpha1", "kind": "ModelDeployment",
+            "metadata": {"name": "w", "namespace": "ns", "generation": 1},
+            "spec": {"model": {"id": "a/b"}}}))
+        .unwrap();
+        let translated = TranslatedStatus {
+            phase: Phase::Running,
+            message: None,
+            replicas: None,
+            endpoint: None,
+            ready: true,
+        };
+        let base = ProviderStatus::from_translation(
+            "KAITO",
+            ("w".into(), "Workspace".into()),
+            &translated,
+        );
+        // The deployment as it reads after `status` was written at `at`.
+        let shown = |md: &ModelDeployment, status: &ProviderStatus, at: &str| {
+            let mut value = serde_json::to_value(md).unwrap();
+            let time = k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(ts(at));
+            value["status"] = status.patch(md, &time)["status"].clone();
+            let shown: ModelDeployment = serde_json::from_value(value).unwrap();
+            shown
+        };
+        let behind = object(2, json!({"observedGeneration": 1}), &[APPLIED]);
+        let caught_up = object(2, json!({"observedGeneration": 2}), &[APPLIED]);
+
+        // Waiting: nothing added, and a look again at the threshold.
+        let mut status = base.clone();
+        let verdict = mark(
+            &mut status,
+            &md,
+            Some(&behind),
+            MANAGER,
+            ts("2026-01-01T12:01:00Z"),
+            MIN5,
+        );
+        assert_eq!(status, base);
+        assert_eq!(
+            requeue_after(
+                &verdict,
+                ts("2026-01-01T12:01:00Z"),
+                Duration::from_secs(600)
+            ),
+            Duration::from_secs(241)
+        );
+
+        // Stale: True; written once, the same verdict later is current (no churn).
+        let mut stale = base.clone();
+        mark(
+            &mut stale,
+            &md,
+            Some(&behind),
+            MANAGER,
+            ts("2026-01-01T12:06:00Z"),
+            MIN5,
+        );
+        assert!(!stale.is_current(&md, MANAGER));
+        let md = shown(&md, &stale, "2026-01-01T12:06:00Z");
+        let mut again = base.clone();
+        mark(
+            &mut again,
+            &md,
+            Some(&behind),
+            MANAGER,
+            ts("2026-01-01T12:30:00Z"),
+            MIN5,
+        );
+        assert!(
+            again.is_current(&md, MANAGER),
+            "still stale: nothing to write"
+        );
+
+        // Caught up: False, once; then current.
+        let mut current = base.clone();
+        mark(
+            &mut current,
+            &md,
+            Some(&caught_up),
+            MANAGER,
+            ts("2026-01-01T12:31:00Z"),
+            MIN5,
+        );
+        assert!(!current.is_current(&md, MANAGER));
+        let md = shown(&md, &current, "2026-01-01T12:31:00Z");
+        let shown_condition = md.condition(condition_types::STALE_STATUS).unwrap();
+        assert_eq!(
+            shown_condition.status,
+            crate::v1alpha1::ConditionStatus::False
+        );
+        let mut later = base.clone();
+        mark(
+            &mut later,
+            &md,
+            Some(&caught_up),
+            MANAGER,
+            ts("2026-01-02T00:00:00Z"),
+            MIN5,
+        );
+        assert!(
+            later.is_current(&md, MANAGER),
+            "cleared stays cleared without writes"
+        );
     }
 
     #[test]
