@@ -11,7 +11,15 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 
+use axum::body::Bytes;
+use http_body_util::{BodyExt, Full};
+use hyper_util::client::legacy::Client;
+use hyper_util::rt::TokioExecutor;
+
 use crate::paths;
+
+/// The media type of an OCI image index.
+const INDEX_MEDIA_TYPE: &str = "application/vnd.oci.image.index.v1+json";
 use crate::process::{Lifetime, ProcessHandle, Spawn};
 
 /// The registry binary: `$AIRUNWAY_REGISTRY_BIN`, else the version-keyed cache of
@@ -168,6 +176,68 @@ impl LocalRegistry {
             ]),
             "skopeo inspect",
         )
+    }
+
+    /// Pushes an OCI image index to `<repository>:<tag>` whose entries are the images already
+    /// pushed as `<repository>:<entry tag>`, each with its platform (`os`, `architecture`),
+    /// in the order given; returns the index's digest as the registry reports it.
+    pub async fn push_index(
+        &self,
+        repository: &str,
+        tag: &str,
+        entries: &[(&str, &str, &str)],
+    ) -> Result<String> {
+        let mut manifests = Vec::new();
+        for (entry_tag, os, architecture) in entries {
+            let source = format!("docker://{}/{repository}:{entry_tag}", self.address);
+            let raw = run(
+                Command::new("skopeo").args(["inspect", "--tls-verify=false", "--raw", &source]),
+                "skopeo inspect --raw",
+            )?;
+            let digest = run(
+                Command::new("skopeo").args([
+                    "inspect",
+                    "--tls-verify=false",
+                    "--format",
+                    "{{.Digest}}",
+                    &source,
+                ]),
+                "skopeo inspect",
+            )?;
+            manifests.push(serde_json::json!({
+                "mediaType": "application/vnd.oci.image.manifest.v1+json",
+                "digest": digest,
+                "size": raw.len(),
+                "platform": {"os": os, "architecture": architecture},
+            }));
+        }
+        let index = serde_json::json!({
+            "schemaVersion": 2,
+            "mediaType": INDEX_MEDIA_TYPE,
+            "manifests": manifests,
+        });
+        let request = http::Request::put(format!(
+            "http://{}/v2/{repository}/manifests/{tag}",
+            self.address
+        ))
+        .header(http::header::CONTENT_TYPE, INDEX_MEDIA_TYPE)
+        .body(Full::new(Bytes::from(serde_json::to_vec(&index)?)))?;
+        let client = Client::builder(TokioExecutor::new()).build_http::<Full<Bytes>>();
+        let response = client.request(request).await?;
+        let status = response.status();
+        let digest = response
+            .headers()
+            .get("docker-content-digest")
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_string);
+        let body = response.into_body().collect().await?.to_bytes();
+        match digest {
+            Some(digest) if status.is_success() => Ok(digest),
+            _ => bail!(
+                "pushing the index {repository}:{tag}: {status} {}",
+                String::from_utf8_lossy(&body)
+            ),
+        }
     }
 
     /// How many manifest requests (`GET`/`HEAD /v2/<repository>/manifests/...`) the access log

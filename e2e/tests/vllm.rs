@@ -416,14 +416,27 @@ async fn runs_on_simulated_gpu_nodes_scales_to_zero_and_back_drift_and_deletion(
         1,
         "the unchanged reference is not asked again"
     );
-    // A new requested reference is resolved again, to the new image's digest.
+    // A new requested reference is resolved again, to the new image's digest: a
+    // multi-platform index whose linux/amd64 entry (listed after an arm64 one) gives the
+    // build metadata, from its config's `created` (no labels, so no revision).
+    for (tag, created) in [
+        ("e2e-v2-arm64", "2019-03-04T05:06:07Z"),
+        ("e2e-v2-amd64", "2021-05-06T07:08:09Z"),
+    ] {
+        registry
+            .push_image("vllm/vllm-openai", tag, Some(created), &[])
+            .unwrap();
+    }
     let digest_v2 = registry
-        .push_image(
+        .push_index(
             "vllm/vllm-openai",
             "e2e-v2",
-            Some("2021-05-06T07:08:09Z"),
-            &[],
+            &[
+                ("e2e-v2-arm64", "linux", "arm64"),
+                ("e2e-v2-amd64", "linux", "amd64"),
+            ],
         )
+        .await
         .unwrap();
     assert_ne!(digest_v2, digest);
     let image_v2 = format!("{}/vllm/vllm-openai:e2e-v2", registry.address);
@@ -442,8 +455,8 @@ async fn runs_on_simulated_gpu_nodes_scales_to_zero_and_back_drift_and_deletion(
             == Some(digest_v2.as_str())
     })
     .await;
-    assert_eq!(registry.manifest_requests("vllm/vllm-openai", agent), 2);
-    // No labels: the config's `created`, and no revision.
+    // The index, then its amd64 manifest.
+    assert_eq!(registry.manifest_requests("vllm/vllm-openai", agent), 3);
     let v2 = mds
         .get("direct")
         .await
