@@ -786,6 +786,191 @@ async fn several_gateways_own_routes_and_provider_managed_pools() {
     );
 }
 
+/// With the CRDs served but no Gateway in the cluster, a deployment that did not ask for the
+/// integration (`spec.gateway.enabled` unset) gets no `GatewayReady` at any point (one status
+/// write fewer before Running and one fewer at Running), while `enabled: true` is told why.
+/// A Gateway created later is noticed through the Gateway watch (the core resyncs every 10 min
+/// here, so nothing polls) and both are routed; when it goes, both are cleaned up again.
+#[tokio::test]
+async fn without_a_gateway_only_a_deployment_that_asked_gets_a_condition() {
+    use futures::StreamExt;
+    use kube::runtime::{WatchStreamExt, watcher};
+    let _lock = cluster_lock().await;
+    let started = Instant::now();
+    let env = TestEnv::new("gateway-none").await;
+    let ns = env.namespace.clone();
+    // No Gateway anywhere (an earlier scenario that failed may have left one).
+    let all_gateways: Api<DynamicObject> = Api::all_with(
+        env.client.clone(),
+        &resource("gateway.networking.k8s.io", "Gateway", "gateways"),
+    );
+    for gateway in all_gateways
+        .list(&ListParams::default())
+        .await
+        .unwrap()
+        .items
+    {
+        let namespace = gateway.metadata.namespace.clone().unwrap();
+        gateways(&env.client, &namespace)
+            .delete(
+                &gateway.metadata.name.clone().unwrap(),
+                &DeleteParams::default(),
+            )
+            .await
+            .unwrap();
+    }
+    eventually("no Gateway in the cluster", WAIT, || async {
+        let left = all_gateways
+            .list(&ListParams::default())
+            .await
+            .unwrap()
+            .items
+            .len();
+        if left == 0 {
+            Ok(())
+        } else {
+            Err(format!("{left} left"))
+        }
+    })
+    .await;
+    let (core, _provider) = start(&env).await;
+    let mds: Api<ModelDeployment> = Api::namespaced(env.client.clone(), &ns);
+
+    // Every version of "quiet" the API server stores, from its creation on.
+    let versions = std::sync::Arc::new(std::sync::Mutex::new(Vec::<ModelDeployment>::new()));
+    let watch = {
+        let versions = versions.clone();
+        let stream = watcher::watcher(
+            mds.clone(),
+            watcher::Config::default().fields("metadata.name=quiet"),
+        )
+        .applied_objects();
+        tokio::spawn(async move {
+            futures::pin_mut!(stream);
+            while let Some(Ok(md)) = stream.next().await {
+                versions.lock().unwrap().push(md);
+            }
+        })
+    };
+    mds.create(&PostParams::default(), &deployment("quiet", json!({})))
+        .await
+        .unwrap();
+    mds.create(
+        &PostParams::default(),
+        &deployment("asked", json!({"enabled": true})),
+    )
+    .await
+    .unwrap();
+    let asked = wait_for(&mds, "asked", WAIT, "Running and NoGateway", |md| {
+        md.phase() == Some(Phase::Running)
+            && gateway_ready(md).is_some_and(|(_, r, _)| r == "NoGateway")
+    })
+    .await;
+    let (status, _, message) = gateway_ready(&asked).unwrap();
+    assert_eq!(status, ConditionStatus::False);
+    assert!(
+        message.contains("no Gateway found in the cluster") && message.contains("create a Gateway"),
+        "{message}"
+    );
+    wait_for(&mds, "quiet", WAIT, "Running", |md| {
+        md.phase() == Some(Phase::Running)
+    })
+    .await;
+    // The core has decided for "asked" (created after "quiet") at Running; give "quiet"'s own
+    // reconcile at Running a moment, then look at every version it had.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    {
+        let seen = versions.lock().unwrap();
+        assert!(
+            seen.iter().any(|md| md.phase() == Some(Phase::Running)),
+            "the watch saw Running"
+        );
+        for md in seen.iter() {
+            assert!(
+                md.condition(GATEWAY_READY).is_none()
+                    && md
+                        .status
+                        .as_ref()
+                        .and_then(|s| s.gateway.as_ref())
+                        .is_none(),
+                "version {:?} of quiet carries gateway status: {:?}",
+                md.metadata.resource_version,
+                md.status
+            );
+        }
+        eprintln!("quiet: {} versions, none with GatewayReady", seen.len());
+    }
+    assert_eq!(metric(&core, "airunway_gateway_actions_total").await, 0.0);
+    assert!(
+        pools(&env.client, &ns)
+            .get_opt("quiet")
+            .await
+            .unwrap()
+            .is_none()
+    );
+    assert!(
+        routes(&env.client, &ns)
+            .get_opt("quiet")
+            .await
+            .unwrap()
+            .is_none()
+    );
+
+    // A Gateway appears: the Gateway watch wakes both and both are routed.
+    let appeared = Instant::now();
+    create_gateway(&env.client, &ns, "late-gateway", false).await;
+    for name in ["quiet", "asked"] {
+        let route = wait_for(&routes(&env.client, &ns), name, WAIT, "route", |_| true).await;
+        assert_eq!(
+            value(&route)["spec"]["parentRefs"][0]["name"],
+            "late-gateway"
+        );
+        wait_for(&pools(&env.client, &ns), name, WAIT, "pool", |_| true).await;
+        let md = wait_reason(&mds, name, "RoutePending").await;
+        assert_eq!(
+            md.status
+                .unwrap()
+                .gateway
+                .unwrap()
+                .gateway_namespace
+                .as_deref(),
+            Some(ns.as_str())
+        );
+    }
+    eprintln!(
+        "routed {:.1}s after the Gateway was created",
+        appeared.elapsed().as_secs_f64()
+    );
+
+    // It goes: both are cleaned up; only the one that asked keeps a condition.
+    gateways(&env.client, &ns)
+        .delete("late-gateway", &DeleteParams::default())
+        .await
+        .unwrap();
+    for name in ["quiet", "asked"] {
+        wait_deleted(&routes(&env.client, &ns), name, WAIT).await;
+        wait_deleted(&pools(&env.client, &ns), name, WAIT).await;
+    }
+    wait_reason(&mds, "asked", "NoGateway").await;
+    let quiet = wait_for(&mds, "quiet", WAIT, "no GatewayReady", |md| {
+        md.condition(GATEWAY_READY).is_none()
+    })
+    .await;
+    assert!(quiet.status.unwrap().gateway.is_none());
+
+    watch.abort();
+    for name in ["quiet", "asked"] {
+        mds.delete(name, &DeleteParams::default()).await.unwrap();
+    }
+    for name in ["quiet", "asked"] {
+        wait_deleted(&mds, name, WAIT).await;
+    }
+    eprintln!(
+        "no-Gateway scenario: {:.1}s",
+        started.elapsed().as_secs_f64()
+    );
+}
+
 #[tokio::test]
 async fn the_inference_extension_crd_going_and_coming_back_needs_no_restart() {
     use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;

@@ -131,8 +131,14 @@ pub enum Intent {
     },
 }
 
-/// Whether `md` should be routed, from its spec, phase and what the cluster serves.
-pub fn intent(md: &ModelDeployment, detection: &Detection) -> Intent {
+/// Whether `md` should be routed, from its spec, phase, what the cluster serves and whether
+/// the cluster has a Gateway at all (`no_gateway`: it has none and no core flag names one).
+///
+/// `spec.gateway.enabled` unset means "when the cluster has the CRDs and a Gateway": in a
+/// cluster without either the integration is silent (no condition, nothing written); only
+/// `enabled: true` is told why it is not routed. The decision does not depend on the phase, so
+/// a deployment nobody routes gets no `GatewayReady` at any point of its life.
+pub fn intent(md: &ModelDeployment, detection: &Detection, no_gateway: bool) -> Intent {
     let gateway = md.spec.gateway.as_ref();
     if md.metadata.deletion_timestamp.is_some() {
         return Intent::Clean {
@@ -163,6 +169,12 @@ pub fn intent(md: &ModelDeployment, detection: &Detection) -> Intent {
             DesiredGateway::default()
         };
         return Intent::Clean { status };
+    }
+    let asked = gateway.and_then(|g| g.enabled) == Some(true);
+    if no_gateway && !asked {
+        return Intent::Clean {
+            status: DesiredGateway::default(),
+        };
     }
     let phase = md.status.as_ref().and_then(|s| s.phase);
     if phase != Some(Phase::Running) {
@@ -368,19 +380,20 @@ mod tests {
     fn intents() {
         let running = json!({"status": {"phase": "Running"}});
         assert_eq!(
-            reason(intent(&md(running.clone()), &all())).as_deref(),
+            reason(intent(&md(running.clone()), &all(), false)).as_deref(),
             Some("route")
         );
         let mut disabled = running.clone();
         disabled["spec"] = json!({"gateway": {"enabled": false}});
         assert_eq!(
-            reason(intent(&md(disabled), &all())).as_deref(),
+            reason(intent(&md(disabled), &all(), false)).as_deref(),
             Some(reasons::DISABLED)
         );
         assert_eq!(
             reason(intent(
                 &md(json!({"status": {"phase": "Deploying"}})),
-                &all()
+                &all(),
+                false
             ))
             .as_deref(),
             Some(reasons::NOT_RUNNING)
@@ -391,13 +404,13 @@ mod tests {
             gateways: true,
         };
         assert_eq!(
-            reason(intent(&md(running.clone()), &none)),
+            reason(intent(&md(running.clone()), &none, false)),
             None,
             "not asked for: silent"
         );
         let mut asked = running;
         asked["spec"] = json!({"gateway": {"enabled": true}});
-        match intent(&md(asked), &none) {
+        match intent(&md(asked), &none, false) {
             Intent::Clean { status } => {
                 let c = status.condition.unwrap();
                 assert_eq!(c.reason, reasons::CRDS_NOT_AVAILABLE);
@@ -410,6 +423,42 @@ mod tests {
             }
             other => panic!("{other:?}"),
         }
+    }
+
+    #[test]
+    fn no_gateway_is_silent_unless_asked() {
+        for phase in ["Deploying", "Running"] {
+            let quiet = md(json!({"status": {"phase": phase}}));
+            assert_eq!(
+                intent(&quiet, &all(), true),
+                Intent::Clean {
+                    status: DesiredGateway::default()
+                },
+                "{phase}: no condition and nothing written before or after Running"
+            );
+            let mut empty = quiet.clone();
+            empty.spec.gateway = Some(serde_json::from_value(json!({})).unwrap());
+            assert_eq!(reason(intent(&empty, &all(), true)), None, "{phase}");
+        }
+        let asked =
+            md(json!({"spec": {"gateway": {"enabled": true}}, "status": {"phase": "Running"}}));
+        assert_eq!(
+            reason(intent(&asked, &all(), true)).as_deref(),
+            Some("route"),
+            "asked for: the route step says there is no Gateway"
+        );
+        let asked_early =
+            md(json!({"spec": {"gateway": {"enabled": true}}, "status": {"phase": "Deploying"}}));
+        assert_eq!(
+            reason(intent(&asked_early, &all(), true)).as_deref(),
+            Some(reasons::NOT_RUNNING)
+        );
+        let off =
+            md(json!({"spec": {"gateway": {"enabled": false}}, "status": {"phase": "Running"}}));
+        assert_eq!(
+            reason(intent(&off, &all(), true)).as_deref(),
+            Some(reasons::DISABLED)
+        );
     }
 
     #[test]

@@ -201,7 +201,8 @@ impl Integration {
         providers: &[InferenceProviderConfig],
     ) -> DesiredGateway {
         let detection = self.detector.current();
-        match plan::intent(md, &detection) {
+        let no_gateway = self.no_gateway(md, &detection).await;
+        match plan::intent(md, &detection, no_gateway) {
             Intent::Clean { status } => {
                 if plan::may_have_objects(md) || md.metadata.deletion_timestamp.is_some() {
                     self.clean(md, &capability(md, providers)).await;
@@ -216,6 +217,24 @@ impl Integration {
                 self.route(md, &capability(md, providers)).await
             }
         }
+    }
+
+    /// Whether the cluster has no Gateway at all and no flag names one, from the Gateway
+    /// watch's cache (a Gateway created later wakes the deployments through that watch). Asked
+    /// only when the answer matters; `false` while the cache cannot tell.
+    async fn no_gateway(&self, md: &ModelDeployment, detection: &super::Detection) -> bool {
+        let enabled = md.spec.gateway.as_ref().and_then(|g| g.enabled);
+        if enabled.is_some()
+            || md.metadata.deletion_timestamp.is_some()
+            || self.config.gateway.is_some()
+            || !detection.available()
+        {
+            return false;
+        }
+        let ready = tokio::time::timeout(CACHE_SYNC_WAIT, self.gateways.wait_until_ready())
+            .await
+            .is_ok_and(|r| r.is_ok());
+        ready && self.gateways.is_empty()
     }
 
     async fn caches_ready(&self) -> bool {
@@ -626,6 +645,7 @@ impl Integration {
         let name = md.name_any();
         let names = Names::of(&name);
         let detection = self.detector.current();
+        let no_gateway = self.config.gateway.is_none() && self.gateways.is_empty();
         let mut removed = 0;
         if detection.http_routes
             && md
@@ -679,7 +699,7 @@ impl Integration {
                 other.namespace().as_deref() == Some(namespace.as_str())
                     && other.name_any() != name
                     && other.metadata.deletion_timestamp.is_none()
-                    && matches!(plan::intent(other, &detection), Intent::Route)
+                    && matches!(plan::intent(other, &detection, no_gateway), Intent::Route)
             });
             if !still_routed {
                 for view in self.gateway_views() {
