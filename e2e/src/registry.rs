@@ -240,6 +240,17 @@ impl LocalRegistry {
         }
     }
 
+    /// How many blob requests (`GET /v2/<repository>/blobs/...`) the access log shows from
+    /// clients whose user agent contains `agent`.
+    pub fn blob_requests(&self, repository: &str, agent: &str) -> usize {
+        let needle = format!("/v2/{repository}/blobs/");
+        std::fs::read_to_string(self.process.log())
+            .unwrap_or_default()
+            .lines()
+            .filter(|l| l.contains(" HTTP/1.1\" ") && l.contains(&needle) && l.contains(agent))
+            .count()
+    }
+
     /// How many manifest requests (`GET`/`HEAD /v2/<repository>/manifests/...`) the access log
     /// shows from clients whose user agent contains `agent`.
     pub fn manifest_requests(&self, repository: &str, agent: &str) -> usize {

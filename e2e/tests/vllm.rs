@@ -220,7 +220,9 @@ async fn runs_on_simulated_gpu_nodes_scales_to_zero_and_back_drift_and_deletion(
             .as_deref(),
         Some("CustomImage")
     );
-    assert_eq!(registry.manifest_requests("vllm/vllm-openai", agent), 1);
+    // HEAD of the tag for the digest, GET of the manifest by digest (then its config blob).
+    assert_eq!(registry.manifest_requests("vllm/vllm-openai", agent), 2);
+    assert_eq!(registry.blob_requests("vllm/vllm-openai", agent), 1);
     for type_ in [
         condition_types::PROVIDER_COMPATIBLE,
         condition_types::RESOURCE_CREATED,
@@ -413,9 +415,35 @@ async fn runs_on_simulated_gpu_nodes_scales_to_zero_and_back_drift_and_deletion(
     );
     assert_eq!(
         registry.manifest_requests("vllm/vllm-openai", agent),
-        1,
+        2,
         "the unchanged reference is not asked again"
     );
+    // Another deployment on the same image: only the HEAD for its digest, the build metadata
+    // comes from the provider's cache (by digest).
+    mds.create(
+        &PostParams::default(),
+        &deployment("same-image", on_vllm(&image)),
+    )
+    .await
+    .unwrap();
+    let same = wait_for(&mds, "same-image", WAIT, "its image resolved", |md| {
+        md.status
+            .as_ref()
+            .and_then(|s| s.image.as_ref())
+            .is_some_and(|i| i.resolved.is_some())
+    })
+    .await;
+    let same = same.status.unwrap().image.unwrap();
+    assert_eq!(
+        (same.created_at.as_deref(), same.revision.as_deref()),
+        (Some(built.as_str()), Some("4f2c9e1"))
+    );
+    assert_eq!(registry.manifest_requests("vllm/vllm-openai", agent), 3);
+    assert_eq!(registry.blob_requests("vllm/vllm-openai", agent), 1);
+    mds.delete("same-image", &DeleteParams::default())
+        .await
+        .unwrap();
+    wait_deleted(&mds, "same-image", WAIT).await;
     // A new requested reference is resolved again, to the new image's digest: a
     // multi-platform index whose linux/amd64 entry (listed after an arm64 one) gives the
     // build metadata, from its config's `created` (no labels, so no revision).
@@ -455,8 +483,9 @@ async fn runs_on_simulated_gpu_nodes_scales_to_zero_and_back_drift_and_deletion(
             == Some(digest_v2.as_str())
     })
     .await;
-    // The index, then its amd64 manifest.
-    assert_eq!(registry.manifest_requests("vllm/vllm-openai", agent), 3);
+    // HEAD of the tag, the index by digest, then its amd64 manifest; one config blob.
+    assert_eq!(registry.manifest_requests("vllm/vllm-openai", agent), 6);
+    assert_eq!(registry.blob_requests("vllm/vllm-openai", agent), 2);
     let v2 = mds
         .get("direct")
         .await

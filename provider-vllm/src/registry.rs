@@ -1,9 +1,12 @@
 //! Resolving an image tag to its manifest digest through the OCI distribution HTTP API:
-//! `GET /v2/<path>/manifests/<tag>` with the manifest media types in `Accept` (OCI index and
-//! manifest, Docker manifest list and v2 manifest), the digest from `Docker-Content-Digest`.
-//! The image's build metadata comes from its config blob: for an index the `linux/amd64`
-//! entry's manifest (else the first) is read, then `GET /v2/<path>/blobs/<config digest>`
-//! (one redirect followed, as registries send blobs to storage); [`metadata`] takes the
+//! `HEAD /v2/<path>/manifests/<tag>` with the manifest media types in `Accept` (OCI index and
+//! manifest, Docker manifest list and v2 manifest), the digest from `Docker-Content-Digest`
+//! (a HEAD is not counted as a pull by Docker Hub's rate limit).
+//! The image's build metadata comes from its config blob, read once per digest per process
+//! (cached: many deployments on one image cost one read): `GET /v2/<path>/manifests/<digest>`,
+//! for an index the `linux/amd64` entry's manifest (else the first), then
+//! `GET /v2/<path>/blobs/<config digest>` (one redirect followed, as registries send blobs to
+//! storage, only to HTTPS or loopback); [`metadata`] takes the
 //! `org.opencontainers.image.created` label (else the config's `created`) and the
 //! `org.opencontainers.image.revision` label. The metadata is best effort: when it cannot be
 //! read the digest still stands and the fields stay empty.
@@ -14,6 +17,8 @@
 //! `[::1]`); everything else is HTTPS with the system's trust roots. Docker Hub references go
 //! to `registry-1.docker.io`.
 
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use airunway_api::serde_json;
@@ -76,6 +81,18 @@ pub fn is_sha256_digest(digest: &str) -> bool {
     digest
         .strip_prefix("sha256:")
         .is_some_and(|hex| hex.len() == 64 && hex.chars().all(|c| c.is_ascii_hexdigit()))
+}
+
+/// Whether a blob redirect to `location` may be followed: HTTPS, or plain HTTP to loopback
+/// only (the rule registries are reached by).
+pub fn redirect_allowed(location: &str) -> bool {
+    if location.starts_with("https://") {
+        return true;
+    }
+    location
+        .strip_prefix("http://")
+        .map(|rest| rest.split(['/', '?']).next().unwrap_or_default())
+        .is_some_and(is_loopback)
 }
 
 /// The manifest digest to read from an index (`manifests[]`): the `linux/amd64` entry, else
@@ -191,11 +208,18 @@ impl ResolveError {
     }
 }
 
+/// Build metadata by manifest digest (what a digest names never changes).
+type MetadataCache = HashMap<String, (Option<String>, Option<String>)>;
+
+/// How many digests' build metadata a resolver keeps (cleared whole when full).
+pub const METADATA_CACHE_ENTRIES: usize = 1024;
+
 /// A registry client.
 #[derive(Clone, Debug)]
 pub struct Resolver {
     client: Client<HttpsConnector<HttpConnector>, Empty<&'static [u8]>>,
     timeout: Duration,
+    metadata: Arc<Mutex<MetadataCache>>,
 }
 
 /// Whether `host` (with an optional port) is a loopback address.
@@ -261,6 +285,7 @@ impl Resolver {
         Ok(Resolver {
             client: Client::builder(TokioExecutor::new()).build(connector),
             timeout,
+            metadata: Arc::default(),
         })
     }
 
@@ -286,7 +311,8 @@ impl Resolver {
         let base = format!("{}/v2/{}", registry_url(image), image.path);
         let mut token = None;
         let url = format!("{base}/manifests/{reference}");
-        let (status, headers, body) = self.get(image, &url, &mut token, MAX_MANIFEST_BODY).await?;
+        // HEAD for the digest (a registry such as Docker Hub does not count it as a pull).
+        let (status, headers, _) = self.call(image, Method::HEAD, &url, &mut token, 0).await?;
         if !status.is_success() {
             return Err(ResolveError::Status {
                 registry: image.registry.clone(),
@@ -303,10 +329,7 @@ impl Resolver {
                 registry: image.registry.clone(),
                 missing: "Docker-Content-Digest header",
             })?;
-        let (created_at, revision) = self
-            .config_metadata(image, &base, body, &mut token)
-            .await
-            .unwrap_or_default();
+        let (created_at, revision) = self.metadata(image, &base, &digest, &mut token).await;
         let age = created_at
             .as_deref()
             .and_then(|c| crate::image::age(c, jiff::Timestamp::now()));
@@ -318,15 +341,49 @@ impl Resolver {
         })
     }
 
-    /// The build metadata of the image whose manifest (or index) is `body`; `None` when any
-    /// step fails (best effort).
+    /// The build metadata of the image `digest` names: from the cache, else read (manifest by
+    /// digest, config blob) and cached; none when it cannot be read (best effort, not cached).
+    /// Many deployments on one image cost the registry one read.
+    async fn metadata(
+        &self,
+        image: &ImageRef,
+        base: &str,
+        digest: &str,
+        token: &mut Option<String>,
+    ) -> (Option<String>, Option<String>) {
+        if let Some(found) = self
+            .metadata
+            .lock()
+            .ok()
+            .and_then(|c| c.get(digest).cloned())
+        {
+            return found;
+        }
+        let Some(found) = self.config_metadata(image, base, digest, token).await else {
+            return (None, None);
+        };
+        if let Ok(mut cache) = self.metadata.lock() {
+            if cache.len() >= METADATA_CACHE_ENTRIES {
+                cache.clear();
+            }
+            cache.insert(digest.to_string(), found.clone());
+        }
+        found
+    }
+
+    /// Reads the manifest `digest` (an index: its [`index_entry`]'s manifest), then its config.
     async fn config_metadata(
         &self,
         image: &ImageRef,
         base: &str,
-        body: Vec<u8>,
+        digest: &str,
         token: &mut Option<String>,
     ) -> Option<(Option<String>, Option<String>)> {
+        let url = format!("{base}/manifests/{digest}");
+        let (status, _, body) = self.get(image, &url, token, MAX_MANIFEST_BODY).await.ok()?;
+        if !status.is_success() {
+            return None;
+        }
         let mut manifest: serde_json::Value = serde_json::from_slice(&body).ok()?;
         if let Some(entry) = index_entry(&manifest) {
             let url = format!("{base}/manifests/{entry}");
@@ -348,6 +405,9 @@ impl Resolver {
             } else {
                 location.to_string()
             };
+            if !redirect_allowed(&location) {
+                return None;
+            }
             (status, _, body) = self
                 .send(image, Method::GET, &location, None, MAX_CONFIG_BODY)
                 .await
@@ -360,12 +420,24 @@ impl Resolver {
         Some(metadata(&config))
     }
 
-    /// `GET url`, reading at most `body_limit` bytes; on a `401` with a `Bearer` challenge the
-    /// pull token is fetched once (kept in `token` for the next requests) and the request sent
-    /// again.
+    /// `GET url`, reading at most `body_limit` bytes (see [`Resolver::call`]).
     async fn get(
         &self,
         image: &ImageRef,
+        url: &str,
+        token: &mut Option<String>,
+        body_limit: usize,
+    ) -> Result<(StatusCode, HeaderMap, Vec<u8>), ResolveError> {
+        self.call(image, Method::GET, url, token, body_limit).await
+    }
+
+    /// A request to the registry, reading at most `body_limit` bytes; on a `401` with a
+    /// `Bearer` challenge the pull token is fetched once (kept in `token` for the next
+    /// requests) and the request sent again.
+    async fn call(
+        &self,
+        image: &ImageRef,
+        method: Method,
         url: &str,
         token: &mut Option<String>,
         body_limit: usize,
@@ -374,7 +446,7 @@ impl Resolver {
         let answer = self
             .send(
                 image,
-                Method::GET,
+                method.clone(),
                 url,
                 bearer(token).as_deref(),
                 body_limit,
@@ -384,14 +456,8 @@ impl Resolver {
             return Ok(answer);
         }
         *token = Some(self.token(image, &answer.1).await?);
-        self.send(
-            image,
-            Method::GET,
-            url,
-            bearer(token).as_deref(),
-            body_limit,
-        )
-        .await
+        self.send(image, method, url, bearer(token).as_deref(), body_limit)
+            .await
     }
 
     async fn send(
@@ -533,6 +599,10 @@ mod tests {
         );
         assert_eq!(config_digest(&json!({"config": {"digest": "md5:1"}})), None);
         assert!(!is_sha256_digest("sha256:abc"));
+        assert!(redirect_allowed("https://cdn.example.com/blob?sig=1"));
+        assert!(redirect_allowed("http://127.0.0.1:5000/v2/a/blobs/x"));
+        assert!(!redirect_allowed("http://cdn.example.com/blob"));
+        assert!(!redirect_allowed("ftp://x"));
 
         let labelled = json!({"created": "2020-01-01T00:00:00Z", "config": {"Labels": {
             LABEL_CREATED: "2026-11-20T10:00:00Z", LABEL_REVISION: "0123abc"}}});
