@@ -94,7 +94,7 @@ pub fn apply<P: Provider>(
     super::staleness::mark(
         &mut status,
         md,
-        live,
+        live.map(|live| (live, provider.upstream().from_crd)),
         &crate::constants::field_managers::provider(provider.name()),
         now.0,
         super::staleness::DEFAULT_THRESHOLD,

@@ -470,7 +470,11 @@ async fn deploy<P: Provider>(
     let staleness = staleness::mark(
         &mut status,
         md,
-        live.first().copied().flatten(),
+        live.first()
+            .copied()
+            .flatten()
+            .zip(objects.first())
+            .map(|(primary, (index, ..))| (primary, ctx.kind(*index).from_crd)),
         &ctx.manager(),
         now,
         ctx.stale_threshold,

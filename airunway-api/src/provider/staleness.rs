@@ -9,9 +9,12 @@
 //!   Deployments, KubeRay RayServices and Dynamo DynamoGraphDeployments do; else the newest
 //!   `status.conditions[].observedGeneration`, as KAITO Workspaces do) and it is below
 //!   `metadata.generation`; or
-//! - there is no status at all; or
-//! - the status reports no generation and no other field manager wrote it (the `status`
-//!   subresource entry of `managedFields`) since this provider's last apply.
+//! - for a kind from a CRD (its operator's own kind, which it gives a status): there is no
+//!   status at all, or the status reports no generation and no other field manager wrote it
+//!   (the `status` subresource entry of `managedFields`) since this provider's last apply.
+//!
+//! A built-in kind (a Deployment, a Service, a ConfigMap) is judged only by a reported
+//! generation: many never get a status writer or a generation.
 //!
 //! It is behind **since** the later of this provider's last apply that changed the object (its
 //! `managedFields` entry, else `metadata.creationTimestamp`) and the operator's last status
@@ -65,10 +68,12 @@ pub enum Staleness {
 }
 
 /// Judges the live upstream object `live` this provider (field manager `manager`) applied, at
-/// `now`, with `threshold` (zero: never stale).
+/// `now`, with `threshold` (zero: never stale); `from_crd`: its kind comes from a CRD (see the
+/// module documentation).
 pub fn judge(
     live: &DynamicObject,
     manager: &str,
+    from_crd: bool,
     now: jiff::Timestamp,
     threshold: Duration,
 ) -> Staleness {
@@ -89,12 +94,11 @@ pub fn judge(
         Value::Object(fields) => !fields.is_empty(),
         _ => true,
     });
-    let behind = match status {
+    let behind = match status.map(|s| (s, observed_generation(s))) {
+        Some((_, Some(observed))) => observed < generation,
+        _ if !from_crd => false,
         None => true,
-        Some(status) => match observed_generation(status) {
-            Some(observed) => observed < generation,
-            None => written.is_none_or(|w| w < applied),
-        },
+        Some((_, None)) => written.is_none_or(|w| w < applied),
     };
     if !behind {
         return Staleness::Current;
@@ -234,19 +238,19 @@ pub fn condition(
     }
 }
 
-/// [`judge`]s `primary` (the deployment's primary upstream object as the cache holds it; none:
-/// nothing to judge) and adds the [`condition`] it calls for to `status`, the provider-owned
+/// [`judge`]s `primary` (the deployment's primary upstream object as the cache holds it, and
+/// whether its kind comes from a CRD; none: nothing to judge) and adds the [`condition`] it calls for to `status`, the provider-owned
 /// status about to be written for `md`. Returns the verdict (for [`requeue_after`]).
 pub fn mark(
     status: &mut ProviderStatus,
     md: &ModelDeployment,
-    primary: Option<&DynamicObject>,
+    primary: Option<(&DynamicObject, bool)>,
     manager: &str,
     now: jiff::Timestamp,
     threshold: Duration,
 ) -> Staleness {
-    let staleness = primary.map_or(Staleness::Current, |live| {
-        judge(live, manager, now, threshold)
+    let staleness = primary.map_or(Staleness::Current, |(live, from_crd)| {
+        judge(live, manager, from_crd, now, threshold)
     });
     let existing = md.status.as_ref().and_then(|s| s.conditions.as_deref());
     if let Some(condition) = condition(&staleness, existing, threshold) {
@@ -415,8 +419,25 @@ mod tests {
             ),
         ];
         for (name, live, now, expected) in cases {
-            assert_eq!(judge(&live, MANAGER, now, MIN5), expected, "{name}");
+            assert_eq!(judge(&live, MANAGER, true, now, MIN5), expected, "{name}");
         }
+    }
+
+    #[test]
+    fn a_builtin_kind_is_judged_only_by_a_reported_generation() {
+        let late = ts("2026-02-01T00:00:00Z");
+        let never = [
+            object(1, Value::Null, &[APPLIED]),
+            object(1, json!({"loadBalancer": {}}), &[APPLIED]),
+        ];
+        for live in never {
+            assert_eq!(judge(&live, MANAGER, false, late, MIN5), Staleness::Current);
+        }
+        let behind = object(2, json!({"observedGeneration": 1}), &[APPLIED]);
+        assert!(matches!(
+            judge(&behind, MANAGER, false, late, MIN5),
+            Staleness::Stale(_)
+        ));
     }
 
     #[test]
@@ -424,19 +445,22 @@ mod tests {
         let behind = object(2, json!({"observedGeneration": 1}), &[APPLIED]);
         let late = ts("2026-02-01T00:00:00Z");
         assert_eq!(
-            judge(&behind, MANAGER, late, Duration::ZERO),
+            judge(&behind, MANAGER, true, late, Duration::ZERO),
             Staleness::Current
         );
         let mut no_generation = behind.clone();
         no_generation.metadata.generation = None;
         assert_eq!(
-            judge(&no_generation, MANAGER, late, MIN5),
+            judge(&no_generation, MANAGER, true, late, MIN5),
             Staleness::Current
         );
         let mut no_time = behind;
         no_time.metadata.managed_fields = None;
         no_time.metadata.creation_timestamp = None;
-        assert_eq!(judge(&no_time, MANAGER, late, MIN5), Staleness::Current);
+        assert_eq!(
+            judge(&no_time, MANAGER, true, late, MIN5),
+            Staleness::Current
+        );
     }
 
     #[test]
@@ -511,7 +535,7 @@ mod tests {
         let verdict = mark(
             &mut status,
             &md,
-            Some(&behind),
+            Some((&behind, true)),
             MANAGER,
             ts("2026-01-01T12:01:00Z"),
             MIN5,
@@ -531,7 +555,7 @@ mod tests {
         mark(
             &mut stale,
             &md,
-            Some(&behind),
+            Some((&behind, true)),
             MANAGER,
             ts("2026-01-01T12:06:00Z"),
             MIN5,
@@ -542,7 +566,7 @@ mod tests {
         mark(
             &mut again,
             &md,
-            Some(&behind),
+            Some((&behind, true)),
             MANAGER,
             ts("2026-01-01T12:30:00Z"),
             MIN5,
@@ -557,7 +581,7 @@ mod tests {
         mark(
             &mut current,
             &md,
-            Some(&caught_up),
+            Some((&caught_up, true)),
             MANAGER,
             ts("2026-01-01T12:31:00Z"),
             MIN5,
@@ -573,7 +597,7 @@ mod tests {
         mark(
             &mut later,
             &md,
-            Some(&caught_up),
+            Some((&caught_up, true)),
             MANAGER,
             ts("2026-01-02T00:00:00Z"),
             MIN5,
