@@ -34,12 +34,19 @@ fn shipped(name: &str) -> Value {
     value
 }
 
-static SHIPPED: LazyLock<Vec<Value>> = LazyLock::new(|| {
+static SHIPPED: LazyLock<Vec<InferenceProviderConfig>> = LazyLock::new(|| {
     ["dynamo", "kaito", "kuberay", "llmd"]
         .iter()
-        .map(|n| shipped(n))
+        .map(|n| serde_json::from_value(shipped(n)).unwrap())
         .collect()
 });
+
+/// Compiled rules shared by every case, as the controller shares them between decisions:
+/// parsing a rule (above all a 2,000-term one) costs far more than deciding, so compiling the
+/// same text again in every case made the long run take hours. Every distinct rule text is
+/// still compiled (here on first use; `rule_admission_...` compiles every generated rule
+/// afresh).
+static RULES: LazyLock<RuleSet> = LazyLock::new(RuleSet::default);
 
 /// A provider that can serve every engine, with `rules`.
 fn generated_provider(rules: &[(String, i64)]) -> Value {
@@ -115,14 +122,12 @@ proptest! {
         let Some(md) = generate::model_deployment("m", &spec, None) else {
             return Ok(());
         };
-        let mut ipcs: Vec<Value> = SHIPPED.clone();
-        ipcs.push(generated_provider(&rules));
-        let ipcs: Vec<InferenceProviderConfig> =
-            ipcs.into_iter().map(|v| serde_json::from_value(v).unwrap()).collect();
+        let mut ipcs: Vec<InferenceProviderConfig> = SHIPPED.clone();
+        ipcs.push(serde_json::from_value(generated_provider(&rules)).unwrap());
         let views = provider_views(&ipcs, NOW.parse().unwrap(), HealthPolicy { stale_after: Duration::from_secs(90) });
         let started = Instant::now();
         let engine = select_engine(&md, &views, true);
-        let selection = select_provider(&md, engine.engine(), &views, true, &RuleSet::default());
+        let selection = select_provider(&md, engine.engine(), &views, true, &RULES);
         let took = started.elapsed();
         // Bounded: a rule over its budget is not run (debug build, shared CPU: generous).
         prop_assert!(took < Duration::from_secs(5), "one decision took {took:?} with {rules:?}");
@@ -132,7 +137,7 @@ proptest! {
         if let ProviderDecision::Selected { provider, .. } = &selection.decision {
             prop_assert!(views.iter().any(|v| &v.name == provider));
         }
-        let again = select_provider(&md, engine.engine(), &views, true, &RuleSet::default());
+        let again = select_provider(&md, engine.engine(), &views, true, &RULES);
         prop_assert_eq!(&again.decision, &selection.decision, "selection is not deterministic");
     }
 
