@@ -243,22 +243,21 @@ impl LocalRegistry {
     /// How many blob requests (`GET /v2/<repository>/blobs/...`) the access log shows from
     /// clients whose user agent contains `agent`.
     pub fn blob_requests(&self, repository: &str, agent: &str) -> usize {
-        let needle = format!("/v2/{repository}/blobs/");
-        std::fs::read_to_string(self.process.log())
-            .unwrap_or_default()
-            .lines()
-            .filter(|l| l.contains(" HTTP/1.1\" ") && l.contains(&needle) && l.contains(agent))
-            .count()
+        self.requests(&format!("/v2/{repository}/blobs/"), agent)
     }
 
     /// How many manifest requests (`GET`/`HEAD /v2/<repository>/manifests/...`) the access log
     /// shows from clients whose user agent contains `agent`.
     pub fn manifest_requests(&self, repository: &str, agent: &str) -> usize {
-        let needle = format!("/v2/{repository}/manifests/");
+        self.requests(&format!("/v2/{repository}/manifests/"), agent)
+    }
+
+    /// How many requests for a path containing `needle` the access log shows from `agent`.
+    fn requests(&self, needle: &str, agent: &str) -> usize {
         std::fs::read_to_string(self.process.log())
             .unwrap_or_default()
             .lines()
-            .filter(|l| l.contains(" HTTP/1.1\" ") && l.contains(&needle) && l.contains(agent))
+            .filter(|l| l.contains(" HTTP/1.1\" ") && l.contains(needle) && l.contains(agent))
             .count()
     }
 }
