@@ -691,7 +691,8 @@ async fn several_gateways_own_routes_and_provider_managed_pools() {
 
     // A provider that manages its own pool and endpoint picker (as Dynamo's does upstream):
     // an administrator sets the capability on llm-d's registration; the core then creates
-    // only the route, to the provider's pool, once that pool exists.
+    // only the route, to the provider's pool, once that pool exists. Such a provider makes its
+    // pool only when asked, so the deployment sets `enabled: true`.
     let ipcs: Api<InferenceProviderConfig> = Api::all(env.client.clone());
     let ipc = ipcs.get("llmd").await.unwrap();
     let mut engines = serde_json::to_value(&ipc.spec.capabilities).unwrap()["engines"].clone();
@@ -706,9 +707,12 @@ async fn several_gateways_own_routes_and_provider_managed_pools() {
     )
     .await
     .unwrap();
-    mds.create(&PostParams::default(), &deployment("managed", json!({})))
-        .await
-        .unwrap();
+    mds.create(
+        &PostParams::default(),
+        &deployment("managed", json!({"enabled": true})),
+    )
+    .await
+    .unwrap();
     let md = wait_reason(&mds, "managed", "InferencePoolNotFound").await;
     assert!(
         gateway_ready(&md)
@@ -969,6 +973,195 @@ async fn without_a_gateway_only_a_deployment_that_asked_gets_a_condition() {
         "no-Gateway scenario: {:.1}s",
         started.elapsed().as_secs_f64()
     );
+}
+
+/// Dynamo manages its own pool: asked for the gateway, the real Dynamo provider gives the graph
+/// an `epp` service, and the Dynamo operator (simulated: its Go module is not served here) does
+/// what ai-dynamo/dynamo's `reconcileEPPResources` does for such a graph: it creates the
+/// InferencePool `<graph>-pool` selecting the graph's workers. The core creates only the route
+/// to that pool: no pool and no endpoint picker of its own. A Dynamo deployment that did not
+/// ask gets no `epp` service, no route and no condition.
+#[tokio::test]
+async fn a_dynamo_deployment_gets_only_a_route_to_the_pool_dynamo_makes() {
+    let _lock = cluster_lock().await;
+    let started = Instant::now();
+    let env = TestEnv::new("gateway-dynamo").await;
+    let ns = env.namespace.clone();
+    create_gateway(&env.client, &ns, "dynamo-gateway", true).await;
+    let (_core, _provider) = start(&env).await;
+    let dynamo_identity = stack::service_account_identity(
+        &env,
+        "deploy/providers/dynamo/rbac.yaml",
+        "airunway-provider-dynamo",
+    )
+    .await;
+    let _dynamo = stack::start_provider(
+        &env,
+        "airunway-provider-dynamo",
+        &dynamo_identity,
+        &["--heartbeat-interval=1s"],
+        "dynamo-gw",
+    )
+    .await;
+    let ipcs: Api<InferenceProviderConfig> = Api::all(env.client.clone());
+    wait_for(&ipcs, "dynamo", WAIT, "ready", |i| {
+        i.status.as_ref().and_then(|s| s.ready) == Some(true)
+    })
+    .await;
+    let mds: Api<ModelDeployment> = Api::namespaced(env.client.clone(), &ns);
+    let dgds: Api<DynamicObject> = Api::namespaced_with(
+        env.client.clone(),
+        &ns,
+        &ApiResource::from_gvk_with_plural(
+            &GroupVersionKind::gvk("nvidia.com", "v1alpha1", "DynamoGraphDeployment"),
+            "dynamographdeployments",
+        ),
+    );
+    let dynamo_deployment = |name: &str, gateway: Value| -> ModelDeployment {
+        let mut md = deployment(name, gateway);
+        md.spec.provider = Some(serde_json::from_value(json!({"name": "dynamo"})).unwrap());
+        md
+    };
+    mds.create(
+        &PostParams::default(),
+        &dynamo_deployment("dyn", json!({"enabled": true})),
+    )
+    .await
+    .unwrap();
+    mds.create(
+        &PostParams::default(),
+        &dynamo_deployment("dyn-quiet", json!({})),
+    )
+    .await
+    .unwrap();
+
+    // The graph asks Dynamo's operator for the endpoint picker (and so for the pool).
+    let dgd = wait_for(&dgds, "dyn", WAIT, "DynamoGraphDeployment", |_| true).await;
+    let dgd = value(&dgd);
+    let epp = &dgd["spec"]["services"]["Epp"];
+    assert_eq!(epp["componentType"], "epp", "{dgd}");
+    assert!(
+        epp["eppConfig"]["config"]["plugins"]
+            .as_array()
+            .is_some_and(|p| !p.is_empty()),
+        "{epp}"
+    );
+    assert_eq!(
+        dgd["spec"]["services"]["VllmWorker"]["frontendSidecar"]["args"],
+        json!(["-m", "dynamo.frontend", "--router-mode", "direct"])
+    );
+    let quiet_dgd = wait_for(&dgds, "dyn-quiet", WAIT, "DynamoGraphDeployment", |_| true).await;
+    assert!(value(&quiet_dgd)["spec"]["services"].get("Epp").is_none());
+
+    // The Dynamo operator reports both graphs successful (its real status).
+    let status = paths::upstream_status_sample("dgd-successful.yaml").unwrap();
+    for name in ["dyn", "dyn-quiet"] {
+        dgds.patch_status(
+            name,
+            &PatchParams::default(),
+            &Patch::Merge(json!({"status": status})),
+        )
+        .await
+        .unwrap();
+    }
+    // Running, and waiting for Dynamo's pool.
+    let md = wait_for(
+        &mds,
+        "dyn",
+        WAIT,
+        "Running and InferencePoolNotFound",
+        |md| {
+            md.phase() == Some(Phase::Running)
+                && gateway_ready(md).is_some_and(|(_, r, _)| r == "InferencePoolNotFound")
+        },
+    )
+    .await;
+    let message = gateway_ready(&md).unwrap().2;
+    assert!(
+        message.contains(&format!("InferencePool {ns}/dyn-pool")) && message.contains("dynamo"),
+        "{message}"
+    );
+
+    // The operator creates the pool as ai-dynamo/dynamo's epp.GenerateInferencePool does.
+    let dynamo_namespace = epp["dynamoNamespace"].as_str().unwrap().to_string();
+    let mut pool = sample("inferencepool-accepted.yaml");
+    pool.as_object_mut().unwrap().remove("status");
+    pool["metadata"] = json!({"name": "dyn-pool", "namespace": ns,
+        "labels": {"nvidia.com/dynamo-graph-deployment-name": "dyn",
+                   "nvidia.com/dynamo-component": "Epp",
+                   "nvidia.com/dynamo-component-type": "epp"},
+        "ownerReferences": [{"apiVersion": "nvidia.com/v1alpha1", "kind": "DynamoGraphDeployment",
+            "name": "dyn", "uid": dgd["metadata"]["uid"], "controller": true,
+            "blockOwnerDeletion": true}]});
+    pool["spec"] = json!({
+        "targetPorts": [{"number": 8000}],
+        "selector": {"matchLabels": {"nvidia.com/dynamo-component-type": "worker",
+                                     "nvidia.com/dynamo-namespace": dynamo_namespace}},
+        "endpointPickerRef": {"kind": "Service", "name": "dyn-epp", "port": {"number": 9002}},
+    });
+    pools(&env.client, &ns)
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(pool).unwrap(),
+        )
+        .await
+        .unwrap();
+
+    // The core routes to it, and creates nothing else.
+    let route = wait_for(&routes(&env.client, &ns), "dyn", WAIT, "route", |_| true).await;
+    let route = value(&route);
+    assert_eq!(route["spec"]["parentRefs"][0]["name"], "dynamo-gateway");
+    assert_eq!(
+        route["spec"]["rules"][0]["backendRefs"][0],
+        json!({"group": "inference.networking.k8s.io", "kind": "InferencePool",
+               "name": "dyn-pool", "namespace": ns, "weight": 1})
+    );
+    wait_reason(&mds, "dyn", "RoutePending").await;
+    let names: Vec<String> = pools(&env.client, &ns)
+        .list(&ListParams::default())
+        .await
+        .unwrap()
+        .items
+        .iter()
+        .map(|p| p.metadata.name.clone().unwrap())
+        .collect();
+    assert_eq!(names, ["dyn-pool"], "no pool of the core's");
+    let pickers = Api::<Deployment>::namespaced(env.client.clone(), &ns)
+        .list(&ListParams::default().labels("airunway.ai/gateway-of"))
+        .await
+        .unwrap();
+    assert!(pickers.items.is_empty(), "no endpoint picker of the core's");
+    write_route_status(&env.client, &ns, "dyn", &ns, "dynamo-gateway", None).await;
+    let md = wait_reason(&mds, "dyn", "GatewayConfigured").await;
+    let gateway = md.status.unwrap().gateway.unwrap();
+    assert_eq!(gateway.endpoint.as_deref(), Some(GATEWAY_ADDRESS));
+    assert_eq!(gateway.model_name.as_deref(), Some(MODEL));
+
+    // The one that did not ask: Running, not routed, no condition.
+    let quiet = wait_for(&mds, "dyn-quiet", WAIT, "Running", |md| {
+        md.phase() == Some(Phase::Running)
+    })
+    .await;
+    assert!(gateway_ready(&quiet).is_none(), "{:?}", quiet.status);
+    assert!(
+        routes(&env.client, &ns)
+            .get_opt("dyn-quiet")
+            .await
+            .unwrap()
+            .is_none()
+    );
+
+    for name in ["dyn", "dyn-quiet"] {
+        mds.delete(name, &DeleteParams::default()).await.unwrap();
+    }
+    for name in ["dyn", "dyn-quiet"] {
+        wait_deleted(&mds, name, WAIT).await;
+    }
+    gateways(&env.client, &ns)
+        .delete("dynamo-gateway", &DeleteParams::default())
+        .await
+        .unwrap();
+    eprintln!("Dynamo scenario: {:.1}s", started.elapsed().as_secs_f64());
 }
 
 #[tokio::test]

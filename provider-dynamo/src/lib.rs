@@ -17,8 +17,8 @@ use airunway_api::provider::{
     UpstreamSchema,
 };
 use airunway_api::v1alpha1::{
-    EngineCapability, EngineCapabilityEntry, EngineType, InferenceProviderConfigSpec,
-    ModelDeployment, ProviderCapabilities, SelectionRule, ServingMode,
+    EngineCapability, EngineCapabilityEntry, EngineType, GatewayCapability,
+    InferenceProviderConfigSpec, ModelDeployment, ProviderCapabilities, SelectionRule, ServingMode,
 };
 
 /// The provider name (and InferenceProviderConfig name).
@@ -42,8 +42,17 @@ impl Provider for DynamoProvider {
     }
 
     fn registration(&self) -> InferenceProviderConfigSpec {
+        // Asked for the gateway (`spec.gateway.enabled: true`), the graph gets an endpoint
+        // picker service and Dynamo's operator creates the InferencePool `<name>-pool`: the
+        // core then creates only the route (docs/gateway.md).
         let engine = |name, serving_modes| {
-            EngineCapabilityEntry::Detailed(EngineCapability::new(name, serving_modes, true, false))
+            let mut capability = EngineCapability::new(name, serving_modes, true, false);
+            capability.gateway = Some(GatewayCapability {
+                manages_inference_pool: Some(true),
+                inference_pool_name_pattern: Some(render::POOL_NAME_PATTERN.into()),
+                ..Default::default()
+            });
+            EngineCapabilityEntry::Detailed(capability)
         };
         let both = || vec![ServingMode::Aggregated, ServingMode::Disaggregated];
         InferenceProviderConfigSpec {

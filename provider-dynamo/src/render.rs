@@ -5,6 +5,9 @@
 //!   from `provider.overrides` (defaults: 1 replica, cpu `"2"`, memory `"4Gi"`, `round-robin`).
 //!   The router mode is given as `DYN_ROUTER_MODE` (Dynamo 1.x has no service-level router
 //!   field; `none` leaves Dynamo's default).
+//! - `Epp` (`componentType: epp`), only with `spec.gateway.enabled: true`: Dynamo's endpoint
+//!   picker; its operator then creates the InferencePool `<name>-pool` the core routes to
+//!   (docs/gateway.md). Every worker then gets a `frontendSidecar` serving the pool's port.
 //! - aggregated: one worker (`VllmWorker`, `SglangWorker` or `TrtllmWorker`) with
 //!   `scaling.replicas` (0 honoured), GPU/memory limits and CPU request from `resources`.
 //! - disaggregated: `<Engine>PrefillWorker` and `<Engine>DecodeWorker`
@@ -43,6 +46,46 @@ use airunway_api::v1alpha1::{ComponentScaling, EngineType, ModelDeployment, Serv
 pub const DYNAMO_VERSION: &str = "1.1.1";
 /// The port of the frontend Service.
 pub const FRONTEND_PORT: i32 = 8000;
+
+/// The InferencePool the Dynamo operator creates for a graph with an `epp` service:
+/// `<graph>-pool` in the graph's namespace (ai-dynamo/dynamo
+/// `deploy/operator/internal/dynamo/epp/inference_pool.go`, `GetPoolName`). The graph is named
+/// after the deployment, so the registration's `inferencePoolNamePattern` is `{name}-pool`.
+pub const POOL_NAME_PATTERN: &str = "{name}-pool";
+/// The name of the endpoint picker service in the graph.
+pub const EPP_SERVICE: &str = "Epp";
+
+/// The image of Dynamo's endpoint picker (the frontend image carries its `dyn-*` scorers).
+pub fn epp_image() -> String {
+    format!("nvcr.io/nvidia/ai-dynamo/dynamo-frontend:{DYNAMO_VERSION}")
+}
+
+/// The endpoint picker configuration (`eppConfig.config`, an EndpointPickerConfig): Dynamo's
+/// decode scorer, with its prefill profile when the graph is disaggregated.
+pub fn epp_config(disaggregated: bool) -> Value {
+    let filter = |name: &str, value: &str, allows_no_label: bool| {
+        json!({"name": name, "type": "label-filter", "parameters": {
+            "label": "nvidia.com/dynamo-sub-component-type", "validValues": [value],
+            "allowsNoLabel": allows_no_label}})
+    };
+    let profile = |name: &str, filter: &str, scorer: &str| {
+        json!({"name": name, "plugins": [{"pluginRef": filter, "weight": 1},
+            {"pluginRef": scorer, "weight": 1}, {"pluginRef": "picker", "weight": 1}]})
+    };
+    let mut plugins = vec![
+        json!({"type": "disagg-profile-handler"}),
+        filter("decode-filter", "decode", !disaggregated),
+        json!({"name": "picker", "type": "max-score-picker"}),
+        json!({"name": "dyn-decode", "type": "dyn-decode-scorer"}),
+    ];
+    let mut profiles = vec![profile("decode", "decode-filter", "dyn-decode")];
+    if disaggregated {
+        plugins.push(filter("prefill-filter", "prefill", false));
+        plugins.push(json!({"name": "dyn-prefill", "type": "dyn-prefill-scorer"}));
+        profiles.insert(0, profile("prefill", "prefill-filter", "dyn-prefill"));
+    }
+    json!({"plugins": plugins, "schedulingProfiles": profiles})
+}
 
 /// The overrides Dynamo understands (design doc §4.15).
 pub const OVERRIDES: &[(&str, OverrideType)] = &[
@@ -397,6 +440,11 @@ pub fn render(md: &ModelDeployment, schema: &UpstreamSchema) -> Result<Rendered,
         service
     };
 
+    // Asked for the inference gateway: Dynamo's operator makes the InferencePool and endpoint
+    // picker (docs/gateway.md). Only on `enabled: true`, because the operator creates the pool
+    // without checking that the cluster serves InferencePools.
+    let gateway = spec.gateway.as_ref().and_then(|g| g.enabled) == Some(true);
+
     // Frontend.
     let frontend_replicas = overrides::get(overrides_map, "frontend.replicas")
         .and_then(Value::as_u64)
@@ -485,12 +533,36 @@ pub fn render(md: &ModelDeployment, schema: &UpstreamSchema) -> Result<Rendered,
                 service["extraPodMetadata"] = meta;
             }
         }
+        if gateway {
+            // The pool's endpoints are the workers: each serves HTTP through a frontend
+            // sidecar, which the aggregated graph lets route directly to its own worker.
+            let mut args = vec!["-m", "dynamo.frontend"];
+            if role == Role::Aggregated {
+                args.extend(["--router-mode", "direct"]);
+            }
+            let mut sidecar = json!({"image": image, "args": args});
+            if let Some(secret) = &secret {
+                sidecar["envFromSecret"] = json!(secret);
+            }
+            service["frontendSidecar"] = sidecar;
+        }
         Ok(service)
     };
 
     let prefix = service_prefix(engine);
     let mut services = Map::new();
     services.insert("Frontend".into(), frontend);
+    if gateway {
+        services.insert(
+            EPP_SERVICE.into(),
+            with_common(json!({
+                "componentType": "epp",
+                "replicas": 1,
+                "extraPodSpec": {"mainContainer": {"image": epp_image()}},
+                "eppConfig": {"config": epp_config(spec.serving_mode() == ServingMode::Disaggregated)},
+            })),
+        );
+    }
     match spec.serving_mode() {
         ServingMode::Aggregated => {
             let memory = spec.resources.as_ref().and_then(|r| r.memory.clone());

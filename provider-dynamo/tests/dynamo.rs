@@ -669,3 +669,72 @@ fn replicas_and_message_from_every_service() {
         (Some(4), Some(2), Some(2))
     );
 }
+
+#[test]
+fn gateway_asked_adds_the_endpoint_picker_the_operator_makes_the_pool_for() {
+    let spec = |gateway: Value, mode: &str| {
+        let mut spec = json!({"model": {"id": "Qwen/Qwen3-0.6B"}, "engine": {"type": "vllm"},
+            "resources": {"gpu": {"count": 1}}, "serving": {"mode": mode},
+            "secrets": {"huggingFaceToken": "hf"}, "gateway": gateway});
+        if mode == "disaggregated" {
+            spec["scaling"] = json!({"prefill": {"replicas": 1, "gpu": {"count": 1}},
+                                     "decode": {"replicas": 1, "gpu": {"count": 1}}});
+        }
+        DynamoProvider.render(&md(spec), &schema()).unwrap().object
+    };
+    let asked = spec(json!({"enabled": true}), "aggregated");
+    let epp = &asked["spec"]["services"]["Epp"];
+    assert_eq!(epp["componentType"], "epp");
+    assert_eq!(epp["replicas"], 1);
+    assert_eq!(epp["dynamoNamespace"], "m");
+    assert_eq!(
+        epp["extraPodSpec"]["mainContainer"]["image"],
+        "nvcr.io/nvidia/ai-dynamo/dynamo-frontend:1.1.1"
+    );
+    let config = &epp["eppConfig"]["config"];
+    assert_eq!(config["schedulingProfiles"].as_array().unwrap().len(), 1);
+    assert_eq!(config["schedulingProfiles"][0]["name"], "decode");
+    assert_eq!(config["plugins"][1]["parameters"]["allowsNoLabel"], true);
+    assert_eq!(
+        worker(&asked, "VllmWorker")["frontendSidecar"],
+        json!({"image": "nvcr.io/nvidia/ai-dynamo/vllm-runtime:1.1.1",
+               "args": ["-m", "dynamo.frontend", "--router-mode", "direct"], "envFromSecret": "hf"})
+    );
+    assert_eq!(
+        asked["spec"]["services"]["Frontend"]["componentType"], "frontend",
+        "the frontend stays (the deployment's endpoint)"
+    );
+
+    let disaggregated = spec(json!({"enabled": true}), "disaggregated");
+    let config = &disaggregated["spec"]["services"]["Epp"]["eppConfig"]["config"];
+    let profiles: Vec<&str> = config["schedulingProfiles"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(profiles, ["prefill", "decode"]);
+    assert_eq!(
+        worker(&disaggregated, "VllmPrefillWorker")["frontendSidecar"]["args"],
+        json!(["-m", "dynamo.frontend"])
+    );
+
+    // Not asked (unset or false): no endpoint picker, no sidecar — the operator would create
+    // an InferencePool without checking that the cluster serves them.
+    for gateway in [json!({}), json!({"enabled": false})] {
+        let rendered = spec(gateway, "aggregated");
+        assert!(rendered["spec"]["services"].get("Epp").is_none());
+        assert!(
+            worker(&rendered, "VllmWorker")
+                .get("frontendSidecar")
+                .is_none()
+        );
+    }
+    let registration = serde_json::to_value(DynamoProvider.registration()).unwrap();
+    for engine in registration["capabilities"]["engines"].as_array().unwrap() {
+        assert_eq!(
+            engine["gateway"],
+            json!({"managesInferencePool": true, "inferencePoolNamePattern": "{name}-pool"})
+        );
+    }
+}

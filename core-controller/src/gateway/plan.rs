@@ -131,14 +131,16 @@ pub enum Intent {
     },
 }
 
-/// Whether `md` should be routed, from its spec, phase, what the cluster serves and whether
-/// the cluster has a Gateway at all (`no_gateway`: it has none and no core flag names one).
+/// Whether `md` should be routed, from its spec, phase, what the cluster serves and
+/// `only_if_asked`: the integration acts for `md` only on `spec.gateway.enabled: true` (the
+/// cluster has no Gateway at all and no core flag names one, or the provider builds the pool
+/// only when asked, as Dynamo's operator does).
 ///
 /// `spec.gateway.enabled` unset means "when the cluster has the CRDs and a Gateway": in a
 /// cluster without either the integration is silent (no condition, nothing written); only
 /// `enabled: true` is told why it is not routed. The decision does not depend on the phase, so
 /// a deployment nobody routes gets no `GatewayReady` at any point of its life.
-pub fn intent(md: &ModelDeployment, detection: &Detection, no_gateway: bool) -> Intent {
+pub fn intent(md: &ModelDeployment, detection: &Detection, only_if_asked: bool) -> Intent {
     let gateway = md.spec.gateway.as_ref();
     if md.metadata.deletion_timestamp.is_some() {
         return Intent::Clean {
@@ -171,7 +173,7 @@ pub fn intent(md: &ModelDeployment, detection: &Detection, no_gateway: bool) -> 
         return Intent::Clean { status };
     }
     let asked = gateway.and_then(|g| g.enabled) == Some(true);
-    if no_gateway && !asked {
+    if only_if_asked && !asked {
         return Intent::Clean {
             status: DesiredGateway::default(),
         };

@@ -201,11 +201,15 @@ impl Integration {
         providers: &[InferenceProviderConfig],
     ) -> DesiredGateway {
         let detection = self.detector.current();
-        let no_gateway = self.no_gateway(md, &detection).await;
-        match plan::intent(md, &detection, no_gateway) {
+        let capability = capability(md, providers);
+        // A provider that manages its pool makes it only when the deployment asks (Dynamo).
+        let provider_pool =
+            capability.as_ref().and_then(|c| c.manages_inference_pool) == Some(true);
+        let only_if_asked = provider_pool || self.no_gateway(md, &detection).await;
+        match plan::intent(md, &detection, only_if_asked) {
             Intent::Clean { status } => {
                 if plan::may_have_objects(md) || md.metadata.deletion_timestamp.is_some() {
-                    self.clean(md, &capability(md, providers)).await;
+                    self.clean(md, &capability).await;
                 }
                 status
             }
@@ -214,7 +218,7 @@ impl Integration {
                     tracing::debug!(deployment = %md.name_any(), "gateway caches not synced yet; status kept");
                     return DesiredGateway::current(md);
                 }
-                self.route(md, &capability(md, providers)).await
+                self.route(md, &capability).await
             }
         }
     }
