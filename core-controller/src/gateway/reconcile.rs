@@ -203,13 +203,11 @@ impl Integration {
         let detection = self.detector.current();
         let capability = capability(md, providers);
         // A provider that manages its pool makes it only when the deployment asks (Dynamo).
-        let provider_pool =
-            capability.as_ref().and_then(|c| c.manages_inference_pool) == Some(true);
-        let only_if_asked = provider_pool || self.no_gateway(md, &detection).await;
+        let only_if_asked = provider_pool(&capability) || self.no_gateway(md, &detection).await;
         match plan::intent(md, &detection, only_if_asked) {
             Intent::Clean { status } => {
                 if plan::may_have_objects(md) || md.metadata.deletion_timestamp.is_some() {
-                    self.clean(md, &capability).await;
+                    self.clean(md, &capability, providers).await;
                 }
                 status
             }
@@ -218,7 +216,7 @@ impl Integration {
                     tracing::debug!(deployment = %md.name_any(), "gateway caches not synced yet; status kept");
                     return DesiredGateway::current(md);
                 }
-                self.route(md, &capability).await
+                self.route(md, &capability, providers).await
             }
         }
     }
@@ -350,6 +348,7 @@ impl Integration {
         &self,
         md: &ModelDeployment,
         capability: &Option<GatewayCapability>,
+        providers: &[InferenceProviderConfig],
     ) -> DesiredGateway {
         let namespace = md.namespace().unwrap_or_default();
         let name = md.name_any();
@@ -358,7 +357,7 @@ impl Integration {
             Ok(g) => g.clone(),
             Err(message) => {
                 if plan::may_have_objects(md) {
-                    self.clean(md, capability).await;
+                    self.clean(md, capability, providers).await;
                 }
                 return DesiredGateway::condition(false, reasons::NO_GATEWAY, message);
             }
@@ -644,7 +643,12 @@ impl Integration {
 
     /// Removes what the integration created for `md` and, when it was the last routed
     /// deployment of its namespace, the namespace's allowance on the Gateway.
-    async fn clean(&self, md: &ModelDeployment, capability: &Option<GatewayCapability>) {
+    async fn clean(
+        &self,
+        md: &ModelDeployment,
+        capability: &Option<GatewayCapability>,
+        providers: &[InferenceProviderConfig],
+    ) {
         let namespace = md.namespace().unwrap_or_default();
         let name = md.name_any();
         let names = Names::of(&name);
@@ -703,7 +707,14 @@ impl Integration {
                 other.namespace().as_deref() == Some(namespace.as_str())
                     && other.name_any() != name
                     && other.metadata.deletion_timestamp.is_none()
-                    && matches!(plan::intent(other, &detection, no_gateway), Intent::Route)
+                    && matches!(
+                        plan::intent(
+                            other,
+                            &detection,
+                            no_gateway || provider_pool(&self::capability(other, providers)),
+                        ),
+                        Intent::Route
+                    )
             });
             if !still_routed {
                 for view in self.gateway_views() {
@@ -868,6 +879,11 @@ async fn discovered_model(md: &ModelDeployment, namespace: &str) -> Option<Strin
     let service = endpoint.service.as_deref().filter(|s| !s.is_empty())?;
     let url = super::discover::models_url(service, namespace, endpoint.port.unwrap_or(8000));
     super::discover::served_model(&url).await
+}
+
+/// Whether the provider builds the pool itself (and so only when the deployment asks).
+fn provider_pool(capability: &Option<GatewayCapability>) -> bool {
+    capability.as_ref().and_then(|c| c.manages_inference_pool) == Some(true)
 }
 
 /// The provider's gateway capability for `md`'s provider and resolved engine.
