@@ -227,8 +227,174 @@ fn insert_some(spec: &mut Value, key: &str, value: Option<Value>) {
     }
 }
 
-/// A ModelDeployment `spec` as JSON.
+/// A ModelDeployment `spec` as JSON: half [`hostile_spec`] (values at and past every edge,
+/// mostly refused by the schema or validation), half [`well_shaped_spec`] (mostly valid, so
+/// the renders and what they apply are exercised too).
 pub fn spec() -> BoxedStrategy<Value> {
+    prop_oneof![hostile_spec(), well_shaped_spec()].boxed()
+}
+
+/// A spec a careful user could write: valid names, quantities, env, labels and tolerations,
+/// engines, modes and GPU settings that fit together (mostly), edge counts inside the limits
+/// (`contextLength` 2^24, GPU count 8, 63-character label values), sometimes with generated
+/// (often escalating) `provider.overrides`.
+pub fn well_shaped_spec() -> BoxedStrategy<Value> {
+    let label = "[a-z][a-z0-9-]{0,8}[a-z0-9]";
+    let model = prop_oneof![
+        Just("Qwen/Qwen3-8B"),
+        Just("org/model-gguf"),
+        Just("meta-llama/Llama-3.1-8B-Instruct"),
+        Just("a"),
+    ]
+    .prop_map(|id| json!({"id": id}));
+    let engine = (
+        option::of(engine_type()),
+        option::of(prop_oneof![
+            Just(4096i64),
+            Just(32768),
+            Just(16_777_216),
+            1i64..100_000
+        ]),
+        option::of(btree_map(
+            "[a-z][a-z-]{0,10}[a-z]",
+            "[a-zA-Z0-9._-]{1,12}",
+            0..3,
+        )),
+        option::of(prop_oneof![
+            Just("vllm/vllm-openai:v0.11.0"),
+            Just("registry.example.com:5000/team/llama:1.0")
+        ]),
+        option::of(any::<bool>()),
+        option::of(vec(
+            prop_oneof![
+                Just("--max-num-seqs=8"),
+                Just("--disable-log-requests"),
+                Just("-q")
+            ],
+            0..3,
+        )),
+    )
+        .prop_map(|(t, ctx, args, image, eager, extra)| {
+            let mut e = json!({});
+            insert_some(&mut e, "type", t);
+            insert_some(&mut e, "contextLength", ctx.map(|c| json!(c)));
+            insert_some(&mut e, "args", args.map(|a| json!(a)));
+            insert_some(&mut e, "image", image.map(|i| json!(i)));
+            insert_some(&mut e, "enforceEager", eager.map(Value::Bool));
+            insert_some(&mut e, "extraArgs", extra.map(|x| json!(x)));
+            e
+        });
+    let gpu = (
+        prop_oneof![4 => 1i64..3, 1 => Just(0i64), 1 => Just(8i64)],
+        option::of(prop_oneof![Just("nvidia.com/gpu"), Just("amd.com/gpu")]),
+    )
+        .prop_map(|(count, t)| {
+            let mut g = json!({"count": count});
+            insert_some(&mut g, "type", t.map(|t| json!(t)));
+            g
+        });
+    let quantity = prop_oneof![
+        Just("1"),
+        Just("500m"),
+        Just("16Gi"),
+        Just("128Gi"),
+        Just("0.5")
+    ];
+    let mode = prop_oneof![3 => Just("aggregated"), 1 => Just("disaggregated")];
+    let env = vec(("[A-Z][A-Z0-9_]{0,10}", "[ -~]{0,24}"), 0..3).prop_map(|e| {
+        json!(
+            e.into_iter()
+                .map(|(n, v)| json!({"name": n, "value": v}))
+                .collect::<Vec<_>>()
+        )
+    });
+    let labels = btree_map(
+        label,
+        prop_oneof![Just("a".repeat(63)), "[a-z0-9]{0,8}".boxed()],
+        0..3,
+    );
+    let toleration = (label, prop_oneof![Just("NoSchedule"), Just("NoExecute")])
+        .prop_map(|(key, effect)| json!({"key": key, "operator": "Exists", "effect": effect}));
+    let provider = (
+        option::of(prop_oneof![
+            Just("kaito"),
+            Just("dynamo"),
+            Just("kuberay"),
+            Just("llmd"),
+            Just("vllm")
+        ]),
+        prop_oneof![2 => Just(None), 1 => overrides().prop_map(Some)],
+    );
+    (
+        (
+            model,
+            option::of(engine),
+            mode,
+            gpu.clone(),
+            (0i64..4, gpu.clone(), gpu),
+        ),
+        (
+            option::of(quantity.clone()),
+            option::of(quantity),
+            option::of(env),
+        ),
+        (
+            option::of(labels.clone()),
+            option::of(vec(toleration, 0..2)),
+            option::of((labels.clone(), labels)),
+        ),
+        (provider, option::of(label), 0i64..5),
+    )
+        .prop_map(
+            |(
+                (model, engine, mode, gpu, (replicas, prefill_gpu, decode_gpu)),
+                (memory, cpu, env),
+                (selector, tolerations, template),
+                ((name, overrides), token, shape),
+            )| {
+                let mut spec = json!({"model": model, "serving": {"mode": mode}});
+                insert_some(&mut spec, "engine", engine);
+                let mut resources = json!({});
+                insert_some(&mut resources, "memory", memory.map(|m| json!(m)));
+                insert_some(&mut resources, "cpu", cpu.map(|c| json!(c)));
+                if mode == "disaggregated" {
+                    spec["scaling"] = json!({"prefill": {"replicas": 1, "gpu": prefill_gpu},
+                        "decode": {"replicas": replicas.max(1), "gpu": decode_gpu}});
+                } else {
+                    resources["gpu"] = gpu;
+                    // Sometimes no replica count, sometimes 0 (scaled down).
+                    if shape > 0 {
+                        spec["scaling"] = json!({"replicas": replicas});
+                    }
+                }
+                spec["resources"] = resources;
+                insert_some(&mut spec, "env", env);
+                insert_some(&mut spec, "nodeSelector", selector.map(|s| json!(s)));
+                insert_some(&mut spec, "tolerations", tolerations.map(|t| json!(t)));
+                insert_some(
+                    &mut spec,
+                    "podTemplate",
+                    template.map(|(l, a)| json!({"metadata": {"labels": l, "annotations": a}})),
+                );
+                insert_some(
+                    &mut spec,
+                    "secrets",
+                    token.map(|t| json!({"huggingFaceToken": t})),
+                );
+                let mut provider = json!({});
+                insert_some(&mut provider, "name", name.map(|n| json!(n)));
+                insert_some(&mut provider, "overrides", overrides.map(Value::Object));
+                if provider.as_object().is_some_and(|p| !p.is_empty()) {
+                    spec["provider"] = provider;
+                }
+                spec
+            },
+        )
+        .boxed()
+}
+
+/// A ModelDeployment `spec` as JSON with values at and past every edge.
+pub fn hostile_spec() -> BoxedStrategy<Value> {
     let model = (
         prop_oneof![3 => Just("Qwen/Qwen3-8B".to_string()), 1 => Just("org/model-gguf".to_string()), 1 => text()],
         option::of(prop_oneof![Just("huggingface"), Just("custom")]),

@@ -301,6 +301,37 @@ fn validate_values(spec: &ModelDeploymentSpec, errors: &mut Vec<FieldError>) {
             format!("must be at most {MAX_CONTEXT_LENGTH} tokens (is {length})"),
         ));
     }
+    let scaling = spec.scaling.as_ref();
+    for (field, gpu) in [
+        (
+            "spec.resources.gpu.type",
+            spec.resources.as_ref().and_then(|r| r.gpu.as_ref()),
+        ),
+        (
+            "spec.scaling.prefill.gpu.type",
+            scaling
+                .and_then(|s| s.prefill.as_ref())
+                .and_then(|c| c.gpu.as_ref()),
+        ),
+        (
+            "spec.scaling.decode.gpu.type",
+            scaling
+                .and_then(|s| s.decode.as_ref())
+                .and_then(|c| c.gpu.as_ref()),
+        ),
+    ] {
+        if let Some(name) = gpu
+            .and_then(|g| g.gpu_type.as_deref())
+            .filter(|n| !is_extended_resource_name(n))
+        {
+            errors.push(FieldError::new(
+                field,
+                format!(
+                    "{name:?} is not an extended resource name: it must be <domain>/<name> outside kubernetes.io, e.g. nvidia.com/gpu (providers put it in container resource limits)"
+                ),
+            ));
+        }
+    }
     let mut env_bytes = 0usize;
     for (i, var) in spec.env.iter().flatten().enumerate() {
         if !is_env_name(&var.name) {
@@ -746,6 +777,20 @@ fn is_qualified_name(s: &str) -> bool {
     }
 }
 
+/// An extended resource name as the API server accepts in resource limits: a qualified name
+/// with a domain prefix outside `kubernetes.io` (found by the e2e dry-run of generated renders).
+fn is_extended_resource_name(s: &str) -> bool {
+    match s.split_once('/') {
+        Some((prefix, _)) => {
+            is_qualified_name(s)
+                && prefix != "kubernetes.io"
+                && !prefix.ends_with(".kubernetes.io")
+                && !prefix.starts_with("requests.")
+        }
+        None => false,
+    }
+}
+
 fn is_label_value(s: &str) -> bool {
     s.is_empty() || is_label_name(s)
 }
@@ -972,6 +1017,42 @@ mod tests {
         ] {
             assert!(!is_image_reference(bad), "{bad}");
         }
+    }
+
+    #[test]
+    fn gpu_types_must_be_extended_resource_names() {
+        let gpu = |t: &str| json!({"model": {"id": "a/b"}, "resources": {"gpu": {"count": 1, "type": t}}});
+        for ok in ["nvidia.com/gpu", "amd.com/gpu", "gpu.intel.com/i915"] {
+            assert!(errors(gpu(ok)).is_empty(), "{ok}");
+        }
+        for bad in [
+            "gpu",
+            "",
+            "kubernetes.io/gpu",
+            "a.kubernetes.io/gpu",
+            "nvidia.com/",
+            "Nvidia.com/gpu",
+            "a/b/c",
+            &"a".repeat(63),
+        ] {
+            let fields: Vec<String> = errors(gpu(bad)).into_iter().map(|e| e.field).collect();
+            assert_eq!(fields, ["spec.resources.gpu.type"], "{bad:?}");
+        }
+        let component = json!({"gpu": {"count": 1, "type": "gpu"}});
+        let fields: Vec<String> = errors(
+            json!({"model": {"id": "a/b"}, "serving": {"mode": "disaggregated"},
+            "scaling": {"prefill": component, "decode": component}}),
+        )
+        .into_iter()
+        .map(|e| e.field)
+        .collect();
+        assert_eq!(
+            fields,
+            [
+                "spec.scaling.prefill.gpu.type",
+                "spec.scaling.decode.gpu.type"
+            ]
+        );
     }
 
     #[test]

@@ -1,12 +1,17 @@
 //! The dependency-direction rule: inside the workspace, the only dependency edge allowed is
 //! "anything → airunway-api". Binary crates (the core, the providers, the tools) never depend on
-//! each other, so each releases on its own.
+//! each other, so each releases on its own. One exception: the e2e harness's tests may
+//! `[dev-dependencies]` on members (to send the providers' pure renders to a real API server).
 
 use anyhow::{Context, Result, bail};
 use serde_json::Value;
 
 /// The one crate every workspace member may depend on.
 pub const SHARED_CRATE: &str = "airunway-api";
+
+/// The test harness, whose tests may call other members' pure code (`[dev-dependencies]` only:
+/// nothing it builds links a member but the shared crate, so every binary still releases alone).
+pub const HARNESS_CRATE: &str = "airunway-e2e";
 
 /// Dependency edges between workspace members that break the rule, as `from -> to`.
 pub fn violations(metadata: &Value) -> Result<Vec<String>> {
@@ -19,8 +24,11 @@ pub fn violations(metadata: &Value) -> Result<Vec<String>> {
         let name = package["name"].as_str().unwrap_or_default();
         for dep in package["dependencies"].as_array().into_iter().flatten() {
             let dep_name = dep["name"].as_str().unwrap_or_default();
+            let kind = dep["kind"].as_str().unwrap_or("normal");
+            if name == HARNESS_CRATE && kind == "dev" {
+                continue;
+            }
             if members.contains(&dep_name) && dep_name != SHARED_CRATE {
-                let kind = dep["kind"].as_str().unwrap_or("normal");
                 out.push(format!("{name} -> {dep_name} ({kind})"));
             }
         }
@@ -86,6 +94,26 @@ mod tests {
         assert_eq!(
             violations(&metadata(Some("airunway-provider-kaito"))).unwrap(),
             vec!["airunway-core -> airunway-provider-kaito (normal)".to_string()]
+        );
+    }
+
+    #[test]
+    fn only_the_harness_may_dev_depend_on_a_binary() {
+        let mut m = metadata(None);
+        m["packages"].as_array_mut().unwrap().push(json!({"name": "airunway-e2e", "dependencies": [
+            {"name": "airunway-provider-kaito", "kind": "dev"}]}));
+        assert!(violations(&m).unwrap().is_empty());
+        m["packages"][3]["dependencies"][0]["kind"] = Value::Null;
+        assert_eq!(
+            violations(&m).unwrap(),
+            vec!["airunway-e2e -> airunway-provider-kaito (normal)".to_string()]
+        );
+        m["packages"][3]["dependencies"][0]["kind"] = json!("dev");
+        m["packages"][1]["dependencies"].as_array_mut().unwrap()
+            .push(json!({"name": "airunway-provider-kaito", "kind": "dev"}));
+        assert_eq!(
+            violations(&m).unwrap(),
+            vec!["airunway-core -> airunway-provider-kaito (dev)".to_string()]
         );
     }
 
