@@ -722,6 +722,12 @@ fn is_path_component(s: &str) -> bool {
         while i < bytes.len() && matches!(bytes[i], b'.' | b'_' | b'-') {
             i += 1;
         }
+        if i == start {
+            // Neither a name character nor a separator (upper case, '%', non-ASCII...). Without
+            // this the loop did not advance: `aXb` never returned (found by the generated
+            // long run, a hang of the webhook and the controller).
+            return false;
+        }
         let separator = &s[start..i];
         let ok = matches!(separator, "." | "_" | "__") || separator.bytes().all(|b| b == b'-');
         if !ok {
@@ -1014,6 +1020,10 @@ mod tests {
             "a/b-",
             "a..b",
             "host:port:x/a",
+            "aXb",
+            "vllm/vLLm:1",
+            "a%b",
+            "aüb",
         ] {
             assert!(!is_image_reference(bad), "{bad}");
         }
