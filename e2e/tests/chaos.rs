@@ -554,9 +554,12 @@ async fn chaos_smoke() {
     creator.await.unwrap();
 
     // Convergence: every deployment Running (what it reaches without faults).
-    let converged = chaos::wait_running(&env, &run, count, Duration::from_secs(180))
-        .await
-        .unwrap_or_else(|p| panic!("not converged 180 s after the last fault: {p:?}"));
+    let converged = chaos::wait_running(&env, &run, count, Duration::from_secs(180)).await;
+    if converged.is_err() {
+        chaos::keep_logs(&env, &fleet, "chaos");
+    }
+    let converged =
+        converged.unwrap_or_else(|p| panic!("not converged 180 s after the last fault: {p:?}"));
     let converge = converged.duration_since(last_fault);
 
     // Exactly one upstream object per deployment, owned by it.
@@ -594,11 +597,13 @@ async fn chaos_smoke() {
     tokio::time::sleep(settle).await;
     let writes = chaos::writes_between(&env, window_start, jiff::Timestamp::now());
 
-    // Delete everything: no finalizer left behind.
+    // Delete everything: no finalizer left behind. Timed from the request (the API server
+    // marks the deployments one by one while the controllers already remove finalizers).
+    let deleted = Instant::now();
     mds.delete_collection(&DeleteParams::default(), &ListParams::default())
         .await
         .unwrap();
-    let deleted = Instant::now();
+    let delete_call = deleted.elapsed();
     eventually(
         "every deployment to be gone",
         Duration::from_secs(120),
@@ -640,9 +645,10 @@ async fn chaos_smoke() {
     )
     .await;
     let upstream_gone = deleted.elapsed();
+    chaos::keep_logs(&env, &fleet, "chaos");
     let panics = chaos::panics(&fleet.logs());
     println!(
-        "chaos figures: seed {seed}; faults injected {} (core {}, providers {}, API server {}); {count} deployments Running {:.1}s after the last fault; one upstream object each with its owner; writes in the {:?} settle window (leases and heartbeats aside): {:?}; all deleted, no finalizer left, in {:.1}s, their upstream objects gone in {:.1}s; panics: {}",
+        "chaos figures: seed {seed}; faults injected {} (core {}, providers {}, API server {}); {count} deployments Running {:.1}s after the last fault; one upstream object each with its owner; writes in the {:?} settle window (leases and heartbeats aside): {:?}; all deleted (the deletecollection call {:.1}s), no finalizer left, in {:.1}s, their upstream objects gone in {:.1}s; panics: {}",
         injected.len(),
         injected.iter().filter(|f| **f == Fault::KillCore).count(),
         injected
@@ -656,6 +662,7 @@ async fn chaos_smoke() {
         converge.as_secs_f64(),
         settle,
         writes,
+        delete_call.as_secs_f64(),
         gone.as_secs_f64(),
         upstream_gone.as_secs_f64(),
         panics.len()
