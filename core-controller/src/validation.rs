@@ -21,6 +21,7 @@
 //! | `spec.tolerations[]` | a valid taint key, operator `Equal`/`Exists`, a known effect, `tolerationSeconds` only with `NoExecute` |
 //! | `spec.image`, `spec.engine.image` | OCI image references |
 //! | `spec.engine.contextLength` | at most [`MAX_CONTEXT_LENGTH`] |
+//! | `spec.resources.gpu.type`, `spec.scaling.{prefill,decode}.gpu.type` | an extended resource name (`<domain>/<name>` outside `kubernetes.io`) |
 
 use std::collections::BTreeMap;
 
