@@ -100,7 +100,10 @@ mod tests {
     #[test]
     fn only_the_harness_may_dev_depend_on_a_binary() {
         let mut m = metadata(None);
-        m["packages"].as_array_mut().unwrap().push(json!({"name": "airunway-e2e", "dependencies": [
+        m["packages"]
+            .as_array_mut()
+            .unwrap()
+            .push(json!({"name": "airunway-e2e", "dependencies": [
             {"name": "airunway-provider-kaito", "kind": "dev"}]}));
         assert!(violations(&m).unwrap().is_empty());
         m["packages"][3]["dependencies"][0]["kind"] = Value::Null;
@@ -109,7 +112,9 @@ mod tests {
             vec!["airunway-e2e -> airunway-provider-kaito (normal)".to_string()]
         );
         m["packages"][3]["dependencies"][0]["kind"] = json!("dev");
-        m["packages"][1]["dependencies"].as_array_mut().unwrap()
+        m["packages"][1]["dependencies"]
+            .as_array_mut()
+            .unwrap()
             .push(json!({"name": "airunway-provider-kaito", "kind": "dev"}));
         assert_eq!(
             violations(&m).unwrap(),
