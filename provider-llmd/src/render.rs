@@ -96,10 +96,10 @@ pub fn render(md: &ModelDeployment) -> Result<RenderedSet, RenderError> {
         .iter()
         .map(|component| {
             let mut deployment = workload::deployment(md, component, &image);
-            overrides::apply(&mut deployment, overrides_map);
-            deployment
+            overrides::apply(&mut deployment, overrides_map)?;
+            Ok(deployment)
         })
-        .collect();
+        .collect::<Result<_, RenderError>>()?;
     objects.extend(components.iter().map(|c| workload::service(md, c)));
     Ok(RenderedSet {
         objects,

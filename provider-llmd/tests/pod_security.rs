@@ -75,15 +75,47 @@ fn no_override_reaches_an_applied_deployment() {
             base.spec.serving.as_ref().map(|s| s.mode)
         );
         assert_eq!(tally.applied_clean, 0);
-        // The render's own refusals are not all there is: merged keys it does not name (other
-        // spellings, ephemeral containers, AppArmor, sysctls, ...) are held by the check.
-        assert!(tally.refused_by_pod_security > 100, "{tally:?}");
+        // The render refuses what it names and every key an apps/v1 Deployment does not
+        // declare (other spellings); what is declared but forbidden (AppArmor annotations,
+        // ...) is held by the check.
+        assert_eq!(
+            tally.refused_by_render + tally.refused_by_pod_security,
+            tally.tried,
+            "{tally:?}"
+        );
+        assert!(tally.refused_by_pod_security > 0, "{tally:?}");
         assert!(tally.refused_by_render > 100, "{tally:?}");
     }
 }
 
 #[test]
 fn a_violation_is_named_by_rendered_field_rule_and_override_path() {
+    let mut base = aggregated();
+    base.spec.provider.as_mut().unwrap().overrides =
+        json!({"spec": {"template": {"metadata": {"annotations": {
+        "container.apparmor.security.beta.kubernetes.io/vllm": "unconfined"}}}}})
+        .as_object()
+        .cloned();
+    let outcome = hostile::outcome(
+        &LlmdProvider,
+        &base,
+        &LlmdProvider.detect_schema(None),
+        &Default::default(),
+        None,
+    );
+    let Outcome::Held { reason, message } = outcome else {
+        panic!("{outcome:?}")
+    };
+    assert_eq!(reason, "PodSecurityViolation");
+    assert!(
+        message.contains("Deployment m spec.template.metadata.annotations")
+            && message.contains("(from spec.provider.overrides.spec.template.metadata.annotations"),
+        "{message}"
+    );
+}
+
+#[test]
+fn a_key_a_deployment_does_not_declare_is_refused_naming_it() {
     let mut base = aggregated();
     base.spec.provider.as_mut().unwrap().overrides =
         json!({"Spec": {"Template": {"Spec": {"HostNetwork": true}}}})
@@ -99,11 +131,9 @@ fn a_violation_is_named_by_rendered_field_rule_and_override_path() {
     let Outcome::Held { reason, message } = outcome else {
         panic!("{outcome:?}")
     };
-    assert_eq!(reason, "PodSecurityViolation");
+    assert_eq!(reason, "InvalidOverrides");
     assert!(
-        message.contains(
-            "Deployment m Spec.Template.Spec.HostNetwork: host namespaces are not allowed"
-        ) && message.contains("(from spec.provider.overrides.Spec.Template.Spec.HostNetwork)"),
+        message.contains("provider.overrides.Spec is not a field of an apps/v1 Deployment"),
         "{message}"
     );
 }

@@ -83,7 +83,7 @@ pub fn render(md: &ModelDeployment, image: &str) -> Result<RenderedSet, RenderEr
     let component = Component::aggregated(md);
     let args = vllm_args_with(md, &component, &args_style());
     let mut deployment = workload::deployment_with_args(md, &component, image, args);
-    overrides::apply(&mut deployment, overrides_map);
+    overrides::apply(&mut deployment, overrides_map)?;
     Ok(RenderedSet {
         objects: vec![deployment, workload::service(md, &component)],
         warnings: Vec::new(),

@@ -10,7 +10,12 @@
 //! - privilege escalation, at any depth: [`ESCALATING_OVERRIDE_KEYS`] (`securityContext`,
 //!   `hostNetwork`, `hostPID`, `hostIPC`, `serviceAccountName`, …) and `hostPath`,
 //!   `privileged`, `capabilities`.
+//!
+//! The merged Deployment must then be an `apps/v1 Deployment` field by field ([`apply`]): a key
+//! the kind does not declare (`spec.replica`) or a value of the wrong type (`spec.replicas:
+//! "two"`) is refused naming its path, instead of the API server refusing the whole apply.
 
+use k8s_openapi::api::apps::v1::Deployment;
 use serde_json::{Map, Value};
 
 use crate::constants::ESCALATING_OVERRIDE_KEYS;
@@ -84,9 +89,160 @@ pub fn check(overrides: Option<&Map<String, Value>>) -> Result<(), RenderError> 
     Ok(())
 }
 
-/// Merges `overrides` (already [checked](check)) into `deployment`.
-pub fn apply(deployment: &mut Value, overrides: Option<&Map<String, Value>>) {
-    if let Some(map) = overrides {
-        deep_merge(deployment, &Value::Object(map.clone()));
+/// Deepest level of the merged Deployment compared with its typed form; deeper levels are
+/// left to the API server (admission already bounds the overrides' nesting far below this).
+const MAX_COMPARED_DEPTH: usize = 64;
+
+/// Merges `overrides` (already [checked](check)) into `deployment`, then checks the result is an
+/// `apps/v1 Deployment` field by field (an error names the first undeclared key or mistyped
+/// value as a `provider.overrides` path).
+pub fn apply(
+    deployment: &mut Value,
+    overrides: Option<&Map<String, Value>>,
+) -> Result<(), RenderError> {
+    let Some(map) = overrides else {
+        return Ok(());
+    };
+    deep_merge(deployment, &Value::Object(map.clone()));
+    check_declared(deployment)
+}
+
+fn check_declared(deployment: &Value) -> Result<(), RenderError> {
+    let typed: Deployment = serde_path_to_error::deserialize(deployment).map_err(|e| {
+        RenderError::InvalidOverrides(format!(
+            "invalid provider.overrides: provider.overrides.{} does not fit an apps/v1 Deployment ({}); fix or remove it",
+            e.path(),
+            e.inner()
+        ))
+    })?;
+    let declared = serde_json::to_value(&typed)
+        .map_err(|e| RenderError::InvalidOverrides(format!("invalid provider.overrides: {e}")))?;
+    match first_undeclared(deployment, &declared, 0) {
+        Some(path) => Err(RenderError::InvalidOverrides(format!(
+            "invalid provider.overrides: provider.overrides.{path} is not a field of an apps/v1 Deployment; check its spelling and place, or remove it"
+        ))),
+        None => Ok(()),
+    }
+}
+
+/// The path of the first key of `merged` (not `null`) that its typed form `declared` lost.
+fn first_undeclared(merged: &Value, declared: &Value, depth: usize) -> Option<String> {
+    if depth >= MAX_COMPARED_DEPTH {
+        return None;
+    }
+    match (merged, declared) {
+        (Value::Object(merged), Value::Object(declared)) => merged
+            .iter()
+            .filter(|(_, v)| !v.is_null())
+            .find_map(|(key, value)| match declared.get(key) {
+                None => Some(key.clone()),
+                Some(inner) => first_undeclared(value, inner, depth + 1).map(|rest| {
+                    format!(
+                        "{key}{}{rest}",
+                        if rest.starts_with('[') { "" } else { "." }
+                    )
+                }),
+            }),
+        (Value::Array(merged), Value::Array(declared)) => merged
+            .iter()
+            .zip(declared)
+            .enumerate()
+            .find_map(|(i, (m, d))| {
+                first_undeclared(m, d, depth + 1).map(|rest| {
+                    format!(
+                        "[{i}]{}{rest}",
+                        if rest.is_empty() || rest.starts_with('[') {
+                            ""
+                        } else {
+                            "."
+                        }
+                    )
+                })
+            }),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+    use super::*;
+    use serde_json::json;
+
+    fn deployment() -> Value {
+        json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "m"},
+            "spec": {"selector": {"matchLabels": {"app": "m"}},
+                "template": {"metadata": {"labels": {"app": "m"}},
+                    "spec": {"containers": [{"name": "vllm", "image": "vllm/vllm-openai:v1",
+                        "resources": {"limits": {"nvidia.com/gpu": 1}}}]}}}})
+    }
+
+    fn merged(overrides: Value) -> Result<Value, String> {
+        let Value::Object(map) = overrides else {
+            panic!("overrides must be an object")
+        };
+        let mut d = deployment();
+        check(Some(&map)).map_err(|e| e.to_string())?;
+        apply(&mut d, Some(&map)).map_err(|e| e.to_string())?;
+        Ok(d)
+    }
+
+    #[test]
+    fn declared_fields_of_every_shape_are_merged() {
+        let d = merged(json!({"spec": {"replicas": 3, "revisionHistoryLimit": 2,
+            "template": {"metadata": {"annotations": {"a": "b"}},
+                "spec": {"tolerations": [{"key": "gpu", "operator": "Exists"}],
+                    "nodeSelector": {"pool": "a100"}, "terminationGracePeriodSeconds": 30,
+                    "volumes": [{"name": "scratch", "emptyDir": {}}]}}}}))
+        .unwrap();
+        assert_eq!(d["spec"]["replicas"], 3);
+        assert_eq!(
+            d["spec"]["template"]["spec"]["volumes"][0]["emptyDir"],
+            json!({})
+        );
+    }
+
+    #[test]
+    fn an_undeclared_key_is_refused_naming_its_path() {
+        for (overrides, path) in [
+            (
+                json!({"spec": {"replica": 2}}),
+                "provider.overrides.spec.replica ",
+            ),
+            (
+                json!({"spec": {"template": {"spec": {"tolerations": [{"key": "g", "operatorr": "Exists"}]}}}}),
+                "provider.overrides.spec.template.spec.tolerations[0].operatorr ",
+            ),
+            (json!({"extra": {"a": 1}}), "provider.overrides.extra "),
+        ] {
+            let error = merged(overrides).unwrap_err();
+            assert!(error.contains(path), "{error}");
+            assert!(
+                error.contains("is not a field of an apps/v1 Deployment"),
+                "{error}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_mistyped_value_is_refused_naming_its_path() {
+        let error = merged(json!({"spec": {"replicas": "two"}})).unwrap_err();
+        assert!(
+            error.contains("provider.overrides.spec.replicas does not fit"),
+            "{error}"
+        );
+        let error =
+            merged(json!({"spec": {"template": {"spec": {"nodeSelector": ["a"]}}}})).unwrap_err();
+        assert!(
+            error.contains("provider.overrides.spec.template.spec.nodeSelector"),
+            "{error}"
+        );
+    }
+
+    #[test]
+    fn no_overrides_leaves_the_render_alone() {
+        let mut d = deployment();
+        apply(&mut d, None).unwrap();
+        assert_eq!(d, deployment());
     }
 }
