@@ -213,6 +213,17 @@ fn component() -> impl Strategy<Value = Value> {
         })
 }
 
+/// A shipped provider's name.
+fn provider_name() -> impl Strategy<Value = &'static str> {
+    prop_oneof![
+        Just("kaito"),
+        Just("dynamo"),
+        Just("kuberay"),
+        Just("llmd"),
+        Just("vllm")
+    ]
+}
+
 fn image() -> impl Strategy<Value = String> {
     prop_oneof![
         3 => Just("vllm/vllm-openai:v0.11.0".to_string()),
@@ -316,13 +327,7 @@ pub fn well_shaped_spec() -> BoxedStrategy<Value> {
     let toleration = (label, prop_oneof![Just("NoSchedule"), Just("NoExecute")])
         .prop_map(|(key, effect)| json!({"key": key, "operator": "Exists", "effect": effect}));
     let provider = (
-        option::of(prop_oneof![
-            Just("kaito"),
-            Just("dynamo"),
-            Just("kuberay"),
-            Just("llmd"),
-            Just("vllm")
-        ]),
+        option::of(provider_name()),
         prop_oneof![2 => Just(None), 1 => overrides().prop_map(Some)],
     );
     (
@@ -494,16 +499,7 @@ pub fn hostile_spec() -> BoxedStrategy<Value> {
         )
     })
     .boxed();
-    let provider = (
-        option::of(prop_oneof![
-            Just("kaito"),
-            Just("dynamo"),
-            Just("kuberay"),
-            Just("llmd"),
-            Just("vllm")
-        ]),
-        option::of(overrides()),
-    )
+    let provider = (option::of(provider_name()), option::of(overrides()))
         .prop_map(|(name, overrides)| {
             let mut p = json!({});
             insert_some(&mut p, "name", name.map(|n| json!(n)));

@@ -460,13 +460,7 @@ async fn chaos_smoke() {
     let faults: usize = env_or("AIRUNWAY_CHAOS_FAULTS", 7);
     let settle = Duration::from_secs(env_or("AIRUNWAY_CHAOS_SETTLE_SECONDS", 20));
     let span = Duration::from_secs(env_or("AIRUNWAY_CHAOS_SPAN_SECONDS", 40));
-    let targets = [
-        Target::Kaito,
-        Target::Dynamo,
-        Target::Kuberay,
-        Target::Llmd,
-        Target::Vllm,
-    ];
+    let targets = Target::EVERY_PROVIDER;
     let schedule = chaos::schedule(seed, faults, &targets, span, Duration::from_secs(4));
     // llm-d's and vLLM's Pods share the simulated GPUs; the other providers take the rest.
     let plan = chaos::assign(count, &targets, chaos::simulated_gpus());

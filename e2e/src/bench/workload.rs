@@ -39,6 +39,15 @@ impl Target {
     /// Every target, in their default order.
     pub const ALL: [Target; 3] = [Target::Kaito, Target::Dynamo, Target::Kuberay];
 
+    /// Every shipped provider (the chaos suite's burst): [`Target::ALL`] plus llm-d and vLLM.
+    pub const EVERY_PROVIDER: [Target; 5] = [
+        Target::Kaito,
+        Target::Dynamo,
+        Target::Kuberay,
+        Target::Llmd,
+        Target::Vllm,
+    ];
+
     /// Parses a provider name.
     pub fn parse(name: &str) -> Option<Target> {
         Target::ALL.into_iter().find(|t| t.name() == name)

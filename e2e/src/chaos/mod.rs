@@ -614,13 +614,7 @@ mod tests {
 
     #[test]
     fn assign_round_robin_and_gpu_targets_share_the_gpus() {
-        let targets = [
-            Target::Kaito,
-            Target::Dynamo,
-            Target::Kuberay,
-            Target::Llmd,
-            Target::Vllm,
-        ];
+        let targets = Target::EVERY_PROVIDER;
         // Few deployments: plain round-robin.
         let few = assign(10, &targets, 16);
         assert_eq!(few[..5], targets);
