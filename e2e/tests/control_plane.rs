@@ -748,7 +748,7 @@ async fn generated_renders_pass_server_side_dry_run() {
     let mut tallies: BTreeMap<&str, Tally> = BTreeMap::new();
     let mut kinds: BTreeMap<String, usize> = BTreeMap::new();
     let mut specs = 0;
-    while specs < wanted * 100
+    while specs < wanted * 400
         && (tallies.len() < detections.len() || tallies.values().any(|t| t.rendered < wanted))
     {
         let i = specs;
