@@ -8,6 +8,7 @@
 #   kwok                                                      sigs.k8s.io/kwok v$KWOK_VERSION
 #   ray-operator (the KubeRay operator)                       github.com/ray-project/kuberay/ray-operator v$KUBERAY_VERSION
 #   registry (the OCI distribution registry)                  github.com/distribution/distribution/v3 v$DISTRIBUTION_VERSION
+#   epp (the Inference Extension's endpoint picker)           sigs.k8s.io/gateway-api-inference-extension v$GAIE_VERSION (cmd/epp)
 #
 # Output, under $AIRUNWAY_CONTROL_PLANE_CACHE (default $HOME/.cache/airunway/control-plane),
 # one directory per version:
@@ -16,6 +17,7 @@
 #     stages and its node heartbeat, taken from the same module)
 #   kuberay-v$KUBERAY_VERSION/ray-operator
 #   distribution-v$DISTRIBUTION_VERSION/registry
+#   epp-v$GAIE_VERSION/epp
 # A binary already there is not built again. The groups build in parallel (logs in
 # <cache>/build-logs/). Prints the control plane directory last (the harness finds the others
 # from versions.env).
@@ -31,18 +33,20 @@ work="$cache_root/build-k8s-v$K8S_VERSION-etcd-v$ETCD_VERSION"
 kwok_dest="$cache_root/kwok-v$KWOK_VERSION"
 kuberay_dest="$cache_root/kuberay-v$KUBERAY_VERSION"
 distribution_dest="$cache_root/distribution-v$DISTRIBUTION_VERSION"
+epp_dest="$cache_root/epp-v$GAIE_VERSION"
 logs="$cache_root/build-logs"
 
 have() { for f in "$@"; do [ -x "$f" ] || return 1; done; }
 
-need_k8s=1; need_etcd=1; need_kwok=1; need_kuberay=1; need_distribution=1
+need_k8s=1; need_etcd=1; need_kwok=1; need_kuberay=1; need_distribution=1; need_epp=1
 have "$dest/kube-apiserver" "$dest/kube-controller-manager" "$dest/kube-scheduler" && need_k8s=0
 have "$dest/etcd" && need_etcd=0
 have "$kwok_dest/kwok" && [ -f "$kwok_dest/stages/pod-ready.yaml" ] && need_kwok=0
 have "$kuberay_dest/ray-operator" && need_kuberay=0
 have "$distribution_dest/registry" && need_distribution=0
-if [ $((need_k8s + need_etcd + need_kwok + need_kuberay + need_distribution)) -eq 0 ]; then
-  echo "binaries already built in $dest, $kwok_dest, $kuberay_dest, $distribution_dest" >&2
+have "$epp_dest/epp" && need_epp=0
+if [ $((need_k8s + need_etcd + need_kwok + need_kuberay + need_distribution + need_epp)) -eq 0 ]; then
+  echo "binaries already built in $dest, $kwok_dest, $kuberay_dest, $distribution_dest, $epp_dest" >&2
   echo "$dest"
   exit 0
 fi
@@ -152,6 +156,19 @@ build_distribution() {
   "$distribution_dest/registry" --version
 }
 
+build_epp() {
+  local src="$cache_root/build-epp-v$GAIE_VERSION"
+  local version_pkg=sigs.k8s.io/gateway-api-inference-extension/version
+  module_source sigs.k8s.io/gateway-api-inference-extension "v$GAIE_VERSION" "$src"
+  mkdir -p "$epp_dest"
+  # The module's go.work also names ./conformance, a module of its own that the module zip does
+  # not hold: build the main module alone (its go.mod and go.sum), as its Dockerfile does.
+  (cd "$src" && GOWORK=off go build -trimpath \
+    -ldflags "-s -w -X $version_pkg.BuildRef=v$GAIE_VERSION -X $version_pkg.CommitSHA=unknown" \
+    -o "$epp_dest/epp.tmp" ./cmd/epp)
+  mv "$epp_dest/epp.tmp" "$epp_dest/epp"
+}
+
 start=$(date +%s)
 pids=()
 names=()
@@ -166,6 +183,7 @@ run() { # name function
 [ $need_kwok -eq 1 ] && run "kwok-v$KWOK_VERSION" build_kwok
 [ $need_kuberay -eq 1 ] && run "kuberay-v$KUBERAY_VERSION" build_kuberay
 [ $need_distribution -eq 1 ] && run "distribution-v$DISTRIBUTION_VERSION" build_distribution
+[ $need_epp -eq 1 ] && run "epp-v$GAIE_VERSION" build_epp
 failed=0
 for i in "${!pids[@]}"; do
   if ! wait "${pids[$i]}"; then
@@ -175,5 +193,5 @@ for i in "${!pids[@]}"; do
   fi
 done
 [ $failed -eq 0 ] || exit 1
-echo "built in $(( $(date +%s) - start ))s: $dest, $kwok_dest, $kuberay_dest, $distribution_dest" >&2
+echo "built in $(( $(date +%s) - start ))s: $dest, $kwok_dest, $kuberay_dest, $distribution_dest, $epp_dest" >&2
 echo "$dest"

@@ -226,3 +226,17 @@ pub fn kuberay_operator_binary() -> Result<PathBuf> {
         ),
     }
 }
+
+/// The Inference Extension's endpoint picker (`sigs.k8s.io/gateway-api-inference-extension`
+/// `cmd/epp` at `GAIE_VERSION`): `$AIRUNWAY_EPP_BIN`, else the version-keyed cache of
+/// `e2e/control-plane/build.sh`.
+pub fn endpoint_picker_binary() -> Result<PathBuf> {
+    match std::env::var_os("AIRUNWAY_EPP_BIN") {
+        Some(path) => require(PathBuf::from(path)),
+        None => require(
+            go_binaries_cache()?
+                .join(format!("epp-v{}", pinned_version("GAIE_VERSION")?))
+                .join("epp"),
+        ),
+    }
+}

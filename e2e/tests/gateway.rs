@@ -1269,3 +1269,311 @@ async fn the_inference_extension_crd_going_and_coming_back_needs_no_restart() {
         .unwrap();
     eprintln!("CRD scenario: {:.1}s", started.elapsed().as_secs_f64());
 }
+
+/// The pod names (endpoint `<pod>-rank-<index of the target port>`) the picker reports a
+/// model-server queue gauge for, per pool: the endpoints in its datastore.
+fn picker_endpoints(metrics: &str, pool: &str) -> std::collections::BTreeSet<String> {
+    let label = |line: &str, name: &str| -> Option<String> {
+        let start = line.find(&format!("{name}=\""))? + name.len() + 2;
+        Some(line[start..].split('"').next()?.to_string())
+    };
+    metrics
+        .lines()
+        .filter(|l| l.starts_with("inference_pool_per_pod_queue_size{"))
+        .filter(|l| label(l, "name").as_deref() == Some(pool))
+        .filter_map(|l| label(l, "model_server_pod"))
+        .collect()
+}
+
+/// The picker's JSON log lines whose message is `msg`.
+fn picker_log(log: &std::path::Path, msg: &str) -> Vec<Value> {
+    std::fs::read_to_string(log)
+        .unwrap()
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|l| l["msg"] == msg)
+        .collect()
+}
+
+/// The endpoint addresses the picker started collecting model-server data for (its log).
+fn picker_collection_addresses(log: &std::path::Path) -> std::collections::BTreeSet<String> {
+    picker_log(log, "starting collection")
+        .iter()
+        .filter_map(|l| l["endpoint"].as_str().map(str::to_string))
+        .collect()
+}
+
+/// The ready pods the pool selects: name -> pod IP (from KWOK).
+async fn selected_ready_pods(pods: &Api<Pod>, deployment: &str) -> Vec<(String, String)> {
+    let mut ready: Vec<(String, String)> = pods
+        .list(&ListParams::default().labels(&format!("airunway.ai/model-deployment={deployment}")))
+        .await
+        .unwrap()
+        .items
+        .into_iter()
+        .filter(|p| p.metadata.deletion_timestamp.is_none())
+        .filter_map(|p| {
+            let status = p.status?;
+            let is_ready = status
+                .conditions
+                .iter()
+                .flatten()
+                .any(|c| c.type_ == "Ready" && c.status == "True");
+            Some((p.metadata.name?, status.pod_ip.filter(|_| is_ready)?))
+        })
+        .collect();
+    ready.sort();
+    ready
+}
+
+/// The real endpoint picker (`sigs.k8s.io/gateway-api-inference-extension` v1.5.0 `cmd/epp`,
+/// built from its Go module by `e2e/control-plane/build.sh`) run as a host process with what
+/// the core rendered for a vLLM deployment whose pods KWOK runs: the Deployment's container
+/// arguments, the ConfigMap's plugin configuration (the core's default; vLLM's registration
+/// names no picker) and the identity of the picker's ServiceAccount, so the rendered Role is
+/// shown to be enough. It loads the pool (its gRPC health check turns SERVING), takes each
+/// selected pod as an endpoint (its metrics name each pod, its log each pod IP), and follows a
+/// replaced pod.
+///
+/// Not shown, because no model server runs in a simulated pod and KWOK's pod IPs route nowhere:
+/// the picker's scrape of each pod's `/metrics` (put beyond the test with
+/// `--refresh-metrics-interval=1h`) and so scheduling a request through its ext-proc port.
+#[tokio::test]
+async fn the_real_endpoint_picker_loads_the_pool_and_its_pods() {
+    let _lock = cluster_lock().await;
+    let env = TestEnv::new("gateway-epp").await;
+    let started = Instant::now();
+    let ns = env.namespace.clone();
+    let gateway_namespace = format!("{ns}-gw");
+    create_namespace(&env.client, &gateway_namespace).await;
+    create_gateway(&env.client, &gateway_namespace, "inference-gateway", true).await;
+    let (_core, _llmd) = start(&env).await;
+    let vllm_identity = stack::service_account_identity(
+        &env,
+        "deploy/providers/vllm/rbac.yaml",
+        "airunway-provider-vllm",
+    )
+    .await;
+    let _vllm = stack::start_provider(
+        &env,
+        "airunway-provider-vllm",
+        &vllm_identity,
+        &["--heartbeat-interval=1s"],
+        "vllm-gw",
+    )
+    .await;
+    let ipcs: Api<InferenceProviderConfig> = Api::all(env.client.clone());
+    wait_for(&ipcs, "vllm", WAIT, "ready", |i| {
+        i.status.as_ref().and_then(|s| s.ready) == Some(true)
+    })
+    .await;
+
+    // Two replicas on the simulated GPU nodes; the image on a loopback port nothing listens
+    // on (resolution fails at once and the tag runs as given).
+    let offline = format!(
+        "127.0.0.1:{}/vllm/vllm-openai:offline",
+        std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port()
+    );
+    let md: ModelDeployment = serde_json::from_value(json!({
+        "apiVersion": "airunway.ai/v1alpha1", "kind": "ModelDeployment",
+        "metadata": {"name": "qwen"},
+        "spec": {"model": {"id": "Qwen/Qwen3-0.6B", "servedName": MODEL},
+                 "engine": {"type": "vllm", "image": offline},
+                 "resources": {"gpu": {"count": 1}, "memory": "8Gi"},
+                 "scaling": {"replicas": 2},
+                 "provider": {"name": "vllm"}},
+    }))
+    .unwrap();
+    let mds: Api<ModelDeployment> = Api::namespaced(env.client.clone(), &ns);
+    mds.create(&PostParams::default(), &md).await.unwrap();
+    wait_for(&mds, "qwen", WAIT, "Running", |md| {
+        md.phase() == Some(Phase::Running)
+    })
+    .await;
+    wait_for(&pools(&env.client, &ns), "qwen", WAIT, "pool", |_| true).await;
+    let pods: Api<Pod> = Api::namespaced(env.client.clone(), &ns);
+    let selected = eventually("two ready pods selected by the pool", WAIT, || async {
+        let ready = selected_ready_pods(&pods, "qwen").await;
+        if ready.len() == 2 {
+            Ok(ready)
+        } else {
+            Err(format!("{ready:?}"))
+        }
+    })
+    .await;
+
+    // What the core rendered for the picker: arguments, configuration, ServiceAccount.
+    let epp = "qwen-epp";
+    let picker = wait_for(
+        &Api::<Deployment>::namespaced(env.client.clone(), &ns),
+        epp,
+        WAIT,
+        "endpoint picker",
+        |_| true,
+    )
+    .await;
+    let container = picker.spec.unwrap().template.spec.unwrap().containers[0].clone();
+    assert_eq!(
+        container.image.as_deref(),
+        Some("registry.k8s.io/gateway-api-inference-extension/epp:v1.5.0"),
+        "the core's default picker: the one built here"
+    );
+    let config = Api::<ConfigMap>::namespaced(env.client.clone(), &ns)
+        .get(epp)
+        .await
+        .unwrap()
+        .data
+        .unwrap()["default-plugins.yaml"]
+        .clone();
+    let dir = env.control_plane.dir.join(format!("epp-{ns}"));
+    std::fs::create_dir_all(&dir).unwrap();
+    let config_file = dir.join("default-plugins.yaml");
+    std::fs::write(&config_file, &config).unwrap();
+    let args: Vec<String> = container
+        .args
+        .unwrap()
+        .into_iter()
+        .map(|a| {
+            if a == "/config/default-plugins.yaml" {
+                config_file.display().to_string()
+            } else {
+                a
+            }
+        })
+        .collect();
+    assert!(
+        args.windows(2)
+            .any(|w| w == ["--config-file", &config_file.display().to_string()]),
+        "{args:?}"
+    );
+    let identity = env
+        .control_plane
+        .kubeconfig_for(
+            &format!("system:serviceaccount:{ns}:{epp}"),
+            &[
+                "system:serviceaccounts",
+                &format!("system:serviceaccounts:{ns}"),
+            ],
+        )
+        .unwrap();
+    let log = env
+        .control_plane
+        .dir
+        .join("logs")
+        .join(format!("endpoint-picker-{ns}.log"));
+    env.report_log("endpoint-picker", log.clone());
+    let picker_env = [
+        ("NAMESPACE".to_string(), ns.clone()),
+        ("POD_NAME".to_string(), format!("{epp}-host")),
+    ]
+    .into();
+    let picker = airunway_e2e::control_plane::operators::start_endpoint_picker(
+        &identity,
+        args,
+        picker_env,
+        &log,
+        airunway_e2e::process::Lifetime::WithTestProcess,
+    )
+    .await
+    .unwrap();
+    eprintln!(
+        "endpoint picker SERVING {:.2}s after start",
+        picker.ready_after.as_secs_f64()
+    );
+
+    // The core's plugin configuration is one the real picker accepts.
+    assert_eq!(
+        picker_log(&log, "loaded configuration from file/text successfully").len(),
+        1,
+        "{}",
+        picker.process.log_tail(30)
+    );
+    // Loaded the pool: its readiness (gRPC health, what the rendered probe asks) is SERVING,
+    // which it only is once it has read the InferencePool, and it reconciled ours.
+    assert_eq!(
+        picker.health("inference-extension").await.unwrap(),
+        tonic_health::pb::health_check_response::ServingStatus::Serving
+    );
+    let reconciled = picker_log(&log, "Reconciling InferencePool");
+    assert!(
+        reconciled
+            .iter()
+            .any(|l| l["InferencePool"] == json!({"name": "qwen", "namespace": ns})),
+        "{reconciled:?}"
+    );
+    // Its endpoints: exactly the pool's ready pods, by name (metrics) and by pod IP (log).
+    let want_names = |pods: &[(String, String)]| -> std::collections::BTreeSet<String> {
+        pods.iter()
+            .map(|(name, _)| format!("{name}-rank-0"))
+            .collect()
+    };
+    let want_ips = |pods: &[(String, String)]| -> std::collections::BTreeSet<String> {
+        pods.iter().map(|(_, ip)| ip.clone()).collect()
+    };
+    let metrics_url = picker.metrics_url();
+    let endpoints_are = |want: std::collections::BTreeSet<String>| {
+        let url = metrics_url.clone();
+        async move {
+            eventually("the picker's endpoints", WAIT, || async {
+                let (_, body) = airunway_e2e::http::get(&url)
+                    .await
+                    .map_err(|e| e.to_string())?;
+                let seen = picker_endpoints(&body, "qwen");
+                if seen == want {
+                    Ok(())
+                } else {
+                    Err(format!("{seen:?}, want {want:?}"))
+                }
+            })
+            .await
+        }
+    };
+    endpoints_are(want_names(&selected)).await;
+    let addresses = picker_collection_addresses(&log);
+    assert_eq!(
+        addresses,
+        want_ips(&selected),
+        "{}",
+        picker.process.log_tail(30)
+    );
+    for (_, ip) in &selected {
+        assert!(ip.starts_with("10.244."), "a KWOK pod IP: {ip}");
+    }
+
+    // A pod replaced: the picker drops it and takes the new one (it watches the pods; KWOK
+    // may hand the new pod the freed IP, so the names tell them apart).
+    let (gone, _) = selected[0].clone();
+    pods.delete(&gone, &DeleteParams::default()).await.unwrap();
+    let replaced = eventually("the replaced pod ready", WAIT, || async {
+        let ready = selected_ready_pods(&pods, "qwen").await;
+        if ready.len() == 2 && ready.iter().all(|(name, _)| *name != gone) {
+            Ok(ready)
+        } else {
+            Err(format!("{ready:?}"))
+        }
+    })
+    .await;
+    endpoints_are(want_names(&replaced)).await;
+    let addresses = picker_collection_addresses(&log);
+    assert!(
+        want_ips(&replaced).is_subset(&addresses),
+        "{addresses:?} {replaced:?}"
+    );
+    assert!(picker.process.exit_status().is_none(), "still running");
+    picker.process.terminate(Duration::from_secs(10));
+
+    mds.delete("qwen", &DeleteParams::default()).await.unwrap();
+    wait_deleted(&mds, "qwen", WAIT).await;
+    gateways(&env.client, &gateway_namespace)
+        .delete("inference-gateway", &DeleteParams::default())
+        .await
+        .unwrap();
+    eprintln!(
+        "real endpoint picker scenario (after the control plane): {:.1}s",
+        started.elapsed().as_secs_f64()
+    );
+}

@@ -2,12 +2,18 @@
 //!
 //! Only KubeRay's is served as a Go module at the version we target
 //! (`github.com/ray-project/kuberay/ray-operator` v1.3.0); KAITO's and Dynamo's are not, so
-//! they are simulated (`crate::sandbox::simulate`).
+//! they are simulated (`crate::sandbox::simulate`). The Inference Extension's endpoint picker
+//! (`sigs.k8s.io/gateway-api-inference-extension` v1.5.0, `cmd/epp`) is served too and runs
+//! here against a pool the core created ([`start_endpoint_picker`]).
 
+use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
 use anyhow::{Result, bail};
+use tonic_health::pb::HealthCheckRequest;
+use tonic_health::pb::health_check_response::ServingStatus;
+use tonic_health::pb::health_client::HealthClient;
 
 use crate::paths;
 use crate::process::{Lifetime, ProcessHandle, Spawn};
@@ -96,5 +102,109 @@ pub fn start_kuberay_operator(
             );
         }
         std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// A running endpoint picker.
+pub struct EndpointPicker {
+    /// The process.
+    pub process: ProcessHandle,
+    /// Its gRPC health port (`grpc.health.v1.Health`, SERVING once the pool is loaded).
+    pub health_port: u16,
+    /// Its Prometheus `/metrics` port (served without authentication here).
+    pub metrics_port: u16,
+    /// How long from start until the health check said SERVING.
+    pub ready_after: Duration,
+}
+
+impl EndpointPicker {
+    /// `http://127.0.0.1:<metrics>/metrics`.
+    pub fn metrics_url(&self) -> String {
+        format!("http://127.0.0.1:{}/metrics", self.metrics_port)
+    }
+
+    /// The gRPC health status for `service` (the picker answers the same for every service
+    /// name when leader election is off).
+    pub async fn health(&self, service: &str) -> Result<ServingStatus> {
+        let channel = tonic::transport::Endpoint::from_shared(format!(
+            "http://127.0.0.1:{}",
+            self.health_port
+        ))?
+        .connect_timeout(Duration::from_secs(2))
+        .timeout(Duration::from_secs(2))
+        .connect()
+        .await?;
+        let response = HealthClient::new(channel)
+            .check(HealthCheckRequest {
+                service: service.to_string(),
+            })
+            .await?;
+        Ok(ServingStatus::try_from(response.into_inner().status)?)
+    }
+}
+
+/// Starts the endpoint picker with `args` (the container arguments the core rendered, the
+/// configuration file path already pointing at a local copy of the rendered ConfigMap) as the
+/// identity in `kubeconfig`, on free loopback ports, and waits until its gRPC health check
+/// answers SERVING, which it does once it has read its InferencePool.
+///
+/// Added to `args`: the ports; `--metrics-endpoint-auth=false` (the default asks the API server
+/// to review the scraper's token); `--refresh-metrics-interval=1h`: the picker scrapes each
+/// selected pod's model server at `<pod IP>:<target port>/metrics`, and the pod IPs KWOK hands
+/// out route nowhere and no model server runs in a simulated pod, so the first scrape is put
+/// beyond the test (no packet to a pod IP leaves the machine).
+pub async fn start_endpoint_picker(
+    kubeconfig: &Path,
+    mut args: Vec<String>,
+    env: BTreeMap<String, String>,
+    log: &Path,
+    lifetime: Lifetime,
+) -> Result<EndpointPicker> {
+    let (grpc, health, metrics) = (free_port()?, free_port()?, free_port()?);
+    args.extend([
+        format!("--grpc-port={grpc}"),
+        format!("--grpc-health-port={health}"),
+        format!("--metrics-port={metrics}"),
+        "--metrics-endpoint-auth=false".into(),
+        "--refresh-metrics-interval=1h".into(),
+    ]);
+    let mut env = env;
+    env.insert("GOMAXPROCS".into(), "2".into());
+    env.insert("KUBECONFIG".into(), kubeconfig.display().to_string());
+    let started = Instant::now();
+    let process = Spawn {
+        name: "endpoint-picker".into(),
+        program: paths::endpoint_picker_binary()?,
+        args,
+        env,
+        log: log.to_path_buf(),
+        lifetime,
+    }
+    .start()?;
+    let mut picker = EndpointPicker {
+        process,
+        health_port: health,
+        metrics_port: metrics,
+        ready_after: Duration::ZERO,
+    };
+    let deadline = started + Duration::from_secs(60);
+    loop {
+        if let Some(status) = picker.process.exit_status() {
+            bail!(
+                "the endpoint picker exited ({status}):\n{}",
+                picker.process.log_tail(40)
+            );
+        }
+        if matches!(picker.health("").await, Ok(ServingStatus::Serving)) {
+            picker.ready_after = started.elapsed();
+            return Ok(picker);
+        }
+        if Instant::now() > deadline {
+            bail!(
+                "the endpoint picker not SERVING after 60s:\n{}",
+                picker.process.log_tail(40)
+            );
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }
