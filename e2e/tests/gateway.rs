@@ -8,7 +8,8 @@
 //! Gateway's status and the HTTPRoute's per-parent status are written by the test from the
 //! samples of what Istio's gateway controller writes (`e2e/fixtures/status-samples/`). The
 //! endpoint picker Deployment is scheduled and becomes Available on the simulated CPU nodes
-//! (no container runs there).
+//! (no container runs there); the real endpoint picker runs as a host process instead, against
+//! a vLLM deployment's pool (`the_real_endpoint_picker_loads_the_pool_and_its_pods`).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::time::{Duration, Instant};
