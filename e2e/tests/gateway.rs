@@ -1304,10 +1304,10 @@ fn picker_collection_addresses(log: &std::path::Path) -> std::collections::BTree
         .collect()
 }
 
-/// The ready pods the pool selects: name -> pod IP (from KWOK).
-async fn selected_ready_pods(pods: &Api<Pod>, deployment: &str) -> Vec<(String, String)> {
+/// The ready pods matching the label `selector`: name -> pod IP (from KWOK).
+async fn selected_ready_pods(pods: &Api<Pod>, selector: &str) -> Vec<(String, String)> {
     let mut ready: Vec<(String, String)> = pods
-        .list(&ListParams::default().labels(&format!("airunway.ai/model-deployment={deployment}")))
+        .list(&ListParams::default().labels(selector))
         .await
         .unwrap()
         .items
@@ -1325,6 +1325,139 @@ async fn selected_ready_pods(pods: &Api<Pod>, deployment: &str) -> Vec<(String, 
         .collect();
     ready.sort();
     ready
+}
+
+/// Starts the real endpoint picker as a host process with what the core rendered for
+/// `deployment`'s picker: the Deployment's container arguments (the configuration file path
+/// pointed at a local copy of the rendered ConfigMap's), and the identity of the picker's
+/// ServiceAccount, so the rendered Role is shown to be enough. Asserts that it accepts the
+/// configuration, that its gRPC health check (what the rendered probe asks) is SERVING, which
+/// it is only once it has read its InferencePool, and that it reconciled the deployment's pool.
+async fn start_real_picker(
+    env: &TestEnv,
+    deployment: &str,
+) -> (
+    airunway_e2e::control_plane::operators::EndpointPicker,
+    std::path::PathBuf,
+) {
+    let ns = env.namespace.clone();
+    let epp = format!("{deployment}-epp");
+    let picker = wait_for(
+        &Api::<Deployment>::namespaced(env.client.clone(), &ns),
+        &epp,
+        WAIT,
+        "endpoint picker",
+        |_| true,
+    )
+    .await;
+    let container = picker.spec.unwrap().template.spec.unwrap().containers[0].clone();
+    assert_eq!(
+        container.image.as_deref(),
+        Some("registry.k8s.io/gateway-api-inference-extension/epp:v1.5.0"),
+        "the core's default picker: the one built here"
+    );
+    let config = Api::<ConfigMap>::namespaced(env.client.clone(), &ns)
+        .get(&epp)
+        .await
+        .unwrap()
+        .data
+        .unwrap()["default-plugins.yaml"]
+        .clone();
+    let dir = env.control_plane.dir.join(format!("epp-{ns}-{deployment}"));
+    std::fs::create_dir_all(&dir).unwrap();
+    let config_file = dir.join("default-plugins.yaml");
+    std::fs::write(&config_file, &config).unwrap();
+    let args: Vec<String> = container
+        .args
+        .unwrap()
+        .into_iter()
+        .map(|a| {
+            if a == "/config/default-plugins.yaml" {
+                config_file.display().to_string()
+            } else {
+                a
+            }
+        })
+        .collect();
+    assert!(
+        args.windows(2)
+            .any(|w| w == ["--config-file", &config_file.display().to_string()]),
+        "{args:?}"
+    );
+    let identity = env
+        .control_plane
+        .kubeconfig_for(
+            &format!("system:serviceaccount:{ns}:{epp}"),
+            &[
+                "system:serviceaccounts",
+                &format!("system:serviceaccounts:{ns}"),
+            ],
+        )
+        .unwrap();
+    let log = env
+        .control_plane
+        .dir
+        .join("logs")
+        .join(format!("endpoint-picker-{ns}-{deployment}.log"));
+    env.report_log("endpoint-picker", log.clone());
+    let picker_env = [
+        ("NAMESPACE".to_string(), ns.clone()),
+        ("POD_NAME".to_string(), format!("{epp}-host")),
+    ]
+    .into();
+    let picker = airunway_e2e::control_plane::operators::start_endpoint_picker(
+        &identity,
+        args,
+        picker_env,
+        &log,
+        airunway_e2e::process::Lifetime::WithTestProcess,
+    )
+    .await
+    .unwrap();
+    eprintln!(
+        "endpoint picker SERVING {:.2}s after start",
+        picker.ready_after.as_secs_f64()
+    );
+    // The core's plugin configuration is one the real picker accepts.
+    assert_eq!(
+        picker_log(&log, "loaded configuration from file/text successfully").len(),
+        1,
+        "{}",
+        picker.process.log_tail(30)
+    );
+    assert_eq!(
+        picker.health("inference-extension").await.unwrap(),
+        tonic_health::pb::health_check_response::ServingStatus::Serving
+    );
+    let reconciled = picker_log(&log, "Reconciling InferencePool");
+    assert!(
+        reconciled
+            .iter()
+            .any(|l| l["InferencePool"] == json!({"name": deployment, "namespace": ns})),
+        "{reconciled:?}"
+    );
+    (picker, log)
+}
+
+/// Waits until the picker's metrics name exactly `want` as `pool`'s endpoints.
+async fn picker_endpoints_are(
+    picker: &airunway_e2e::control_plane::operators::EndpointPicker,
+    pool: &str,
+    want: std::collections::BTreeSet<String>,
+) {
+    let url = picker.metrics_url();
+    eventually("the picker's endpoints", WAIT, || async {
+        let (_, body) = airunway_e2e::http::get(&url)
+            .await
+            .map_err(|e| e.to_string())?;
+        let seen = picker_endpoints(&body, pool);
+        if seen == want {
+            Ok(())
+        } else {
+            Err(format!("{seen:?}, want {want:?}"))
+        }
+    })
+    .await;
 }
 
 /// The real endpoint picker (`sigs.k8s.io/gateway-api-inference-extension` v1.5.0 `cmd/epp`,
@@ -1398,7 +1531,7 @@ async fn the_real_endpoint_picker_loads_the_pool_and_its_pods() {
     wait_for(&pools(&env.client, &ns), "qwen", WAIT, "pool", |_| true).await;
     let pods: Api<Pod> = Api::namespaced(env.client.clone(), &ns);
     let selected = eventually("two ready pods selected by the pool", WAIT, || async {
-        let ready = selected_ready_pods(&pods, "qwen").await;
+        let ready = selected_ready_pods(&pods, "airunway.ai/model-deployment=qwen").await;
         if ready.len() == 2 {
             Ok(ready)
         } else {
@@ -1407,105 +1540,7 @@ async fn the_real_endpoint_picker_loads_the_pool_and_its_pods() {
     })
     .await;
 
-    // What the core rendered for the picker: arguments, configuration, ServiceAccount.
-    let epp = "qwen-epp";
-    let picker = wait_for(
-        &Api::<Deployment>::namespaced(env.client.clone(), &ns),
-        epp,
-        WAIT,
-        "endpoint picker",
-        |_| true,
-    )
-    .await;
-    let container = picker.spec.unwrap().template.spec.unwrap().containers[0].clone();
-    assert_eq!(
-        container.image.as_deref(),
-        Some("registry.k8s.io/gateway-api-inference-extension/epp:v1.5.0"),
-        "the core's default picker: the one built here"
-    );
-    let config = Api::<ConfigMap>::namespaced(env.client.clone(), &ns)
-        .get(epp)
-        .await
-        .unwrap()
-        .data
-        .unwrap()["default-plugins.yaml"]
-        .clone();
-    let dir = env.control_plane.dir.join(format!("epp-{ns}"));
-    std::fs::create_dir_all(&dir).unwrap();
-    let config_file = dir.join("default-plugins.yaml");
-    std::fs::write(&config_file, &config).unwrap();
-    let args: Vec<String> = container
-        .args
-        .unwrap()
-        .into_iter()
-        .map(|a| {
-            if a == "/config/default-plugins.yaml" {
-                config_file.display().to_string()
-            } else {
-                a
-            }
-        })
-        .collect();
-    assert!(
-        args.windows(2)
-            .any(|w| w == ["--config-file", &config_file.display().to_string()]),
-        "{args:?}"
-    );
-    let identity = env
-        .control_plane
-        .kubeconfig_for(
-            &format!("system:serviceaccount:{ns}:{epp}"),
-            &[
-                "system:serviceaccounts",
-                &format!("system:serviceaccounts:{ns}"),
-            ],
-        )
-        .unwrap();
-    let log = env
-        .control_plane
-        .dir
-        .join("logs")
-        .join(format!("endpoint-picker-{ns}.log"));
-    env.report_log("endpoint-picker", log.clone());
-    let picker_env = [
-        ("NAMESPACE".to_string(), ns.clone()),
-        ("POD_NAME".to_string(), format!("{epp}-host")),
-    ]
-    .into();
-    let picker = airunway_e2e::control_plane::operators::start_endpoint_picker(
-        &identity,
-        args,
-        picker_env,
-        &log,
-        airunway_e2e::process::Lifetime::WithTestProcess,
-    )
-    .await
-    .unwrap();
-    eprintln!(
-        "endpoint picker SERVING {:.2}s after start",
-        picker.ready_after.as_secs_f64()
-    );
-
-    // The core's plugin configuration is one the real picker accepts.
-    assert_eq!(
-        picker_log(&log, "loaded configuration from file/text successfully").len(),
-        1,
-        "{}",
-        picker.process.log_tail(30)
-    );
-    // Loaded the pool: its readiness (gRPC health, what the rendered probe asks) is SERVING,
-    // which it only is once it has read the InferencePool, and it reconciled ours.
-    assert_eq!(
-        picker.health("inference-extension").await.unwrap(),
-        tonic_health::pb::health_check_response::ServingStatus::Serving
-    );
-    let reconciled = picker_log(&log, "Reconciling InferencePool");
-    assert!(
-        reconciled
-            .iter()
-            .any(|l| l["InferencePool"] == json!({"name": "qwen", "namespace": ns})),
-        "{reconciled:?}"
-    );
+    let (picker, log) = start_real_picker(&env, "qwen").await;
     // Its endpoints: exactly the pool's ready pods, by name (metrics) and by pod IP (log).
     let want_names = |pods: &[(String, String)]| -> std::collections::BTreeSet<String> {
         pods.iter()
@@ -1515,25 +1550,7 @@ async fn the_real_endpoint_picker_loads_the_pool_and_its_pods() {
     let want_ips = |pods: &[(String, String)]| -> std::collections::BTreeSet<String> {
         pods.iter().map(|(_, ip)| ip.clone()).collect()
     };
-    let metrics_url = picker.metrics_url();
-    let endpoints_are = |want: std::collections::BTreeSet<String>| {
-        let url = metrics_url.clone();
-        async move {
-            eventually("the picker's endpoints", WAIT, || async {
-                let (_, body) = airunway_e2e::http::get(&url)
-                    .await
-                    .map_err(|e| e.to_string())?;
-                let seen = picker_endpoints(&body, "qwen");
-                if seen == want {
-                    Ok(())
-                } else {
-                    Err(format!("{seen:?}, want {want:?}"))
-                }
-            })
-            .await
-        }
-    };
-    endpoints_are(want_names(&selected)).await;
+    picker_endpoints_are(&picker, "qwen", want_names(&selected)).await;
     let addresses = picker_collection_addresses(&log);
     assert_eq!(
         addresses,
@@ -1550,7 +1567,7 @@ async fn the_real_endpoint_picker_loads_the_pool_and_its_pods() {
     let (gone, _) = selected[0].clone();
     pods.delete(&gone, &DeleteParams::default()).await.unwrap();
     let replaced = eventually("the replaced pod ready", WAIT, || async {
-        let ready = selected_ready_pods(&pods, "qwen").await;
+        let ready = selected_ready_pods(&pods, "airunway.ai/model-deployment=qwen").await;
         if ready.len() == 2 && ready.iter().all(|(name, _)| *name != gone) {
             Ok(ready)
         } else {
@@ -1558,7 +1575,7 @@ async fn the_real_endpoint_picker_loads_the_pool_and_its_pods() {
         }
     })
     .await;
-    endpoints_are(want_names(&replaced)).await;
+    picker_endpoints_are(&picker, "qwen", want_names(&replaced)).await;
     let addresses = picker_collection_addresses(&log);
     assert!(
         want_ips(&replaced).is_subset(&addresses),
@@ -1575,6 +1592,121 @@ async fn the_real_endpoint_picker_loads_the_pool_and_its_pods() {
         .unwrap();
     eprintln!(
         "real endpoint picker scenario (after the control plane): {:.1}s",
+        started.elapsed().as_secs_f64()
+    );
+}
+
+/// KAITO builds its workload Pods itself, labelled `kaito.sh/workspace: <workspace>` and not
+/// with our pod-template label; its registration names that label as the pool's selector
+/// (`gateway.poolSelector`). The KAITO simulator (`airunway_e2e::sandbox::kaito`; KAITO's
+/// operator cannot be built here) creates the preset's StatefulSet whose Pod KWOK runs; the pool
+/// the core creates selects exactly that Pod on the model server's port, and the real endpoint
+/// picker, started with what the core rendered, takes it as its endpoint.
+#[tokio::test]
+async fn a_kaito_pool_selects_the_workspace_pods_and_the_real_picker_loads_them() {
+    use airunway_e2e::sandbox::kaito;
+    use kube::ResourceExt;
+    let _lock = cluster_lock().await;
+    let env = TestEnv::new("gateway-kaito").await;
+    let started = Instant::now();
+    let ns = env.namespace.clone();
+    let gateway_namespace = format!("{ns}-gw");
+    create_namespace(&env.client, &gateway_namespace).await;
+    create_gateway(&env.client, &gateway_namespace, "inference-gateway", true).await;
+    let (_core, _llmd) = start(&env).await;
+    // The KAITO provider is ready only while a KAITO workspace controller runs: the
+    // simulator's stand-in Deployment, whose Pod runs on a simulated node.
+    kaito::install_controller_stand_in(&env.client)
+        .await
+        .unwrap();
+    let kaito_identity = stack::service_account_identity(
+        &env,
+        "deploy/providers/kaito/rbac.yaml",
+        "airunway-provider-kaito",
+    )
+    .await;
+    let _kaito = stack::start_provider(
+        &env,
+        "airunway-provider-kaito",
+        &kaito_identity,
+        &["--heartbeat-interval=1s"],
+        "kaito-gw",
+    )
+    .await;
+    let simulator = tokio::spawn(kaito::run(env.client.clone(), Some(ns.clone())));
+    let ipcs: Api<InferenceProviderConfig> = Api::all(env.client.clone());
+    wait_for(&ipcs, "kaito", WAIT, "ready", |i| {
+        i.status.as_ref().and_then(|s| s.ready) == Some(true)
+    })
+    .await;
+
+    let md: ModelDeployment = serde_json::from_value(json!({
+        "apiVersion": "airunway.ai/v1alpha1", "kind": "ModelDeployment",
+        "metadata": {"name": "phi"},
+        "spec": {"model": {"id": "microsoft/Phi-4-mini-instruct"}, "engine": {"type": "vllm"},
+                 "resources": {"gpu": {"count": 1}}, "provider": {"name": "kaito"}},
+    }))
+    .unwrap();
+    let mds: Api<ModelDeployment> = Api::namespaced(env.client.clone(), &ns);
+    mds.create(&PostParams::default(), &md).await.unwrap();
+    wait_for(&mds, "phi", WAIT, "Running", |md| {
+        md.phase() == Some(Phase::Running)
+    })
+    .await;
+
+    // The pool selects KAITO's label, on the port the Workspace's Service targets.
+    let pool = value(&wait_for(&pools(&env.client, &ns), "phi", WAIT, "pool", |_| true).await);
+    assert_eq!(
+        pool["spec"]["selector"],
+        json!({"matchLabels": {"kaito.sh/workspace": "phi"}})
+    );
+    assert_eq!(
+        pool["spec"]["targetPorts"],
+        json!([{"number": kaito::INFERENCE_PORT}])
+    );
+    // Exactly the workload's Pod (the StatefulSet KAITO made for the preset), serving there.
+    let pods: Api<Pod> = Api::namespaced(env.client.clone(), &ns);
+    let selected = eventually("the workspace's pod ready", WAIT, || async {
+        let ready = selected_ready_pods(&pods, "kaito.sh/workspace=phi").await;
+        if ready.len() == 1 {
+            Ok(ready)
+        } else {
+            Err(format!("{ready:?}"))
+        }
+    })
+    .await;
+    let pod = pods.get(&selected[0].0).await.unwrap();
+    assert_eq!(pod.owner_references()[0].kind, "StatefulSet");
+    assert_eq!(
+        pod.spec.unwrap().containers[0]
+            .ports
+            .iter()
+            .flatten()
+            .map(|p| p.container_port)
+            .collect::<Vec<_>>(),
+        [kaito::INFERENCE_PORT]
+    );
+
+    // The real picker takes that Pod (name and KWOK IP) as the pool's endpoint.
+    let (picker, log) = start_real_picker(&env, "phi").await;
+    picker_endpoints_are(&picker, "phi", [format!("{}-rank-0", selected[0].0)].into()).await;
+    assert_eq!(
+        picker_collection_addresses(&log),
+        [selected[0].1.clone()].into(),
+        "{}",
+        picker.process.log_tail(30)
+    );
+    picker.process.terminate(Duration::from_secs(10));
+
+    mds.delete("phi", &DeleteParams::default()).await.unwrap();
+    wait_deleted(&mds, "phi", WAIT).await;
+    simulator.abort();
+    gateways(&env.client, &gateway_namespace)
+        .delete("inference-gateway", &DeleteParams::default())
+        .await
+        .unwrap();
+    eprintln!(
+        "KAITO pool and real picker scenario (after the control plane): {:.1}s",
         started.elapsed().as_secs_f64()
     );
 }

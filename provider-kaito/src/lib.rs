@@ -17,8 +17,8 @@ use airunway_api::provider::{
     UpstreamKind, UpstreamSchema,
 };
 use airunway_api::v1alpha1::{
-    EngineCapability, EngineCapabilityEntry, EngineType, InferenceProviderConfigSpec,
-    ModelDeployment, ProviderCapabilities, SelectionRule, ServingMode,
+    EngineCapability, EngineCapabilityEntry, EngineType, GatewayCapability,
+    InferenceProviderConfigSpec, ModelDeployment, ProviderCapabilities, SelectionRule, ServingMode,
 };
 
 /// The provider name (and InferenceProviderConfig name).
@@ -28,6 +28,11 @@ pub const NAME: &str = "kaito";
 /// (`workspace`) and the AKS add-on's (`ai-toolchain-operator`).
 pub const CONTROLLER_SELECTOR: &str =
     "app.kubernetes.io/name in (workspace, ai-toolchain-operator)";
+
+/// The label KAITO puts on every Pod of a Workspace's workload (value: the Workspace's name,
+/// which is the deployment's): what the core's InferencePool selects for KAITO, whose preset
+/// Pods KAITO builds itself.
+pub const WORKSPACE_LABEL: &str = "kaito.sh/workspace";
 
 /// The KAITO provider.
 #[derive(Clone, Copy, Debug, Default)]
@@ -48,12 +53,13 @@ impl Provider for KaitoProvider {
 
     fn registration(&self) -> InferenceProviderConfigSpec {
         let engine = |name, cpu_support| {
-            EngineCapabilityEntry::Detailed(EngineCapability::new(
-                name,
-                vec![ServingMode::Aggregated],
-                true,
-                cpu_support,
-            ))
+            let mut capability =
+                EngineCapability::new(name, vec![ServingMode::Aggregated], true, cpu_support);
+            capability.gateway = Some(GatewayCapability {
+                pool_selector: Some([(WORKSPACE_LABEL.to_string(), "{name}".to_string())].into()),
+                ..Default::default()
+            });
+            EngineCapabilityEntry::Detailed(capability)
         };
         InferenceProviderConfigSpec {
             capabilities: Some(ProviderCapabilities {

@@ -237,6 +237,12 @@ pub struct GatewayCapability {
     /// Routing uses the model id (or discovery) rather than the served model name.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ignores_served_name: Option<bool>,
+    /// The pod labels the core's InferencePool selects, for a provider whose upstream operator
+    /// builds the pods with labels of its own (`{name}` in a value is replaced by the
+    /// deployment's name); default `airunway.ai/model-deployment: {name}`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("maxProperties" = 8))]
+    pub pool_selector: Option<std::collections::BTreeMap<String, String>>,
 }
 
 /// The endpoint picker (EPP) image and its plugin configuration.

@@ -449,13 +449,25 @@ impl Integration {
             let endpoint = md.status.as_ref().and_then(|s| s.endpoint.as_ref());
             let service_name = endpoint.and_then(|e| e.service.clone()).unwrap_or_default();
             let service_port = endpoint.and_then(|e| e.port);
-            let hash = render::inputs_hash(&[
-                &owner.uid,
-                &service_name,
-                &service_port.map(|p| p.to_string()).unwrap_or_default(),
-                &image,
-                &config,
-            ]);
+            let provider_selector = capability
+                .as_ref()
+                .and_then(|c| c.pool_selector.as_ref())
+                .filter(|labels| !labels.is_empty());
+            let selector = render::pool_selector(provider_selector, &owner.name);
+            let service_port_text = service_port.map(|p| p.to_string()).unwrap_or_default();
+            let mut inputs = vec![
+                owner.uid.clone(),
+                service_name.clone(),
+                service_port_text,
+                image.clone(),
+                config.clone(),
+            ];
+            // Only a provider's selector is an input (the default one leaves the hashes of
+            // existing pools as they were).
+            if provider_selector.is_some() {
+                inputs.extend(selector.iter().map(|(key, value)| format!("{key}={value}")));
+            }
+            let hash = render::inputs_hash(&inputs.iter().map(String::as_str).collect::<Vec<_>>());
             let cached = Self::cached(&self.pools, &pools_resource(), &namespace, &names.pool);
             let current = cached
                 .as_ref()
@@ -485,7 +497,7 @@ impl Integration {
                 let port = render::target_port(service.as_ref(), service_port);
                 let mut objects = render::endpoint_picker(&owner, &names, &image, &config);
                 // The pool last: its hash says the whole stack is applied.
-                objects.push(render::pool(&owner, &names, port, &hash));
+                objects.push(render::pool(&owner, &names, &selector, port, &hash));
                 for object in &objects {
                     if let Err(e) = self.apply(object).await {
                         let reason = if object["kind"] == "InferencePool" {

@@ -5,7 +5,8 @@
 //! provider's objects: llm-d would prune the picker as a stale object of its set).
 //!
 //! - InferencePool `<md>` (`inference.networking.k8s.io/v1`): selects the model's pods by
-//!   `airunway.ai/model-deployment: <md>` (the label providers put on the pod template),
+//!   `airunway.ai/model-deployment: <md>` (the label providers put on the pod template), or by
+//!   the provider's `poolSelector` (labels its upstream operator puts on the pods),
 //!   `targetPorts [{number: <model server port>}]`, `endpointPickerRef {name: <md>-epp, port
 //!   9002}`.
 //! - Endpoint picker `<md>-epp`: ServiceAccount; Role reading pods, InferencePools,
@@ -125,13 +126,35 @@ pub fn inputs_hash(parts: &[&str]) -> String {
         .collect()
 }
 
-/// The InferencePool selecting the deployment's pods.
-pub fn pool(owner: &Owner, names: &Names, target_port: i32, hash: &str) -> Value {
+/// The pod labels the pool selects: the provider's `poolSelector` with `{name}` replaced by the
+/// deployment's name, else [`POOL_SELECTOR_LABEL`]` = <name>`. (A key or value the API server
+/// refuses comes back as the pool's apply error.)
+pub fn pool_selector(
+    provider: Option<&BTreeMap<String, String>>,
+    name: &str,
+) -> BTreeMap<String, String> {
+    match provider.filter(|labels| !labels.is_empty()) {
+        Some(labels) => labels
+            .iter()
+            .map(|(key, value)| (key.clone(), value.replace("{name}", name)))
+            .collect(),
+        None => BTreeMap::from([(POOL_SELECTOR_LABEL.to_string(), name.to_string())]),
+    }
+}
+
+/// The InferencePool selecting the deployment's pods by `selector` ([`pool_selector`]).
+pub fn pool(
+    owner: &Owner,
+    names: &Names,
+    selector: &BTreeMap<String, String>,
+    target_port: i32,
+    hash: &str,
+) -> Value {
     json!({
         "apiVersion": format!("{POOL_GROUP}/v1"), "kind": "InferencePool",
         "metadata": owner.metadata(&names.pool, Some(hash)),
         "spec": {
-            "selector": {"matchLabels": {POOL_SELECTOR_LABEL: owner.name}},
+            "selector": {"matchLabels": selector},
             "targetPorts": [{"number": target_port}],
             "endpointPickerRef": {"name": names.epp, "port": {"number": EPP_PORT}},
         },
@@ -299,9 +322,41 @@ mod tests {
     }
 
     #[test]
+    fn the_pool_selects_the_providers_labels_when_it_names_them() {
+        assert_eq!(
+            pool_selector(None, "qwen3"),
+            BTreeMap::from([(POOL_SELECTOR_LABEL.to_string(), "qwen3".to_string())])
+        );
+        assert_eq!(
+            pool_selector(Some(&BTreeMap::new()), "qwen3"),
+            pool_selector(None, "qwen3"),
+            "empty is the default"
+        );
+        // KAITO builds its workload pods itself, labelled with the Workspace's name.
+        let kaito = BTreeMap::from([
+            ("kaito.sh/workspace".to_string(), "{name}".to_string()),
+            ("tier".to_string(), "{name}-{name}".to_string()),
+        ]);
+        let selector = pool_selector(Some(&kaito), "phi");
+        assert_eq!(
+            selector,
+            BTreeMap::from([
+                ("kaito.sh/workspace".to_string(), "phi".to_string()),
+                ("tier".to_string(), "phi-phi".to_string()),
+            ])
+        );
+        let pool = pool(&owner(), &Names::of("phi"), &selector, 5000, "h");
+        assert_eq!(
+            pool["spec"]["selector"],
+            json!({"matchLabels": {"kaito.sh/workspace": "phi", "tier": "phi-phi"}})
+        );
+        assert_eq!(pool["spec"]["targetPorts"], json!([{"number": 5000}]));
+    }
+
+    #[test]
     fn pool_matches_the_sample_shape() {
         let names = Names::of("qwen3");
-        let pool = pool(&owner(), &names, 8000, "h");
+        let pool = pool(&owner(), &names, &pool_selector(None, "qwen3"), 8000, "h");
         assert_eq!(pool["spec"], sample("inferencepool-accepted.yaml")["spec"]);
         assert_eq!(
             pool["metadata"]["ownerReferences"][0]["kind"],
