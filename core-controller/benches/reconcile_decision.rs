@@ -5,10 +5,9 @@
 //! `cargo bench -p airunway-core --bench reconcile_decision`
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
 
-use std::time::Duration;
 
 use airunway_api::v1alpha1::{InferenceProviderConfig, ModelDeployment};
-use airunway_core::selection::{HealthPolicy, ProviderView, RuleSet, provider_views};
+use airunway_core::selection::{ProviderView, RuleSet, provider_views};
 use airunway_core::status::{decide, desired_status, status_patch};
 use divan::{AllocProfiler, Bencher, black_box};
 use serde_json::{Value, json};
@@ -42,13 +41,7 @@ fn providers(count: usize) -> Vec<ProviderView> {
     let ipcs: Vec<InferenceProviderConfig> = (0..count)
         .map(|i| shipped(SHIPPED[i % SHIPPED.len()], i / SHIPPED.len()))
         .collect();
-    provider_views(
-        &ipcs,
-        NOW.parse().unwrap(),
-        HealthPolicy {
-            stale_after: Duration::from_secs(90),
-        },
-    )
+    provider_views(&ipcs)
 }
 
 fn deployment(spec: Value) -> ModelDeployment {

@@ -25,7 +25,7 @@ use tokio_util::sync::CancellationToken;
 use crate::error::ReconcileError;
 use crate::metrics::{CoreMetrics, ErrorLabels, ProviderLabel, SelectionLabels};
 use crate::selection::{
-    HealthPolicy, ProviderDecision, ProviderView, RuleError, RuleSet, provider_views,
+    ProviderDecision, ProviderView, RuleError, RuleSet, provider_views,
 };
 use crate::status::{self, CoreDecision, DesiredCoreStatus};
 
@@ -40,8 +40,6 @@ pub struct Context {
     pub providers: Store<InferenceProviderConfig>,
     /// `--enable-provider-selector`.
     pub selector_enabled: bool,
-    /// When a provider is stale.
-    pub policy: HealthPolicy,
     /// Compiled selection rules.
     pub rules: RuleSet,
     /// Events.
@@ -77,7 +75,7 @@ async fn decide_off_runtime(
     let md = md.clone();
     let providers = providers.to_vec();
     tokio::task::spawn_blocking(move || {
-        let views = provider_views(&providers, Timestamp::now(), task_ctx.policy);
+        let views = provider_views(&providers);
         let decision = status::decide(&md, &views, task_ctx.selector_enabled, &task_ctx.rules);
         (views, decision)
     })

@@ -18,6 +18,7 @@ use airunway_api::probe::v1::provider_service_client::ProviderServiceClient;
 use airunway_api::v1alpha1::InferenceProviderConfig;
 use jiff::Timestamp;
 use kube::Client;
+use kube::ResourceExt;
 use kube::api::{Api, Patch, PatchParams};
 use kube::runtime::reflector::Store;
 use serde_json::json;
@@ -159,6 +160,32 @@ pub struct MonitorOptions {
     pub policy: HealthPolicy,
 }
 
+/// The provider config to judge: the cached copy, unless its heartbeat looks stale — the
+/// watch cache lags behind the API server after a watch broke, so a stale look is confirmed on
+/// a fresh read (one GET per stale-looking provider per interval) before the verdict. A failed
+/// read keeps the cached copy.
+async fn confirmed(
+    api: &Api<InferenceProviderConfig>,
+    cached: std::sync::Arc<InferenceProviderConfig>,
+    policy: HealthPolicy,
+) -> std::sync::Arc<InferenceProviderConfig> {
+    if heartbeat_staleness(&cached, Timestamp::now(), policy).is_none() {
+        return cached;
+    }
+    match api.get(&cached.name_any()).await {
+        Ok(fresh) => {
+            if heartbeat_staleness(&fresh, Timestamp::now(), policy).is_none() {
+                tracing::info!(provider = %cached.name_any(), "heartbeat looked stale in the cache but is fresh: the watch lags");
+            }
+            std::sync::Arc::new(fresh)
+        }
+        Err(e) => {
+            tracing::debug!(provider = %cached.name_any(), error = %e, "could not re-read the provider config");
+            cached
+        }
+    }
+}
+
 /// Runs the monitor until `shutdown`.
 pub async fn run_monitor(
     client: Client,
@@ -175,10 +202,11 @@ pub async fn run_monitor(
             ipcs.iter()
                 .any(|i| i.metadata.name.as_deref() == Some(name))
         });
-        for ipc in ipcs {
-            let Some(name) = ipc.metadata.name.clone() else {
+        for cached in ipcs {
+            let Some(name) = cached.metadata.name.clone() else {
                 continue;
             };
+            let ipc = confirmed(&api, cached, options.policy).await;
             let state = states.entry(name.clone()).or_default();
             if let Some(endpoint) = ipc.spec.probe.as_ref().and_then(|p| p.endpoint.as_deref()) {
                 let outcome = probe(endpoint, &name, timeout).await;

@@ -156,9 +156,6 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         client: client.clone(),
         providers,
         selector_enabled: args.enable_provider_selector,
-        policy: HealthPolicy {
-            stale_after: args.provider_stale_threshold,
-        },
         rules: RuleSet::default(),
         events: EventPublisher::new(client.clone(), CONTROLLER_NAME),
         metrics,

@@ -11,7 +11,7 @@ use airunway_api::generate;
 use airunway_api::resolve::apply_spec_defaults;
 use airunway_api::v1alpha1::{InferenceProviderConfig, ModelDeployment};
 use airunway_core::selection::{
-    HealthPolicy, ProviderDecision, RuleSet, provider_views, select_engine, select_provider,
+    ProviderDecision, RuleSet, provider_views, select_engine, select_provider,
 };
 use airunway_core::validation::{validate, warnings};
 use airunway_core::webhook::admission::validate_provider_config;
@@ -21,7 +21,6 @@ use proptest::collection::vec;
 use proptest::prelude::*;
 use serde_json::{Value, json};
 
-const NOW: &str = "2026-06-01T12:00:00Z";
 
 fn shipped(name: &str) -> Value {
     let path = format!(
@@ -124,7 +123,7 @@ proptest! {
         };
         let mut ipcs: Vec<InferenceProviderConfig> = SHIPPED.clone();
         ipcs.push(serde_json::from_value(generated_provider(&rules)).unwrap());
-        let views = provider_views(&ipcs, NOW.parse().unwrap(), HealthPolicy { stale_after: Duration::from_secs(90) });
+        let views = provider_views(&ipcs);
         let started = Instant::now();
         let engine = select_engine(&md, &views, true);
         let selection = select_provider(&md, engine.engine(), &views, true, &RULES);

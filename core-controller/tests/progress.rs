@@ -3,11 +3,10 @@
 //! itself, and handed to the provider together with the phase.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use std::time::Duration;
 
 use airunway_api::constants::{condition_types, reasons};
 use airunway_api::v1alpha1::{ConditionStatus, InferenceProviderConfig, ModelDeployment, Phase};
-use airunway_core::selection::{HealthPolicy, ProviderView, RuleSet, provider_views};
+use airunway_core::selection::{ProviderView, RuleSet, provider_views};
 use airunway_core::status::{DesiredCoreStatus, decide, desired_status, is_current, status_patch};
 use serde_json::{Value, json};
 
@@ -25,10 +24,7 @@ fn kaito(ready: bool) -> InferenceProviderConfig {
 }
 
 fn views(ipcs: &[InferenceProviderConfig]) -> Vec<ProviderView> {
-    let policy = HealthPolicy {
-        stale_after: Duration::from_secs(90),
-    };
-    provider_views(ipcs, NOW.parse().unwrap(), policy)
+    provider_views(ipcs)
 }
 
 fn md(spec: Value) -> ModelDeployment {

@@ -2,21 +2,16 @@
 //! table), tie-breaks, readiness, explicit-only providers, and rules that fail at run time.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use std::time::Duration;
 
 use airunway_api::constants::{condition_types, messages, reasons};
 use airunway_api::v1alpha1::{EngineType, InferenceProviderConfig, ModelDeployment, Phase};
 use airunway_core::selection::{
-    EngineDecision, HealthPolicy, ProviderDecision, ProviderView, RuleSet, provider_views,
+    EngineDecision, ProviderDecision, ProviderView, RuleSet, provider_views,
     select_engine, select_provider,
 };
 use airunway_core::status::{decide, desired_status};
 use serde_json::{Value, json};
 
-const NOW: &str = "2026-06-01T12:00:00Z";
-const POLICY: HealthPolicy = HealthPolicy {
-    stale_after: Duration::from_secs(90),
-};
 
 fn shipped(name: &str, ready: bool) -> InferenceProviderConfig {
     let path = format!(
@@ -37,7 +32,7 @@ fn all_shipped() -> Vec<InferenceProviderConfig> {
 }
 
 fn views(ipcs: &[InferenceProviderConfig]) -> Vec<ProviderView> {
-    provider_views(ipcs, NOW.parse().unwrap(), POLICY)
+    provider_views(ipcs)
 }
 
 fn md(spec: Value) -> ModelDeployment {
@@ -230,13 +225,14 @@ fn readiness_and_staleness_filter_candidates() {
         Some(messages::NO_HEALTHY_PROVIDERS)
     );
 
-    // Stale heartbeat counts as not available.
+    // A provider the health monitor marked stale (`Available=False`) counts as not available.
     let mut stale = shipped("kaito", true);
-    stale.status.as_mut().unwrap().last_heartbeat = Some(
-        airunway_api::k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
-            "2026-06-01T11:00:00Z".parse().unwrap(),
-        ),
-    );
+    stale.status.as_mut().unwrap().conditions = Some(vec![
+        serde_json::from_value(json!({"type": "Available", "status": "False", "reason": "HeartbeatStale",
+            "message": "No heartbeat since 2026-06-01T11:00:00Z (stale after 90s)",
+            "lastTransitionTime": "2026-06-01T11:01:30Z"}))
+        .unwrap(),
+    ]);
     let (_, decision) = select(
         &md(json!({"model": {"id": "a/b"}, "engine": {"type": "llamacpp"}})),
         &views(&[stale]),

@@ -1,5 +1,11 @@
-//! Whether a provider can take new work: it reports `ready`, its heartbeat is fresh, and the
-//! core's health monitor has not marked it stale.
+//! Whether a provider can take new work: it reports `ready` and the core's health monitor
+//! has not marked it stale.
+//!
+//! Heartbeat age is judged by the monitor alone ([`crate::health`]), which confirms a stale
+//! heartbeat on a fresh read before it writes the core-owned `Available` condition. A reconcile
+//! reads only that verdict: it never ages heartbeats on the watch cache itself, which lags
+//! after a watch broke (an API server restart, a CRD update) and would otherwise turn every
+//! deployment's `ProviderHealthy` False and back at once.
 
 use std::time::Duration;
 
@@ -68,11 +74,7 @@ pub struct ProviderView {
 }
 
 /// Views of every provider, sorted by name.
-pub fn provider_views(
-    ipcs: &[InferenceProviderConfig],
-    now: Timestamp,
-    policy: HealthPolicy,
-) -> Vec<ProviderView> {
+pub fn provider_views(ipcs: &[InferenceProviderConfig]) -> Vec<ProviderView> {
     let mut views: Vec<ProviderView> = ipcs
         .iter()
         .filter(|ipc| ipc.metadata.deletion_timestamp.is_none())
@@ -85,7 +87,7 @@ pub fn provider_views(
                 .map(|c| c.engine_capabilities())
                 .unwrap_or_default(),
             rules: ipc.spec.selection_rules.clone().unwrap_or_default(),
-            availability: availability(ipc, now, policy),
+            availability: availability(ipc),
             generation: ipc.metadata.generation,
         })
         .collect();
@@ -93,12 +95,8 @@ pub fn provider_views(
     views
 }
 
-/// The availability of one provider at `now`.
-pub fn availability(
-    ipc: &InferenceProviderConfig,
-    now: Timestamp,
-    policy: HealthPolicy,
-) -> Availability {
+/// The availability of one provider: its own `ready`, then the monitor's `Available` verdict.
+pub fn availability(ipc: &InferenceProviderConfig) -> Availability {
     let status = ipc.status.as_ref();
     let conds = status.and_then(|s| s.conditions.as_deref());
     if status.and_then(|s| s.ready) != Some(true) {
@@ -110,14 +108,15 @@ pub fn availability(
             });
         return Availability::NotReady { detail };
     }
-    if let Some(Availability::Stale { since, detail }) = heartbeat_staleness(ipc, now, policy) {
-        return Availability::Stale { since, detail };
-    }
     if let Some(c) = conditions::find(conds, condition_types::AVAILABLE)
         && c.status == ConditionStatus::False
     {
         return Availability::Stale {
-            since: c.last_transition_time.as_ref().map(|t| t.0).unwrap_or(now),
+            since: c
+                .last_transition_time
+                .as_ref()
+                .map(|t| t.0)
+                .unwrap_or(Timestamp::UNIX_EPOCH),
             detail: c.message.clone().unwrap_or_default(),
         };
     }
@@ -166,31 +165,40 @@ mod tests {
     };
 
     #[test]
-    fn readiness_heartbeat_and_probe() {
+    fn heartbeat_staleness_is_judged_against_the_policy() {
+        let now: Timestamp = "2026-01-01T00:10:00Z".parse().unwrap();
+        let fresh = ipc(json!({"ready": true, "lastHeartbeat": "2026-01-01T00:09:30Z"}));
+        assert_eq!(heartbeat_staleness(&fresh, now, POLICY), None);
+        let old = ipc(json!({"ready": true, "lastHeartbeat": "2026-01-01T00:05:00Z"}));
+        assert_eq!(
+            heartbeat_staleness(&old, now, POLICY),
+            Some(Availability::Stale {
+                since: "2026-01-01T00:06:30Z".parse().unwrap(),
+                detail: "last heartbeat 2026-01-01T00:05:00Z is 300s old".into()
+            })
+        );
+    }
+
+    #[test]
+    fn readiness_then_the_monitors_verdict() {
         let now: Timestamp = "2026-01-01T00:10:00Z".parse().unwrap();
         assert_eq!(
-            availability(
-                &ipc(json!({"ready": true, "lastHeartbeat": "2026-01-01T00:09:30Z"})),
-                now,
-                POLICY
-            ),
+            availability(&ipc(
+                json!({"ready": true, "lastHeartbeat": "2026-01-01T00:09:30Z"})
+            )),
             Availability::Available
         );
         assert!(matches!(
-            availability(&ipc(json!({"ready": false})), now, POLICY),
+            availability(&ipc(json!({"ready": false}))),
             Availability::NotReady { .. }
         ));
-        let stale = availability(
-            &ipc(json!({"ready": true, "lastHeartbeat": "2026-01-01T00:05:00Z"})),
-            now,
-            POLICY,
-        );
+        // An old heartbeat in the cache alone is not staleness: the cache may lag; the monitor
+        // confirms on a fresh read and writes `Available=False` (below) when it is.
         assert_eq!(
-            stale,
-            Availability::Stale {
-                since: "2026-01-01T00:06:30Z".parse().unwrap(),
-                detail: "last heartbeat 2026-01-01T00:05:00Z is 300s old".into()
-            }
+            availability(&ipc(
+                json!({"ready": true, "lastHeartbeat": "2026-01-01T00:05:00Z"})
+            )),
+            Availability::Available
         );
         let probe_failed = ipc(
             json!({"ready": true, "lastHeartbeat": "2026-01-01T00:09:50Z",
@@ -198,7 +206,7 @@ mod tests {
                             "lastTransitionTime": "2026-01-01T00:09:55Z"}]}),
         );
         assert_eq!(
-            availability(&probe_failed, now, POLICY),
+            availability(&probe_failed),
             Availability::Stale {
                 since: "2026-01-01T00:09:55Z".parse().unwrap(),
                 detail: "probe failed 3 times".into()
