@@ -366,6 +366,19 @@ async fn deploy<P: Provider>(
                 step = plan::compare_object(md, desired, Some(&found));
             }
         }
+        if matches!(step, ObjectPlan::Update { drifted: true }) {
+            // Drift is judged on the watch cache, which lags behind the API server after a
+            // watch broke (an API server restart, a relist with backoff): confirm it on a fresh
+            // read before warning the user and writing, so a lagging cache costs one read, not
+            // a false `DriftDetected` and an apply per object.
+            let kind = desired.kind();
+            let fresh = ctx
+                .api(index, namespace)
+                .get_opt(object)
+                .await
+                .map_err(api_error(format!("reading {kind} {namespace}/{object}")))?;
+            step = plan::compare_object(md, desired, fresh.as_ref());
+        }
         objects.push((index, desired, step));
     }
     if let Some(message) = objects.iter().find_map(|(_, _, step)| match step {
