@@ -29,6 +29,7 @@ pub struct TestEnv {
 impl TestEnv {
     /// Starts (or reuses) the control plane and creates a namespace named after the test.
     pub async fn new(test: &str) -> TestEnv {
+        remember_panic_messages();
         let control_plane = ControlPlane::shared();
         let client = control_plane
             .client()
@@ -111,7 +112,45 @@ impl Drop for TestEnv {
                 );
             }
         }
+        // The log tails above push the failure itself out of a short view of the output (CI
+        // shows the end): say it again, last.
+        let failure = LAST_PANIC
+            .with(|last| last.borrow().clone())
+            .unwrap_or_else(|| "(no message recorded)".to_string());
+        eprintln!(
+            "===== the failure (namespace {}), repeated after the logs =====\n{failure}",
+            self.namespace
+        );
     }
+}
+
+thread_local! {
+    /// The message and place of the last panic on this thread (what [`TestEnv`]'s failure
+    /// report repeats after the log tails).
+    static LAST_PANIC: std::cell::RefCell<Option<String>> = const { std::cell::RefCell::new(None) };
+}
+
+/// Installs (once per process) a panic hook that records each panic's message and location on
+/// its thread and then runs the hook that was there before (libtest's output is unchanged).
+fn remember_panic_messages() {
+    static INSTALL: std::sync::Once = std::sync::Once::new();
+    INSTALL.call_once(|| {
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            let message = info
+                .payload()
+                .downcast_ref::<&str>()
+                .map(|s| (*s).to_string())
+                .or_else(|| info.payload().downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "(a panic without a message)".to_string());
+            let place = info
+                .location()
+                .map(|l| format!("{}:{}", l.file(), l.line()))
+                .unwrap_or_default();
+            LAST_PANIC.with(|last| *last.borrow_mut() = Some(format!("{message}\n  at {place}")));
+            previous(info);
+        }));
+    });
 }
 
 /// Four random hex digits (from the clock and a counter; tests only need uniqueness).

@@ -17,7 +17,8 @@
 //! - `chaos_smoke`: a seeded schedule of kills (core, each provider's leader, kube-apiserver)
 //!   during a burst across every shipped provider (llm-d's and vLLM's Deployments run real
 //!   Pods on KWOK's simulated GPU nodes, as many as their GPUs allow); convergence, one upstream object per deployment with its
-//!   owner reference, no write after settle, nothing left after deletion, no panic. Sized by
+//!   owner reference, no Pods rolled, no write once the cluster is at rest, nothing left after
+//!   deletion, no panic. Sized by
 //!   `AIRUNWAY_CHAOS_SEED`, `AIRUNWAY_CHAOS_DEPLOYMENTS`, `AIRUNWAY_CHAOS_FAULTS`,
 //!   `AIRUNWAY_CHAOS_SETTLE_SECONDS` (the long run: docs/reliability.md, "Chaos").
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
@@ -586,10 +587,27 @@ async fn chaos_smoke() {
         "deployments without exactly one upstream object: {not_one:?}"
     );
 
-    // Status stops changing: our components write nothing but leases and heartbeats.
+    // A fault changes no rendered pod template: no Deployment's Pods were rolled.
+    let rolled = chaos::rolled_deployments(&env).await;
+    assert!(
+        rolled.is_empty(),
+        "Deployments whose Pods were rolled (ReplicaSets each): {rolled:?}"
+    );
+
+    // Status stops changing: once the upstream is at rest (the deployment controller's last
+    // status changes can trail `Running` by many seconds after an API server restart, and our
+    // providers rightly copy them) and a moment to handle the last event, our components write
+    // nothing but leases and heartbeats.
+    let at_rest = chaos::wait_at_rest(&env, Duration::from_secs(120))
+        .await
+        .unwrap_or_else(|why| panic!("the cluster not at rest 120 s after Running: {why}"));
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let status_changes = chaos::StatusChanges::start(&env);
     let window_start = jiff::Timestamp::now();
     tokio::time::sleep(settle).await;
     let writes = chaos::writes_between(&env, window_start, jiff::Timestamp::now());
+    let changes = status_changes.lines();
+    drop(status_changes);
 
     // Delete everything: no finalizer left behind. Timed from the request (the API server
     // marks the deployments one by one while the controllers already remove finalizers).
@@ -642,7 +660,7 @@ async fn chaos_smoke() {
     chaos::keep_logs(&env, &fleet, "chaos");
     let panics = chaos::panics(&fleet.logs());
     println!(
-        "chaos figures: seed {seed}; faults injected {} (core {}, providers {}, API server {}); {count} deployments Running {:.1}s after the last fault; one upstream object each with its owner; writes in the {:?} settle window (leases and heartbeats aside): {:?}; all deleted (the deletecollection call {:.1}s), no finalizer left, in {:.1}s, their upstream objects gone in {:.1}s; panics: {}",
+        "chaos figures: seed {seed}; faults injected {} (core {}, providers {}, API server {}); {count} deployments Running {:.1}s after the last fault, at rest {:.1}s later; one upstream object each with its owner, no Pods rolled; writes in the {:?} settle window (leases and heartbeats aside): {:?}; all deleted (the deletecollection call {:.1}s), no finalizer left, in {:.1}s, their upstream objects gone in {:.1}s; panics: {}",
         injected.len(),
         injected.iter().filter(|f| **f == Fault::KillCore).count(),
         injected
@@ -654,6 +672,7 @@ async fn chaos_smoke() {
             .filter(|f| **f == Fault::RestartApiServer)
             .count(),
         converge.as_secs_f64(),
+        at_rest.as_secs_f64(),
         settle,
         writes,
         delete_call.as_secs_f64(),
@@ -661,6 +680,11 @@ async fn chaos_smoke() {
         upstream_gone.as_secs_f64(),
         panics.len()
     );
-    assert!(writes.is_empty(), "writes after settle: {writes:?}");
+    assert!(
+        writes.is_empty(),
+        "writes after settle: {writes:?}; the status changes seen ({} in all): {:#?}",
+        changes.len(),
+        changes.iter().take(12).collect::<Vec<_>>()
+    );
     assert_eq!(panics, Vec::<String>::new());
 }

@@ -9,6 +9,7 @@
 //! Deployments are real: kube-scheduler places their Pods on KWOK's simulated GPU nodes and the
 //! real deployment controller writes their status.
 
+pub mod rest;
 pub mod schedule;
 
 use std::collections::BTreeMap;
@@ -158,6 +159,96 @@ pub async fn wait_running(
         }
         tokio::time::sleep(Duration::from_millis(250)).await;
     }
+}
+
+/// Waits until the cluster is at rest ([`rest::unsettled`]: every Deployment in the test
+/// namespace done, every deployment's status caught up with its Deployments) or `timeout`;
+/// returns how long it took, or the last reason it was not.
+pub async fn wait_at_rest(env: &TestEnv, timeout: Duration) -> Result<Duration, String> {
+    use k8s_openapi::api::apps::v1::Deployment;
+    let started = Instant::now();
+    let mds: Api<ModelDeployment> = Api::namespaced(env.client.clone(), &env.namespace);
+    let deployments: Api<Deployment> = Api::namespaced(env.client.clone(), &env.namespace);
+    loop {
+        let why = match (
+            mds.list(&ListParams::default()).await,
+            deployments.list(&ListParams::default()).await,
+        ) {
+            (Ok(m), Ok(d)) => rest::unsettled(&m.items, &d.items),
+            (Err(e), _) | (_, Err(e)) => Some(format!("listing: {e}")),
+        };
+        let Some(why) = why else {
+            return Ok(started.elapsed());
+        };
+        if started.elapsed() > timeout {
+            return Err(why);
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+}
+
+/// Records, until dropped, every change of a deployment's status in the test namespace as a
+/// line `HH:MM:SS.mmm <name>: <what changed>` (phase, message, conditions): what a "write after
+/// settle" failure prints to say what was written.
+pub struct StatusChanges {
+    lines: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl StatusChanges {
+    /// Starts watching.
+    pub fn start(env: &TestEnv) -> StatusChanges {
+        use futures::StreamExt;
+        use kube::runtime::watcher;
+        let api: Api<ModelDeployment> = Api::namespaced(env.client.clone(), &env.namespace);
+        let lines = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let task = tokio::spawn({
+            let lines = lines.clone();
+            async move {
+                let mut last: BTreeMap<String, String> = BTreeMap::new();
+                let mut stream = watcher(api, watcher::Config::default()).boxed();
+                while let Some(event) = stream.next().await {
+                    let Ok(watcher::Event::Apply(md) | watcher::Event::InitApply(md)) = event
+                    else {
+                        continue;
+                    };
+                    let name = md.metadata.name.clone().unwrap_or_default();
+                    let now = rest::status_summary(&md);
+                    if let Some(before) = last.insert(name.clone(), now.clone())
+                        && before != now
+                        && let Ok(mut lines) = lines.lock()
+                    {
+                        let at = jiff::Timestamp::now().strftime("%H:%M:%S%.3f");
+                        lines.push(format!("{at} {name}: {}", rest::changed(&before, &now)));
+                    }
+                }
+            }
+        });
+        StatusChanges { lines, task }
+    }
+
+    /// The changes seen so far.
+    pub fn lines(&self) -> Vec<String> {
+        self.lines.lock().map(|l| l.clone()).unwrap_or_default()
+    }
+}
+
+impl Drop for StatusChanges {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+/// The Deployments in the test namespace whose Pods were rolled ([`rest::rolled`]).
+pub async fn rolled_deployments(env: &TestEnv) -> BTreeMap<String, usize> {
+    use k8s_openapi::api::apps::v1::ReplicaSet;
+    let sets: Api<ReplicaSet> = Api::namespaced(env.client.clone(), &env.namespace);
+    let items = sets
+        .list(&ListParams::default())
+        .await
+        .map(|l| l.items)
+        .unwrap_or_default();
+    rest::rolled(&items)
 }
 
 /// The writes of our components (identities containing `airunway`) received in `[from, to)`
