@@ -5,7 +5,6 @@
 //! `cargo bench -p airunway-core --bench reconcile_decision`
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
 
-
 use airunway_api::v1alpha1::{InferenceProviderConfig, ModelDeployment};
 use airunway_core::selection::{ProviderView, RuleSet, provider_views};
 use airunway_core::status::{decide, desired_status, status_patch};

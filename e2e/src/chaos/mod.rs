@@ -15,7 +15,7 @@ pub mod schedule;
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use airunway_api::v1alpha1::ModelDeployment;
+use airunway_api::v1alpha1::{InferenceProviderConfig, ModelDeployment};
 use k8s_openapi::api::coordination::v1::Lease;
 use kube::api::{Api, ListParams};
 
@@ -162,20 +162,22 @@ pub async fn wait_running(
 }
 
 /// Waits until the cluster is at rest ([`rest::unsettled`]: every Deployment in the test
-/// namespace done, every deployment's status caught up with its Deployments) or `timeout`;
+/// namespace done, every provider available, every deployment's status caught up) or `timeout`;
 /// returns how long it took, or the last reason it was not.
 pub async fn wait_at_rest(env: &TestEnv, timeout: Duration) -> Result<Duration, String> {
     use k8s_openapi::api::apps::v1::Deployment;
     let started = Instant::now();
     let mds: Api<ModelDeployment> = Api::namespaced(env.client.clone(), &env.namespace);
     let deployments: Api<Deployment> = Api::namespaced(env.client.clone(), &env.namespace);
+    let providers: Api<InferenceProviderConfig> = Api::all(env.client.clone());
     loop {
         let why = match (
             mds.list(&ListParams::default()).await,
             deployments.list(&ListParams::default()).await,
+            providers.list(&ListParams::default()).await,
         ) {
-            (Ok(m), Ok(d)) => rest::unsettled(&m.items, &d.items),
-            (Err(e), _) | (_, Err(e)) => Some(format!("listing: {e}")),
+            (Ok(m), Ok(d), Ok(p)) => rest::unsettled(&m.items, &d.items, &p.items),
+            (Err(e), _, _) | (_, Err(e), _) | (_, _, Err(e)) => Some(format!("listing: {e}")),
         };
         let Some(why) = why else {
             return Ok(started.elapsed());

@@ -5,13 +5,16 @@
 //! status forward (a replica becoming available, the `Progressing` condition moving to
 //! `NewReplicaSetAvailable`), and after a kube-apiserver restart kube-controller-manager retries
 //! its syncs with backoff, so those last changes can come many seconds later on a slow machine.
-//! Our providers rightly copy them into the deployments' status. A write of ours in the window
-//! is churn only when nothing upstream moved: so the window starts once every Deployment is
-//! done and every deployment's status has caught up with it.
+//! Our providers rightly copy them into the deployments' status. Likewise a provider replica
+//! that lost its lease while the API server was down exits, and the core rightly marks the
+//! provider unavailable until the other replica's heartbeat and probe are seen. A write of ours
+//! in the window is churn only when nothing moved: so the window starts once every Deployment is
+//! done, every provider is available, and every deployment's status has caught up with both.
 
 use std::collections::BTreeMap;
 
-use airunway_api::v1alpha1::ModelDeployment;
+use airunway_api::constants::condition_types;
+use airunway_api::v1alpha1::{ConditionStatus, InferenceProviderConfig, ModelDeployment};
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
 
 /// Why `deployment` is not done yet (`None`: done): its controller has seen its latest spec,
@@ -77,10 +80,68 @@ pub fn status_behind(md: &ModelDeployment, deployments: &[&Deployment]) -> Optio
     })
 }
 
-/// The first reason the cluster is not at rest (`None`: at rest): a Deployment not done, or a
-/// deployment whose status lags its Deployments (matched by controller owner reference).
-pub fn unsettled(mds: &[ModelDeployment], deployments: &[Deployment]) -> Option<String> {
+/// Why a provider cannot take work yet (`None`: it can): it reports `ready` and the core's
+/// health monitor has judged it `Available`.
+pub fn provider_unsettled(ipc: &InferenceProviderConfig) -> Option<String> {
+    let name = ipc.metadata.name.as_deref().unwrap_or_default();
+    let status = ipc.status.as_ref();
+    if status.and_then(|s| s.ready) != Some(true) {
+        return Some(format!("provider {name}: not ready"));
+    }
+    let available = status
+        .and_then(|s| s.conditions.as_ref())
+        .and_then(|cs| cs.iter().find(|c| c.type_ == condition_types::AVAILABLE));
+    match available {
+        Some(c) if c.status == ConditionStatus::True => None,
+        other => Some(format!(
+            "provider {name}: Available {:?}",
+            other.map(|c| (&c.status, &c.message))
+        )),
+    }
+}
+
+/// Why a deployment's `ProviderHealthy` is not `True` yet (`None`: it is, or the core has not
+/// written it).
+pub fn provider_health_behind(md: &ModelDeployment) -> Option<String> {
+    let condition = md
+        .status
+        .as_ref()?
+        .conditions
+        .as_ref()?
+        .iter()
+        .find(|c| c.type_ == condition_types::PROVIDER_HEALTHY)?;
+    (condition.status != ConditionStatus::True).then(|| {
+        format!(
+            "{}: ProviderHealthy {:?}",
+            md.metadata.name.as_deref().unwrap_or_default(),
+            condition.message
+        )
+    })
+}
+
+/// The first reason the cluster is not at rest (`None`: at rest): a Deployment not done, a
+/// provider not available, or a deployment whose status lags its Deployments (matched by
+/// controller owner reference) or its provider's health.
+pub fn unsettled(
+    mds: &[ModelDeployment],
+    deployments: &[Deployment],
+    providers: &[InferenceProviderConfig],
+) -> Option<String> {
     if let Some(why) = deployments.iter().find_map(deployment_unsettled) {
+        return Some(why);
+    }
+    // Only the providers the deployments are assigned to (the cluster may hold others, left by
+    // earlier tests, that nobody heartbeats for any more).
+    let assigned: std::collections::BTreeSet<&str> =
+        mds.iter().filter_map(|md| md.selected_provider()).collect();
+    if let Some(why) = providers
+        .iter()
+        .filter(|p| assigned.contains(p.metadata.name.as_deref().unwrap_or_default()))
+        .find_map(provider_unsettled)
+    {
+        return Some(why);
+    }
+    if let Some(why) = mds.iter().find_map(provider_health_behind) {
         return Some(why);
     }
     let mut by_owner: BTreeMap<&str, Vec<&Deployment>> = BTreeMap::new();
@@ -185,20 +246,20 @@ mod tests {
             "apiVersion": "airunway.ai/v1alpha1", "kind": "ModelDeployment",
             "metadata": {"name": "md", "uid": "u1"},
             "spec": {"model": {"id": "m"}},
-            "status": {"replicas": {"ready": ready}},
+            "status": {"replicas": {"ready": ready}, "provider": {"name": "vllm"}},
         }))
     }
 
     #[test]
     fn a_done_deployment_and_a_caught_up_status_are_at_rest() {
-        assert_eq!(unsettled(&[md(1)], &[deployment(done())]), None);
+        assert_eq!(unsettled(&[md(1)], &[deployment(done())], &[]), None);
     }
 
     #[test]
     fn a_deployment_still_progressing_is_not_at_rest() {
         let mut status = done();
         status["conditions"][0]["reason"] = json!("ReplicaSetUpdated");
-        let why = unsettled(&[md(1)], &[deployment(status)]).unwrap();
+        let why = unsettled(&[md(1)], &[deployment(status)], &[]).unwrap();
         assert!(why.contains("ReplicaSetUpdated"), "{why}");
         let mut status = done();
         status["observedGeneration"] = json!(1);
@@ -218,8 +279,34 @@ mod tests {
     #[test]
     fn a_status_behind_its_deployment_is_not_at_rest() {
         assert_eq!(
-            unsettled(&[md(0)], &[deployment(done())]).as_deref(),
+            unsettled(&[md(0)], &[deployment(done())], &[]).as_deref(),
             Some("md: status says 0 ready, its Deployments 1")
+        );
+    }
+
+    #[test]
+    fn a_provider_not_yet_available_or_a_deployment_not_told_is_not_at_rest() {
+        let ipc = |available: &str| -> InferenceProviderConfig {
+            parse(
+                json!({"apiVersion": "airunway.ai/v1alpha1", "kind": "InferenceProviderConfig",
+                "metadata": {"name": "vllm"}, "spec": {},
+                "status": {"ready": true, "conditions": [{"type": "Available", "status": available,
+                    "reason": "ProbeFailed", "message": "probe failing", "lastTransitionTime": "2026-01-01T00:00:00Z"}]}}),
+            )
+        };
+        assert_eq!(
+            unsettled(&[md(1)], &[deployment(done())], &[ipc("True")]),
+            None
+        );
+        let why = unsettled(&[md(1)], &[deployment(done())], &[ipc("False")]).unwrap();
+        assert!(why.starts_with("provider vllm: Available"), "{why}");
+        let mut unhealthy = md(1);
+        unhealthy.status.as_mut().unwrap().conditions = Some(vec![parse(json!({
+            "type": "ProviderHealthy", "status": "False", "reason": "ProviderStale",
+            "message": "stale", "lastTransitionTime": "2026-01-01T00:00:00Z"}))]);
+        assert_eq!(
+            unsettled(&[unhealthy], &[deployment(done())], &[ipc("True")]).as_deref(),
+            Some("md: ProviderHealthy Some(\"stale\")")
         );
     }
 
