@@ -24,9 +24,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::error::ReconcileError;
 use crate::metrics::{CoreMetrics, ErrorLabels, ProviderLabel, SelectionLabels};
-use crate::selection::{
-    ProviderDecision, ProviderView, RuleError, RuleSet, provider_views,
-};
+use crate::selection::{ProviderDecision, ProviderView, RuleError, RuleSet, provider_views};
 use crate::status::{self, CoreDecision, DesiredCoreStatus};
 
 /// Field manager of the core's `SelectionRulesValid` condition on InferenceProviderConfigs.

@@ -21,7 +21,6 @@ use proptest::collection::vec;
 use proptest::prelude::*;
 use serde_json::{Value, json};
 
-
 fn shipped(name: &str) -> Value {
     let path = format!(
         "{}/tests/fixtures/shipped-providers/{name}.yaml",

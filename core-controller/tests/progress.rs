@@ -3,7 +3,6 @@
 //! itself, and handed to the provider together with the phase.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-
 use airunway_api::constants::{condition_types, reasons};
 use airunway_api::v1alpha1::{ConditionStatus, InferenceProviderConfig, ModelDeployment, Phase};
 use airunway_core::selection::{ProviderView, RuleSet, provider_views};

@@ -2,16 +2,14 @@
 //! table), tie-breaks, readiness, explicit-only providers, and rules that fail at run time.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-
 use airunway_api::constants::{condition_types, messages, reasons};
 use airunway_api::v1alpha1::{EngineType, InferenceProviderConfig, ModelDeployment, Phase};
 use airunway_core::selection::{
-    EngineDecision, ProviderDecision, ProviderView, RuleSet, provider_views,
-    select_engine, select_provider,
+    EngineDecision, ProviderDecision, ProviderView, RuleSet, provider_views, select_engine,
+    select_provider,
 };
 use airunway_core::status::{decide, desired_status};
 use serde_json::{Value, json};
-
 
 fn shipped(name: &str, ready: bool) -> InferenceProviderConfig {
     let path = format!(
@@ -228,9 +226,11 @@ fn readiness_and_staleness_filter_candidates() {
     // A provider the health monitor marked stale (`Available=False`) counts as not available.
     let mut stale = shipped("kaito", true);
     stale.status.as_mut().unwrap().conditions = Some(vec![
-        serde_json::from_value(json!({"type": "Available", "status": "False", "reason": "HeartbeatStale",
+        serde_json::from_value(
+            json!({"type": "Available", "status": "False", "reason": "HeartbeatStale",
             "message": "No heartbeat since 2026-06-01T11:00:00Z (stale after 90s)",
-            "lastTransitionTime": "2026-06-01T11:01:30Z"}))
+            "lastTransitionTime": "2026-06-01T11:01:30Z"}),
+        )
         .unwrap(),
     ]);
     let (_, decision) = select(
