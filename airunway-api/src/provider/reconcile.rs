@@ -353,24 +353,16 @@ async fn deploy<P: Provider>(
             desired,
             ctx.cache(index).get(namespace, object).as_deref(),
         );
-        if step == ObjectPlan::Create {
-            // The watch sees only objects we label: before creating, make sure no object of
-            // that name exists (a user's would be taken over by the forced apply).
-            let kind = desired.kind();
-            let found = ctx
-                .api(index, namespace)
-                .get_opt(object)
-                .await
-                .map_err(api_error(format!("reading {kind} {namespace}/{object}")))?;
-            if let Some(found) = found {
-                step = plan::compare_object(md, desired, Some(&found));
-            }
-        }
-        if matches!(step, ObjectPlan::Update { drifted: true }) {
-            // Drift is judged on the watch cache, which lags behind the API server after a
-            // watch broke (an API server restart, a relist with backoff): confirm it on a fresh
-            // read before warning the user and writing, so a lagging cache costs one read, not
-            // a false `DriftDetected` and an apply per object.
+        // What the watch cache suggests is confirmed on a fresh read before acting on it:
+        // - missing: the watch sees only objects we label, so before creating, make sure no
+        //   object of that name exists (a user's would be taken over by the forced apply);
+        // - drifted: the cache lags behind the API server after a watch broke (an API server
+        //   restart, a relist with backoff), and a lagging cache must cost one read, not a false
+        //   `DriftDetected` warning and an apply.
+        if matches!(
+            step,
+            ObjectPlan::Create | ObjectPlan::Update { drifted: true }
+        ) {
             let kind = desired.kind();
             let fresh = ctx
                 .api(index, namespace)
