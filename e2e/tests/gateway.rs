@@ -218,6 +218,21 @@ fn listener_namespaces(gateway: &DynamicObject) -> Value {
     value(gateway)["spec"]["listeners"][0]["allowedRoutes"]["namespaces"].clone()
 }
 
+/// The end of a scenario: removes its Gateway (Gateways are cluster-wide: the next scenario
+/// chooses among its own) and prints how long the scenario took.
+async fn remove_gateway_and_report(
+    env: &TestEnv,
+    gateway_namespace: &str,
+    scenario: &str,
+    started: Instant,
+) {
+    gateways(&env.client, gateway_namespace)
+        .delete("inference-gateway", &DeleteParams::default())
+        .await
+        .unwrap();
+    eprintln!("{scenario}: {:.1}s", started.elapsed().as_secs_f64());
+}
+
 async fn metric(core: &Running, needle: &str) -> f64 {
     let (_, body) = airunway_e2e::http::get(&core.metrics_url()).await.unwrap();
     body.lines()
@@ -580,15 +595,7 @@ async fn a_running_deployment_is_routed_through_the_gateway_and_cleaned_up() {
 
     mds.delete("qwen", &DeleteParams::default()).await.unwrap();
     wait_deleted(&mds, "qwen", WAIT).await;
-    // Gateways are cluster-wide: the next test chooses among its own.
-    gateways(&env.client, &gateway_namespace)
-        .delete("inference-gateway", &DeleteParams::default())
-        .await
-        .unwrap();
-    eprintln!(
-        "main gateway scenario: {:.1}s",
-        started.elapsed().as_secs_f64()
-    );
+    remove_gateway_and_report(&env, &gateway_namespace, "main gateway scenario", started).await;
 }
 
 #[tokio::test]
@@ -1264,11 +1271,7 @@ async fn the_inference_extension_crd_going_and_coming_back_needs_no_restart() {
         }
     })
     .await;
-    gateways(&env.client, &gateway_namespace)
-        .delete("inference-gateway", &DeleteParams::default())
-        .await
-        .unwrap();
-    eprintln!("CRD scenario: {:.1}s", started.elapsed().as_secs_f64());
+    remove_gateway_and_report(&env, &gateway_namespace, "CRD scenario", started).await;
 }
 
 /// The pod names (endpoint `<pod>-rank-<index of the target port>`) the picker reports a
@@ -1586,14 +1589,13 @@ async fn the_real_endpoint_picker_loads_the_pool_and_its_pods() {
 
     mds.delete("qwen", &DeleteParams::default()).await.unwrap();
     wait_deleted(&mds, "qwen", WAIT).await;
-    gateways(&env.client, &gateway_namespace)
-        .delete("inference-gateway", &DeleteParams::default())
-        .await
-        .unwrap();
-    eprintln!(
-        "real endpoint picker scenario (after the control plane): {:.1}s",
-        started.elapsed().as_secs_f64()
-    );
+    remove_gateway_and_report(
+        &env,
+        &gateway_namespace,
+        "real endpoint picker scenario (after the control plane)",
+        started,
+    )
+    .await;
 }
 
 /// KAITO builds its workload Pods itself, labelled `kaito.sh/workspace: <workspace>` and not
@@ -1701,12 +1703,11 @@ async fn a_kaito_pool_selects_the_workspace_pods_and_the_real_picker_loads_them(
     mds.delete("phi", &DeleteParams::default()).await.unwrap();
     wait_deleted(&mds, "phi", WAIT).await;
     simulator.abort();
-    gateways(&env.client, &gateway_namespace)
-        .delete("inference-gateway", &DeleteParams::default())
-        .await
-        .unwrap();
-    eprintln!(
-        "KAITO pool and real picker scenario (after the control plane): {:.1}s",
-        started.elapsed().as_secs_f64()
-    );
+    remove_gateway_and_report(
+        &env,
+        &gateway_namespace,
+        "KAITO pool and real picker scenario (after the control plane)",
+        started,
+    )
+    .await;
 }
