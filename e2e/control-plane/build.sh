@@ -56,6 +56,11 @@ command -v go >/dev/null || { echo "error: the Go toolchain is required (go >= 1
 export CGO_ENABLED=0
 export GOFLAGS="-buildvcs=false"
 export GOTOOLCHAIN="${GOTOOLCHAIN:-auto}"
+# Go's build cache grows to about 6 GB for these programs and is of no use once they are built
+# (the binaries are what is cached, by version): the groups share a private one, removed when
+# all of them built. AIRUNWAY_GOCACHE names a cache to use and keep instead.
+go_cache="${AIRUNWAY_GOCACHE:-$cache_root/go-build}"
+export GOCACHE="$go_cache"
 mkdir -p "$dest" "$work/k8s" "$work/etcd" "$logs"
 
 # Copies a downloaded module (verified by the go command) into a writable directory, so it is
@@ -193,5 +198,8 @@ for i in "${!pids[@]}"; do
   fi
 done
 [ $failed -eq 0 ] || exit 1
+if [ -z "${AIRUNWAY_GOCACHE:-}" ]; then
+  rm -rf "$go_cache"
+fi
 echo "built in $(( $(date +%s) - start ))s: $dest, $kwok_dest, $kuberay_dest, $distribution_dest, $epp_dest" >&2
 echo "$dest"

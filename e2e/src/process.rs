@@ -21,8 +21,37 @@ use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, anyhow};
-use nix::sys::signal::{Signal, kill, killpg};
-use nix::unistd::Pid;
+
+/// A signal the harness sends to its processes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Signal {
+    /// SIGTERM: stop gracefully.
+    Term,
+    /// SIGKILL: `kill -9`.
+    Kill,
+}
+
+impl Signal {
+    fn number(self) -> libc::c_int {
+        match self {
+            Signal::Term => libc::SIGTERM,
+            Signal::Kill => libc::SIGKILL,
+        }
+    }
+}
+
+/// kill(2): sends `signal` (or, with `None`, only checks that the process exists) to `pid`;
+/// a negative `pid` addresses the process group `-pid`. Whether it was delivered.
+fn send(pid: i32, signal: Option<Signal>) -> bool {
+    // A pid of 0 or -1 would address our own group or every process we may signal.
+    if pid == 0 || pid == -1 {
+        return false;
+    }
+    // SAFETY: kill(2) takes plain integers and touches no memory of this process.
+    #[allow(unsafe_code)]
+    let rc = unsafe { libc::kill(pid, signal.map_or(0, Signal::number)) };
+    rc == 0
+}
 
 /// How long a started process lives.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -81,7 +110,7 @@ extern "C" fn cleanup_at_exit() {
         return;
     };
     for pid in &registry.pids {
-        let _ = kill(Pid::from_raw(*pid as i32), Signal::SIGKILL);
+        let _ = send(*pid as i32, Some(Signal::Kill));
     }
     for dir in &registry.dirs {
         let _ = std::fs::remove_dir_all(dir);
@@ -168,8 +197,13 @@ impl Spawn {
                 #[allow(unsafe_code)]
                 unsafe {
                     command.pre_exec(|| {
-                        nix::sys::prctl::set_pdeathsig(Signal::SIGKILL)
-                            .map_err(std::io::Error::from)
+                        // prctl(2) PR_SET_PDEATHSIG: SIGKILL when the spawning thread ends.
+                        let signal = libc::SIGKILL as libc::c_ulong;
+                        if libc::prctl(libc::PR_SET_PDEATHSIG, signal, 0, 0, 0) == 0 {
+                            Ok(())
+                        } else {
+                            Err(std::io::Error::last_os_error())
+                        }
                     });
                 }
                 let (reply_tx, reply_rx) = mpsc::channel();
@@ -224,12 +258,12 @@ impl ProcessHandle {
 
     /// Sends `signal` to the process.
     pub fn signal(&self, signal: Signal) {
-        let _ = kill(Pid::from_raw(self.pid as i32), signal);
+        let _ = send(self.pid as i32, Some(signal));
     }
 
     /// SIGTERM, then waits up to `grace` for the exit, then SIGKILL. Returns the exit status.
     pub fn terminate(&self, grace: Duration) -> Option<std::process::ExitStatus> {
-        self.signal(Signal::SIGTERM);
+        self.signal(Signal::Term);
         let deadline = Instant::now() + grace;
         while Instant::now() < deadline {
             if let Some(status) = self.exit_status() {
@@ -242,7 +276,7 @@ impl ProcessHandle {
 
     /// SIGKILL (`kill -9`) and reap.
     pub fn kill(&self) -> Option<std::process::ExitStatus> {
-        self.signal(Signal::SIGKILL);
+        self.signal(Signal::Kill);
         let mut guard = self.child.lock().ok()?;
         guard.as_mut().and_then(|c| c.wait().ok())
     }
@@ -263,23 +297,26 @@ impl Drop for ProcessHandle {
 
 /// Stops a detached process group: SIGTERM, then SIGKILL after `grace`.
 pub fn stop_process_group(pgid: i32, grace: Duration) {
-    let group = Pid::from_raw(pgid);
-    if killpg(group, Signal::SIGTERM).is_err() {
+    if pgid <= 1 {
+        return;
+    }
+    let group = -pgid;
+    if !send(group, Some(Signal::Term)) {
         return;
     }
     let deadline = Instant::now() + grace;
     while Instant::now() < deadline {
-        if killpg(group, None).is_err() {
+        if !send(group, None) {
             return;
         }
         std::thread::sleep(Duration::from_millis(100));
     }
-    let _ = killpg(group, Signal::SIGKILL);
+    let _ = send(group, Some(Signal::Kill));
 }
 
 /// Whether a process with this id exists.
 pub fn is_alive(pid: i32) -> bool {
-    kill(Pid::from_raw(pid), None).is_ok()
+    pid > 0 && send(pid, None)
 }
 
 /// The last `lines` lines of a file (empty if unreadable).

@@ -165,6 +165,24 @@ async fn allowed(
     answer.status.map(|s| s.allowed).unwrap_or(false)
 }
 
+/// `deploy/install.yaml` (the single-file install) is `deploy/default` rendered: the built
+/// `airunway-render --check` (CI fails on drift; `cargo run -p airunway-e2e --bin
+/// airunway-render` rewrites it).
+#[test]
+fn install_yaml_is_deploy_default_rendered() {
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_airunway-render"))
+        .arg("--check")
+        .output()
+        .expect("starting airunway-render");
+    assert!(
+        output.status.success(),
+        "airunway-render --check failed ({}):\n{}{}",
+        output.status,
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
 #[tokio::test]
 async fn default_install_runs_from_images_as_service_accounts() {
     let started = Instant::now();
