@@ -85,6 +85,27 @@ impl TestEnv {
             .collect()
     }
 
+    /// Waits (up to 20 s) for an event in the test's namespace with `reason` whose note
+    /// `matches`, and returns the notes of all events with that reason. An event is posted after
+    /// the status change it reports, so a test that has just seen the status waits for it.
+    pub async fn wait_for_event(
+        &self,
+        reason: &str,
+        matches: impl Fn(&str) -> bool,
+    ) -> Vec<String> {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        loop {
+            let notes = self.event_notes(reason).await;
+            if notes.iter().any(|n| matches(n)) {
+                return notes;
+            }
+            if std::time::Instant::now() >= deadline {
+                panic!("no {reason} event as expected within 20 s; the {reason} notes: {notes:?}");
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+        }
+    }
+
     /// Adds a log file to the failure report.
     pub fn report_log(&self, name: &str, path: PathBuf) {
         if let Ok(mut logs) = self.extra_logs.lock() {

@@ -378,12 +378,10 @@ async fn examples_auto_selection_and_status() {
             "{file}"
         );
     }
-    assert!(
-        env.event_notes("ProviderError")
-            .await
-            .iter()
-            .any(|n| n.contains("no multinode orchestrator available"))
-    );
+    env.wait_for_event("ProviderError", |n| {
+        n.contains("no multinode orchestrator available")
+    })
+    .await;
     stack.stop();
 }
 
@@ -401,13 +399,10 @@ async fn overrides_drift_mode_switch_deletion_and_incompatibility() {
     })
     .await;
     // An override typo: a warning event naming the path.
-    let warnings = env.event_notes("UnknownOverride").await;
-    assert!(
-        warnings
-            .iter()
-            .any(|n| n.starts_with("unknown key provider.overrides.frontend.replicsa is ignored")),
-        "{warnings:?}"
-    );
+    env.wait_for_event("UnknownOverride", |n| {
+        n.starts_with("unknown key provider.overrides.frontend.replicsa is ignored")
+    })
+    .await;
 
     // Wrong override type: the reconcile fails with the path and the expected type.
     mds.patch(
@@ -453,12 +448,10 @@ async fn overrides_drift_mode_switch_deletion_and_incompatibility() {
         o.data["spec"]["services"]["VllmWorker"]["replicas"] == 1
     })
     .await;
-    assert!(
-        env.event_notes("DriftDetected")
-            .await
-            .iter()
-            .any(|n| n.starts_with("Provider resource was modified directly, reconciling"))
-    );
+    env.wait_for_event("DriftDetected", |n| {
+        n.starts_with("Provider resource was modified directly, reconciling")
+    })
+    .await;
 
     // Switching serving.mode recreates the DGD with prefill and decode workers.
     let uid = dgd.get("chat").await.unwrap().uid().unwrap();

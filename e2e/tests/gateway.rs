@@ -585,13 +585,10 @@ async fn a_running_deployment_is_routed_through_the_gateway_and_cleaned_up() {
         .await
             >= 6.0
     );
-    let applied = env.event_notes("GatewayResourcesApplied").await;
-    assert!(
-        applied.iter().any(|n| n.contains("HTTPRoute")),
-        "{applied:?}"
-    );
-    let removed = env.event_notes("GatewayResourcesRemoved").await;
-    assert!(!removed.is_empty());
+    env.wait_for_event("GatewayResourcesApplied", |n| n.contains("HTTPRoute"))
+        .await;
+    env.wait_for_event("GatewayResourcesRemoved", |_| true)
+        .await;
 
     mds.delete("qwen", &DeleteParams::default()).await.unwrap();
     wait_deleted(&mds, "qwen", WAIT).await;

@@ -238,12 +238,10 @@ async fn cpu_llamacpp_lifecycle_with_the_real_workspace_schema() {
         w.data["resource"]["count"] == 1
     })
     .await;
-    assert!(
-        env.event_notes("DriftDetected")
-            .await
-            .iter()
-            .any(|n| n.starts_with("Provider resource was modified directly, reconciling"))
-    );
+    env.wait_for_event("DriftDetected", |n| {
+        n.starts_with("Provider resource was modified directly, reconciling")
+    })
+    .await;
 
     // Changing model.id recreates the Workspace.
     let uid = ws.get("gemma-cpu").await.unwrap().uid().unwrap();
@@ -325,11 +323,10 @@ async fn vllm_preset_named_kaito_and_incompatible_engines() {
     );
     assert_eq!(md.phase(), Some(Phase::Failed));
     assert!(workspaces(&env).get_opt("sgl").await.unwrap().is_none());
-    assert!(
-        env.event_notes("ProviderIncompatible")
-            .await
-            .contains(&"KAITO does not support sglang engine".to_string())
-    );
+    env.wait_for_event("ProviderIncompatible", |n| {
+        n == "KAITO does not support sglang engine"
+    })
+    .await;
 
     // The IPC: ready, version, heartbeat, schema version and fingerprint.
     let ipcs: Api<InferenceProviderConfig> = Api::all(env.client.clone());

@@ -298,13 +298,10 @@ async fn gpu_vllm_named_kuberay_lifecycle_with_the_real_rayservice_schema() {
             "case {index}"
         );
     }
-    assert!(
-        env.event_notes("ProviderError")
-            .await
-            .iter()
-            .any(|n| n.contains("No module named 'vllm_serve'")),
-        "the failed application's message is an event too"
-    );
+    env.wait_for_event("ProviderError", |n| {
+        n.contains("No module named 'vllm_serve'")
+    })
+    .await;
 
     // A hand edit of the RayService is restored, with a DriftDetected event.
     rs.patch(
@@ -318,12 +315,10 @@ async fn gpu_vllm_named_kuberay_lifecycle_with_the_real_rayservice_schema() {
         o.data["spec"]["rayClusterConfig"]["rayVersion"] == "2.55.0"
     })
     .await;
-    assert!(
-        env.event_notes("DriftDetected")
-            .await
-            .iter()
-            .any(|n| n.starts_with("Provider resource was modified directly, reconciling"))
-    );
+    env.wait_for_event("DriftDetected", |n| {
+        n.starts_with("Provider resource was modified directly, reconciling")
+    })
+    .await;
 
     // Changing model.id recreates the RayService.
     let uid = rs.get("qwen").await.unwrap().uid().unwrap();
@@ -392,11 +387,8 @@ async fn incompatible_deployments_overrides_and_the_registration() {
         assert_eq!(compatible.message.as_deref(), Some(message), "{name}");
         assert_eq!(md.phase(), Some(Phase::Failed), "{name}");
         assert!(rs.get_opt(name).await.unwrap().is_none(), "{name}");
-        assert!(
-            env.event_notes("ProviderIncompatible")
-                .await
-                .contains(&message.to_string())
-        );
+        env.wait_for_event("ProviderIncompatible", |n| n == message)
+            .await;
     }
     // vLLM without GPUs never reaches the provider: the API server refuses it with the CRD's
     // own rule (the provider's "KubeRay requires GPU" is its last line, unit-tested).
@@ -428,13 +420,10 @@ async fn incompatible_deployments_overrides_and_the_registration() {
         md.phase() == Some(Phase::Deploying)
     })
     .await;
-    let warnings = env.event_notes("UnknownOverride").await;
-    assert!(
-        warnings
-            .iter()
-            .any(|n| n.starts_with("unknown key provider.overrides.head.rayStartParms is ignored")),
-        "{warnings:?}"
-    );
+    env.wait_for_event("UnknownOverride", |n| {
+        n.starts_with("unknown key provider.overrides.head.rayStartParms is ignored")
+    })
+    .await;
     mds.patch(
         "typo",
         &PatchParams::default(),

@@ -369,8 +369,8 @@ async fn aggregated_and_disaggregated_on_simulated_gpu_nodes_drift_switch_and_de
         md.phase() == Some(Phase::Running)
     })
     .await;
-    let notes = env.event_notes("ResourceRecreated").await;
-    assert!(notes.iter().any(|n| n.contains("'agg'")), "{notes:?}");
+    env.wait_for_event("ResourceRecreated", |n| n.contains("'agg'"))
+        .await;
 
     // Aggregated -> disaggregated: prefill and decode objects, none of the old shape left.
     mds.patch(
@@ -474,11 +474,8 @@ async fn selection_compatibility_deadline_and_registration() {
         assert_eq!(compatible.message.as_deref(), Some(message), "{name}");
         assert_eq!(md.phase(), Some(Phase::Failed), "{name}");
         assert!(labelled(&deployments, name).await.is_empty(), "{name}");
-        assert!(
-            env.event_notes("ProviderIncompatible")
-                .await
-                .contains(&message.to_string())
-        );
+        env.wait_for_event("ProviderIncompatible", |n| n == message)
+            .await;
     }
     // vLLM without GPUs never reaches the provider: the API server refuses it with the CRD's
     // own rule, and the core's engine selection finds no engine llm-d offers without GPUs (the

@@ -262,12 +262,8 @@ async fn lifecycle_drift_recreate_and_deletion() {
         !labels.contains_key("app"),
         "only airunway.ai/ labels are propagated"
     );
-    assert!(!env.event_notes("ResourceCreated").await.is_empty());
-    assert!(
-        env.event_notes("ResourceCreated")
-            .await
-            .contains(&"Created ConfigMap 'chat'".to_string())
-    );
+    env.wait_for_event("ResourceCreated", |n| n == "Created ConfigMap 'chat'")
+        .await;
 
     // managedFields: the provider owns exactly its status fields, the core exactly its own.
     let owned = |manager: &str| -> BTreeSet<String> {
@@ -366,13 +362,10 @@ async fn lifecycle_drift_recreate_and_deletion() {
         cm.data.as_ref().unwrap()["replicas"] == "1"
     })
     .await;
-    let drift = env.event_notes("DriftDetected").await;
-    assert!(
-        drift
-            .iter()
-            .any(|n| n.starts_with("Provider resource was modified directly, reconciling")),
-        "{drift:?}"
-    );
+    env.wait_for_event("DriftDetected", |n| {
+        n.starts_with("Provider resource was modified directly, reconciling")
+    })
+    .await;
 
     // A config field changes in place (same object), an identity field recreates it.
     let uid = cms.get("chat").await.unwrap().uid().unwrap();
@@ -479,7 +472,10 @@ async fn stale_provider_detection_and_recovery() {
             .starts_with("Provider configmap is stale since "),
         "{healthy:?}"
     );
-    assert!(!env.event_notes("ProviderUnhealthy").await.is_empty());
+    env.wait_for_event("ProviderUnhealthy", |n| {
+        n.starts_with("Provider configmap is stale since ")
+    })
+    .await;
 
     // A new deployment is not sent to the stale provider.
     mds.create(&PostParams::default(), &deployment("during", json!({"model": {"id": "example/b"}, "engine": {"type": "vllm"}, "resources": {"gpu": {"count": 1}}}))).await.unwrap();
@@ -517,7 +513,7 @@ async fn stale_provider_detection_and_recovery() {
         md.phase() == Some(Phase::Running)
     })
     .await;
-    assert!(!env.event_notes("ProviderRecovered").await.is_empty());
+    env.wait_for_event("ProviderRecovered", |_| true).await;
 
     // SIGTERM: ready=false is written at once.
     provider.process.terminate(Duration::from_secs(10));
@@ -582,14 +578,10 @@ async fn finalizer_timeout_releases_a_stuck_deletion() {
         elapsed >= Duration::from_secs(4),
         "released before the timeout: {elapsed:?}"
     );
-    let notes = env.event_notes("FinalizerTimeout").await;
-    assert!(
-        notes
-            .iter()
-            .any(|n| n
-                .starts_with("Finalizer removed after timeout, provider resource may be orphaned")),
-        "{notes:?}"
-    );
+    env.wait_for_event("FinalizerTimeout", |n| {
+        n.starts_with("Finalizer removed after timeout, provider resource may be orphaned")
+    })
+    .await;
     let orphan = cms.get("stuck").await.unwrap();
     assert!(
         orphan.metadata.deletion_timestamp.is_some(),

@@ -399,8 +399,8 @@ async fn runs_on_simulated_gpu_nodes_scales_to_zero_and_back_drift_and_deletion(
             == Some("direct")
     })
     .await;
-    let drift = env.event_notes("DriftDetected").await;
-    assert!(drift.iter().any(|n| n.contains("'direct'")), "{drift:?}");
+    env.wait_for_event("DriftDetected", |n| n.contains("'direct'"))
+        .await;
 
     // Every reconcile since (scale to zero and back, two drift repairs) reused status.image:
     // still the one manifest request in the registry's access log, and the same metadata
