@@ -8,7 +8,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use airunway_e2e::paths;
-use airunway_e2e::process::is_alive;
+use airunway_e2e::process::{is_alive, tail};
 use airunway_e2e::sandbox::State;
 
 /// Runs the sandbox binary with `args`, killing it after `timeout`; returns (success, stdout+stderr).
@@ -212,7 +212,8 @@ fn run_up(simulate: bool) {
         assert!(
             output.contains("RayCluster qwen3-ray-raycluster-")
                 && output.contains(": state ready, 2 Ray Pods Running on simulated nodes"),
-            "{output}"
+            "{output}\n--- the end of the KubeRay operator's log ---\n{}",
+            tail(&state.join("logs/kuberay-operator.log"), 60)
         );
     }
     assert!(output.contains("export KUBECONFIG="), "{output}");

@@ -449,7 +449,11 @@ pub async fn up(state: &State, options: &UpOptions) -> Result<()> {
             println!("\n{rendered}");
             last = rendered;
         }
-        if table::settled(&list, &expected, options.simulate_upstream) {
+        // Without simulation the real KubeRay operator's work is part of the final state: its
+        // RayCluster for each RayService, ready (it can be slow on a loaded machine).
+        if table::settled(&list, &expected, options.simulate_upstream)
+            && (options.simulate_upstream || kuberay_clusters_ready(&client).await)
+        {
             break true;
         }
         if Instant::now() > deadline {
@@ -494,36 +498,49 @@ pub fn what_is_real(simulate_upstream: bool) -> String {
     lines.join("\n")
 }
 
-/// What the real KubeRay operator made of the RayServices in the examples namespace.
-async fn kuberay_summary(client: &Client) -> String {
-    use k8s_openapi::api::core::v1::Pod;
-    use kube::api::{ApiResource, DynamicObject};
-    let resource = ApiResource {
+/// The `ray.io/v1` kind `kind` (plural `plural`) in the examples namespace.
+fn ray_api(client: &Client, kind: &str, plural: &str) -> Api<kube::api::DynamicObject> {
+    let resource = kube::api::ApiResource {
         group: "ray.io".into(),
         version: "v1".into(),
         api_version: "ray.io/v1".into(),
-        kind: "RayCluster".into(),
-        plural: "rayclusters".into(),
+        kind: kind.into(),
+        plural: plural.into(),
     };
-    let clusters: Api<DynamicObject> =
-        Api::namespaced_with(client.clone(), EXAMPLES_NAMESPACE, &resource);
+    Api::namespaced_with(client.clone(), EXAMPLES_NAMESPACE, &resource)
+}
+
+/// Whether the real KubeRay operator made a RayCluster for every RayService in the examples
+/// namespace and all of them are ready.
+async fn kuberay_clusters_ready(client: &Client) -> bool {
+    let params = ListParams::default();
+    let (Ok(services), Ok(clusters)) = (
+        ray_api(client, "RayService", "rayservices")
+            .list(&params)
+            .await,
+        ray_api(client, "RayCluster", "rayclusters")
+            .list(&params)
+            .await,
+    ) else {
+        return false;
+    };
+    clusters.items.len() >= services.items.len()
+        && clusters
+            .items
+            .iter()
+            .all(|c| c.data["status"]["state"].as_str() == Some("ready"))
+}
+
+/// What the real KubeRay operator made of the RayServices in the examples namespace.
+async fn kuberay_summary(client: &Client) -> String {
+    use k8s_openapi::api::core::v1::Pod;
     let pods: Api<Pod> = Api::namespaced(client.clone(), EXAMPLES_NAMESPACE);
     let mut out = String::from("\nThe real KubeRay operator:\n");
-    // The operator creates the cluster and its Pods within seconds; give it up to a minute.
-    let deadline = Instant::now() + Duration::from_secs(60);
-    let list = loop {
-        let Ok(list) = clusters.list(&ListParams::default()).await else {
-            return out + "  (RayClusters could not be listed)\n";
-        };
-        let all_ready = !list.items.is_empty()
-            && list
-                .items
-                .iter()
-                .all(|c| c.data["status"]["state"].as_str() == Some("ready"));
-        if all_ready || Instant::now() > deadline {
-            break list;
-        }
-        tokio::time::sleep(Duration::from_millis(500)).await;
+    let Ok(list) = ray_api(client, "RayCluster", "rayclusters")
+        .list(&ListParams::default())
+        .await
+    else {
+        return out + "  (RayClusters could not be listed)\n";
     };
     if list.items.is_empty() {
         out.push_str("  no RayCluster yet\n");
