@@ -9,7 +9,6 @@
 #   ray-operator (the KubeRay operator)                       github.com/ray-project/kuberay/ray-operator v$KUBERAY_VERSION
 #   registry (the OCI distribution registry)                  github.com/distribution/distribution/v3 v$DISTRIBUTION_VERSION
 #   epp (the Inference Extension's endpoint picker)           sigs.k8s.io/gateway-api-inference-extension v$GAIE_VERSION (cmd/epp)
-#   kubectl and kstatus for the gitops suite                 e2e/go/kubectl, e2e/go/kstatus (their own build.sh)
 #
 # Output, under $AIRUNWAY_CONTROL_PLANE_CACHE (default $HOME/.cache/airunway/control-plane),
 # one directory per version:
@@ -46,13 +45,7 @@ have "$kwok_dest/kwok" && [ -f "$kwok_dest/stages/pod-ready.yaml" ] && need_kwok
 have "$kuberay_dest/ray-operator" && need_kuberay=0
 have "$distribution_dest/registry" && need_distribution=0
 have "$epp_dest/epp" && need_epp=0
-# The gitops suite's two small programs build here too, with the others' Go build cache (most of
-# kubectl's packages are the control plane's), rather than cold on first use in the suite.
-gitops_tools="$here/../go"
-need_kubectl=1; need_kstatus=1
-"$gitops_tools/kubectl/build.sh" --cached >/dev/null 2>&1 && need_kubectl=0
-"$gitops_tools/kstatus/build.sh" --cached >/dev/null 2>&1 && need_kstatus=0
-if [ $((need_k8s + need_etcd + need_kwok + need_kuberay + need_distribution + need_epp + need_kubectl + need_kstatus)) -eq 0 ]; then
+if [ $((need_k8s + need_etcd + need_kwok + need_kuberay + need_distribution + need_epp)) -eq 0 ]; then
   echo "binaries already built in $dest, $kwok_dest, $kuberay_dest, $distribution_dest, $epp_dest" >&2
   echo "$dest"
   exit 0
@@ -196,8 +189,6 @@ run() { # name function
 [ $need_kuberay -eq 1 ] && run "kuberay-v$KUBERAY_VERSION" build_kuberay
 [ $need_distribution -eq 1 ] && run "distribution-v$DISTRIBUTION_VERSION" build_distribution
 [ $need_epp -eq 1 ] && run "epp-v$GAIE_VERSION" build_epp
-[ $need_kubectl -eq 1 ] && run kubectl "$gitops_tools/kubectl/build.sh"
-[ $need_kstatus -eq 1 ] && run kstatus "$gitops_tools/kstatus/build.sh"
 failed=0
 for i in "${!pids[@]}"; do
   if ! wait "${pids[$i]}"; then

@@ -15,8 +15,6 @@ if [ -x "$dest/kstatus" ]; then
   echo "$dest/kstatus"
   exit 0
 fi
-# --cached: only say whether it is built (exit status 1 if not), build nothing.
-[ "${1:-}" = --cached ] && exit 1
 command -v go >/dev/null || { echo "error: the Go toolchain is required (go >= 1.26)" >&2; exit 1; }
 mkdir -p "$dest"
 start=$(date +%s)

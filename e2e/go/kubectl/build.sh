@@ -2,8 +2,7 @@
 # Builds e2e/go/kubectl (kubectl from the k8s.io/kubectl module, the version matching
 # K8S_VERSION of e2e/control-plane/versions.env) through the Go module proxy, verified against
 # go.sum, and caches it under $AIRUNWAY_CONTROL_PLANE_CACHE/.. (default $HOME/.cache/airunway)
-# keyed by that version and a hash of the sources. Prints the binary's path. `--cached`: build
-# nothing, fail if it is not built yet.
+# keyed by that version and a hash of the sources. Prints the binary's path.
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -21,8 +20,6 @@ if [ -x "$dest/kubectl" ]; then
   echo "$dest/kubectl"
   exit 0
 fi
-# --cached: only say whether it is built (exit status 1 if not), build nothing.
-[ "${1:-}" = --cached ] && exit 1
 command -v go >/dev/null || { echo "error: the Go toolchain is required (go >= 1.26)" >&2; exit 1; }
 mkdir -p "$dest"
 start=$(date +%s)
