@@ -7,6 +7,7 @@
 //! - [`constants`]: annotations, labels, finalizers, field managers, condition types and
 //!   reasons, event reasons and the spec's exact messages.
 //! - [`resolve`] and [`conditions`]: pure helpers over the types.
+//! - [`apply_body`]: server-side apply patches the API server's YAML reader always accepts.
 //! - `probe` feature: the generated gRPC bindings of the provider probe
 //!   (`proto/airunway/provider/v1/provider.proto`).
 //! - `runtime` feature: operational plumbing shared by the binaries (client, telemetry,
@@ -23,6 +24,7 @@ pub use kube;
 pub use schemars;
 pub use serde_json;
 
+pub mod apply_body;
 pub mod cache_trim;
 pub mod conditions;
 pub mod constants;

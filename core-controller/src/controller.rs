@@ -1,6 +1,7 @@
 //! The ModelDeployment reconcile: fetch (watch caches) → decide (pure) → apply the core's status
 //! with server-side apply when it changed → events, metrics, rule error reports.
 
+use airunway_api::apply_body;
 use std::collections::HashMap;
 use std::hash::{DefaultHasher, Hash, Hasher};
 use std::sync::Arc;
@@ -12,7 +13,7 @@ use airunway_api::runtime::EventPublisher;
 use airunway_api::v1alpha1::{ConditionStatus, InferenceProviderConfig, ModelDeployment};
 use futures::{Stream, StreamExt, stream};
 use jiff::Timestamp;
-use kube::api::{Api, Patch, PatchParams};
+use kube::api::{Api, PatchParams};
 use kube::runtime::controller::{Action, Controller};
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::runtime::watcher;
@@ -141,7 +142,10 @@ pub async fn reconcile(
         gateway.add_to_patch(&mut body);
         let mut params = PatchParams::apply(field_managers::CORE);
         params.force = force;
-        match api.patch_status(&name, &params, &Patch::Apply(&body)).await {
+        match api
+            .patch_status(&name, &params, &apply_body::apply(&body))
+            .await
+        {
             Ok(_) => {
                 publish_events(&ctx, &current, &decision, &desired).await;
                 break (views, decision, desired);
@@ -369,7 +373,7 @@ async fn report_rule_errors(
             .patch_status(
                 name,
                 &PatchParams::apply(RULES_FIELD_MANAGER).force(),
-                &Patch::Apply(&body),
+                &apply_body::apply(&body),
             )
             .await
         {

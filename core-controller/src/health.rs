@@ -4,6 +4,7 @@
 //! unavailable providers; deployments of a stale provider get `ProviderHealthy=False` (their
 //! reconcile is triggered by the condition change).
 
+use airunway_api::apply_body;
 use std::collections::HashMap;
 use std::time::Duration;
 
@@ -19,7 +20,7 @@ use airunway_api::v1alpha1::InferenceProviderConfig;
 use jiff::Timestamp;
 use kube::Client;
 use kube::ResourceExt;
-use kube::api::{Api, Patch, PatchParams};
+use kube::api::{Api, PatchParams};
 use kube::runtime::reflector::Store;
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
@@ -243,7 +244,7 @@ pub async fn run_monitor(
                 .patch_status(
                     &name,
                     &PatchParams::apply(field_managers::CORE).force(),
-                    &Patch::Apply(&body),
+                    &apply_body::apply(&body),
                 )
                 .await
             {

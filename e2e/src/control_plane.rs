@@ -13,6 +13,7 @@
 pub mod operators;
 pub mod workloads;
 
+use airunway_api::apply_body;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
@@ -21,7 +22,7 @@ use anyhow::{Context, Result, anyhow, bail};
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
-use kube::api::{Api, DeleteParams, ObjectMeta, Patch, PatchParams, PostParams};
+use kube::api::{Api, DeleteParams, ObjectMeta, PatchParams, PostParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::{Client, Config};
 
@@ -679,7 +680,7 @@ pub async fn install_crds(client: &Client, files: &[PathBuf]) -> Result<Vec<Stri
     for file in files {
         for crd in read_crds(file)? {
             let name = crd.metadata.name.clone().context("CRD without a name")?;
-            api.patch(&name, &params, &Patch::Apply(&crd))
+            api.patch(&name, &params, &apply_body::apply(&crd))
                 .await
                 .with_context(|| format!("applying CRD {name} from {}", file.display()))?;
             names.push(name);

@@ -1,10 +1,11 @@
 //! Applying the shipped manifests (`deploy/`) to the test control plane, adjusted for the test
 //! (namespace, names, webhook URLs), so the tests exercise what users install.
 
+use airunway_api::apply_body;
 use std::path::Path;
 
 use kube::Client;
-use kube::api::{Api, DynamicObject, Patch, PatchParams};
+use kube::api::{Api, DynamicObject, PatchParams};
 use kube::core::GroupVersionKind;
 use kube::discovery;
 use serde_json::Value;
@@ -46,7 +47,7 @@ pub async fn apply(client: &Client, objects: &[Value]) {
         api.patch(
             name,
             &PatchParams::apply(HARNESS_FIELD_MANAGER).force(),
-            &Patch::Apply(object),
+            &apply_body::apply(object),
         )
         .await
         .unwrap_or_else(|e| panic!("applying {kind} {name}: {e}"));

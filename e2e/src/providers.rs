@@ -1,9 +1,10 @@
 //! Provider registrations written the way a provider writes them: the spec by server-side
 //! apply with field manager `<name>-provider`, then the status (ready, version, heartbeat).
 
+use airunway_api::apply_body;
 use airunway_api::v1alpha1::InferenceProviderConfig;
 use kube::Client;
-use kube::api::{Api, DeleteParams, Patch, PatchParams};
+use kube::api::{Api, DeleteParams, PatchParams};
 use serde_json::{Value, json};
 
 use crate::paths;
@@ -31,7 +32,7 @@ pub async fn register(client: &Client, registration: &Value, ready: bool) {
     api.patch(
         &name,
         &PatchParams::apply(&manager).force(),
-        &Patch::Apply(registration),
+        &apply_body::apply(registration),
     )
     .await
     .unwrap_or_else(|e| panic!("registering provider {name}: {e}"));
@@ -48,7 +49,7 @@ pub async fn heartbeat(client: &Client, name: &str, ready: bool) {
     api.patch_status(
         name,
         &PatchParams::apply(&format!("{name}-provider")).force(),
-        &Patch::Apply(&status),
+        &apply_body::apply(&status),
     )
     .await
     .unwrap_or_else(|e| panic!("heartbeat of provider {name}: {e}"));

@@ -2,6 +2,7 @@
 //! spec's messages, garbage collection, upstream status samples, and the webhook helper.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+use airunway_api::apply_body;
 use std::time::Duration;
 
 use airunway_api::constants::messages;
@@ -827,7 +828,7 @@ async fn generated_renders_pass_server_side_dry_run() {
                     .unwrap_or_default()
                     .to_string();
                 match api
-                    .patch(&object_name, &params, &Patch::Apply(&object))
+                    .patch(&object_name, &params, &apply_body::apply(&object))
                     .await
                 {
                     Ok(_) if offline.is_empty() => tally.admitted += 1,
@@ -877,4 +878,51 @@ async fn generated_renders_pass_server_side_dry_run() {
         assert!(t.rendered >= wanted, "{name} rendered too few: {t:?}");
     }
     assert!(total_objects > 0);
+}
+
+/// The API server reads apply bodies as YAML, which refuses U+007F–U+0084, U+0086–U+009F,
+/// U+FFFE and U+FFFF even inside quoted strings; a user's env value may hold them (a
+/// ModelDeployment is stored from JSON), and it reads U+0085, U+2028 and U+2029 as line
+/// breaks. Plain serde_json output is refused with 400; the bodies of `airunway_api::apply_body` (what every controller sends) are admitted and the
+/// value is stored unchanged.
+#[tokio::test]
+async fn apply_bodies_carry_characters_the_yaml_reader_refuses() {
+    let env = TestEnv::new("apply-yaml-readable").await;
+    let value = "tab\there\u{0}nul\u{7f}del\u{80}\u{84}\u{85}nel\u{86}\u{9f}\u{2028}ls\u{2029}ps\u{feff}bom\u{fffe}\u{ffff}模型🚀";
+    let body = json!({"apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": "hostile", "namespace": env.namespace},
+        "data": {"value": value}});
+    let api: Api<ConfigMap> = Api::namespaced(env.client.clone(), &env.namespace);
+    let params = PatchParams::apply("airunway-e2e");
+    let refused = api
+        .patch("hostile", &params, &Patch::Apply(&body))
+        .await
+        .unwrap_err();
+    assert!(
+        refused
+            .to_string()
+            .contains("control characters are not allowed"),
+        "{refused}"
+    );
+    let stored = api
+        .patch("hostile", &params, &apply_body::apply(&body))
+        .await
+        .unwrap();
+    assert_eq!(
+        stored
+            .data
+            .unwrap_or_default()
+            .get("value")
+            .map(String::as_str),
+        Some(value)
+    );
+    // Applying it again changes nothing (the same fields, the same value).
+    let again = api
+        .patch("hostile", &params, &apply_body::apply(&body))
+        .await
+        .unwrap();
+    assert_eq!(
+        again.metadata.resource_version,
+        stored.metadata.resource_version
+    );
 }

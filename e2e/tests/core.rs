@@ -3,6 +3,7 @@
 //! ownership, events, metrics, leader election, reconcile-time validation.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+use airunway_api::apply_body;
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
@@ -360,7 +361,7 @@ async fn no_churn_and_exact_field_ownership() {
     api.patch_status(
         "settled",
         &PatchParams::apply("kaito-provider").force(),
-        &Patch::Apply(&provider_status),
+        &apply_body::apply(&provider_status),
     )
     .await
     .unwrap();

@@ -12,6 +12,7 @@
 //! a vLLM deployment's pool (`the_real_endpoint_picker_loads_the_pool_and_its_pods`).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+use airunway_api::apply_body;
 use std::time::{Duration, Instant};
 
 use airunway_api::constants::condition_types::GATEWAY_READY;
@@ -706,7 +707,7 @@ async fn several_gateways_own_routes_and_provider_managed_pools() {
     ipcs.patch(
         "llmd",
         &PatchParams::apply("cluster-admin").force(),
-        &Patch::Apply(json!({
+        &apply_body::apply(&json!({
         "apiVersion": "airunway.ai/v1alpha1", "kind": "InferenceProviderConfig",
         "metadata": {"name": "llmd"}, "spec": {"capabilities": {"engines": engines}}})),
     )

@@ -14,6 +14,7 @@
 //! tag through `images:`) and an uninstall of what was applied.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+use airunway_api::apply_body;
 use std::time::{Duration, Instant};
 
 use airunway_api::v1alpha1::{InferenceProviderConfig, ModelDeployment, Phase};
@@ -572,7 +573,7 @@ async fn default_install_runs_from_images_as_service_accounts() {
         .patch(
             "dynamo",
             &PatchParams::apply("intruder").force(),
-            &Patch::Apply(json!({"apiVersion": "airunway.ai/v1alpha1", "kind": "InferenceProviderConfig", "metadata": {"name": "dynamo"}})),
+            &apply_body::apply(&json!({"apiVersion": "airunway.ai/v1alpha1", "kind": "InferenceProviderConfig", "metadata": {"name": "dynamo"}})),
         )
         .await
         .unwrap_err();

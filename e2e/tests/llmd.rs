@@ -5,6 +5,7 @@
 //! status.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+use airunway_api::apply_body;
 use std::time::Duration;
 
 use airunway_api::constants::{condition_types, labels, messages};
@@ -292,7 +293,7 @@ async fn aggregated_and_disaggregated_on_simulated_gpu_nodes_drift_switch_and_de
         .patch(
             "agg",
             &PatchParams::apply("someone-else").force(),
-            &Patch::Apply(json!({"apiVersion": "apps/v1", "kind": "Deployment",
+            &apply_body::apply(&json!({"apiVersion": "apps/v1", "kind": "Deployment",
                 "metadata": {"name": "agg"}, "spec": {"replicas": 3}})),
         )
         .await
@@ -305,7 +306,7 @@ async fn aggregated_and_disaggregated_on_simulated_gpu_nodes_drift_switch_and_de
         .patch(
             "agg",
             &PatchParams::apply("someone-else").force(),
-            &Patch::Apply(json!({"apiVersion": "v1", "kind": "Service",
+            &apply_body::apply(&json!({"apiVersion": "v1", "kind": "Service",
                 "metadata": {"name": "agg"}, "spec": {"selector": {"app": "elsewhere"}}})),
         )
         .await
@@ -576,8 +577,8 @@ async fn selection_compatibility_deadline_and_registration() {
     ipcs.patch(
         "llmd",
         &PatchParams::apply("cluster-admin").force(),
-        &Patch::Apply(
-            json!({"apiVersion": "airunway.ai/v1alpha1", "kind": "InferenceProviderConfig",
+        &apply_body::apply(
+            &json!({"apiVersion": "airunway.ai/v1alpha1", "kind": "InferenceProviderConfig",
             "metadata": {"name": "llmd"}, "spec": {"capabilities": {"engines": admin}}}),
         ),
     )

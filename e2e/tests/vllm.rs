@@ -5,6 +5,7 @@
 //! status.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+use airunway_api::apply_body;
 use std::time::{Duration, Instant};
 
 use airunway_api::constants::{condition_types, labels};
@@ -368,7 +369,7 @@ async fn runs_on_simulated_gpu_nodes_scales_to_zero_and_back_drift_and_deletion(
         .patch(
             "direct",
             &PatchParams::apply("someone-else").force(),
-            &Patch::Apply(json!({"apiVersion": "apps/v1", "kind": "Deployment",
+            &apply_body::apply(&json!({"apiVersion": "apps/v1", "kind": "Deployment",
                 "metadata": {"name": "direct"}, "spec": {"replicas": 3}})),
         )
         .await
@@ -385,7 +386,7 @@ async fn runs_on_simulated_gpu_nodes_scales_to_zero_and_back_drift_and_deletion(
         .patch(
             "direct",
             &PatchParams::apply("someone-else").force(),
-            &Patch::Apply(json!({"apiVersion": "v1", "kind": "Service",
+            &apply_body::apply(&json!({"apiVersion": "v1", "kind": "Service",
                 "metadata": {"name": "direct"}, "spec": {"selector": {"app": "elsewhere"}}})),
         )
         .await

@@ -3,6 +3,7 @@
 //! ServiceAccount with the shipped RBAC, certificates managed in process.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+use airunway_api::apply_body;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
@@ -179,7 +180,7 @@ async fn model_deployment_admission() {
     ipcs.patch_status(
         "nocrd",
         &PatchParams::apply("nocrd-provider").force(),
-        &Patch::Apply(&condition),
+        &apply_body::apply(&condition),
     )
     .await
     .unwrap();
@@ -784,8 +785,8 @@ async fn go_project_manifests_apply_unchanged() {
     api.patch(
         "llama-full",
         &PatchParams::apply("gitops").force(),
-        &Patch::Apply(
-            json!({"apiVersion": "airunway.ai/v1alpha1", "kind": "ModelDeployment", "metadata": {"name": "llama-full"},
+        &apply_body::apply(
+            &json!({"apiVersion": "airunway.ai/v1alpha1", "kind": "ModelDeployment", "metadata": {"name": "llama-full"},
             "spec": {"model": {"id": "meta-llama/Llama-3.1-8B-Instruct"}, "engine": {"enablePrefixCaching": false}}}),
         ),
     )

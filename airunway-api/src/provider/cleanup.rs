@@ -2,6 +2,7 @@
 //! object is gone (deletion, or the deployment moved to another provider), or after
 //! `--finalizer-timeout` with a `FinalizerTimeout` event.
 
+use crate::apply_body;
 use std::time::{Duration, Instant};
 
 use kube::api::{Api, Patch, PatchParams};
@@ -160,7 +161,7 @@ async fn cleanup<P: Provider>(
             .patch_status(
                 &name,
                 &PatchParams::apply(&ctx.manager()).force(),
-                &Patch::Apply(&body),
+                &apply_body::apply(&body),
             )
             .await
         {

@@ -4,9 +4,10 @@
 //! `<name>-provider-prepare` (only when they changed), and shown to the render in
 //! `deployment.status`; or a hold (phase `Failed` with the message, nothing rendered).
 
+use crate::apply_body;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::ResourceExt;
-use kube::api::{Api, Patch, PatchParams};
+use kube::api::{Api, PatchParams};
 use serde_json::{Value, json};
 
 use super::desired::ProviderStatus;
@@ -106,7 +107,7 @@ pub(super) async fn write<P: Provider>(
         .patch_status(
             &name,
             &PatchParams::apply(&manager(ctx.provider.name())).force(),
-            &Patch::Apply(&body),
+            &apply_body::apply(&body),
         )
         .await
         .map_err(api_error(format!("writing the prepared status of {name}")))?;

@@ -4,12 +4,11 @@
 //! from the watch caches; nothing is polled: a change of the deployment or of its upstream
 //! object (status written by the upstream operator, an edit, a deletion) wakes the reconcile.
 
+use crate::apply_body;
 use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 
-use kube::api::{
-    Api, ApiResource, DeleteParams, DynamicObject, Patch, PatchParams, PropagationPolicy,
-};
+use kube::api::{Api, ApiResource, DeleteParams, DynamicObject, PatchParams, PropagationPolicy};
 use kube::runtime::controller::Action;
 use kube::{Client, Resource, ResourceExt};
 
@@ -427,7 +426,7 @@ async fn deploy<P: Provider>(
             .patch(
                 object,
                 &PatchParams::apply(&ctx.manager()).force(),
-                &Patch::Apply(&desired.object),
+                &apply_body::apply(&desired.object),
             )
             .await
         {

@@ -7,9 +7,10 @@
 //! the admin removes their manager's ownership (apply a config without the field) and restarts
 //! the provider.
 
+use crate::apply_body;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::Client;
-use kube::api::{Api, Patch, PatchParams};
+use kube::api::{Api, PatchParams};
 use serde_json::{Value, json};
 
 use k8s_openapi::api::apps::v1::Deployment;
@@ -83,7 +84,11 @@ pub async fn register(
     let mut left_out = Vec::new();
     for _ in 0..8 {
         match api
-            .patch(name, &PatchParams::apply(&manager), &Patch::Apply(&body))
+            .patch(
+                name,
+                &PatchParams::apply(&manager),
+                &apply_body::apply(&body),
+            )
             .await
         {
             Ok(_) => return Ok(left_out),
@@ -377,7 +382,7 @@ pub async fn heartbeat(client: &Client, beat: &Heartbeat<'_>) -> Result<(), Regi
     api.patch_status(
         beat.name,
         &PatchParams::apply(&field_managers::provider(beat.name)).force(),
-        &Patch::Apply(&body),
+        &apply_body::apply(&body),
     )
     .await
     .map_err(|source| RegistrationError::Api {

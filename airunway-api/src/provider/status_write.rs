@@ -1,8 +1,9 @@
 //! Writing the provider-owned status of a deployment: only when it differs from what the
 //! deployment shows, with events for the transitions a user should hear about.
 
+use crate::apply_body;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
-use kube::api::{Api, Patch, PatchParams};
+use kube::api::{Api, PatchParams};
 use kube::{Resource, ResourceExt};
 
 use super::desired::ProviderStatus;
@@ -31,7 +32,7 @@ pub(super) async fn write<P: Provider>(
         .patch_status(
             &name,
             &PatchParams::apply(&manager).force(),
-            &Patch::Apply(&body),
+            &apply_body::apply(&body),
         )
         .await
         .map_err(api_error(format!("writing the status of {name}")))?;

@@ -2,6 +2,7 @@
 //! update with optimistic locking, clean-up, events and metrics. Decisions are the pure
 //! modules'.
 
+use airunway_api::apply_body;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -10,7 +11,7 @@ use airunway_api::runtime::EventPublisher;
 use airunway_api::v1alpha1::{GatewayCapability, InferenceProviderConfig, ModelDeployment, Phase};
 use futures::{Stream, StreamExt};
 use kube::api::{
-    Api, ApiResource, DeleteParams, DynamicObject, GroupVersionKind, Patch, PatchParams, PostParams,
+    Api, ApiResource, DeleteParams, DynamicObject, GroupVersionKind, PatchParams, PostParams,
 };
 use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::{WatchStreamExt, watcher};
@@ -312,7 +313,7 @@ impl Integration {
             .patch(
                 name,
                 &PatchParams::apply(CORE_GATEWAY).force(),
-                &Patch::Apply(object),
+                &apply_body::apply(object),
             )
             .await;
         self.count("apply", result.is_ok());

@@ -10,6 +10,7 @@ pub mod kaito;
 pub mod simulate;
 pub mod table;
 
+use airunway_api::apply_body;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -17,7 +18,7 @@ use airunway_api::v1alpha1::{InferenceProviderConfig, ModelDeployment};
 use anyhow::{Context, Result, bail};
 use k8s_openapi::api::core::v1::Namespace;
 use kube::Client;
-use kube::api::{Api, ListParams, ObjectMeta, Patch, PatchParams, PostParams};
+use kube::api::{Api, ListParams, ObjectMeta, PatchParams, PostParams};
 use serde_json::{Value, json};
 
 use crate::control_plane::{ControlPlane, ControlPlaneOptions, client_from_kubeconfig};
@@ -417,7 +418,7 @@ pub async fn up(state: &State, options: &UpOptions) -> Result<()> {
             .patch(
                 &name,
                 &PatchParams::apply("airunway-sandbox"),
-                &Patch::Apply(&object),
+                &apply_body::apply(&object),
             )
             .await
         {
