@@ -113,7 +113,10 @@ mod tests {
             let value = serde_json::Value::String(format!("a{c}b"));
             let text = to_yaml_readable_json(&value).unwrap();
             assert!(!text.chars().any(yaml_needs_escape), "{c:?}: {text:?}");
-            assert_eq!(serde_json::from_str::<serde_json::Value>(&text).unwrap(), value);
+            assert_eq!(
+                serde_json::from_str::<serde_json::Value>(&text).unwrap(),
+                value
+            );
         }
     }
 
