@@ -23,7 +23,8 @@ pub fn apply<T: Serialize>(body: &T) -> Patch<YamlReadable<'_, T>> {
     Patch::Apply(YamlReadable(body))
 }
 
-/// A value serialized as JSON with the characters YAML refuses written as `\uXXXX` escapes.
+/// A value serialized as JSON with the characters a YAML reader refuses or changes written as
+/// `\uXXXX` escapes.
 #[derive(Debug)]
 pub struct YamlReadable<'a, T>(pub &'a T);
 
@@ -74,7 +75,7 @@ impl Formatter for YamlReadableFormatter {
         for (i, c) in fragment.char_indices() {
             if yaml_needs_escape(c) {
                 writer.write_all(&fragment.as_bytes()[start..i])?;
-                // Every refused character is in the Basic Multilingual Plane: one escape.
+                // Every such character is in the Basic Multilingual Plane: one escape.
                 write!(writer, "\\u{:04x}", u32::from(c))?;
                 start = i + c.len_utf8();
             }
