@@ -1,12 +1,12 @@
 //! The ModelDeployment reconcile: fetch (watch caches) → decide (pure) → apply the core's status
 //! with server-side apply when it changed → events, metrics, rule error reports.
 
-use airunway_api::apply_body;
 use std::collections::HashMap;
 use std::hash::{DefaultHasher, Hash, Hasher};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use airunway_api::apply_body;
 use airunway_api::conditions;
 use airunway_api::constants::{condition_types, event_reasons, field_managers, reasons};
 use airunway_api::runtime::EventPublisher;

@@ -4,10 +4,10 @@
 //! unavailable providers; deployments of a stale provider get `ProviderHealthy=False` (their
 //! reconcile is triggered by the condition change).
 
-use airunway_api::apply_body;
 use std::collections::HashMap;
 use std::time::Duration;
 
+use airunway_api::apply_body;
 use airunway_api::conditions::{self, DesiredCondition};
 use airunway_api::constants::{API_VERSION, condition_types, field_managers, reasons};
 use airunway_api::k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;

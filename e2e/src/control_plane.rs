@@ -13,11 +13,11 @@
 pub mod operators;
 pub mod workloads;
 
-use airunway_api::apply_body;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
+use airunway_api::apply_body;
 use anyhow::{Context, Result, anyhow, bail};
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;

@@ -1,9 +1,9 @@
 //! Applying the shipped manifests (`deploy/`) to the test control plane, adjusted for the test
 //! (namespace, names, webhook URLs), so the tests exercise what users install.
 
-use airunway_api::apply_body;
 use std::path::Path;
 
+use airunway_api::apply_body;
 use kube::Client;
 use kube::api::{Api, DynamicObject, PatchParams};
 use kube::core::GroupVersionKind;

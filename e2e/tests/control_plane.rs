@@ -2,9 +2,9 @@
 //! spec's messages, garbage collection, upstream status samples, and the webhook helper.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use airunway_api::apply_body;
 use std::time::Duration;
 
+use airunway_api::apply_body;
 use airunway_api::constants::messages;
 use airunway_api::v1alpha1::{ModelDeployment, ModelSource, ServingMode};
 use airunway_e2e::control_plane::{crd_files, read_crds};

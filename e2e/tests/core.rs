@@ -3,10 +3,10 @@
 //! ownership, events, metrics, leader election, reconcile-time validation.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use airunway_api::apply_body;
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
+use airunway_api::apply_body;
 use airunway_api::constants::{condition_types, messages, reasons};
 use airunway_api::v1alpha1::{ConditionStatus, ModelDeployment, Phase};
 use airunway_e2e::providers::{delete_all, heartbeat, register_shipped};

@@ -12,9 +12,9 @@
 //! a vLLM deployment's pool (`the_real_endpoint_picker_loads_the_pool_and_its_pods`).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use airunway_api::apply_body;
 use std::time::{Duration, Instant};
 
+use airunway_api::apply_body;
 use airunway_api::constants::condition_types::GATEWAY_READY;
 use airunway_api::v1alpha1::{ConditionStatus, InferenceProviderConfig, ModelDeployment, Phase};
 use airunway_e2e::stack::{self, FAST_HEALTH, Running};

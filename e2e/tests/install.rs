@@ -14,9 +14,9 @@
 //! tag through `images:`) and an uninstall of what was applied.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use airunway_api::apply_body;
 use std::time::{Duration, Instant};
 
+use airunway_api::apply_body;
 use airunway_api::v1alpha1::{InferenceProviderConfig, ModelDeployment, Phase};
 use airunway_e2e::binaries::free_port;
 use airunway_e2e::images::{self, PodProcess, Unpacked};

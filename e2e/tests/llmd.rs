@@ -5,9 +5,9 @@
 //! status.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use airunway_api::apply_body;
 use std::time::Duration;
 
+use airunway_api::apply_body;
 use airunway_api::constants::{condition_types, labels, messages};
 use airunway_api::v1alpha1::{ConditionStatus, InferenceProviderConfig, ModelDeployment, Phase};
 use airunway_e2e::stack::{self, FAST_HEALTH, Running};

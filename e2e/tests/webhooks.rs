@@ -3,10 +3,10 @@
 //! ServiceAccount with the shipped RBAC, certificates managed in process.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use airunway_api::apply_body;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
+use airunway_api::apply_body;
 use airunway_api::constants::messages;
 use airunway_api::v1alpha1::{InferenceProviderConfig, ModelDeployment};
 use airunway_e2e::binaries::free_port;

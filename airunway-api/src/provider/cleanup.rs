@@ -2,7 +2,6 @@
 //! object is gone (deletion, or the deployment moved to another provider), or after
 //! `--finalizer-timeout` with a `FinalizerTimeout` event.
 
-use crate::apply_body;
 use std::time::{Duration, Instant};
 
 use kube::api::{Api, Patch, PatchParams};
@@ -12,6 +11,7 @@ use serde_json::json;
 
 use super::reconcile::{Context, ReconcileError, api_error};
 use super::traits::Provider;
+use crate::apply_body;
 use crate::constants::event_reasons;
 use crate::v1alpha1::ModelDeployment;
 

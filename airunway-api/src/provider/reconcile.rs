@@ -4,7 +4,6 @@
 //! from the watch caches; nothing is polled: a change of the deployment or of its upstream
 //! object (status written by the upstream operator, an edit, a deletion) wakes the reconcile.
 
-use crate::apply_body;
 use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 
@@ -20,6 +19,7 @@ use super::recent::RecentDeployments;
 use super::staleness;
 use super::status_write;
 use super::traits::{Provider, RenderWarning, SchemaDetection, UpstreamKind};
+use crate::apply_body;
 use crate::constants::{event_reasons, field_managers, finalizers};
 use crate::runtime::EventPublisher;
 use crate::v1alpha1::ModelDeployment;

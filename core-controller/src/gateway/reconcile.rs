@@ -2,10 +2,10 @@
 //! update with optimistic locking, clean-up, events and metrics. Decisions are the pure
 //! modules'.
 
-use airunway_api::apply_body;
 use std::sync::Arc;
 use std::time::Duration;
 
+use airunway_api::apply_body;
 use airunway_api::constants::field_managers::CORE_GATEWAY;
 use airunway_api::runtime::EventPublisher;
 use airunway_api::v1alpha1::{GatewayCapability, InferenceProviderConfig, ModelDeployment, Phase};

@@ -10,10 +10,10 @@ pub mod kaito;
 pub mod simulate;
 pub mod table;
 
-use airunway_api::apply_body;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use airunway_api::apply_body;
 use airunway_api::v1alpha1::{InferenceProviderConfig, ModelDeployment};
 use anyhow::{Context, Result, bail};
 use k8s_openapi::api::core::v1::Namespace;
