@@ -38,6 +38,18 @@ logs="$cache_root/build-logs"
 
 have() { for f in "$@"; do [ -x "$f" ] || return 1; done; }
 
+# One build at a time per cache: a second invocation (CI starts one in the background, then the
+# test command asks for the binaries while it still builds) waits for the first, then finds the
+# binaries there instead of building them again beside it.
+mkdir -p "$cache_root"
+exec 9>"$cache_root/.build.lock"
+if ! flock -n 9; then
+  echo "waiting for another build of these binaries to finish ($cache_root/.build.lock)" >&2
+  wait_start=$(date +%s)
+  flock 9
+  echo "    waited $(( $(date +%s) - wait_start ))s" >&2
+fi
+
 need_k8s=1; need_etcd=1; need_kwok=1; need_kuberay=1; need_distribution=1; need_epp=1
 have "$dest/kube-apiserver" "$dest/kube-controller-manager" "$dest/kube-scheduler" && need_k8s=0
 have "$dest/etcd" && need_etcd=0
