@@ -9,7 +9,7 @@ use airunway_api::runtime::{
 };
 use airunway_api::v1alpha1::{InferenceProviderConfig, ModelDeployment};
 use anyhow::Context as _;
-use futures::StreamExt;
+use futures::{StreamExt, TryStreamExt};
 use kube::api::Api;
 use kube::runtime::controller::{Config as ControllerConfig, Controller};
 use kube::runtime::reflector::ObjectRef;
@@ -18,6 +18,7 @@ use prometheus_client::registry::Registry;
 
 use crate::args::Args;
 use crate::controller::{Context, ProviderChanges, SelectionInputs, run_controller};
+use crate::gateway::GoneDeployments;
 use crate::health::{MonitorOptions, run_monitor};
 use crate::metrics::{CoreMetrics, DeploymentCollector};
 use crate::selection::{HealthPolicy, RuleSet};
@@ -44,10 +45,19 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     // last-applied copy of the spec): see `cache_trim`.
     let deployments: Api<ModelDeployment> = Api::all(client.clone());
     let (deployment_store, deployment_writer) = reflector::store();
+    // Deletions and relists, for the gateway allowances no reconcile can take back (see
+    // `gateway::release`).
+    let gone = args.enable_gateway.then(GoneDeployments::new);
+    let observed = gone.clone();
     let deployment_changes = watcher(deployments, watcher::Config::default().any_semantic())
         .backoff(WatchBackoff::default())
         .modify(|md: &mut ModelDeployment| cache_trim::keep_status_ownership(&mut md.metadata))
         .reflect(deployment_writer)
+        .inspect_ok(move |event| {
+            if let Some(gone) = &observed {
+                gone.observe(event);
+            }
+        })
         .touched_objects()
         // A watch error is logged and dropped (the watcher's backoff paces its retries): given
         // to the controller it would pause every trigger (kube's `trigger_backoff`, up to 30 s).
@@ -148,6 +158,13 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
             metrics.clone(),
             shutdown.clone(),
         );
+        if let Some(gone) = gone {
+            tokio::spawn(integration.clone().release_gone(
+                gone,
+                providers.clone(),
+                shutdown.clone(),
+            ));
+        }
         (Some(integration), controller.reconcile_on(triggers))
     } else {
         (None, controller)

@@ -154,11 +154,22 @@ async fn write_route_status(
 
 async fn start(env: &TestEnv) -> (Running, Running) {
     airunway_e2e::providers::delete_all(&env.client).await;
+    let core = start_core(env).await;
+    let provider = start_llmd(env).await;
+    (core, provider)
+}
+
+/// The core with the gateway integration, as its ServiceAccount.
+async fn start_core(env: &TestEnv) -> Running {
     let core_identity =
         stack::service_account_identity(env, "deploy/core/rbac.yaml", "airunway-core").await;
     let mut args: Vec<&str> = FAST_HEALTH.to_vec();
     args.push("--resync-interval=10m");
-    let core = stack::start_core(env, &core_identity, &args, "core-gateway").await;
+    stack::start_core(env, &core_identity, &args, "core-gateway").await
+}
+
+/// The llm-d provider, as its ServiceAccount, once its InferenceProviderConfig is ready.
+async fn start_llmd(env: &TestEnv) -> Running {
     let identity = stack::service_account_identity(
         env,
         "deploy/providers/llmd/rbac.yaml",
@@ -178,7 +189,7 @@ async fn start(env: &TestEnv) -> (Running, Running) {
         i.status.as_ref().and_then(|s| s.ready) == Some(true)
     })
     .await;
-    (core, provider)
+    provider
 }
 
 fn deployment(name: &str, gateway: Value) -> ModelDeployment {
@@ -1270,6 +1281,150 @@ async fn the_inference_extension_crd_going_and_coming_back_needs_no_restart() {
     })
     .await;
     remove_gateway_and_report(&env, &gateway_namespace, "CRD scenario", started).await;
+}
+
+/// Waits until the Gateway's listener allows exactly `expected` (`{"from": "Same"}` once AI
+/// Runway took every allowance back).
+async fn wait_listener(client: &Client, gateway_namespace: &str, what: &str, expected: Value) {
+    eventually(what, WAIT, || async {
+        let gateway = gateways(client, gateway_namespace)
+            .get("inference-gateway")
+            .await
+            .unwrap();
+        let namespaces = listener_namespaces(&gateway);
+        let annotated = value(&gateway)["metadata"]["annotations"]
+            .get("airunway.ai/allowed-route-namespaces")
+            .cloned();
+        let back_to_same = expected == json!({"from": "Same"});
+        if namespaces == expected && (annotated.is_none() || !back_to_same) {
+            Ok(())
+        } else {
+            Err(format!("{namespaces}, annotation {annotated:?}"))
+        }
+    })
+    .await;
+}
+
+/// A deployment can go without any reconcile seeing it being deleted: it has no finalizer left
+/// when it is deleted, or the core is not running then. Its namespace's allowance on the Gateway
+/// is taken back all the same: from the watch's delete event, and from the sweep the core makes
+/// when it starts.
+#[tokio::test]
+async fn an_allowance_is_taken_back_when_no_reconcile_saw_the_deletion() {
+    let _lock = cluster_lock().await;
+    let started = Instant::now();
+    let env = TestEnv::new("gateway-gone").await;
+    let ns = env.namespace.clone();
+    let gateway_namespace = format!("{ns}-gw");
+    create_namespace(&env.client, &gateway_namespace).await;
+    create_gateway(&env.client, &gateway_namespace, "inference-gateway", true).await;
+    let (core, provider) = start(&env).await;
+    let mds: Api<ModelDeployment> = Api::namespaced(env.client.clone(), &ns);
+    let mut allowed = vec![gateway_namespace.clone(), ns.clone()];
+    allowed.sort();
+    let allowed = json!({"from": "Selector", "selector": {"matchExpressions": [
+        {"key": "kubernetes.io/metadata.name", "operator": "In", "values": allowed}]}});
+    let same = json!({"from": "Same"});
+
+    // 1. No finalizer left when it is deleted: the provider is stopped (nothing adds its
+    //    finalizer again) and its finalizer removed by hand; the deletion is immediate, and the
+    //    core's watch reports only that it is gone.
+    mds.create(
+        &PostParams::default(),
+        &deployment("unheld", json!({"enabled": true})),
+    )
+    .await
+    .unwrap();
+    wait_for(&mds, "unheld", WAIT, "Running", |md| {
+        md.phase() == Some(Phase::Running)
+    })
+    .await;
+    wait_listener(
+        &env.client,
+        &gateway_namespace,
+        "the namespace allowed",
+        allowed.clone(),
+    )
+    .await;
+    provider.process.terminate(Duration::from_secs(10));
+    mds.patch(
+        "unheld",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"metadata": {"finalizers": null}})),
+    )
+    .await
+    .unwrap();
+    let deleting = Instant::now();
+    mds.delete("unheld", &DeleteParams::default())
+        .await
+        .unwrap();
+    wait_deleted(&mds, "unheld", WAIT).await;
+    wait_listener(
+        &env.client,
+        &gateway_namespace,
+        "the listener back to Same after a deletion no reconcile saw",
+        same.clone(),
+    )
+    .await;
+    eprintln!(
+        "allowance taken back {:.1}s after the unheld deployment was deleted",
+        deleting.elapsed().as_secs_f64()
+    );
+
+    // 2. Deleted while the core is not running: the provider's finalizer goes with no core to
+    //    see it; the next core's first list sweeps the namespaces the Gateway carries.
+    let _provider = start_llmd(&env).await;
+    mds.create(
+        &PostParams::default(),
+        &deployment("unwatched", json!({"enabled": true})),
+    )
+    .await
+    .unwrap();
+    wait_for(&mds, "unwatched", WAIT, "Running", |md| {
+        md.phase() == Some(Phase::Running)
+    })
+    .await;
+    wait_listener(
+        &env.client,
+        &gateway_namespace,
+        "the namespace allowed again",
+        allowed,
+    )
+    .await;
+    core.process.terminate(Duration::from_secs(10));
+    mds.delete("unwatched", &DeleteParams::default())
+        .await
+        .unwrap();
+    wait_deleted(&mds, "unwatched", WAIT).await;
+    let gateway = gateways(&env.client, &gateway_namespace)
+        .get("inference-gateway")
+        .await
+        .unwrap();
+    assert_ne!(
+        listener_namespaces(&gateway),
+        same,
+        "nothing took the allowance back while the core was stopped"
+    );
+    let restarting = Instant::now();
+    let _core = start_core(&env).await;
+    wait_listener(
+        &env.client,
+        &gateway_namespace,
+        "the listener back to Same after the core started",
+        same,
+    )
+    .await;
+    eprintln!(
+        "allowance taken back {:.1}s after the core started again",
+        restarting.elapsed().as_secs_f64()
+    );
+    remove_gateway_and_report(
+        &env,
+        &gateway_namespace,
+        "deletions no reconcile saw",
+        started,
+    )
+    .await;
 }
 
 /// The pod names (endpoint `<pod>-rank-<index of the target port>`) the picker reports a

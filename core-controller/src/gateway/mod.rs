@@ -12,6 +12,8 @@
 //! - [`reconcile`]: the thin shell that reads the watch caches, applies with server-side apply
 //!   under [`airunway_api::constants::field_managers::CORE_GATEWAY`], patches a Gateway's
 //!   listeners with optimistic locking, and cleans up.
+//! - [`release`]: the namespaces whose allowance on a Gateway may have to be taken back because
+//!   a deployment went away without a reconcile seeing it being deleted.
 //!
 //! Status: `status.gateway` and `GatewayReady` are the core's (ARCHITECTURE §3); they travel in
 //! the core's one status apply (`crate::status`), so nothing is written when nothing changed.
@@ -23,12 +25,14 @@ pub mod model;
 pub mod names;
 pub mod plan;
 pub mod reconcile;
+pub mod release;
 pub mod render;
 pub mod select;
 
 pub use detect::{Detection, Detector};
 pub use plan::DesiredGateway;
 pub use reconcile::{GatewayConfig, Integration};
+pub use release::GoneDeployments;
 
 /// The Gateway label that marks the inference gateway when a cluster has several.
 pub const INFERENCE_GATEWAY_LABEL: &str = "airunway.ai/inference-gateway";

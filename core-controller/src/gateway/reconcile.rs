@@ -26,6 +26,7 @@ use super::model;
 use super::names::{self, Names};
 use super::plan::{self, DesiredGateway, GatewayFields, Intent};
 use super::reasons;
+use super::release::{self, GoneDeployments};
 use super::render::{self, Owner, POOL_GROUP, PoolRef};
 use super::select::{GatewayRef, GatewayView, select_gateway};
 use super::{ALLOWED_NAMESPACES_ANNOTATION, GatewayError, INPUTS_HASH_ANNOTATION};
@@ -666,7 +667,6 @@ impl Integration {
         let name = md.name_any();
         let names = Names::of(&name);
         let detection = self.detector.current();
-        let no_gateway = self.config.gateway.is_none() && self.gateways.is_empty();
         let mut removed = 0;
         if detection.http_routes
             && md
@@ -715,30 +715,79 @@ impl Integration {
                 )
                 .await;
         }
-        if self.config.patch_allowed_routes && detection.gateways {
-            let still_routed = self.deployments.state().iter().any(|other| {
-                other.namespace().as_deref() == Some(namespace.as_str())
-                    && other.name_any() != name
-                    && other.metadata.deletion_timestamp.is_none()
-                    && matches!(
-                        plan::intent(
-                            other,
-                            &detection,
-                            no_gateway || provider_pool(&self::capability(other, providers)),
-                        ),
-                        Intent::Route
-                    )
-            });
-            if !still_routed {
-                for view in self.gateway_views() {
-                    if view.managed_namespaces.contains(&namespace)
-                        && let Err(e) = self
-                            .change_allowance(&view.reference, &namespace, false)
-                            .await
-                    {
-                        tracing::warn!(gateway = %view.reference, %namespace, error = %e, "could not take back the namespace's allowance");
-                    }
-                }
+        self.release_allowance(&namespace, Some(&name), providers)
+            .await;
+    }
+
+    /// Takes `namespace`'s allowance back from every Gateway that carries it when no
+    /// deployment of the namespace other than `leaving` is routed (from the caches).
+    async fn release_allowance(
+        &self,
+        namespace: &str,
+        leaving: Option<&str>,
+        providers: &[InferenceProviderConfig],
+    ) {
+        let detection = self.detector.current();
+        if !self.config.patch_allowed_routes || !detection.gateways {
+            return;
+        }
+        let no_gateway = self.config.gateway.is_none() && self.gateways.is_empty();
+        let still_routed = self.deployments.state().iter().any(|other| {
+            other.namespace().as_deref() == Some(namespace)
+                && Some(other.name_any().as_str()) != leaving
+                && other.metadata.deletion_timestamp.is_none()
+                && matches!(
+                    plan::intent(
+                        other,
+                        &detection,
+                        no_gateway || provider_pool(&self::capability(other, providers)),
+                    ),
+                    Intent::Route
+                )
+        });
+        if still_routed {
+            return;
+        }
+        for view in self.gateway_views() {
+            if view.managed_namespaces.contains(namespace)
+                && let Err(e) = self
+                    .change_allowance(&view.reference, namespace, false)
+                    .await
+            {
+                tracing::warn!(gateway = %view.reference, %namespace, error = %e, "could not take back the namespace's allowance");
+            }
+        }
+    }
+
+    /// Runs until `shutdown`: takes back the allowance of the namespaces `gone` records
+    /// (deployments deleted without a reconcile seeing them being deleted; every annotated
+    /// namespace after a relist), once the Gateway cache holds the Gateways.
+    pub async fn release_gone(
+        self: Arc<Self>,
+        gone: Arc<GoneDeployments>,
+        providers: Store<InferenceProviderConfig>,
+        shutdown: CancellationToken,
+    ) {
+        loop {
+            let pending = tokio::select! {
+                _ = shutdown.cancelled() => return,
+                pending = gone.next() => pending,
+            };
+            // The Gateway watch starts when the CRDs are served; until its first list nothing
+            // can carry an allowance of ours (what was recorded waits, a bounded set).
+            tokio::select! {
+                _ = shutdown.cancelled() => return,
+                _ = self.gateways.wait_until_ready() => {}
+            }
+            let managed = self
+                .gateway_views()
+                .into_iter()
+                .flat_map(|view| view.managed_namespaces);
+            let namespaces = release::namespaces_to_check(pending, managed);
+            let providers: Vec<InferenceProviderConfig> =
+                providers.state().iter().map(|p| (**p).clone()).collect();
+            for namespace in namespaces {
+                self.release_allowance(&namespace, None, &providers).await;
             }
         }
     }
