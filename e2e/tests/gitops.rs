@@ -7,8 +7,10 @@
 //! server returns:
 //!
 //! - the Argo CD health check `deploy/gitops/argocd/health.lua` (taken from the argocd-cm snippet,
-//!   checked equal to the file) runs in a real Lua interpreter (`lua5.4`, `lua5.3`, `lua5.1` or
-//!   `lua` on PATH, or `$AIRUNWAY_LUA`; Debian package `lua5.4`);
+//!   checked equal to the file) runs as Argo CD runs it: in gopher-lua, the Lua implementation
+//!   Argo CD embeds, at the version Argo CD pins, with only the libraries Argo CD opens for
+//!   argocd-cm health scripts (`e2e/go/argocd-health`, built from its module by its `build.sh`
+//!   and cached, or `$AIRUNWAY_ARGOCD_HEALTH_BIN`);
 //! - kstatus is computed by the real `sigs.k8s.io/cli-utils` package (`e2e/go/kstatus`, built
 //!   from its module by its `build.sh` and cached, or `$AIRUNWAY_KSTATUS_BIN`);
 //! - `kubectl wait --for=condition=Ready md/<name>` (the README's line) runs with a real
@@ -72,42 +74,6 @@ async fn served(env: &TestEnv, name: &str) -> Value {
     serde_json::to_value(api.get(name).await.unwrap()).unwrap()
 }
 
-/// A Lua string literal (bytes outside printable ASCII as decimal escapes).
-fn lua_string(s: &str) -> String {
-    let mut out = String::from("\"");
-    for b in s.bytes() {
-        match b {
-            b'\\' => out.push_str("\\\\"),
-            b'"' => out.push_str("\\\""),
-            0x20..=0x7e => out.push(b as char),
-            _ => out.push_str(&format!("\\{b:03}")),
-        }
-    }
-    out.push('"');
-    out
-}
-
-/// A JSON value as a Lua table constructor, the way Argo CD hands objects to health checks.
-fn lua_value(value: &Value) -> String {
-    match value {
-        Value::Null => "nil".into(),
-        Value::Bool(b) => b.to_string(),
-        Value::Number(n) => n.to_string(),
-        Value::String(s) => lua_string(s),
-        Value::Array(items) => format!(
-            "{{{}}}",
-            items.iter().map(lua_value).collect::<Vec<_>>().join(", ")
-        ),
-        Value::Object(map) => format!(
-            "{{{}}}",
-            map.iter()
-                .map(|(k, v)| format!("[{}] = {}", lua_string(k), lua_value(v)))
-                .collect::<Vec<_>>()
-                .join(", ")
-        ),
-    }
-}
-
 /// The health check as Argo CD gets it: the argocd-cm key, checked equal to `health.lua`.
 fn argocd_health_script() -> String {
     let root = paths::workspace_root().join("deploy/gitops/argocd");
@@ -127,67 +93,19 @@ fn argocd_health_script() -> String {
     file
 }
 
-fn lua_interpreter() -> PathBuf {
-    if let Some(path) = std::env::var_os("AIRUNWAY_LUA") {
+/// The Argo CD health runner (`e2e/go/argocd-health`: gopher-lua, the Lua Argo CD embeds, with
+/// the libraries Argo CD opens for argocd-cm health scripts), built from its module by its
+/// `build.sh` and cached, or `$AIRUNWAY_ARGOCD_HEALTH_BIN`.
+fn argocd_health_binary() -> PathBuf {
+    if let Some(path) = std::env::var_os("AIRUNWAY_ARGOCD_HEALTH_BIN") {
         return PathBuf::from(path);
     }
-    for name in ["lua5.4", "lua5.3", "lua5.1", "lua"] {
-        if let Some(found) = std::env::var_os("PATH").and_then(|p| {
-            std::env::split_paths(&p)
-                .map(|d| d.join(name))
-                .find(|f| f.is_file())
-        }) {
-            return found;
-        }
-    }
-    panic!(
-        "no Lua interpreter: install Debian's lua5.4 (apt-get install -y lua5.4) or set AIRUNWAY_LUA"
-    );
+    go_program("e2e/go/argocd-health/build.sh", "argocd-health")
 }
 
-/// Runs the Argo CD health check on each object with a real Lua interpreter: (status, message).
-fn argocd_health(objects: &[Value]) -> Vec<(String, String)> {
-    let script = argocd_health_script();
-    let mut program = String::from("local objects = {\n");
-    for object in objects {
-        program.push_str(&lua_value(object));
-        program.push_str(",\n");
-    }
-    program.push_str("}\nlocal function health()\n");
-    program.push_str(&script);
-    program.push_str(
-        "\nend\nfor _, o in ipairs(objects) do\n  obj = o\n  local hs = health()\n  \
-         io.write(hs.status, \"\\t\", (string.gsub(hs.message or \"\", \"\\n\", \" \")), \"\\n\")\nend\n",
-    );
-    let lua = lua_interpreter();
-    let dir = std::env::temp_dir().join(format!("airunway-gitops-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let file = dir.join("health-check.lua");
-    std::fs::write(&file, program).unwrap();
-    let output = Command::new(&lua).arg(&file).output().unwrap();
-    assert!(
-        output.status.success(),
-        "{} failed: {}",
-        lua.display(),
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let results: Vec<(String, String)> = String::from_utf8(output.stdout)
-        .unwrap()
-        .lines()
-        .map(|l| {
-            let (status, message) = l.split_once('\t').unwrap_or((l, ""));
-            (status.to_string(), message.to_string())
-        })
-        .collect();
-    assert_eq!(results.len(), objects.len());
-    results
-}
-
-fn kstatus_binary() -> PathBuf {
-    if let Some(path) = std::env::var_os("AIRUNWAY_KSTATUS_BIN") {
-        return PathBuf::from(path);
-    }
-    let script = paths::workspace_root().join("e2e/go/kstatus/build.sh");
+/// Builds (or finds cached) one of the harness's Go programs with its `build.sh`.
+fn go_program(script: &str, name: &str) -> PathBuf {
+    let script = paths::workspace_root().join(script);
     let started = Instant::now();
     let output = Command::new(&script).output().unwrap();
     assert!(
@@ -197,15 +115,36 @@ fn kstatus_binary() -> PathBuf {
         String::from_utf8_lossy(&output.stderr)
     );
     eprintln!(
-        "kstatus binary ready in {:.1}s",
+        "{name} binary ready in {:.1}s",
         started.elapsed().as_secs_f64()
     );
     PathBuf::from(String::from_utf8(output.stdout).unwrap().trim())
 }
 
-/// kstatus (sigs.k8s.io/cli-utils) of each object: (status, message).
-fn kstatus(binary: &PathBuf, objects: &[Value]) -> Vec<(String, String)> {
+/// Runs the Argo CD health check on each object as Argo CD runs it: (status, message).
+fn argocd_health(binary: &PathBuf, objects: &[Value]) -> Vec<(String, String)> {
+    let script = argocd_health_script();
+    let dir = std::env::temp_dir().join(format!("airunway-gitops-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("health.lua");
+    std::fs::write(&file, script).unwrap();
+    let results = run_json(binary, &[file.as_os_str()], objects);
+    assert_eq!(results.len(), objects.len());
+    results
+        .iter()
+        .map(|r| {
+            (
+                r["status"].as_str().unwrap().to_string(),
+                r["message"].as_str().unwrap_or_default().to_string(),
+            )
+        })
+        .collect()
+}
+
+/// Runs a program with the objects as a JSON array on stdin; its stdout as a JSON array.
+fn run_json(binary: &PathBuf, args: &[&std::ffi::OsStr], objects: &[Value]) -> Vec<Value> {
     let mut child = Command::new(binary)
+        .args(args)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -220,11 +159,23 @@ fn kstatus(binary: &PathBuf, objects: &[Value]) -> Vec<(String, String)> {
     let output = child.wait_with_output().unwrap();
     assert!(
         output.status.success(),
-        "kstatus failed: {}",
+        "{} failed: {}",
+        binary.display(),
         String::from_utf8_lossy(&output.stderr)
     );
-    let results: Vec<Value> = serde_json::from_slice(&output.stdout).unwrap();
-    results
+    serde_json::from_slice(&output.stdout).unwrap()
+}
+
+fn kstatus_binary() -> PathBuf {
+    if let Some(path) = std::env::var_os("AIRUNWAY_KSTATUS_BIN") {
+        return PathBuf::from(path);
+    }
+    go_program("e2e/go/kstatus/build.sh", "kstatus")
+}
+
+/// kstatus (sigs.k8s.io/cli-utils) of each object: (status, message).
+fn kstatus(binary: &PathBuf, objects: &[Value]) -> Vec<(String, String)> {
+    run_json(binary, &[], objects)
         .iter()
         .map(|r| {
             (
@@ -239,20 +190,7 @@ fn kubectl_binary() -> PathBuf {
     if let Some(path) = std::env::var_os("AIRUNWAY_KUBECTL_BIN") {
         return PathBuf::from(path);
     }
-    let script = paths::workspace_root().join("e2e/go/kubectl/build.sh");
-    let started = Instant::now();
-    let output = Command::new(&script).output().unwrap();
-    assert!(
-        output.status.success(),
-        "{} failed: {}",
-        script.display(),
-        String::from_utf8_lossy(&output.stderr)
-    );
-    eprintln!(
-        "kubectl binary ready in {:.1}s",
-        started.elapsed().as_secs_f64()
-    );
-    PathBuf::from(String::from_utf8(output.stdout).unwrap().trim())
+    go_program("e2e/go/kubectl/build.sh", "kubectl")
 }
 
 /// Starts `kubectl wait --for=condition=Ready md/<name> --timeout=<timeout>` against the test
@@ -302,6 +240,7 @@ async fn argo_cd_health_and_kstatus_for_every_phase() {
     let env = TestEnv::new("gitops").await;
     // Built (or found in the cache) before anything runs, so its time is not the deployments'.
     let kstatus_bin = kstatus_binary();
+    let argocd_health_bin = argocd_health_binary();
     let kubectl = kubectl_binary();
     airunway_e2e::providers::delete_all(&env.client).await;
     kaito::install_controller_stand_in(&env.client)
@@ -612,7 +551,7 @@ async fn argo_cd_health_and_kstatus_for_every_phase() {
     names.push("running-at-generation-2");
     objects.push(served(&env, "running").await);
 
-    let health = argocd_health(&objects);
+    let health = argocd_health(&argocd_health_bin, &objects);
     let computed = kstatus(&kstatus_bin, &objects);
     let expected = [
         ("waiting", "Progressing", "InProgress"),
