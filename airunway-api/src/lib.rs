@@ -7,6 +7,8 @@
 //! - [`constants`]: annotations, labels, finalizers, field managers, condition types and
 //!   reasons, event reasons and the spec's exact messages.
 //! - [`resolve`] and [`conditions`]: pure helpers over the types.
+//! - [`image_reference`] and [`kubernetes_names`]: the image-reference and Kubernetes name
+//!   and label grammars, one definition for every binary.
 //! - [`apply_body`]: server-side apply patches the API server's YAML reader always accepts.
 //! - `probe` feature: the generated gRPC bindings of the provider probe
 //!   (`proto/airunway/provider/v1/provider.proto`).
@@ -30,6 +32,8 @@ pub mod conditions;
 pub mod constants;
 #[cfg(feature = "generate")]
 pub mod generate;
+pub mod image_reference;
+pub mod kubernetes_names;
 pub mod managed_fields;
 pub mod pod_security;
 #[cfg(feature = "probe")]

@@ -1557,3 +1557,573 @@ async fn the_overrides_depth_policy_holds_without_the_core() {
         .delete("airunway-overrides-depth", &DeleteParams::default())
         .await;
 }
+
+/// The path of the `e2e/go/reference` program (github.com/distribution/reference), built and
+/// cached by its build script on first use.
+fn reference_binary() -> PathBuf {
+    if let Some(path) = std::env::var_os("AIRUNWAY_REFERENCE_BIN") {
+        return PathBuf::from(path);
+    }
+    let script = paths::workspace_root().join("e2e/go/reference/build.sh");
+    let output = std::process::Command::new(&script).output().unwrap();
+    assert!(
+        output.status.success(),
+        "{} failed: {}",
+        script.display(),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    PathBuf::from(String::from_utf8(output.stdout).unwrap().trim())
+}
+
+/// Every edge case of the two grammars the shared parser replaced (the core's: at most 512
+/// characters, any digest algorithm, no tag starting with `.`/`-`; the vLLM provider's: at most
+/// 4,096 characters, sha256 only, a tag may start with `.`) and of distribution/reference.
+fn image_reference_edge_cases() -> Vec<String> {
+    let hex = |n: usize| {
+        "0123456789abcdef"
+            .chars()
+            .cycle()
+            .take(n)
+            .collect::<String>()
+    };
+    let mut cases: Vec<String> = [
+        "",
+        "a",
+        "A",
+        "busybox",
+        "busybox:latest",
+        "library/busybox",
+        "docker.io/busybox",
+        "docker.io/library/busybox",
+        "index.docker.io/busybox",
+        "index.docker.io/a/b",
+        "registry-1.docker.io/a",
+        "Docker.io/a",
+        "DOCKER.IO/a",
+        "vllm/vllm-openai:cu130-nightly",
+        "localhost",
+        "localhost:5000",
+        "localhost/a",
+        "localhost:5000/a:v1",
+        "LOCALHOST/a",
+        "localhost:/a",
+        "localhost:x/a",
+        "localhost.localdomain/a",
+        "127.0.0.1/a",
+        "127.0.0.1:5000/a/b:c",
+        "1.2.3.4.5/a",
+        "host:0/a",
+        "host:65535/a",
+        "host:65536/a",
+        "host:99999999999/a",
+        "host:/a",
+        "host:-1/a",
+        "host:1:2/a",
+        "ho_st.io/a",
+        "-host.io/a",
+        "host-.io/a",
+        "host..io/a",
+        ".host.io/a",
+        "host.io./a",
+        "h.io/a",
+        "Upper/a",
+        "Upper/A",
+        "UPPER:5000/a",
+        "Upper.Case.IO/a",
+        "a/Upper",
+        "a/b/C",
+        "a:UPPER",
+        "a:Tag_1.x-y",
+        "[::1]/a",
+        "[::1]:5000/a",
+        "[::1]",
+        "[::1]:5000",
+        "[fe80::1%eth0]/a",
+        "[::ffff:1.2.3.4]/a",
+        "[]/a",
+        "[::g]/a",
+        "[::1/a",
+        "::1/a",
+        "[::1]x/a",
+        "[::1]:/a",
+        "[2001:db8::1]:443/x/y:z",
+        "[FE80::1]/a",
+        "a_b.c/d",
+        "a_b:5000/c",
+        "a__b",
+        "a___b",
+        "a--b",
+        "a---b",
+        "a..b",
+        "a.b",
+        "a._b",
+        "a_.b",
+        "a-_b",
+        "a/_b",
+        "a/.b",
+        "a/-b",
+        "_a",
+        ".a",
+        "-a",
+        "a_",
+        "a.",
+        "a-",
+        "a//b",
+        "a/",
+        "/a",
+        "a/b/",
+        "a::b",
+        "a:b:c",
+        "a:",
+        ":a",
+        ":",
+        "/",
+        "@",
+        "a@",
+        "@sha256:x",
+        "a:.tag",
+        "a:-tag",
+        "a:_tag",
+        "a:tag.",
+        "a:tag-",
+        "a:ta/g",
+        "a:ta g",
+        "a b",
+        " a",
+        "a ",
+        "a\n",
+        "a\tb",
+        "aüb",
+        "a:ü",
+        "ü/a",
+        "a%b",
+        "a+b",
+        "a/b@",
+        "a:tag@",
+        "a@:",
+        "a@sha256:",
+        "a@sha256",
+        "a@@sha256:0",
+        "sha256:abc",
+        "a/b:c/d",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    for (algorithm, lengths) in [
+        ("sha256", [31, 32, 63, 64, 65, 128]),
+        ("sha384", [64, 95, 96, 97, 128, 32]),
+        ("sha512", [64, 127, 128, 129, 96, 256]),
+        ("sha1", [40, 32, 64, 31, 0, 1]),
+        ("md5", [32, 31, 64, 0, 1, 2]),
+        ("sha256+b64", [64, 32, 43, 44, 0, 1]),
+        ("SHA256", [64, 32, 1, 0, 2, 3]),
+        ("sha-256", [64, 32, 0, 1, 2, 3]),
+        ("blake3", [64, 32, 0, 1, 2, 3]),
+        ("1sha", [64, 32, 0, 1, 2, 3]),
+    ] {
+        for n in lengths {
+            let digest = format!("{algorithm}:{}", hex(n));
+            for name in ["a", "a:v1", "ghcr.io/x/y", "ghcr.io/x/y:v1", "a:.v", "a:"] {
+                cases.push(format!("{name}@{digest}"));
+            }
+            cases.push(digest.to_uppercase());
+            cases.push(format!("a@{}", digest.to_uppercase()));
+        }
+    }
+    cases.push(hex(64));
+    cases.push(hex(63));
+    cases.push(hex(65));
+    cases.push(hex(64).to_uppercase());
+    cases.push(format!("{}:v1", hex(64)));
+    cases.push(format!("a/{}", hex(64)));
+    for n in [127, 128, 129, 130] {
+        for first in ["t", ".", "-", "_", "T", "0"] {
+            let tag = format!("{first}{}", "t".repeat(n - 1));
+            cases.push(format!("a:{tag}"));
+            cases.push(format!("127.0.0.1:5000/a/b:{tag}@sha256:{}", hex(64)));
+        }
+    }
+    // Path lengths around 255 (with and without `library/`), total lengths around 255, 256,
+    // 512 and 4096 (the path is at most 255, so long references have long domains).
+    for n in [246, 247, 248, 253, 254, 255, 256, 257] {
+        cases.push("p".repeat(n));
+        cases.push(format!("x/{}", "p".repeat(n - 2)));
+        cases.push(format!("ghcr.io/{}", "p".repeat(n)));
+        cases.push(format!(
+            "ghcr.io/{}/{}",
+            "p".repeat(n / 2),
+            "q".repeat(n - n / 2 - 1)
+        ));
+    }
+    for total in [255, 256, 257, 511, 512, 513, 4095, 4096, 4097, 8192] {
+        let rest = format!("/a/b:v1@sha256:{}", hex(64));
+        let mut domain: String =
+            vec!["d".repeat(63); total / 64 + 1].join(".")[..total - rest.len()].to_string();
+        if domain.ends_with('.') {
+            domain.replace_range(domain.len() - 1.., "d");
+        }
+        assert_eq!(domain.len() + rest.len(), total);
+        cases.push(format!("{domain}{rest}"));
+        cases.push(format!("{domain}:5000{rest}"));
+        let tagged = format!(
+            "ghcr.io/{}:{}",
+            "p".repeat(200),
+            "t".repeat(total.saturating_sub(209))
+        );
+        cases.push(tagged);
+        cases.push(format!("a:{}", "t".repeat(total)));
+    }
+    cases
+}
+
+/// A generator of strings that follow the grammar, break it in one place, or are mutated.
+fn image_reference_generator() -> impl proptest::strategy::Strategy<Value = String> {
+    use proptest::prelude::*;
+    // Compiled once (a `&str` strategy parses its expression on every draw).
+    let re = |pattern: &str| proptest::string::string_regex(pattern).unwrap();
+    let domain = prop_oneof![
+        4 => Just(String::new()),
+        1 => Just("localhost/".to_string()),
+        1 => re("localhost:[0-9]{1,6}/"),
+        1 => prop::sample::select(vec!["docker.io/", "index.docker.io/", "Docker.io/", "ghcr.io/"])
+            .prop_map(str::to_string),
+        3 => re("[a-zA-Z0-9]([a-zA-Z0-9-]{0,6}[a-zA-Z0-9])?(\\.[a-zA-Z0-9]([a-zA-Z0-9-]{0,4}[a-zA-Z0-9])?){0,3}(:[0-9]{1,6})?/"),
+        1 => re("[0-9]{1,3}\\.[0-9]{1,3}\\.[0-9]{1,3}\\.[0-9]{1,3}(:[0-9]{1,5})?/"),
+        1 => re("\\[[0-9a-fA-F:]{1,10}\\](:[0-9]{1,5})?/"),
+        1 => re("[A-Za-z_.-]{1,8}(:[0-9a-z]{0,3})?/"),
+    ];
+    let component = prop_oneof![
+        8 => re("[a-z0-9]{1,6}(([._]|__|-{1,3})[a-z0-9]{1,5}){0,3}"),
+        1 => re("[a-z0-9._-]{1,8}"),
+        1 => re("[a-z]{100,140}"),
+    ];
+    let path = prop::collection::vec(component, 1..4).prop_map(|c| c.join("/"));
+    let tag = prop_oneof![
+        3 => Just(String::new()),
+        4 => re("[A-Za-z0-9_][A-Za-z0-9_.-]{0,20}").prop_map(|t| format!(":{t}")),
+        1 => re("[A-Za-z0-9_.-]{0,4}").prop_map(|t| format!(":{t}")),
+        1 => re("[a-z]{125,131}").prop_map(|t| format!(":{t}")),
+    ];
+    let digest = prop_oneof![
+        4 => Just(String::new()),
+        2 => re("[0-9a-f]{64}").prop_map(|h| format!("@sha256:{h}")),
+        1 => re("[0-9a-f]{96}").prop_map(|h| format!("@sha384:{h}")),
+        1 => re("[0-9a-f]{128}").prop_map(|h| format!("@sha512:{h}")),
+        1 => re("[A-Za-z][A-Za-z0-9+._-]{0,7}:[0-9a-fA-F]{30,70}").prop_map(|d| format!("@{d}")),
+        1 => re("sha(256|384|512):[0-9a-fA-F]{60,130}").prop_map(|d| format!("@{d}")),
+    ];
+    let well_formed = (domain, path, tag, digest).prop_map(|(d, p, t, g)| format!("{d}{p}{t}{g}"));
+    let mutation = prop_oneof![
+        Just(None),
+        Just(None),
+        prop::sample::select(vec![
+            'A', 'Z', ':', '/', '@', '.', '-', '_', ' ', '[', ']', 'ü', '%', '+', '0', 'f'
+        ])
+        .prop_map(Some),
+    ];
+    (
+        well_formed,
+        prop::collection::vec((any::<prop::sample::Index>(), mutation, 0u8..4), 0..3),
+    )
+        .prop_map(|(mut s, edits)| {
+            for (at, insert, kind) in edits {
+                let chars: Vec<char> = s.chars().collect();
+                let i = at.index(chars.len() + 1);
+                s = match (kind, insert) {
+                    (0, Some(c)) => chars[..i].iter().chain([&c]).chain(&chars[i..]).collect(),
+                    (1, _) if i < chars.len() => chars[..i].iter().chain(&chars[i + 1..]).collect(),
+                    (2, _) if i < chars.len() => chars[..i]
+                        .iter()
+                        .chain([&chars[i].to_ascii_uppercase()])
+                        .chain(&chars[i + 1..])
+                        .collect(),
+                    (3, _) => chars[..i].iter().collect(),
+                    _ => s,
+                };
+            }
+            s
+        })
+}
+
+/// The shared image-reference parser (`airunway_api::image_reference`) agrees with
+/// github.com/distribution/reference's `ParseNormalizedNamed` on the edge cases of both old
+/// grammars and on generated and mutated strings: valid or not, and on valid ones the domain,
+/// path, tag and digest. Needs Go (to build `e2e/go/reference`), no cluster.
+#[test]
+fn image_references_agree_with_distribution_reference() {
+    use proptest::strategy::{Strategy, ValueTree};
+    use proptest::test_runner::{Config, RngSeed, TestRunner};
+    use std::io::Write;
+
+    let binary = reference_binary();
+    let started = Instant::now();
+    let mut corpus = image_reference_edge_cases();
+    let edge_cases = corpus.len();
+    let mut runner = TestRunner::new(Config {
+        rng_seed: RngSeed::Fixed(31),
+        ..Config::default()
+    });
+    let generator = image_reference_generator();
+    while corpus.len() < edge_cases + 100_000 {
+        corpus.push(generator.new_tree(&mut runner).unwrap().current());
+    }
+    let generated_in = started.elapsed();
+
+    let started = Instant::now();
+    let mut child = std::process::Command::new(&binary)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let input = serde_json::to_vec(&corpus).unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let writer = std::thread::spawn(move || stdin.write_all(&input));
+    let output = child.wait_with_output().unwrap();
+    writer.join().unwrap().unwrap();
+    assert!(
+        output.status.success(),
+        "{} failed: {}",
+        binary.display(),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let verdicts: Vec<Value> = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(verdicts.len(), corpus.len());
+    let go_in = started.elapsed();
+
+    let started = Instant::now();
+    let field = |v: &Value, name: &str| v[name].as_str().unwrap_or_default().to_string();
+    let mut valid = 0;
+    let mut disagreements = Vec::new();
+    for (s, verdict) in corpus.iter().zip(&verdicts) {
+        let go_ok = verdict["ok"].as_bool().unwrap();
+        let ours = airunway_api::image_reference::parse(s);
+        let agree = match &ours {
+            Ok(r) => {
+                go_ok
+                    && r.domain == field(verdict, "domain")
+                    && r.path == field(verdict, "path")
+                    && r.tag.clone().unwrap_or_default() == field(verdict, "tag")
+                    && r.digest.clone().unwrap_or_default() == field(verdict, "digest")
+            }
+            Err(_) => !go_ok,
+        };
+        valid += usize::from(go_ok);
+        if !agree {
+            disagreements.push(format!("{s:?}: ours {ours:?}, Go {verdict}"));
+        }
+    }
+    eprintln!(
+        "{} strings ({edge_cases} edge cases, {valid} valid): generated in {:.2}s, Go verdicts in {:.2}s, ours compared in {:.2}s",
+        corpus.len(),
+        generated_in.as_secs_f64(),
+        go_in.as_secs_f64(),
+        started.elapsed().as_secs_f64()
+    );
+    assert!(
+        disagreements.is_empty(),
+        "{} disagreements, the first: {:#?}",
+        disagreements.len(),
+        &disagreements[..disagreements.len().min(20)]
+    );
+    // The corpus exercises both verdicts in numbers.
+    assert!(
+        valid > corpus.len() / 5 && valid < corpus.len() * 4 / 5,
+        "{valid}"
+    );
+}
+
+/// References the two old grammars judged differently are now judged alike by admission, the
+/// core's reconcile-time validation and the vLLM provider's render:
+///
+/// - a `sha512` digest: the old core admitted it, the old vLLM provider refused it (sha256
+///   only; its image was then `ImageResolved=False`, "invalid digest"): admitted, pinned and
+///   rendered as written;
+/// - an IPv6 registry `[::1]:port`: the old vLLM provider took it, the old core refused it
+///   (no bracketed hosts): admitted and rendered (its registry is closed: unresolved, run as
+///   written);
+/// - a tag starting with `.` (the old vLLM provider took it) and a 40-digit sha256 digest (the
+///   old core took it): refused by the webhook with the field and the fix, and, written while
+///   the webhook is away, kept `Pending` by the core with the same words; the provider renders
+///   nothing for them.
+#[tokio::test]
+async fn image_references_are_judged_alike_by_admission_reconcile_and_the_vllm_provider() {
+    use airunway_api::constants::{condition_types, labels};
+    use airunway_api::v1alpha1::{ConditionStatus, Phase};
+    use k8s_openapi::api::apps::v1::Deployment;
+    use kube::api::ListParams;
+
+    let _lock = cluster_lock().await;
+    let env = TestEnv::new("image-references").await;
+    delete_all(&env.client).await;
+    let kubeconfig = core_identity(&env).await;
+    let port = free_port();
+    install_webhooks(&env, port).await;
+    let core = start_core(&env, &kubeconfig, port, &[]).await;
+    wait_webhook_active(&env).await;
+    let identity = stack::service_account_identity(
+        &env,
+        "deploy/providers/vllm/rbac.yaml",
+        "airunway-provider-vllm",
+    )
+    .await;
+    let provider = stack::start_provider(
+        &env,
+        "airunway-provider-vllm",
+        &identity,
+        &["--heartbeat-interval=1s", "--finalizer-timeout=30s"],
+        "vllm-0",
+    )
+    .await;
+    let ipcs: Api<InferenceProviderConfig> = Api::all(env.client.clone());
+    wait_for(&ipcs, "vllm", WAIT, "ready", |i| {
+        i.status.as_ref().and_then(|s| s.ready) == Some(true)
+    })
+    .await;
+    let api: Api<ModelDeployment> = Api::namespaced(env.client.clone(), &env.namespace);
+    let deployments: Api<Deployment> = Api::namespaced(env.client.clone(), &env.namespace);
+    let on_vllm = |image: &str| {
+        json!({"model": {"id": "Qwen/Qwen3-0.6B"}, "engine": {"type": "vllm", "image": image},
+               "resources": {"gpu": {"count": 1}}, "provider": {"name": "vllm"}})
+    };
+    let closed = free_port();
+    let sha512 = format!(
+        "127.0.0.1:{closed}/vllm/vllm-openai@sha512:{}",
+        "0123456789abcdef".repeat(8)
+    );
+    let ipv6 = format!("[::1]:{closed}/vllm/vllm-openai:v1");
+    let dot_tag = format!("127.0.0.1:{closed}/vllm/vllm-openai:.v1");
+    let short_digest = format!("vllm/vllm-openai@sha256:{}", "ab".repeat(20));
+
+    // What the core's validation and the provider's parser say, in process: the same.
+    for (image, valid) in [
+        (&sha512, true),
+        (&ipv6, true),
+        (&dot_tag, false),
+        (&short_digest, false),
+    ] {
+        let md: ModelDeployment = serde_json::from_value(deployment("x", on_vllm(image))).unwrap();
+        assert_eq!(
+            airunway_core::validation::validate(&md).is_empty(),
+            valid,
+            "{image}"
+        );
+        assert_eq!(
+            airunway_provider_vllm::image::parse(image).is_ok(),
+            valid,
+            "{image}"
+        );
+    }
+
+    // Admitted, handed to the provider, rendered with the reference as written.
+    for (name, image) in [("sha512", &sha512), ("ipv6", &ipv6)] {
+        let (code, _, body) = create_raw(
+            &env.client,
+            &env.namespace,
+            &deployment(name, on_vllm(image)),
+        )
+        .await;
+        assert_eq!(code, 201, "{image}: {body}");
+    }
+    for (name, image) in [("sha512", &sha512), ("ipv6", &ipv6)] {
+        let selector = format!("{}={name}", labels::DEPLOYMENT);
+        let rendered = eventually("the vLLM provider's Deployment", WAIT, || async {
+            let found = deployments
+                .list(&ListParams::default().labels(&selector))
+                .await
+                .map_err(|e| e.to_string())?;
+            found.items.into_iter().next().ok_or("none yet".to_string())
+        })
+        .await;
+        let container = &rendered.spec.unwrap().template.spec.unwrap().containers[0];
+        assert_eq!(container.image.as_deref(), Some(image.as_str()), "{name}");
+        let md = wait_for(&api, name, WAIT, "the image condition", |md| {
+            md.condition(condition_types::IMAGE_RESOLVED).is_some()
+        })
+        .await;
+        let resolved = md.condition(condition_types::IMAGE_RESOLVED).unwrap();
+        let status = md.status.clone().unwrap().image.unwrap();
+        if name == "sha512" {
+            // Pinned: no registry asked, the digest taken as written.
+            assert_eq!(resolved.status, ConditionStatus::True, "{resolved:?}");
+            assert_eq!(status.resolved.as_deref(), Some(sha512.as_str()));
+        } else {
+            // Parsed (the registry is closed): run as written.
+            assert_eq!(resolved.status, ConditionStatus::False, "{resolved:?}");
+            let message = resolved.message.clone().unwrap_or_default();
+            assert!(
+                message.contains("Continuing with the user-specified image reference")
+                    && !message.contains("is not valid"),
+                "{message}"
+            );
+            assert_eq!(
+                (status.repository.as_deref(), status.tag.as_deref()),
+                (
+                    Some(format!("[::1]:{closed}/vllm/vllm-openai").as_str()),
+                    Some("v1")
+                )
+            );
+        }
+        assert_ne!(md.phase(), Some(Phase::Failed), "{name}");
+    }
+
+    // Refused at admission with the field and the fix.
+    let mut expected = Vec::new();
+    for (name, image, why) in [
+        ("dot-tag", &dot_tag, "not starting with '.' or '-'"),
+        ("short-digest", &short_digest, "sha256:<64>"),
+    ] {
+        let (message, fields) = rejection(&api, deployment(name, on_vllm(image))).await;
+        assert!(
+            message.contains(&format!(
+                "spec.engine.image: \"{image}\" is not a valid image reference"
+            )) && message.contains(why)
+                && message.contains("write [registry[:port]/]path[:tag][@digest]"),
+            "{message}"
+        );
+        assert!(
+            fields.iter().any(|f| f == "spec.engine.image"),
+            "{fields:?}"
+        );
+        expected.push((name, image, why));
+    }
+
+    // Written while the webhook is away: the core keeps them Pending with the same words, and
+    // the provider is never given them.
+    remove_webhooks(&env.client).await;
+    for (name, image, why) in expected {
+        let md: ModelDeployment = serde_json::from_value(deployment(name, on_vllm(image))).unwrap();
+        eventually("the webhook configuration to be gone", WAIT, || async {
+            match api.create(&PostParams::default(), &md).await {
+                Ok(_) => Ok(()),
+                Err(e) => Err(e.to_string()),
+            }
+        })
+        .await;
+        let stored = wait_for(&api, name, WAIT, "Pending with the image message", |md| {
+            md.status
+                .as_ref()
+                .and_then(|s| s.message.as_deref())
+                .is_some_and(|m| m.contains("is not a valid image reference") && m.contains(why))
+        })
+        .await;
+        assert_eq!(stored.phase(), Some(Phase::Pending), "{name}");
+        let selector = format!("{}={name}", labels::DEPLOYMENT);
+        let rendered = deployments
+            .list(&ListParams::default().labels(&selector))
+            .await
+            .unwrap();
+        assert!(rendered.items.is_empty(), "{name} was rendered");
+    }
+
+    api.delete_collection(&DeleteParams::default(), &Default::default())
+        .await
+        .unwrap();
+    for name in ["sha512", "ipv6", "dot-tag", "short-digest"] {
+        airunway_e2e::wait::wait_deleted(&api, name, WAIT).await;
+    }
+    provider.process.terminate(Duration::from_secs(10));
+    core.terminate(Duration::from_secs(10));
+    delete_all(&env.client).await;
+}

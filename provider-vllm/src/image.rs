@@ -12,7 +12,7 @@ pub const DEFAULT_IMAGE: &str = "vllm/vllm-openai:cu130-nightly";
 pub const PROJECT_REPOSITORY: &str = "vllm/vllm-openai";
 
 /// Docker Hub, the registry of references that name none.
-pub const DOCKER_HUB: &str = "docker.io";
+pub use airunway_api::image_reference::DOCKER_HUB;
 
 /// Where a requested image comes from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -54,79 +54,18 @@ pub struct ImageRef {
     pub digest: Option<String>,
 }
 
-/// Longest reference accepted (the API server's limit on a container image is larger, but a
-/// registry's is not).
-pub const MAX_REFERENCE_LEN: usize = 4096;
-
-fn valid_component(c: &str) -> bool {
-    !c.is_empty()
-        && c.chars()
-            .all(|ch| ch.is_ascii_lowercase() || ch.is_ascii_digit() || "._-".contains(ch))
-}
-
-/// Parses `reference` (`[registry/]path[:tag][@digest]`); the error names what is wrong.
+/// Parses `reference` with the grammar every AI Runway binary shares
+/// ([`airunway_api::image_reference`], that of container runtimes); the error names what is
+/// wrong.
 pub fn parse(reference: &str) -> Result<ImageRef, String> {
-    if reference.is_empty() || reference.len() > MAX_REFERENCE_LEN {
-        return Err(format!(
-            "image reference must have 1 to {MAX_REFERENCE_LEN} characters"
-        ));
-    }
-    let (name_tag, digest) = match reference.split_once('@') {
-        Some((n, d)) => {
-            let hex = d.strip_prefix("sha256:").unwrap_or_default();
-            if hex.len() != 64 || !hex.chars().all(|c| c.is_ascii_hexdigit()) {
-                return Err(format!(
-                    "image reference {reference:?} has an invalid digest (want sha256:<64 hex>)"
-                ));
-            }
-            (n, Some(d.to_string()))
-        }
-        None => (reference, None),
-    };
-    let last_slash = name_tag.rfind('/').map_or(0, |i| i + 1);
-    let (repository, tag) = match name_tag[last_slash..].rfind(':') {
-        Some(i) => (
-            &name_tag[..last_slash + i],
-            Some(name_tag[last_slash + i + 1..].to_string()),
-        ),
-        None => (name_tag, None),
-    };
-    if let Some(tag) = &tag
-        && (tag.is_empty()
-            || tag.len() > 128
-            || !tag
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || "._-".contains(c)))
-    {
-        return Err(format!("image reference {reference:?} has an invalid tag"));
-    }
-    let mut parts: Vec<&str> = repository.split('/').collect();
-    let registry = match parts.first() {
-        Some(first)
-            if parts.len() > 1
-                && (first.contains('.') || first.contains(':') || *first == "localhost") =>
-        {
-            let host = first.to_string();
-            parts.remove(0);
-            host
-        }
-        _ => DOCKER_HUB.to_string(),
-    };
-    if parts.is_empty() || !parts.iter().all(|c| valid_component(c)) {
-        return Err(format!(
-            "image reference {reference:?} has an invalid repository (lower-case letters, digits, '.', '_', '-' between '/')"
-        ));
-    }
-    let mut path = parts.join("/");
-    if registry == DOCKER_HUB && parts.len() == 1 {
-        path = format!("library/{path}");
-    }
+    let parsed = airunway_api::image_reference::parse(reference)
+        .map_err(|e| format!("image reference {reference:?} is not valid: {e}"))?;
     Ok(ImageRef {
-        registry,
-        path,
-        repository: repository.to_string(),
-        tag,
-        digest,
+        registry: parsed.domain,
+        path: parsed.path,
+        repository: parsed.name,
+        tag: parsed.tag,
+        digest: parsed.digest,
     })
 }
 
@@ -212,10 +151,26 @@ mod tests {
         let pinned = parse(&format!("ghcr.io/x/y:v2@{digest}")).unwrap();
         assert_eq!(pinned.digest.as_deref(), Some(digest.as_str()));
         assert_eq!(pinned.tag.as_deref(), Some("v2"));
-        for bad in ["", "UPPER/case", "x@sha256:zz", "x:", "a//b", "x:bad tag"] {
+        for bad in [
+            "",
+            "upper/Case",
+            "x@sha256:zz",
+            "x:",
+            "a//b",
+            "x:bad tag",
+            "x:.dot",
+        ] {
             assert!(parse(bad).is_err(), "{bad}");
         }
-        assert!(parse(&"a".repeat(MAX_REFERENCE_LEN + 1)).is_err());
+        assert!(parse(&"a".repeat(256)).is_err());
+        let other = format!("x@sha512:{}", "b".repeat(128));
+        assert_eq!(parse(&other).unwrap().digest.as_deref(), Some(&other[2..]));
+        assert_eq!(parse("[::1]:5000/a:v1").unwrap().registry, "[::1]:5000");
+        assert!(
+            parse("x:.dot")
+                .unwrap_err()
+                .contains("not starting with '.'")
+        );
     }
 
     #[test]
@@ -244,7 +199,6 @@ mod tests {
             ),
             ImageSource::Nightly
         );
-        {}
         assert_eq!(ImageSource::Nightly.as_str(), "nightly");
     }
 }
