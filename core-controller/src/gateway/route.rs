@@ -260,14 +260,26 @@ pub enum Next {
     Act(RoutePlan),
 }
 
-/// An unanswered read stops the plan: `need!(observed, read)` is the answer or returns
-/// [`Next::Read`].
+/// Why a step of the plan stops early: a read it needs first, or the status it ends with
+/// (after the steps decided so far).
+enum Stop {
+    Read(Read),
+    Status(Box<DesiredGateway>),
+}
+
+/// `GatewayReady=False` with `reason` and `message`, and nothing after it.
+fn stop(reason: &str, message: String) -> Stop {
+    Stop::Status(Box::new(DesiredGateway::condition(false, reason, message)))
+}
+
+/// An unanswered read stops the plan: `need!(observed, read)` is the answer, or returns
+/// `Err(Stop::Read(read))`.
 macro_rules! need {
     ($observed:expr, $read:expr) => {{
         let read = $read;
         match $observed.answers.get(&read) {
             Some(answer) => answer.clone(),
-            None => return Next::Read(read),
+            None => return Err(Stop::Read(read)),
         }
     }};
 }
@@ -328,14 +340,34 @@ fn event(warning: bool, reason: &'static str, action: &'static str, note: String
     })
 }
 
+/// The deployment being routed: who owns the objects and their names.
+struct Target {
+    namespace: String,
+    owner: Owner,
+    names: Names,
+}
+
+impl Target {
+    fn of(md: &ModelDeployment) -> Target {
+        let name = md.name_any();
+        let namespace = md.namespace().unwrap_or_default();
+        Target {
+            names: Names::of(&name),
+            owner: Owner {
+                name,
+                namespace: namespace.clone(),
+                uid: md.uid().unwrap_or_default(),
+            },
+            namespace,
+        }
+    }
+}
+
 /// Decides everything routing `observed.md` takes (see the module docs), or the read it
 /// needs first.
 pub fn plan(observed: &Observed<'_>) -> Next {
     let md = observed.md;
-    let capability = observed.capability;
-    let namespace = md.namespace().unwrap_or_default();
-    let name = md.name_any();
-
+    let target = Target::of(md);
     // 1. The Gateway.
     let gateway = match select_gateway(observed.config.gateway.as_ref(), &observed.gateways) {
         Ok(gateway) => gateway,
@@ -350,11 +382,44 @@ pub fn plan(observed: &Observed<'_>) -> Next {
             });
         }
     };
-
     // 2. The model name.
-    let ignores_served_name = capability.and_then(|c| c.ignores_served_name) == Some(true);
+    let model_name = match model_name(observed, &target) {
+        Ok(model_name) => model_name,
+        Err(Stop::Read(read)) => return Next::Read(read),
+        Err(Stop::Status(status)) => return Next::Act(RoutePlan::status(*status)),
+    };
+    // 3. The namespace's allowance on the Gateway's listeners.
+    let allow = (observed.config.patch_allowed_routes
+        && !allowed::is_allowed(
+            &gateway.listeners,
+            &gateway.reference.namespace,
+            &target.namespace,
+        ))
+    .then(|| gateway.reference.clone());
+    // 4. and 5. The pool and the route, with the steps they take.
+    let mut steps = Vec::new();
+    let report = pool(observed, &target, &mut steps)
+        .and_then(|pool| route(observed, &target, gateway, &model_name, &pool, &mut steps));
+    let report = match report {
+        Ok(report) => report,
+        Err(Stop::Read(read)) => return Next::Read(read),
+        Err(Stop::Status(status)) => Report::Fixed(*status),
+    };
+    Next::Act(RoutePlan {
+        clean: false,
+        allow,
+        steps,
+        report,
+    })
+}
+
+/// The routed model name ([`model::resolve`]), asking the server only when the spec names
+/// none and this generation has not asked yet.
+fn model_name(observed: &Observed<'_>, target: &Target) -> Result<String, Stop> {
+    let md = observed.md;
+    let ignores_served_name = observed.capability.and_then(|c| c.ignores_served_name) == Some(true);
     let discovered = if model::needs_discovery(&md.spec, ignores_served_name) {
-        match (known_model(md), models_url(md, &namespace)) {
+        match (known_model(md), models_url(md, &target.namespace)) {
             (Some(known), _) => Some(known),
             (None, Some(url)) => match need!(observed, Read::ServedModel { url }) {
                 Answer::Model(model) => model,
@@ -365,51 +430,24 @@ pub fn plan(observed: &Observed<'_>) -> Next {
     } else {
         None
     };
-    let model_name = match model::resolve(&md.spec, ignores_served_name, discovered.as_deref()) {
-        Ok((model_name, _)) => model_name,
-        Err(message) => {
-            return Next::Act(RoutePlan::status(DesiredGateway::condition(
-                false,
-                reasons::NO_MODEL_NAME,
-                message,
-            )));
-        }
-    };
+    model::resolve(&md.spec, ignores_served_name, discovered.as_deref())
+        .map(|(model_name, _)| model_name)
+        .map_err(|message| stop(reasons::NO_MODEL_NAME, message))
+}
 
-    // 3. The namespace's allowance on the Gateway's listeners.
-    let allow = (observed.config.patch_allowed_routes
-        && !allowed::is_allowed(&gateway.listeners, &gateway.reference.namespace, &namespace))
-    .then(|| gateway.reference.clone());
-    let act = |steps: Vec<Step>, report: Report| {
-        Next::Act(RoutePlan {
-            clean: false,
-            allow: allow.clone(),
-            steps,
-            report,
-        })
-    };
-    let fixed = |steps: Vec<Step>, reason: &str, message: String| {
-        act(
-            steps,
-            Report::Fixed(DesiredGateway::condition(false, reason, message)),
-        )
-    };
-
-    let owner = Owner {
-        name: name.clone(),
-        namespace: namespace.clone(),
-        uid: md.uid().unwrap_or_default(),
-    };
-    let names = Names::of(&name);
-    let mut steps = Vec::new();
-
-    // 4. The pool: the provider's, or ours with its endpoint picker.
-    let pool = if capability.and_then(|c| c.manages_inference_pool) == Some(true) {
+/// The pool the route points at: the provider's (it must exist, in the deployment's
+/// namespace), or ours, whose endpoint picker stack and pool are applied when the pool's
+/// inputs hash differs or the picker Deployment is gone.
+fn pool(observed: &Observed<'_>, target: &Target, steps: &mut Vec<Step>) -> Result<PoolRef, Stop> {
+    let md = observed.md;
+    let capability = observed.capability;
+    let (namespace, names, owner) = (&target.namespace, &target.names, &target.owner);
+    if capability.and_then(|c| c.manages_inference_pool) == Some(true) {
         let (pool_namespace, pool_name) = names::provider_pool(
             capability.and_then(|c| c.inference_pool_name_pattern.as_deref()),
             capability.and_then(|c| c.inference_pool_namespace.as_deref()),
-            &name,
-            &namespace,
+            &owner.name,
+            namespace,
         );
         let found = need!(
             observed,
@@ -422,170 +460,171 @@ pub fn plan(observed: &Observed<'_>) -> Next {
         );
         if existing(found).is_none() {
             let provider = md.selected_provider().unwrap_or("the provider");
-            return fixed(
-                steps,
+            return Err(stop(
                 reasons::POOL_NOT_FOUND,
                 format!(
                     "waiting for {provider} to create InferencePool {pool_namespace}/{pool_name} (it manages the pool and endpoint picker of this engine)"
                 ),
-            );
+            ));
         }
-        if pool_namespace != namespace {
-            return fixed(
-                steps,
+        if &pool_namespace != namespace {
+            return Err(stop(
                 reasons::POOL_FAILED,
                 format!(
                     "InferencePool {pool_namespace}/{pool_name} is in another namespace than the deployment; routes to pools in other namespaces (ReferenceGrant) are not supported yet"
                 ),
-            );
-        }
-        PoolRef {
-            namespace: pool_namespace,
-            name: pool_name,
-        }
-    } else {
-        let picker = capability.and_then(|c| c.endpoint_picker.as_ref());
-        let image = picker
-            .and_then(|p| p.image.clone())
-            .filter(|i| !i.is_empty())
-            .unwrap_or_else(|| observed.config.epp_image.clone());
-        let config = picker
-            .and_then(|p| p.config_data.clone())
-            .filter(|c| !c.is_empty())
-            .unwrap_or_else(|| render::DEFAULT_EPP_CONFIG.to_string());
-        let endpoint = md.status.as_ref().and_then(|s| s.endpoint.as_ref());
-        let service_name = endpoint.and_then(|e| e.service.clone()).unwrap_or_default();
-        let service_port = endpoint.and_then(|e| e.port);
-        let provider_selector = capability
-            .and_then(|c| c.pool_selector.as_ref())
-            .filter(|labels| !labels.is_empty());
-        let selector = render::pool_selector(provider_selector, &owner.name);
-        let mut inputs = vec![
-            owner.uid.clone(),
-            service_name.clone(),
-            service_port.map(|p| p.to_string()).unwrap_or_default(),
-            image.clone(),
-            config.clone(),
-        ];
-        // Only a provider's selector is an input (the default one leaves the hashes of
-        // existing pools as they were).
-        if provider_selector.is_some() {
-            inputs.extend(selector.iter().map(|(key, value)| format!("{key}={value}")));
-        }
-        let hash = render::inputs_hash(&inputs.iter().map(String::as_str).collect::<Vec<_>>());
-        let live_pool = existing(need!(
-            observed,
-            Read::object(Kind::InferencePool, Lookup::Cache, &namespace, &names.pool)
-        ));
-        let current = inputs_hash(live_pool.as_ref()) == Some(hash.as_str())
-            && existing(need!(
-                observed,
-                Read::object(
-                    Kind::PickerDeployment,
-                    Lookup::Cache,
-                    &namespace,
-                    &names.epp
-                )
-            ))
-            .is_some();
-        if !current {
-            let service = if service_name.is_empty() {
-                None
-            } else {
-                existing(need!(
-                    observed,
-                    Read::object(Kind::Service, Lookup::Server, &namespace, &service_name)
-                ))
-            };
-            let port = render::target_port(service.as_ref(), service_port);
-            for object in render::endpoint_picker(&owner, &names, &image, &config) {
-                steps.push(Step::Apply {
-                    object,
-                    failure: reasons::EPP_FAILED,
-                });
-            }
-            // The pool last: its hash says the whole stack is applied.
-            steps.push(Step::Apply {
-                object: render::pool(&owner, &names, &selector, port, &hash),
-                failure: reasons::POOL_FAILED,
-            });
-            steps.push(event(
-                false,
-                event_reasons::GATEWAY_RESOURCES_APPLIED,
-                event_actions::APPLY_INFERENCE_POOL,
-                format!(
-                    "InferencePool {namespace}/{} and endpoint picker {} applied (target port {port}, image {image})",
-                    names.pool, names.epp
-                ),
             ));
         }
-        PoolRef {
-            namespace: namespace.clone(),
-            name: names.pool.clone(),
+        return Ok(PoolRef {
+            namespace: pool_namespace,
+            name: pool_name,
+        });
+    }
+    let picker = capability.and_then(|c| c.endpoint_picker.as_ref());
+    let image = picker
+        .and_then(|p| p.image.clone())
+        .filter(|i| !i.is_empty())
+        .unwrap_or_else(|| observed.config.epp_image.clone());
+    let config = picker
+        .and_then(|p| p.config_data.clone())
+        .filter(|c| !c.is_empty())
+        .unwrap_or_else(|| render::DEFAULT_EPP_CONFIG.to_string());
+    let endpoint = md.status.as_ref().and_then(|s| s.endpoint.as_ref());
+    let service_name = endpoint.and_then(|e| e.service.clone()).unwrap_or_default();
+    let service_port = endpoint.and_then(|e| e.port);
+    let provider_selector = capability
+        .and_then(|c| c.pool_selector.as_ref())
+        .filter(|labels| !labels.is_empty());
+    let selector = render::pool_selector(provider_selector, &owner.name);
+    let mut inputs = vec![
+        owner.uid.clone(),
+        service_name.clone(),
+        service_port.map(|p| p.to_string()).unwrap_or_default(),
+        image.clone(),
+        config.clone(),
+    ];
+    // Only a provider's selector is an input (the default one leaves the hashes of existing
+    // pools as they were).
+    if provider_selector.is_some() {
+        inputs.extend(selector.iter().map(|(key, value)| format!("{key}={value}")));
+    }
+    let hash = render::inputs_hash(&inputs.iter().map(String::as_str).collect::<Vec<_>>());
+    let ours = PoolRef {
+        namespace: namespace.clone(),
+        name: names.pool.clone(),
+    };
+    let live_pool = existing(need!(
+        observed,
+        Read::object(Kind::InferencePool, Lookup::Cache, namespace, &names.pool)
+    ));
+    if inputs_hash(live_pool.as_ref()) == Some(hash.as_str()) {
+        let picker = need!(
+            observed,
+            Read::object(Kind::PickerDeployment, Lookup::Cache, namespace, &names.epp)
+        );
+        if existing(picker).is_some() {
+            return Ok(ours);
         }
+    }
+    let service = if service_name.is_empty() {
+        None
+    } else {
+        existing(need!(
+            observed,
+            Read::object(Kind::Service, Lookup::Server, namespace, &service_name)
+        ))
     };
+    let port = render::target_port(service.as_ref(), service_port);
+    for object in render::endpoint_picker(owner, names, &image, &config) {
+        steps.push(Step::Apply {
+            object,
+            failure: reasons::EPP_FAILED,
+        });
+    }
+    // The pool last: its hash says the whole stack is applied.
+    steps.push(Step::Apply {
+        object: render::pool(owner, names, &selector, port, &hash),
+        failure: reasons::POOL_FAILED,
+    });
+    steps.push(event(
+        false,
+        event_reasons::GATEWAY_RESOURCES_APPLIED,
+        event_actions::APPLY_INFERENCE_POOL,
+        format!(
+            "InferencePool {namespace}/{} and endpoint picker {} applied (target port {port}, image {image})",
+            names.pool, names.epp
+        ),
+    ));
+    Ok(ours)
+}
 
-    // 5. The route: the user's own, or ours.
-    let fields = GatewayFields {
-        endpoint: gateway.endpoint(),
-        model_name: model_name.clone(),
-        gateway_namespace: gateway.reference.namespace.clone(),
-    };
+/// The route: the user's (`spec.gateway.httpRouteRef`, which must exist), or ours, applied
+/// when its inputs hash differs and left deleted when the user deleted it.
+fn route(
+    observed: &Observed<'_>,
+    target: &Target,
+    gateway: &GatewayView,
+    model_name: &str,
+    pool: &PoolRef,
+    steps: &mut Vec<Step>,
+) -> Result<Report, Stop> {
+    let md = observed.md;
+    let (namespace, names, owner) = (&target.namespace, &target.names, &target.owner);
     let report = |route: RouteSource, what: String| Report::Route {
         route,
         gateway: gateway.reference.clone(),
         what,
-        fields: fields.clone(),
+        fields: GatewayFields {
+            endpoint: gateway.endpoint(),
+            model_name: model_name.to_string(),
+            gateway_namespace: gateway.reference.namespace.clone(),
+        },
     };
-    let byo = md
+    if let Some(route_name) = md
         .spec
         .gateway
         .as_ref()
-        .and_then(|g| g.http_route_ref.as_ref());
-    if let Some(route_name) = byo {
+        .and_then(|g| g.http_route_ref.as_ref())
+    {
         return match need!(
             observed,
-            Read::object(Kind::HttpRoute, Lookup::Server, &namespace, route_name)
+            Read::object(Kind::HttpRoute, Lookup::Server, namespace, route_name)
         ) {
-            Answer::Object(Some(route)) => act(
-                steps,
-                report(
-                    RouteSource::Live(route),
-                    format!(
-                        "InferencePool {}/{} exists; HTTPRoute {namespace}/{route_name} is the user's (spec.gateway.httpRouteRef)",
-                        pool.namespace, pool.name
-                    ),
+            Answer::Object(Some(route)) => Ok(report(
+                RouteSource::Live(route),
+                format!(
+                    "InferencePool {}/{} exists; HTTPRoute {namespace}/{route_name} is the user's (spec.gateway.httpRouteRef)",
+                    pool.namespace, pool.name
                 ),
-            ),
-            Answer::Object(None) | Answer::Model(_) => fixed(
-                steps,
+            )),
+            Answer::Object(None) | Answer::Model(_) => Err(stop(
                 reasons::ROUTE_NOT_FOUND,
                 format!(
                     "spec.gateway.httpRouteRef names HTTPRoute {namespace}/{route_name}, which does not exist; create it (backend InferencePool {}/{}) or remove httpRouteRef",
                     pool.namespace, pool.name
                 ),
-            ),
-            Answer::Failed(error) => fixed(steps, reasons::ROUTE_FAILED, error),
+            )),
+            Answer::Failed(error) => Err(stop(reasons::ROUTE_FAILED, error)),
         };
     }
     let hash = render::inputs_hash(&[
         &gateway.reference.to_string(),
         &pool.namespace,
         &pool.name,
-        &model_name,
+        model_name,
     ]);
     let live = match need!(
         observed,
         Read::object(
             Kind::HttpRoute,
             Lookup::CacheThenServer,
-            &namespace,
+            namespace,
             &names.route
         )
     ) {
         Answer::Object(live) => live,
         Answer::Model(_) => None,
-        Answer::Failed(error) => return fixed(steps, reasons::ROUTE_FAILED, error),
+        Answer::Failed(error) => return Err(stop(reasons::ROUTE_FAILED, error)),
     };
     if plan::route_deleted(md, live.is_some()) {
         // Told once: the condition remembers it.
@@ -605,46 +644,37 @@ pub fn plan(observed: &Observed<'_>) -> Next {
                 ),
             ));
         }
-        return fixed(
-            steps,
+        return Err(stop(
             reasons::ROUTE_DELETED,
             format!(
                 "HTTPRoute {namespace}/{} was deleted by someone else and is not recreated for this spec; change the spec (for example spec.gateway.enabled false, then true) to create it again, or name your own route in spec.gateway.httpRouteRef",
                 names.route
             ),
-        );
+        ));
     }
     let what = format!(
         "InferencePool {}/{} and HTTPRoute {namespace}/{} exist",
         pool.namespace, pool.name, names.route
     );
-    let source = match live {
-        Some(route) if inputs_hash(Some(&route)) == Some(hash.as_str()) => RouteSource::Live(route),
-        _ => {
-            steps.push(Step::Apply {
-                object: render::route(
-                    &owner,
-                    &names,
-                    &gateway.reference,
-                    &pool,
-                    &model_name,
-                    &hash,
-                ),
-                failure: reasons::ROUTE_FAILED,
-            });
-            steps.push(event(
-                false,
-                event_reasons::GATEWAY_RESOURCES_APPLIED,
-                event_actions::APPLY_HTTP_ROUTE,
-                format!(
-                    "HTTPRoute {namespace}/{} routes model {model_name:?} through Gateway {}",
-                    names.route, gateway.reference
-                ),
-            ));
-            RouteSource::Applied
-        }
-    };
-    act(steps, report(source, what))
+    if let Some(route) = live
+        && inputs_hash(Some(&route)) == Some(hash.as_str())
+    {
+        return Ok(report(RouteSource::Live(route), what));
+    }
+    steps.push(Step::Apply {
+        object: render::route(owner, names, &gateway.reference, pool, model_name, &hash),
+        failure: reasons::ROUTE_FAILED,
+    });
+    steps.push(event(
+        false,
+        event_reasons::GATEWAY_RESOURCES_APPLIED,
+        event_actions::APPLY_HTTP_ROUTE,
+        format!(
+            "HTTPRoute {namespace}/{} routes model {model_name:?} through Gateway {}",
+            names.route, gateway.reference
+        ),
+    ));
+    Ok(report(RouteSource::Applied, what))
 }
 
 #[cfg(test)]
