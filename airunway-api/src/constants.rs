@@ -31,6 +31,10 @@ pub mod labels {
     pub const MANAGED_BY_VALUE: &str = "airunway";
     /// Set on upstream objects: the name of the owning ModelDeployment.
     pub const DEPLOYMENT: &str = "airunway.ai/deployment";
+    /// On the model server pods a provider creates: the name of the owning ModelDeployment.
+    /// The core's InferencePool selects on it (docs/gateway.md), so every provider whose
+    /// pods the gateway routes to writes it on its pod template.
+    pub const MODEL_DEPLOYMENT: &str = "airunway.ai/model-deployment";
 }
 
 /// Server-side apply field managers.
@@ -200,10 +204,54 @@ pub mod reasons {
     pub const PROBE_FAILED: &str = "ProbeFailed";
     /// IPC Available=False: the provider reports `ready: false`.
     pub const NOT_READY: &str = "NotReady";
+    /// IPC UpstreamAvailable=False: no Deployment of the upstream operator exists.
+    pub const UPSTREAM_CONTROLLER_MISSING: &str = "UpstreamControllerMissing";
+    /// IPC UpstreamAvailable=False: the upstream operator's Deployment has no ready replica.
+    pub const UPSTREAM_CONTROLLER_NOT_READY: &str = "UpstreamControllerNotReady";
+    /// A provider's not-ready heartbeat: one of its watches keeps failing.
+    pub const WATCH_FAILING: &str = "WatchFailing";
+    /// A provider's not-ready heartbeat: its reconcile queue does not drain.
+    pub const QUEUE_STALLED: &str = "QueueStalled";
     /// IPC SelectionRulesValid=True.
     pub const RULES_EVALUATED: &str = "RulesEvaluated";
     /// IPC SelectionRulesValid=False.
     pub const RULE_RUNTIME_ERROR: &str = "RuleRuntimeError";
+
+    /// `GatewayReady` reasons (the core's gateway integration, docs/gateway.md).
+    pub mod gateway {
+        /// True: pool and route exist and the Gateway accepted the route.
+        pub const CONFIGURED: &str = "GatewayConfigured";
+        /// False: the inference extension or Gateway API CRDs are not served (only when
+        /// `spec.gateway.enabled: true`).
+        pub const CRDS_NOT_AVAILABLE: &str = "CRDsNotAvailable";
+        /// False: no Gateway, or several and none chosen.
+        pub const NO_GATEWAY: &str = "NoGateway";
+        /// False: `spec.gateway.enabled: false`.
+        pub const DISABLED: &str = "GatewayDisabled";
+        /// False: the deployment is not `Running`; nothing routes to it.
+        pub const NOT_RUNNING: &str = "DeploymentNotRunning";
+        /// False: the route exists; its Gateway has not reported on it yet.
+        pub const ROUTE_PENDING: &str = "RoutePending";
+        /// False: the user deleted the route AI Runway created; it is not recreated.
+        pub const ROUTE_DELETED: &str = "HTTPRouteDeleted";
+        /// False: `spec.gateway.httpRouteRef` names a route that does not exist.
+        pub const ROUTE_NOT_FOUND: &str = "HTTPRouteNotFound";
+        /// False: the provider manages the pool and has not created it yet.
+        pub const POOL_NOT_FOUND: &str = "InferencePoolNotFound";
+        /// False: no model name could be resolved.
+        pub const NO_MODEL_NAME: &str = "ModelNameUnknown";
+        /// False: the API server refused the pool.
+        pub const POOL_FAILED: &str = "InferencePoolFailed";
+        /// False: the API server refused an endpoint picker object.
+        pub const EPP_FAILED: &str = "EPPFailed";
+        /// False: the API server refused the route.
+        pub const ROUTE_FAILED: &str = "HTTPRouteFailed";
+        /// False: the Gateway's listeners could not be changed.
+        pub const GATEWAY_PATCH_FAILED: &str = "GatewayPatchFailed";
+
+        /// Reasons under which no gateway object of the deployment exists.
+        pub const CLEAN: [&str; 4] = [DISABLED, NOT_RUNNING, CRDS_NOT_AVAILABLE, NO_GATEWAY];
+    }
 }
 
 /// Event reasons (design doc §9).
@@ -238,6 +286,36 @@ pub mod event_reasons {
     pub const SETTING_IGNORED: &str = "SettingIgnored";
     /// Warning: a selection rule failed to evaluate.
     pub const SELECTION_RULE_ERROR: &str = "SelectionRuleError";
+    /// Normal: the core applied a deployment's InferencePool and endpoint picker, or its
+    /// HTTPRoute.
+    pub const GATEWAY_RESOURCES_APPLIED: &str = "GatewayResourcesApplied";
+    /// Normal: the core removed a deployment's gateway objects.
+    pub const GATEWAY_RESOURCES_REMOVED: &str = "GatewayResourcesRemoved";
+    /// Warning: someone deleted the HTTPRoute the core created; it is not recreated for this
+    /// spec.
+    pub const HTTP_ROUTE_DELETED: &str = "HTTPRouteDeleted";
+}
+
+/// Kubernetes `StatusCause` types the core's admission answers carry.
+pub mod cause_types {
+    /// A field's value is not allowed (Kubernetes' `metav1.CauseTypeFieldValueInvalid`).
+    pub const FIELD_VALUE_INVALID: &str = "FieldValueInvalid";
+}
+
+/// Event actions (the `action` of an `events.k8s.io/v1` Event: what the controller was doing).
+pub mod event_actions {
+    /// The core selected a provider.
+    pub const SELECT_PROVIDER: &str = "SelectProvider";
+    /// The core's provider health check.
+    pub const PROVIDER_HEALTH: &str = "ProviderHealth";
+    /// The core evaluated a provider's selection rules.
+    pub const EVALUATE_RULES: &str = "EvaluateRules";
+    /// The core's gateway integration applied an InferencePool and its endpoint picker.
+    pub const APPLY_INFERENCE_POOL: &str = "ApplyInferencePool";
+    /// The core's gateway integration applied (or found deleted) an HTTPRoute.
+    pub const APPLY_HTTP_ROUTE: &str = "ApplyHTTPRoute";
+    /// The core's gateway integration removed a deployment's gateway objects.
+    pub const CLEAN_GATEWAY: &str = "CleanGateway";
 }
 
 /// Keys refused anywhere in `provider.overrides` (by the core's admission and by providers

@@ -8,7 +8,9 @@ use std::time::{Duration, Instant};
 
 use airunway_api::apply_body;
 use airunway_api::conditions;
-use airunway_api::constants::{condition_types, event_reasons, field_managers, reasons};
+use airunway_api::constants::{
+    condition_types, event_actions, event_reasons, field_managers, reasons,
+};
 use airunway_api::runtime::EventPublisher;
 use airunway_api::v1alpha1::{ConditionStatus, InferenceProviderConfig, ModelDeployment};
 use futures::{Stream, StreamExt, stream};
@@ -224,7 +226,7 @@ async fn publish_events(
             .normal(
                 &reference,
                 event_reasons::PROVIDER_SELECTED,
-                "SelectProvider",
+                event_actions::SELECT_PROVIDER,
                 format!("Selected provider '{provider}': {reason}"),
             )
             .await;
@@ -274,7 +276,7 @@ async fn publish_events(
             .normal(
                 &reference,
                 event_reasons::PROVIDER_RECOVERED,
-                "ProviderHealth",
+                event_actions::PROVIDER_HEALTH,
                 condition.message.clone(),
             )
             .await;
@@ -350,7 +352,7 @@ async fn report_rule_errors(
                 .warning(
                     &md.object_ref(&()),
                     event_reasons::SELECTION_RULE_ERROR,
-                    "EvaluateRules",
+                    event_actions::EVALUATE_RULES,
                     message.clone(),
                 )
                 .await;

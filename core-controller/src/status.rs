@@ -152,134 +152,158 @@ pub fn unhealthy_message(
     }
 }
 
-/// Computes the core's desired status for `md` from `decision`.
-pub fn desired_status(md: &ModelDeployment, decision: &CoreDecision) -> DesiredCoreStatus {
-    let generation = md.metadata.generation;
-    let own = OwnedFields::of(&md.metadata, field_managers::CORE);
-    let others = OwnedFields::of_others(&md.metadata, field_managers::CORE);
-    let provider_took_phase = others.owns(&["status", "phase"]);
-    let mut conditions = Vec::new();
-    // Why the deployment is not handed over yet: stalled (a change is needed) or in progress.
-    let mut pending: Option<Progress> = None;
-    let stalled = |reason: &str, message: &str| Progress::Stalled {
-        reason: reason.to_string(),
-        message: message.to_string(),
-    };
-    let in_progress = |reason: &str, message: &str| Progress::InProgress {
-        reason: reason.to_string(),
-        message: message.to_string(),
-    };
+/// A condition the core writes and, when it holds the deployment back, why (the first
+/// condition that holds it back gives the phase's message and `Reconciling`/`Stalled`).
+struct Verdict {
+    condition: DesiredCondition,
+    holds: Option<Progress>,
+}
 
-    // Validated
-    if decision.validation_errors.is_empty() {
-        conditions.push(DesiredCondition::new(
-            condition_types::VALIDATED,
-            true,
-            reasons::VALIDATION_PASSED,
-            "Schema validation passed",
-        ));
-    } else {
-        let message = validation::describe(&decision.validation_errors);
-        conditions.push(DesiredCondition::new(
-            condition_types::VALIDATED,
-            false,
-            reasons::VALIDATION_FAILED,
-            message.clone(),
-        ));
-        pending = Some(stalled(reasons::VALIDATION_FAILED, &message));
+impl Verdict {
+    fn passes(type_: &str, reason: &str, message: impl Into<String>) -> Verdict {
+        Verdict {
+            condition: DesiredCondition::new(type_, true, reason, message),
+            holds: None,
+        }
     }
 
-    // EngineSelected and status.engine
-    let engine = match &decision.engine {
-        Some(EngineDecision::Explicit(e)) => {
-            conditions.push(DesiredCondition::new(
-                condition_types::ENGINE_SELECTED,
-                true,
+    /// False, holding nothing back by itself (it waits for another condition).
+    fn waits(type_: &str, reason: &str, message: impl Into<String>) -> Verdict {
+        Verdict {
+            condition: DesiredCondition::new(type_, false, reason, message),
+            holds: None,
+        }
+    }
+
+    /// False, and the deployment cannot go on without a change.
+    fn stalls(type_: &str, reason: &str, message: String) -> Verdict {
+        Verdict {
+            holds: Some(stalled(reason, &message)),
+            condition: DesiredCondition::new(type_, false, reason, message),
+        }
+    }
+
+    /// False, and the deployment goes on by itself once that changes.
+    fn in_progress(type_: &str, reason: &str, message: String) -> Verdict {
+        Verdict {
+            holds: Some(in_progress(reason, &message)),
+            condition: DesiredCondition::new(type_, false, reason, message),
+        }
+    }
+}
+
+fn stalled(reason: &str, message: &str) -> Progress {
+    Progress::Stalled {
+        reason: reason.to_string(),
+        message: message.to_string(),
+    }
+}
+
+fn in_progress(reason: &str, message: &str) -> Progress {
+    Progress::InProgress {
+        reason: reason.to_string(),
+        message: message.to_string(),
+    }
+}
+
+/// `Validated`.
+fn validated(decision: &CoreDecision) -> Verdict {
+    let t = condition_types::VALIDATED;
+    if decision.validation_errors.is_empty() {
+        Verdict::passes(t, reasons::VALIDATION_PASSED, "Schema validation passed")
+    } else {
+        let message = validation::describe(&decision.validation_errors);
+        Verdict::stalls(t, reasons::VALIDATION_FAILED, message)
+    }
+}
+
+/// `EngineSelected` and `status.engine` (type, selectedReason).
+fn engine_selected(decision: &CoreDecision) -> (Verdict, Option<(EngineType, String)>) {
+    let t = condition_types::ENGINE_SELECTED;
+    match &decision.engine {
+        Some(EngineDecision::Explicit(e)) => (
+            Verdict::passes(
+                t,
                 reasons::EXPLICIT_SELECTION,
                 "Engine explicitly specified in spec",
-            ));
-            Some((*e, EXPLICIT_ENGINE_REASON.to_string()))
-        }
-        Some(EngineDecision::Auto { engine, reason }) => {
-            conditions.push(DesiredCondition::new(
-                condition_types::ENGINE_SELECTED,
-                true,
+            ),
+            Some((*e, EXPLICIT_ENGINE_REASON.to_string())),
+        ),
+        Some(EngineDecision::Auto { engine, reason }) => (
+            Verdict::passes(
+                t,
                 reasons::AUTO_SELECTED,
                 format!("Engine {engine} auto-selected from provider capabilities"),
-            ));
-            Some((*engine, reason.clone()))
-        }
-        Some(EngineDecision::Unavailable { message }) => {
-            conditions.push(DesiredCondition::new(
-                condition_types::ENGINE_SELECTED,
-                false,
-                reasons::SELECTION_FAILED,
-                message.clone(),
-            ));
-            pending.get_or_insert_with(|| stalled(reasons::SELECTION_FAILED, message));
-            None
-        }
-        None => {
-            conditions.push(DesiredCondition::new(
-                condition_types::ENGINE_SELECTED,
-                false,
+            ),
+            Some((*engine, reason.clone())),
+        ),
+        Some(EngineDecision::Unavailable { message }) => (
+            Verdict::stalls(t, reasons::SELECTION_FAILED, message.clone()),
+            None,
+        ),
+        None => (
+            Verdict::waits(
+                t,
                 reasons::WAITING_FOR_VALIDATION,
                 "Waiting for the spec to pass validation",
-            ));
-            None
-        }
-    };
+            ),
+            None,
+        ),
+    }
+}
 
-    // ProviderSelected and status.provider
-    let current_provider = md.status.as_ref().and_then(|s| s.provider.as_ref());
-    let provider = match &decision.provider {
-        Some(ProviderDecision::Explicit { provider }) => {
-            conditions.push(DesiredCondition::new(
-                condition_types::PROVIDER_SELECTED,
-                true,
+/// `ProviderSelected` and `status.provider` (name, selectedReason); neither when another
+/// selector set the provider.
+fn provider_selected(
+    md: &ModelDeployment,
+    decision: &CoreDecision,
+) -> (Option<Verdict>, Option<(String, String)>) {
+    let t = condition_types::PROVIDER_SELECTED;
+    let auto_selected = |provider: &str| {
+        Verdict::passes(
+            t,
+            reasons::AUTO_SELECTED,
+            format!("Provider {provider} auto-selected"),
+        )
+    };
+    match &decision.provider {
+        Some(ProviderDecision::Explicit { provider }) => (
+            Some(Verdict::passes(
+                t,
                 reasons::EXPLICIT_SELECTION,
                 "Provider explicitly specified in spec",
-            ));
-            Some((provider.clone(), EXPLICIT_PROVIDER_REASON.to_string()))
-        }
+            )),
+            Some((provider.clone(), EXPLICIT_PROVIDER_REASON.to_string())),
+        ),
         Some(ProviderDecision::Selected {
             provider, reason, ..
-        }) => {
-            conditions.push(DesiredCondition::new(
-                condition_types::PROVIDER_SELECTED,
-                true,
-                reasons::AUTO_SELECTED,
-                format!("Provider {provider} auto-selected"),
-            ));
-            Some((provider.clone(), reason.clone()))
-        }
-        Some(ProviderDecision::Kept { provider }) if own.owns(&["status", "provider", "name"]) => {
-            let reason = current_provider
+        }) => (
+            Some(auto_selected(provider)),
+            Some((provider.clone(), reason.clone())),
+        ),
+        Some(ProviderDecision::Kept { provider })
+            if OwnedFields::of(&md.metadata, field_managers::CORE)
+                .owns(&["status", "provider", "name"]) =>
+        {
+            // The core's own earlier choice: kept with its reason and condition.
+            let reason = md
+                .status
+                .as_ref()
+                .and_then(|s| s.provider.as_ref())
                 .and_then(|p| p.selected_reason.clone())
                 .unwrap_or_default();
-            let previous = md
-                .condition(condition_types::PROVIDER_SELECTED)
-                .filter(|c| c.is_true());
-            conditions.push(match previous {
-                Some(c) => DesiredCondition::new(
-                    condition_types::PROVIDER_SELECTED,
-                    true,
-                    c.reason
-                        .clone()
-                        .unwrap_or_else(|| reasons::AUTO_SELECTED.into()),
+            let verdict = match md.condition(t).filter(|c| c.is_true()) {
+                Some(c) => Verdict::passes(
+                    t,
+                    c.reason.as_deref().unwrap_or(reasons::AUTO_SELECTED),
                     c.message.clone().unwrap_or_default(),
                 ),
-                None => DesiredCondition::new(
-                    condition_types::PROVIDER_SELECTED,
-                    true,
-                    reasons::AUTO_SELECTED,
-                    format!("Provider {provider} auto-selected"),
-                ),
-            });
-            Some((provider.clone(), reason))
+                None => auto_selected(provider),
+            };
+            (Some(verdict), Some((provider.clone(), reason)))
         }
         // Set by a custom selector: not ours to write.
-        Some(ProviderDecision::Kept { .. }) => None,
+        Some(ProviderDecision::Kept { .. }) => (None, None),
         Some(failed) => {
             let reason = match failed {
                 ProviderDecision::SelectorDisabled => reasons::NO_PROVIDER,
@@ -287,72 +311,85 @@ pub fn desired_status(md: &ModelDeployment, decision: &CoreDecision) -> DesiredC
                 _ => reasons::SELECTION_FAILED,
             };
             let message = failed.failure_message().unwrap_or_default();
-            conditions.push(DesiredCondition::new(
-                condition_types::PROVIDER_SELECTED,
-                false,
-                reason,
-                message.clone(),
-            ));
             // No provider is ready yet: that changes by itself (a provider registers or
             // recovers and selection runs again). Anything else needs a change.
-            let progress = match failed {
-                ProviderDecision::NoHealthyProviders => in_progress(reason, &message),
-                _ => stalled(reason, &message),
+            let verdict = match failed {
+                ProviderDecision::NoHealthyProviders => Verdict::in_progress(t, reason, message),
+                _ => Verdict::stalls(t, reason, message),
             };
-            pending.get_or_insert(progress);
-            None
+            (Some(verdict), None)
         }
-        None => {
-            conditions.push(DesiredCondition::new(
-                condition_types::PROVIDER_SELECTED,
-                false,
+        None => (
+            Some(Verdict::waits(
+                t,
                 reasons::WAITING_FOR_VALIDATION,
                 "Waiting for the spec to pass validation",
-            ));
-            None
-        }
-    };
-
-    // ProviderHealthy
-    if let Some((name, availability)) = &decision.provider_availability {
-        match unhealthy_message(name, availability.as_ref()) {
-            None => conditions.push(DesiredCondition::new(
-                condition_types::PROVIDER_HEALTHY,
-                true,
-                reasons::PROVIDER_AVAILABLE,
-                format!("Provider {name} is available"),
             )),
-            Some((reason, message)) => {
-                conditions.push(DesiredCondition::new(
-                    condition_types::PROVIDER_HEALTHY,
-                    false,
-                    reason,
-                    message.clone(),
-                ));
-                // It proceeds by itself once the provider registers or recovers.
-                pending.get_or_insert_with(|| in_progress(reason, &message));
-            }
-        }
-        pending.get_or_insert_with(|| {
-            in_progress(
+            None,
+        ),
+    }
+}
+
+/// `ProviderHealthy`, once a provider is decided. It always holds the deployment back: the
+/// provider is unhealthy (it goes on once the provider registers or recovers), or the
+/// provider has yet to take it over.
+fn provider_healthy(decision: &CoreDecision) -> Option<Verdict> {
+    let t = condition_types::PROVIDER_HEALTHY;
+    let (name, availability) = decision.provider_availability.as_ref()?;
+    Some(match unhealthy_message(name, availability.as_ref()) {
+        None => Verdict {
+            holds: Some(in_progress(
                 reasons::WAITING_FOR_PROVIDER,
                 &format!("Waiting for provider {name} to reconcile"),
+            )),
+            ..Verdict::passes(
+                t,
+                reasons::PROVIDER_AVAILABLE,
+                format!("Provider {name} is available"),
             )
-        });
-    }
+        },
+        Some((reason, message)) => Verdict::in_progress(t, reason, message),
+    })
+}
 
-    // What waiting cannot fix is `Failed`, as in the Go AI Runway.
-    let failed = decision
-        .failure
-        .as_ref()
-        .map(|m| format!("Validation failed: {m}"));
-    let held = if provider_took_phase {
-        None
-    } else if let Some(message) = failed {
-        Some((Phase::Failed, stalled(reasons::VALIDATION_FAILED, &message)))
-    } else {
-        pending.map(|p| (Phase::Pending, p))
-    };
+/// The phase the core holds the deployment in, and why, while no provider took the phase:
+/// `Failed` for what waiting cannot fix (as in the Go AI Runway), else `Pending` for the first
+/// condition that holds it back.
+fn held(
+    md: &ModelDeployment,
+    decision: &CoreDecision,
+    holds: Option<Progress>,
+) -> Option<(Phase, Progress)> {
+    let others = OwnedFields::of_others(&md.metadata, field_managers::CORE);
+    if others.owns(&["status", "phase"]) {
+        return None;
+    }
+    if let Some(failure) = &decision.failure {
+        let message = format!("Validation failed: {failure}");
+        return Some((Phase::Failed, stalled(reasons::VALIDATION_FAILED, &message)));
+    }
+    holds.map(|progress| (Phase::Pending, progress))
+}
+
+/// Computes the core's desired status for `md` from `decision`: its conditions in order
+/// (`Validated`, `EngineSelected`, `ProviderSelected`, `ProviderHealthy`), the fields they
+/// come with, and the phase while the core holds it.
+pub fn desired_status(md: &ModelDeployment, decision: &CoreDecision) -> DesiredCoreStatus {
+    let generation = md.metadata.generation;
+    let (engine_verdict, engine) = engine_selected(decision);
+    let (provider_verdict, provider) = provider_selected(md, decision);
+    let verdicts: Vec<Verdict> = [
+        Some(validated(decision)),
+        Some(engine_verdict),
+        provider_verdict,
+        provider_healthy(decision),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    let holds = verdicts.iter().find_map(|v| v.holds.clone());
+    let mut conditions: Vec<DesiredCondition> = verdicts.into_iter().map(|v| v.condition).collect();
+    let held = held(md, decision, holds);
     let phase = held.as_ref().map(|(phase, progress)| {
         let message = progress.cause().map(|(_, m)| m).unwrap_or_default();
         (*phase, message.to_string())

@@ -7,11 +7,15 @@
 //!   CustomResourceDefinitions (no restart when they appear or go).
 //! - pure parts, which carry the tests: [`select`] (which Gateway), [`names`], [`allowed`]
 //!   (the listeners' `allowedRoutes` arithmetic), [`model`] (the routed model name),
-//!   [`render`] (InferencePool, endpoint picker stack, HTTPRoute), [`plan`] (what to do and the
-//!   `GatewayReady` condition / `status.gateway` it implies, from the route's own status).
-//! - [`reconcile`]: the thin shell that reads the watch caches, applies with server-side apply
-//!   under [`airunway_api::constants::field_managers::CORE_GATEWAY`], patches a Gateway's
-//!   listeners with optimistic locking, and cleans up.
+//!   [`render`] (InferencePool, endpoint picker stack, HTTPRoute), [`plan`] (whether to route
+//!   or clean, and the `GatewayReady` condition / `status.gateway` a route's own status
+//!   implies), [`route`] (everything routing one deployment takes, decided in one function
+//!   from what was read: the reads it needs, the listener change, the objects to apply with
+//!   their bodies, the events and the status).
+//! - [`reconcile`]: the shell that gathers what the route plan asks for (watch caches, the
+//!   API server, the model server's `/v1/models`), applies with server-side apply under
+//!   [`airunway_api::constants::field_managers::CORE_GATEWAY`], patches a Gateway's listeners
+//!   with optimistic locking, publishes the events and cleans up.
 //! - [`release`]: the namespaces whose allowance on a Gateway may have to be taken back because
 //!   a deployment went away without a reconcile seeing it being deleted.
 //!
@@ -27,12 +31,14 @@ pub mod plan;
 pub mod reconcile;
 pub mod release;
 pub mod render;
+pub mod route;
 pub mod select;
 
 pub use detect::{Detection, Detector};
 pub use plan::DesiredGateway;
-pub use reconcile::{GatewayConfig, Integration};
+pub use reconcile::Integration;
 pub use release::GoneDeployments;
+pub use route::GatewayConfig;
 
 /// The Gateway label that marks the inference gateway when a cluster has several.
 pub const INFERENCE_GATEWAY_LABEL: &str = "airunway.ai/inference-gateway";
@@ -59,41 +65,9 @@ pub const EPP_HEALTH_PORT: i32 = 9003;
 /// The default endpoint picker image (Gateway API Inference Extension v1.5.0).
 pub const DEFAULT_EPP_IMAGE: &str = "registry.k8s.io/gateway-api-inference-extension/epp:v1.5.0";
 
-/// `GatewayReady` reasons.
-pub mod reasons {
-    /// True: pool and route exist and the Gateway accepted the route.
-    pub const CONFIGURED: &str = "GatewayConfigured";
-    /// False: the inference extension or Gateway API CRDs are not served (only when
-    /// `spec.gateway.enabled: true`).
-    pub const CRDS_NOT_AVAILABLE: &str = "CRDsNotAvailable";
-    /// False: no Gateway, or several and none chosen.
-    pub const NO_GATEWAY: &str = "NoGateway";
-    /// False: `spec.gateway.enabled: false`.
-    pub const DISABLED: &str = "GatewayDisabled";
-    /// False: the deployment is not `Running`; nothing routes to it.
-    pub const NOT_RUNNING: &str = "DeploymentNotRunning";
-    /// False: the route exists; its Gateway has not reported on it yet.
-    pub const ROUTE_PENDING: &str = "RoutePending";
-    /// False: the user deleted the route AI Runway created; it is not recreated.
-    pub const ROUTE_DELETED: &str = "HTTPRouteDeleted";
-    /// False: `spec.gateway.httpRouteRef` names a route that does not exist.
-    pub const ROUTE_NOT_FOUND: &str = "HTTPRouteNotFound";
-    /// False: the provider manages the pool and has not created it yet.
-    pub const POOL_NOT_FOUND: &str = "InferencePoolNotFound";
-    /// False: no model name could be resolved.
-    pub const NO_MODEL_NAME: &str = "ModelNameUnknown";
-    /// False: the API server refused the pool.
-    pub const POOL_FAILED: &str = "InferencePoolFailed";
-    /// False: the API server refused an endpoint picker object.
-    pub const EPP_FAILED: &str = "EPPFailed";
-    /// False: the API server refused the route.
-    pub const ROUTE_FAILED: &str = "HTTPRouteFailed";
-    /// False: the Gateway's listeners could not be changed.
-    pub const GATEWAY_PATCH_FAILED: &str = "GatewayPatchFailed";
-
-    /// Reasons under which no gateway object of the deployment exists.
-    pub const CLEAN: [&str; 4] = [DISABLED, NOT_RUNNING, CRDS_NOT_AVAILABLE, NO_GATEWAY];
-}
+/// `GatewayReady` reasons (named in `airunway-api`'s constants with every other observable
+/// name).
+pub use airunway_api::constants::reasons::gateway as reasons;
 
 /// Errors of the gateway layer.
 #[derive(Debug, thiserror::Error)]

@@ -2,11 +2,13 @@
 //! update with optimistic locking, clean-up, events and metrics. Decisions are the pure
 //! modules'.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
 use airunway_api::apply_body;
 use airunway_api::constants::field_managers::CORE_GATEWAY;
+use airunway_api::constants::{event_actions, event_reasons};
 use airunway_api::runtime::EventPublisher;
 use airunway_api::v1alpha1::{GatewayCapability, InferenceProviderConfig, ModelDeployment, Phase};
 use futures::{Stream, StreamExt};
@@ -22,33 +24,25 @@ use tokio_util::sync::CancellationToken;
 
 use super::allowed;
 use super::detect::Detector;
-use super::model;
-use super::names::{self, Names};
-use super::plan::{self, DesiredGateway, GatewayFields, Intent};
-use super::reasons;
+use super::names::Names;
+use super::plan::{self, DesiredGateway, Intent};
 use super::release::{self, GoneDeployments};
-use super::render::{self, Owner, POOL_GROUP, PoolRef};
-use super::select::{GatewayRef, GatewayView, select_gateway};
-use super::{ALLOWED_NAMESPACES_ANNOTATION, GatewayError, INPUTS_HASH_ANNOTATION};
+use super::render::{self, POOL_GROUP};
+use super::route::{
+    self, Answer, GatewayConfig, Kind, Lookup, Next, Observed, Read, RoutePlan, Step,
+};
+use super::select::{GatewayRef, GatewayView};
+use super::{ALLOWED_NAMESPACES_ANNOTATION, GatewayError};
 use crate::metrics::{CoreMetrics, GatewayActionLabels};
 
 /// How often a Gateway listener update is retried after a conflict.
 const GATEWAY_UPDATE_ATTEMPTS: u32 = 5;
 /// How long a reconcile waits for the gateway caches to fill after the CRDs appeared.
 const CACHE_SYNC_WAIT: Duration = Duration::from_secs(10);
+/// Most reads one route plan may ask for (it asks for at most five).
+const MAX_READS: usize = 8;
 /// Deployments queued for a reconcile by gateway-side changes before senders wait.
 const TRIGGER_BUFFER: usize = 4096;
-
-/// The integration's options (core flags).
-#[derive(Clone, Debug)]
-pub struct GatewayConfig {
-    /// The Gateway named by `--gateway-name` / `--gateway-namespace`.
-    pub gateway: Option<GatewayRef>,
-    /// `--epp-image`: the endpoint picker image when the provider names none.
-    pub epp_image: String,
-    /// `--patch-gateway-allowed-routes`: let other namespaces' routes attach.
-    pub patch_allowed_routes: bool,
-}
 
 /// The API resource of `group/version` `kind` (`plural`).
 pub fn resource(group: &str, version: &str, kind: &str, plural: &str) -> ApiResource {
@@ -66,6 +60,16 @@ fn pickers_resource() -> ApiResource {
 }
 fn pools_resource() -> ApiResource {
     resource(POOL_GROUP, "v1", "InferencePool", "inferencepools")
+}
+
+/// The resource of a kind the route plan reads.
+fn kind_resource(kind: Kind) -> ApiResource {
+    match kind {
+        Kind::InferencePool => pools_resource(),
+        Kind::PickerDeployment => pickers_resource(),
+        Kind::HttpRoute => routes_resource(),
+        Kind::Service => resource("", "v1", "Service", "services"),
+    }
 }
 
 /// The resource of a rendered object.
@@ -345,314 +349,111 @@ impl Integration {
         }
     }
 
-    /// Routes a running deployment.
+    /// Routes a running deployment: gathers what [`route::plan`] asks for (watch caches, the
+    /// API server, the model server), then does what it decided.
     async fn route(
         &self,
         md: &ModelDeployment,
         capability: &Option<GatewayCapability>,
         providers: &[InferenceProviderConfig],
     ) -> DesiredGateway {
+        let mut observed = Observed {
+            md,
+            capability: capability.as_ref(),
+            config: &self.config,
+            gateways: self.gateway_views(),
+            answers: BTreeMap::new(),
+        };
+        for _ in 0..MAX_READS {
+            match route::plan(&observed) {
+                Next::Read(read) => {
+                    let answer = self.read(&read).await;
+                    observed.answers.insert(read, answer);
+                }
+                Next::Act(plan) => return self.act(md, capability, providers, plan).await,
+            }
+        }
+        tracing::error!(deployment = %md.name_any(), "gateway plan asked for more than {MAX_READS} reads; status kept");
+        DesiredGateway::current(md)
+    }
+
+    /// Answers one of the plan's reads.
+    async fn read(&self, read: &Read) -> Answer {
+        match read {
+            Read::ServedModel { url } => Answer::Model(super::discover::served_model(url).await),
+            Read::Object {
+                kind,
+                lookup,
+                namespace,
+                name,
+            } => {
+                let resource = kind_resource(*kind);
+                let store = match kind {
+                    Kind::InferencePool => Some(&self.pools),
+                    Kind::PickerDeployment => Some(&self.pickers),
+                    Kind::HttpRoute => Some(&self.routes),
+                    Kind::Service => None,
+                };
+                if *lookup != Lookup::Server {
+                    let cached =
+                        store.and_then(|store| Self::cached(store, &resource, namespace, name));
+                    if cached.is_some() || *lookup == Lookup::Cache {
+                        return Answer::Object(cached);
+                    }
+                }
+                match self.get(&resource, namespace, name).await {
+                    Ok(found) => Answer::Object(found),
+                    Err(e) => Answer::Failed(e.to_string()),
+                }
+            }
+        }
+    }
+
+    /// Does what the plan decided and returns the status that follows.
+    async fn act(
+        &self,
+        md: &ModelDeployment,
+        capability: &Option<GatewayCapability>,
+        providers: &[InferenceProviderConfig],
+        plan: RoutePlan,
+    ) -> DesiredGateway {
+        if plan.clean {
+            self.clean(md, capability, providers).await;
+        }
         let namespace = md.namespace().unwrap_or_default();
-        let name = md.name_any();
-        let views = self.gateway_views();
-        let gateway = match select_gateway(self.config.gateway.as_ref(), &views) {
-            Ok(g) => g.clone(),
-            Err(message) => {
-                if plan::may_have_objects(md) {
-                    self.clean(md, capability, providers).await;
-                }
-                return DesiredGateway::condition(false, reasons::NO_GATEWAY, message);
-            }
-        };
-        let ignores_served_name =
-            capability.as_ref().and_then(|c| c.ignores_served_name) == Some(true);
-        let discovered = if model::needs_discovery(&md.spec, ignores_served_name) {
-            discovered_model(md, &namespace).await
-        } else {
-            None
-        };
-        let model_name = match model::resolve(&md.spec, ignores_served_name, discovered.as_deref())
+        let mut allowance_error = None;
+        if let Some(gateway) = &plan.allow
+            && let Err(e) = self.change_allowance(gateway, &namespace, true).await
         {
-            Ok((model_name, _)) => model_name,
-            Err(message) => {
-                return DesiredGateway::condition(false, reasons::NO_MODEL_NAME, message);
-            }
-        };
-        let owner = Owner {
-            name: name.clone(),
-            namespace: namespace.clone(),
-            uid: md.uid().unwrap_or_default(),
-        };
-        let names = Names::of(&name);
-        let mut problems: Vec<(&'static str, String)> = Vec::new();
-
-        // The namespace's allowance on the Gateway's listeners.
-        if self.config.patch_allowed_routes
-            && !allowed::is_allowed(&gateway.listeners, &gateway.reference.namespace, &namespace)
-            && let Err(e) = self
-                .change_allowance(&gateway.reference, &namespace, true)
-                .await
-        {
-            problems.push((reasons::GATEWAY_PATCH_FAILED, e.to_string()));
+            allowance_error = Some(e.to_string());
         }
-
-        // The pool: the provider's, or ours with its endpoint picker.
-        let manages_pool = capability.as_ref().and_then(|c| c.manages_inference_pool) == Some(true);
-        let pool = if manages_pool {
-            let c = capability.as_ref();
-            let (pool_namespace, pool_name) = names::provider_pool(
-                c.and_then(|c| c.inference_pool_name_pattern.as_deref()),
-                c.and_then(|c| c.inference_pool_namespace.as_deref()),
-                &name,
-                &namespace,
-            );
-            let exists =
-                match Self::cached(&self.pools, &pools_resource(), &pool_namespace, &pool_name) {
-                    Some(_) => true,
-                    None => matches!(
-                        self.get(&pools_resource(), &pool_namespace, &pool_name)
-                            .await,
-                        Ok(Some(_))
-                    ),
-                };
-            if !exists {
-                let provider = md.selected_provider().unwrap_or("the provider");
-                return DesiredGateway::condition(
-                    false,
-                    reasons::POOL_NOT_FOUND,
-                    format!(
-                        "waiting for {provider} to create InferencePool {pool_namespace}/{pool_name} (it manages the pool and endpoint picker of this engine)"
-                    ),
-                );
-            }
-            if pool_namespace != namespace {
-                return DesiredGateway::condition(
-                    false,
-                    reasons::POOL_FAILED,
-                    format!(
-                        "InferencePool {pool_namespace}/{pool_name} is in another namespace than the deployment; routes to pools in other namespaces (ReferenceGrant) are not supported yet"
-                    ),
-                );
-            }
-            PoolRef {
-                namespace: pool_namespace,
-                name: pool_name,
-            }
-        } else {
-            let picker = capability.as_ref().and_then(|c| c.endpoint_picker.as_ref());
-            let image = picker
-                .and_then(|p| p.image.clone())
-                .filter(|i| !i.is_empty())
-                .unwrap_or_else(|| self.config.epp_image.clone());
-            let config = picker
-                .and_then(|p| p.config_data.clone())
-                .filter(|c| !c.is_empty())
-                .unwrap_or_else(|| render::DEFAULT_EPP_CONFIG.to_string());
-            let endpoint = md.status.as_ref().and_then(|s| s.endpoint.as_ref());
-            let service_name = endpoint.and_then(|e| e.service.clone()).unwrap_or_default();
-            let service_port = endpoint.and_then(|e| e.port);
-            let provider_selector = capability
-                .as_ref()
-                .and_then(|c| c.pool_selector.as_ref())
-                .filter(|labels| !labels.is_empty());
-            let selector = render::pool_selector(provider_selector, &owner.name);
-            let service_port_text = service_port.map(|p| p.to_string()).unwrap_or_default();
-            let mut inputs = vec![
-                owner.uid.clone(),
-                service_name.clone(),
-                service_port_text,
-                image.clone(),
-                config.clone(),
-            ];
-            // Only a provider's selector is an input (the default one leaves the hashes of
-            // existing pools as they were).
-            if provider_selector.is_some() {
-                inputs.extend(selector.iter().map(|(key, value)| format!("{key}={value}")));
-            }
-            let hash = render::inputs_hash(&inputs.iter().map(String::as_str).collect::<Vec<_>>());
-            let cached = Self::cached(&self.pools, &pools_resource(), &namespace, &names.pool);
-            let current = cached
-                .as_ref()
-                .and_then(|p| {
-                    p.pointer(&format!(
-                        "/metadata/annotations/{}",
-                        INPUTS_HASH_ANNOTATION.replace('/', "~1")
-                    ))
-                })
-                .and_then(Value::as_str)
-                == Some(hash.as_str())
-                && Self::cached(&self.pickers, &pickers_resource(), &namespace, &names.epp)
-                    .is_some();
-            if !current {
-                let service = if service_name.is_empty() {
-                    None
-                } else {
-                    self.get(
-                        &resource("", "v1", "Service", "services"),
-                        &namespace,
-                        &service_name,
-                    )
-                    .await
-                    .ok()
-                    .flatten()
-                };
-                let port = render::target_port(service.as_ref(), service_port);
-                let mut objects = render::endpoint_picker(&owner, &names, &image, &config);
-                // The pool last: its hash says the whole stack is applied.
-                objects.push(render::pool(&owner, &names, &selector, port, &hash));
-                for object in &objects {
-                    if let Err(e) = self.apply(object).await {
-                        let reason = if object["kind"] == "InferencePool" {
-                            reasons::POOL_FAILED
-                        } else {
-                            reasons::EPP_FAILED
-                        };
-                        return DesiredGateway::condition(false, reason, e.to_string());
-                    }
-                }
-                self.events
-                    .normal(&md.object_ref(&()), "GatewayResourcesApplied", "ApplyInferencePool",
-                        format!("InferencePool {namespace}/{} and endpoint picker {} applied (target port {port}, image {image})", names.pool, names.epp))
-                    .await;
-            }
-            PoolRef {
-                namespace: namespace.clone(),
-                name: names.pool.clone(),
-            }
-        };
-
-        // The route: the user's own, or ours.
-        let byo = md
-            .spec
-            .gateway
-            .as_ref()
-            .and_then(|g| g.http_route_ref.clone());
-        let (route, what) = if let Some(route_name) = byo {
-            match self.get(&routes_resource(), &namespace, &route_name).await {
-                Ok(Some(route)) => (
-                    route,
-                    format!(
-                        "InferencePool {}/{} exists; HTTPRoute {namespace}/{route_name} is the user's (spec.gateway.httpRouteRef)",
-                        pool.namespace, pool.name
-                    ),
-                ),
-                Ok(None) => {
-                    return DesiredGateway::condition(
-                        false,
-                        reasons::ROUTE_NOT_FOUND,
-                        format!(
-                            "spec.gateway.httpRouteRef names HTTPRoute {namespace}/{route_name}, which does not exist; create it (backend InferencePool {}/{}) or remove httpRouteRef",
-                            pool.namespace, pool.name
-                        ),
-                    );
-                }
-                Err(e) => {
-                    return DesiredGateway::condition(false, reasons::ROUTE_FAILED, e.to_string());
-                }
-            }
-        } else {
-            let hash = render::inputs_hash(&[
-                &gateway.reference.to_string(),
-                &pool.namespace,
-                &pool.name,
-                &model_name,
-            ]);
-            let mut live = Self::cached(&self.routes, &routes_resource(), &namespace, &names.route);
-            if live.is_none() {
-                live = match self.get(&routes_resource(), &namespace, &names.route).await {
-                    Ok(found) => found,
-                    Err(e) => {
-                        return DesiredGateway::condition(
-                            false,
-                            reasons::ROUTE_FAILED,
-                            e.to_string(),
-                        );
-                    }
-                };
-            }
-            if plan::route_deleted(md, live.is_some()) {
-                if md
-                    .condition(airunway_api::constants::condition_types::GATEWAY_READY)
-                    .and_then(|c| c.reason.as_deref())
-                    != Some(reasons::ROUTE_DELETED)
-                {
-                    self.count("route_deleted_by_user", true);
-                    self.events
-                        .warning(&md.object_ref(&()), "HTTPRouteDeleted", "ApplyHTTPRoute",
-                            format!("HTTPRoute {namespace}/{} was deleted; it is not recreated for this spec", names.route))
-                        .await;
-                }
-                return DesiredGateway::condition(
-                    false,
-                    reasons::ROUTE_DELETED,
-                    format!(
-                        "HTTPRoute {namespace}/{} was deleted by someone else and is not recreated for this spec; change the spec (for example spec.gateway.enabled false, then true) to create it again, or name your own route in spec.gateway.httpRouteRef",
-                        names.route
-                    ),
-                );
-            }
-            let current = live
-                .as_ref()
-                .and_then(|r| {
-                    r.pointer(&format!(
-                        "/metadata/annotations/{}",
-                        INPUTS_HASH_ANNOTATION.replace('/', "~1")
-                    ))
-                })
-                .and_then(Value::as_str)
-                == Some(hash.as_str());
-            let route = match live {
-                Some(route) if current => route,
-                _ => {
-                    let desired = render::route(
-                        &owner,
-                        &names,
-                        &gateway.reference,
-                        &pool,
-                        &model_name,
-                        &hash,
-                    );
-                    match self.apply(&desired).await {
-                        Ok(applied) => {
-                            self.events
-                                .normal(&md.object_ref(&()), "GatewayResourcesApplied", "ApplyHTTPRoute",
-                                    format!("HTTPRoute {namespace}/{} routes model {model_name:?} through Gateway {}", names.route, gateway.reference))
-                                .await;
-                            applied
-                        }
-                        Err(e) => {
-                            return DesiredGateway::condition(
-                                false,
-                                reasons::ROUTE_FAILED,
-                                e.to_string(),
-                            );
+        let reference = md.object_ref(&());
+        let mut applied_route = None;
+        for step in plan.steps {
+            match step {
+                Step::Apply { object, failure } => match self.apply(&object).await {
+                    Ok(applied) => {
+                        if object["kind"] == "HTTPRoute" {
+                            applied_route = Some(applied);
                         }
                     }
+                    Err(e) => return DesiredGateway::condition(false, failure, e.to_string()),
+                },
+                Step::Event(event) => {
+                    if event.warning {
+                        self.events
+                            .warning(&reference, event.reason, event.action, event.note)
+                            .await;
+                    } else {
+                        self.events
+                            .normal(&reference, event.reason, event.action, event.note)
+                            .await;
+                    }
                 }
-            };
-            (
-                route,
-                format!(
-                    "InferencePool {}/{} and HTTPRoute {namespace}/{} exist",
-                    pool.namespace, pool.name, names.route
-                ),
-            )
-        };
-        let mut condition = plan::route_condition(&route, &gateway.reference, &what);
-        if let Some((reason, message)) = problems.into_iter().next()
-            && condition.status != airunway_api::v1alpha1::ConditionStatus::True
-        {
-            condition.reason = reason.to_string();
-            condition.message = format!("{}; {message}", condition.message);
+                Step::Count(action) => self.count(action, true),
+            }
         }
-        DesiredGateway {
-            condition: Some(condition),
-            fields: Some(GatewayFields {
-                endpoint: gateway.endpoint(),
-                model_name,
-                gateway_namespace: gateway.reference.namespace.clone(),
-            }),
-        }
+        plan.report.finish(applied_route, allowance_error)
     }
 
     /// Removes what the integration created for `md` and, when it was the last routed
@@ -709,8 +510,8 @@ impl Integration {
             self.events
                 .normal(
                     &md.object_ref(&()),
-                    "GatewayResourcesRemoved",
-                    "CleanGateway",
+                    event_reasons::GATEWAY_RESOURCES_REMOVED,
+                    event_actions::CLEAN_GATEWAY,
                     format!("{removed} gateway object(s) of this deployment removed"),
                 )
                 .await;
@@ -923,26 +724,6 @@ impl Integration {
     }
 }
 
-/// The model the deployment's server reports: what `status.gateway.modelName` already says
-/// for this generation (asked once per spec), else the answer of its `/v1/models`.
-async fn discovered_model(md: &ModelDeployment, namespace: &str) -> Option<String> {
-    let status = md.status.as_ref()?;
-    let same_generation = md
-        .condition(airunway_api::constants::condition_types::GATEWAY_READY)
-        .is_some_and(|c| {
-            c.observed_generation.is_some() && c.observed_generation == md.metadata.generation
-        });
-    if same_generation
-        && let Some(known) = status.gateway.as_ref().and_then(|g| g.model_name.clone())
-    {
-        return Some(known);
-    }
-    let endpoint = status.endpoint.as_ref()?;
-    let service = endpoint.service.as_deref().filter(|s| !s.is_empty())?;
-    let url = super::discover::models_url(service, namespace, endpoint.port.unwrap_or(8000));
-    super::discover::served_model(&url).await
-}
-
 /// Whether the provider builds the pool itself (and so only when the deployment asks).
 fn provider_pool(capability: &Option<GatewayCapability>) -> bool {
     capability.as_ref().and_then(|c| c.manages_inference_pool) == Some(true)
@@ -1080,6 +861,7 @@ fn spawn_watches(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::gateway::render::Owner;
 
     fn md(value: serde_json::Value) -> ModelDeployment {
         serde_json::from_value(value).unwrap()

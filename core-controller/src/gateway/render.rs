@@ -20,6 +20,7 @@
 use std::collections::BTreeMap;
 
 use airunway_api::constants::API_VERSION;
+use airunway_api::constants::labels::MODEL_DEPLOYMENT;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
@@ -36,8 +37,6 @@ pub const GATEWAY_OF_LABEL: &str = "airunway.ai/gateway-of";
 /// `app.kubernetes.io/managed-by` of the integration's objects.
 pub const GATEWAY_MANAGED_BY: &str = "airunway-core";
 
-/// The pod label the pool selects (providers set it on the pod template).
-pub const POOL_SELECTOR_LABEL: &str = "airunway.ai/model-deployment";
 /// The InferencePool API group.
 pub const POOL_GROUP: &str = "inference.networking.k8s.io";
 /// The Gateway API group.
@@ -127,8 +126,8 @@ pub fn inputs_hash(parts: &[&str]) -> String {
 }
 
 /// The pod labels the pool selects: the provider's `poolSelector` with `{name}` replaced by the
-/// deployment's name, else [`POOL_SELECTOR_LABEL`]` = <name>`. (A key or value the API server
-/// refuses comes back as the pool's apply error.)
+/// deployment's name, else [`MODEL_DEPLOYMENT`]` = <name>` (the label providers put on the pod
+/// template). (A key or value the API server refuses comes back as the pool's apply error.)
 pub fn pool_selector(
     provider: Option<&BTreeMap<String, String>>,
     name: &str,
@@ -138,7 +137,7 @@ pub fn pool_selector(
             .iter()
             .map(|(key, value)| (key.clone(), value.replace("{name}", name)))
             .collect(),
-        None => BTreeMap::from([(POOL_SELECTOR_LABEL.to_string(), name.to_string())]),
+        None => BTreeMap::from([(MODEL_DEPLOYMENT.to_string(), name.to_string())]),
     }
 }
 
@@ -325,7 +324,7 @@ mod tests {
     fn the_pool_selects_the_providers_labels_when_it_names_them() {
         assert_eq!(
             pool_selector(None, "qwen3"),
-            BTreeMap::from([(POOL_SELECTOR_LABEL.to_string(), "qwen3".to_string())])
+            BTreeMap::from([(MODEL_DEPLOYMENT.to_string(), "qwen3".to_string())])
         );
         assert_eq!(
             pool_selector(Some(&BTreeMap::new()), "qwen3"),
