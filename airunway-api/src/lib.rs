@@ -30,6 +30,8 @@ pub mod conditions;
 pub mod constants;
 #[cfg(feature = "generate")]
 pub mod generate;
+#[cfg(feature = "runtime")]
+pub mod kube_error;
 pub mod managed_fields;
 pub mod pod_security;
 #[cfg(feature = "probe")]

@@ -525,10 +525,10 @@ pub fn compare_object(
 
 /// The objects of `owned` (kind index and name: what the provider created for a deployment)
 /// that `wanted` (the rendered set) no longer has: the old shape to delete.
-pub fn stale<'a>(
-    wanted: &[(usize, &str)],
-    owned: &'a [(usize, String)],
-) -> Vec<&'a (usize, String)> {
+pub fn stale<'a, K: PartialEq>(
+    wanted: &[(K, &str)],
+    owned: &'a [(K, String)],
+) -> Vec<&'a (K, String)> {
     owned
         .iter()
         .filter(|(index, name)| !wanted.iter().any(|(i, n)| i == index && n == name))

@@ -4,238 +4,28 @@
 //! from the watch caches; nothing is polled: a change of the deployment or of its upstream
 //! object (status written by the upstream operator, an edit, a deletion) wakes the reconcile.
 
-use std::sync::{Arc, RwLock};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use kube::api::{Api, ApiResource, DeleteParams, DynamicObject, PatchParams, PropagationPolicy};
+use kube::api::{DynamicObject, PatchParams};
 use kube::runtime::controller::Action;
-use kube::{Client, Resource, ResourceExt};
+use kube::{Resource, ResourceExt};
 
-use super::cleanup;
+use super::context::Context;
 use super::desired::DesiredUpstream;
-use super::live::LiveObjects;
+use super::error::{ReconcileError, api_error};
+use super::finalizer;
+use super::kinds::KindId;
 use super::plan::{self, ObjectPlan, Plan, Triage};
-use super::recent::RecentDeployments;
 use super::staleness;
 use super::status_write;
-use super::traits::{Provider, RenderWarning, SchemaDetection, UpstreamKind};
+use super::traits::{Provider, RenderWarning};
 use crate::apply_body;
-use crate::constants::{event_reasons, field_managers, finalizers};
-use crate::runtime::EventPublisher;
+use crate::constants::event_reasons;
 use crate::v1alpha1::ModelDeployment;
 
 /// How long a reconcile waits for the upstream watch's first listing before trying later.
 const CACHE_SYNC_WAIT: Duration = Duration::from_secs(10);
-
-/// A provider reconcile failure. [`category`](ReconcileError::category) labels metrics.
-#[derive(Debug, thiserror::Error)]
-pub enum ReconcileError {
-    /// An API call failed.
-    #[error("{action}: {source}")]
-    Api {
-        /// What was being done.
-        action: String,
-        /// Cause.
-        #[source]
-        source: kube::Error,
-    },
-    /// The object lacks a name or namespace.
-    #[error("object without {0}")]
-    MissingField(&'static str),
-}
-
-impl ReconcileError {
-    /// A short, static label.
-    pub fn category(&self) -> &'static str {
-        match self {
-            ReconcileError::Api {
-                source: kube::Error::Api(s),
-                ..
-            } if s.code == 409 => "conflict",
-            ReconcileError::Api {
-                source: kube::Error::Api(s),
-                ..
-            } if s.code == 403 => "forbidden",
-            ReconcileError::Api {
-                source: kube::Error::Api(_),
-                ..
-            } => "api_error",
-            ReconcileError::Api { .. } => "transport",
-            ReconcileError::MissingField(_) => "invalid_object",
-        }
-    }
-}
-
-/// Wraps a [`kube::Error`] with what was being done.
-pub(super) fn api_error(action: impl Into<String>) -> impl FnOnce(kube::Error) -> ReconcileError {
-    let action = action.into();
-    move |source| ReconcileError::Api { action, source }
-}
-
-/// Everything the reconcile needs.
-pub struct Context<P: Provider> {
-    /// The provider's pure functions.
-    pub provider: Arc<P>,
-    /// API client.
-    pub client: Client,
-    /// The upstream kind.
-    pub upstream: UpstreamKind,
-    /// The latest upstream detection (refreshed when the CRD changes).
-    pub detection: Arc<RwLock<SchemaDetection>>,
-    /// The upstream objects this provider manages, as its watch sees them (plus what it just
-    /// applied and the watch has not delivered yet).
-    pub live: LiveObjects,
-    /// The provider's [secondary kinds](Provider::secondary_kinds), each with its own watch.
-    pub secondary: Vec<(UpstreamKind, LiveObjects)>,
-    /// Events.
-    pub events: EventPublisher,
-    /// `--finalizer-timeout`.
-    pub finalizer_timeout: Duration,
-    /// `--resync-interval`: a periodic re-check from the caches (no API call unless a write is
-    /// due).
-    pub resync: Duration,
-    /// Metrics.
-    pub metrics: super::metrics::ProviderMetrics,
-    /// When each deployment that moved to another provider was first seen (cleanup timeout).
-    pub moved_since: std::sync::Mutex<std::collections::HashMap<String, Instant>>,
-    /// The generation whose render warnings were already published, per deployment.
-    pub warned: std::sync::Mutex<std::collections::HashMap<String, i64>>,
-    /// The deployments as this provider's own writes returned them (see [`RecentDeployments`]).
-    pub recent: RecentDeployments,
-    /// What rendered objects are checked against before they are applied.
-    pub pod_security: crate::pod_security::Policy,
-    /// `--stale-status-threshold` (see [`super::staleness`]).
-    pub stale_threshold: Duration,
-}
-
-impl<P: Provider> Context<P> {
-    /// Field manager `<name>-provider`.
-    pub(super) fn manager(&self) -> String {
-        field_managers::provider(self.provider.name())
-    }
-
-    /// Finalizer `airunway.ai/<name>-provider`.
-    pub(super) fn finalizer(&self) -> String {
-        finalizers::provider(self.provider.name())
-    }
-
-    /// The current detection.
-    pub(super) fn detection(&self) -> SchemaDetection {
-        self.detection
-            .read()
-            .map(|d| d.clone())
-            .unwrap_or(SchemaDetection::NotEstablished {
-                crd: self.upstream.crd_name(),
-            })
-    }
-
-    /// The upstream API in `namespace`, for the detected version.
-    pub(super) fn upstream_api(&self, namespace: &str) -> Api<DynamicObject> {
-        let version = self
-            .detection()
-            .schema()
-            .map(|s| s.version.clone())
-            .unwrap_or_else(|| self.upstream.default_version.clone());
-        let resource = ApiResource {
-            group: self.upstream.group.clone(),
-            version: version.clone(),
-            api_version: self.upstream.api_version(&version),
-            kind: self.upstream.kind.clone(),
-            plural: self.upstream.plural.clone(),
-        };
-        Api::namespaced_with(self.client.clone(), namespace, &resource)
-    }
-
-    /// The cached upstream object `namespace/name`.
-    pub(super) fn live(&self, namespace: &str, name: &str) -> Option<Arc<DynamicObject>> {
-        self.live.get(namespace, name)
-    }
-
-    /// Kind `index`: 0 the upstream kind, then the secondary kinds.
-    pub(super) fn kind(&self, index: usize) -> &UpstreamKind {
-        match index.checked_sub(1) {
-            None => &self.upstream,
-            Some(i) => self
-                .secondary
-                .get(i)
-                .map(|(k, _)| k)
-                .unwrap_or(&self.upstream),
-        }
-    }
-
-    /// The cache of kind `index`.
-    pub(super) fn cache(&self, index: usize) -> &LiveObjects {
-        match index.checked_sub(1) {
-            None => &self.live,
-            Some(i) => self.secondary.get(i).map(|(_, l)| l).unwrap_or(&self.live),
-        }
-    }
-
-    /// The index of the declared kind of `desired`, if it is one.
-    pub(super) fn kind_index(&self, desired: &DesiredUpstream) -> Option<usize> {
-        std::iter::once(&self.upstream)
-            .chain(self.secondary.iter().map(|(k, _)| k))
-            .position(|k| k.kind == desired.kind() && k.group == desired.group())
-    }
-
-    /// The API of kind `index` in `namespace` (the upstream kind at its detected version).
-    pub(super) fn api(&self, index: usize, namespace: &str) -> Api<DynamicObject> {
-        if index == 0 {
-            return self.upstream_api(namespace);
-        }
-        let kind = self.kind(index);
-        let resource = ApiResource {
-            group: kind.group.clone(),
-            version: kind.default_version.clone(),
-            api_version: kind.api_version(&kind.default_version),
-            kind: kind.kind.clone(),
-            plural: kind.plural.clone(),
-        };
-        Api::namespaced_with(self.client.clone(), namespace, &resource)
-    }
-
-    /// The live objects this provider created for `md` (by kind index): with secondary kinds,
-    /// every cached object labelled for it and owned by it; else its one upstream object.
-    pub(super) fn owned_objects(&self, md: &ModelDeployment) -> Vec<(usize, Arc<DynamicObject>)> {
-        let namespace = md.namespace().unwrap_or_default();
-        let name = md.name_any();
-        let candidates: Vec<(usize, Arc<DynamicObject>)> = if self.secondary.is_empty() {
-            self.live(&namespace, &name)
-                .map(|o| (0, o))
-                .into_iter()
-                .collect()
-        } else {
-            (0..=self.secondary.len())
-                .flat_map(|i| {
-                    self.cache(i)
-                        .labelled_for(&namespace, &name)
-                        .into_iter()
-                        .map(move |o| (i, o))
-                })
-                .collect()
-        };
-        candidates
-            .into_iter()
-            .filter(|(_, o)| {
-                serde_json::to_value(o.as_ref())
-                    .is_ok_and(|value| super::desired::owned_by(&value, md))
-            })
-            .collect()
-    }
-
-    /// Waits (at most `limit`) until every watch has listed its objects once.
-    async fn caches_ready(&self, limit: Duration) -> bool {
-        if !self.live.ready(limit).await {
-            return false;
-        }
-        for (_, cache) in &self.secondary {
-            if !cache.ready(limit).await {
-                return false;
-            }
-        }
-        true
-    }
-}
 
 /// Reconciles one ModelDeployment for this provider.
 pub async fn reconcile<P: Provider>(
@@ -252,6 +42,11 @@ pub async fn reconcile<P: Provider>(
     let md = ctx.recent.newest(md);
     let result = reconcile_inner(&md, &ctx).await;
     ctx.metrics.observe(started.elapsed());
+    if result.is_ok()
+        && let Ok(mut failures) = ctx.failures.lock()
+    {
+        failures.remove(md.metadata.uid.as_deref().unwrap_or_default());
+    }
     result
 }
 
@@ -267,11 +62,11 @@ async fn reconcile_inner<P: Provider>(
     }
     match plan::triage(md, ctx.provider.name()) {
         Triage::Ignore | Triage::Paused => Ok(Action::await_change()),
-        Triage::Delete => cleanup::on_delete(md, ctx).await,
-        Triage::MovedAway => cleanup::on_moved_away(md, ctx).await,
+        Triage::Delete => finalizer::on_delete(md, ctx).await,
+        Triage::MovedAway => finalizer::on_moved_away(md, ctx).await,
         Triage::AddFinalizer => {
             // Deploy in the same pass, from the deployment as the API server returned it.
-            let md = cleanup::add_finalizer(md, ctx).await?;
+            let md = finalizer::add_finalizer(md, ctx).await?;
             ctx.recent.record(md.clone());
             if plan::triage(&md, ctx.provider.name()) == Triage::Deploy {
                 deploy(&md, ctx, &namespace).await
@@ -281,7 +76,7 @@ async fn reconcile_inner<P: Provider>(
         }
         Triage::AwaitValidSpec => Ok(Action::await_change()),
         Triage::Deploy => {
-            cleanup::forget_move(md, ctx);
+            finalizer::forget_move(md, ctx);
             deploy(md, ctx, &namespace).await
         }
     }
@@ -305,13 +100,13 @@ async fn deploy<P: Provider>(
     let with_preparation;
     let md = if provider.check_compatibility(md).is_ok() {
         let preparation = provider.prepare(md).await;
-        super::prepare::write(md, ctx, &preparation).await?;
+        super::preparation::write(md, ctx, &preparation).await?;
         if let Some(message) = &preparation.hold {
             ctx.metrics.error("prepare");
-            status_write::write(md, ctx, &super::prepare::held(provider, message)).await?;
+            status_write::write(md, ctx, &super::preparation::held(provider, message)).await?;
             return Ok(Action::requeue(ctx.resync));
         }
-        with_preparation = super::prepare::with_status(md, &preparation);
+        with_preparation = super::preparation::with_status(md, &preparation);
         &with_preparation
     } else {
         md
@@ -328,9 +123,9 @@ async fn deploy<P: Provider>(
             return Ok(Action::requeue(ctx.resync));
         }
     };
-    let mut objects: Vec<(usize, &DesiredUpstream, ObjectPlan)> = Vec::new();
+    let mut objects: Vec<(KindId, &DesiredUpstream, ObjectPlan)> = Vec::new();
     for desired in &prepared.desired {
-        let Some(index) = ctx.kind_index(desired) else {
+        let Some(id) = ctx.kinds.table().id_of(desired) else {
             ctx.metrics.error("unsupported");
             let message = format!(
                 "{} rendered a {} {}, a kind it does not declare",
@@ -350,7 +145,7 @@ async fn deploy<P: Provider>(
         let mut step = plan::compare_object(
             md,
             desired,
-            ctx.cache(index).get(namespace, object).as_deref(),
+            ctx.kinds.cache(id)?.get(namespace, object).as_deref(),
         );
         // What the watch cache suggests is confirmed on a fresh read before acting on it:
         // - missing: the watch sees only objects we label, so before creating, make sure no
@@ -364,13 +159,13 @@ async fn deploy<P: Provider>(
         ) {
             let kind = desired.kind();
             let fresh = ctx
-                .api(index, namespace)
+                .api(id, namespace)?
                 .get_opt(object)
                 .await
                 .map_err(api_error(format!("reading {kind} {namespace}/{object}")))?;
             step = plan::compare_object(md, desired, fresh.as_ref());
         }
-        objects.push((index, desired, step));
+        objects.push((id, desired, step));
     }
     if let Some(message) = objects.iter().find_map(|(_, _, step)| match step {
         ObjectPlan::NotOwned(message) => Some(message.clone()),
@@ -387,31 +182,32 @@ async fn deploy<P: Provider>(
         // The watch reports the deletion; the timer is only a safety net.
         return Ok(Action::requeue(ctx.resync));
     }
-    let recreated: Vec<&(usize, &DesiredUpstream, ObjectPlan)> = objects
+    let recreated: Vec<&(KindId, &DesiredUpstream, ObjectPlan)> = objects
         .iter()
         .filter(|(_, _, step)| *step == ObjectPlan::Recreate)
         .collect();
     if let Some((_, first, _)) = recreated.first() {
-        for (index, desired, _) in &recreated {
-            recreate(md, ctx, *index, namespace, desired.name()).await?;
+        for (id, desired, _) in &recreated {
+            recreate(md, ctx, *id, namespace, desired.name()).await?;
         }
         let status = plan::recreating(provider, first.kind(), first.name());
         status_write::write(md, ctx, &status).await?;
         return Ok(Action::requeue(ctx.resync));
     }
     publish_render_warnings(md, ctx, &prepared.warnings).await;
-    if !ctx.secondary.is_empty() {
+    if ctx.kinds.table().has_secondary() {
         prune(md, ctx, &objects).await?;
     }
     let reference = md.object_ref(&());
     let mut live: Vec<Option<Arc<DynamicObject>>> = Vec::new();
-    for (index, desired, step) in &objects {
+    for (id, desired, step) in &objects {
+        let cache = ctx.kinds.cache(*id)?;
         let (kind, object) = (desired.kind(), desired.name());
         let (creating, drifted) = match step {
             ObjectPlan::Create => (true, false),
             ObjectPlan::Update { drifted } => (false, *drifted),
             _ => {
-                live.push(ctx.cache(*index).get(namespace, object));
+                live.push(cache.get(namespace, object));
                 continue;
             }
         };
@@ -422,7 +218,7 @@ async fn deploy<P: Provider>(
                 .await;
         }
         match ctx
-            .api(*index, namespace)
+            .api(*id, namespace)?
             .patch(
                 object,
                 &PatchParams::apply(&ctx.manager()).force(),
@@ -442,7 +238,7 @@ async fn deploy<P: Provider>(
                         .await;
                 }
                 super::staleness::keep_update_times(&mut applied.metadata, &ctx.manager());
-                ctx.cache(*index).remember(applied.clone());
+                cache.remember(applied.clone());
                 live.push(Some(Arc::new(applied)));
             }
             // The CRD went away after detection.
@@ -477,8 +273,12 @@ async fn deploy<P: Provider>(
         live.first()
             .copied()
             .flatten()
-            .zip(objects.first())
-            .map(|(primary, (index, ..))| (primary, ctx.kind(*index).from_crd)),
+            .zip(
+                objects
+                    .first()
+                    .and_then(|(id, ..)| ctx.kinds.kind(*id).ok()),
+            )
+            .map(|(primary, kind)| (primary, kind.from_crd)),
         &ctx.manager(),
         now,
         ctx.stale_threshold,
@@ -494,23 +294,23 @@ async fn deploy<P: Provider>(
 async fn prune<P: Provider>(
     md: &ModelDeployment,
     ctx: &Context<P>,
-    wanted: &[(usize, &DesiredUpstream, ObjectPlan)],
+    wanted: &[(KindId, &DesiredUpstream, ObjectPlan)],
 ) -> Result<(), ReconcileError> {
     let namespace = md.namespace().unwrap_or_default();
-    let owned: Vec<(usize, String)> = ctx
+    let owned: Vec<(KindId, String)> = ctx
         .owned_objects(md)
         .into_iter()
         .filter(|(_, object)| object.metadata.deletion_timestamp.is_none())
-        .map(|(index, object)| (index, object.name_any()))
+        .map(|(id, object)| (id, object.name_any()))
         .collect();
-    let wanted: Vec<(usize, &str)> = wanted
+    let wanted: Vec<(KindId, &str)> = wanted
         .iter()
-        .map(|(index, desired, _)| (*index, desired.name()))
+        .map(|(id, desired, _)| (*id, desired.name()))
         .collect();
-    for (index, name) in plan::stale(&wanted, &owned) {
-        let (index, name) = (*index, name.as_str());
-        let kind = ctx.kind(index).kind.clone();
-        delete_object(ctx, index, &namespace, name).await?;
+    for (id, name) in plan::stale(&wanted, &owned) {
+        let (id, name) = (*id, name.as_str());
+        let kind = ctx.kinds.kind(id)?.kind.clone();
+        ctx.delete_object(id, &namespace, name).await?;
         ctx.events
             .normal(
                 &md.object_ref(&()),
@@ -523,51 +323,20 @@ async fn prune<P: Provider>(
     Ok(())
 }
 
-/// Deletes object `namespace/name` of kind `index` (gone already is fine).
-pub(super) async fn delete_object<P: Provider>(
-    ctx: &Context<P>,
-    index: usize,
-    namespace: &str,
-    name: &str,
-) -> Result<(), ReconcileError> {
-    let kind = ctx.kind(index).kind.clone();
-    match ctx
-        .api(index, namespace)
-        .delete(
-            name,
-            &DeleteParams {
-                propagation_policy: Some(PropagationPolicy::Background),
-                ..Default::default()
-            },
-        )
-        .await
-    {
-        Ok(_) => {
-            ctx.cache(index).forget(namespace, name);
-            Ok(())
-        }
-        Err(kube::Error::Api(status)) if status.code == 404 => {
-            ctx.cache(index).forget(namespace, name);
-            Ok(())
-        }
-        Err(e) => Err(api_error(format!("deleting {kind} {namespace}/{name}"))(e)),
-    }
-}
-
 /// Deletes a live object after an identity change (it is created anew once gone).
 async fn recreate<P: Provider>(
     md: &ModelDeployment,
     ctx: &Context<P>,
-    index: usize,
+    id: KindId,
     namespace: &str,
     name: &str,
 ) -> Result<(), ReconcileError> {
-    let kind = ctx.kind(index).kind.clone();
+    let kind = ctx.kinds.kind(id)?.kind.clone();
     ctx.events
         .normal(&md.object_ref(&()), event_reasons::RESOURCE_RECREATED, "Recreate",
             format!("Deleting {kind} '{name}' to recreate it: an identity field (model.id, model.source, engine.type, provider.name or serving.mode) changed"))
         .await;
-    delete_object(ctx, index, namespace, name).await
+    ctx.delete_object(id, namespace, name).await
 }
 
 async fn publish_render_warnings<P: Provider>(
@@ -601,7 +370,19 @@ async fn publish_render_warnings<P: Provider>(
     }
 }
 
-/// Requeues with a short backoff and counts the error.
+/// The first retry of a failed reconcile; each further consecutive failure doubles it.
+const RETRY_FIRST: Duration = Duration::from_secs(5);
+/// The longest wait between retries of a failing reconcile.
+const RETRY_MAX: Duration = Duration::from_secs(60);
+
+/// The wait before retry `failures` (1: the first) of a transient failure.
+pub(super) fn retry_after(failures: u32) -> Duration {
+    let doublings = failures.saturating_sub(1).min(16);
+    RETRY_FIRST.saturating_mul(1 << doublings).min(RETRY_MAX)
+}
+
+/// Counts the error; a transient one is retried with backoff (5 s, doubling to 60 s), any
+/// other (an invalid object) waits for a change of the deployment.
 pub fn error_policy<P: Provider>(
     md: Arc<ModelDeployment>,
     error: &ReconcileError,
@@ -609,5 +390,31 @@ pub fn error_policy<P: Provider>(
 ) -> Action {
     ctx.metrics.error(error.category());
     tracing::warn!(error = %error, category = error.category(), object = %md.name_any(), "reconcile failed");
-    Action::requeue(Duration::from_secs(5))
+    if !error.is_transient() {
+        return Action::await_change();
+    }
+    let failures = {
+        let mut failures = ctx
+            .failures
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let count = failures
+            .entry(md.metadata.uid.clone().unwrap_or_default())
+            .or_default();
+        *count = count.saturating_add(1);
+        *count
+    };
+    Action::requeue(retry_after(failures))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn transient_failures_back_off_to_a_minute() {
+        let waits: Vec<u64> = (1..=6).map(|n| retry_after(n).as_secs()).collect();
+        assert_eq!(waits, [5, 10, 20, 40, 60, 60]);
+        assert_eq!(retry_after(u32::MAX), RETRY_MAX);
+    }
 }

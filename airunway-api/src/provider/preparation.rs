@@ -10,8 +10,9 @@ use kube::ResourceExt;
 use kube::api::{Api, PatchParams};
 use serde_json::{Value, json};
 
+use super::context::Context;
 use super::desired::ProviderStatus;
-use super::reconcile::{Context, ReconcileError, api_error};
+use super::error::{ReconcileError, api_error};
 use super::traits::{Preparation, Provider};
 use crate::conditions;
 use crate::constants::{condition_types, reasons};
