@@ -30,21 +30,24 @@
 //!    provider resolving its image to a digest) implements [`Provider::prepare`]: the
 //!    [`Preparation`]'s status fields and conditions are written (manager
 //!    `<name>-provider-prepare`, only when changed) and the render sees them.
-//!    The pipeline is [`plan::triage`] →
-//!    [`plan::plan`] (pure) → apply only when the plan says so → status only when it changed;
-//!    every read comes from the watch caches, and a change of the upstream object (its
-//!    operator's status, an edit, a deletion) arrives through the provider's watch on its kind
-//!    (only objects labelled `airunway.ai/managed-by: airunway`), never by polling.
+//!    The pipeline is observe (the watch caches) → [`plan::triage`] → [`plan::plan`] (one pure
+//!    function over the set of objects, the same one [`cycle`] runs offline) → act (fresh reads
+//!    only to confirm a cache entry the plan doubts, then the applies and deletions the plan
+//!    lists) → [`plan::report`] (the status, written only when it changed); a change of an
+//!    upstream object (its operator's status, an edit, a deletion) arrives through the
+//!    provider's watch on its kind (only objects labelled `airunway.ai/managed-by: airunway`),
+//!    never by polling.
 //! 4. **Operations**: metrics, `/healthz`, `/readyz`, Lease leader election, tracing, graceful
 //!    shutdown — the same flags as the core.
 
 mod args;
+pub mod checked_render;
 mod context;
 pub mod cycle;
 pub mod desired;
 mod error;
 mod finalizer;
-mod kinds;
+pub mod kinds;
 mod metrics;
 pub mod overrides;
 pub mod plan;
@@ -58,6 +61,7 @@ mod runner;
 pub mod schema;
 pub mod staleness;
 mod status_write;
+pub mod statuses;
 #[cfg(feature = "provider-testing")]
 pub mod testing;
 mod traits;

@@ -1,8 +1,10 @@
-//! The provider reconcile: fetch (watch caches) → [`triage`](super::plan::triage) →
-//! [`plan`](super::plan::plan) (pure) → apply the upstream object only when the plan says so
-//! (server-side apply) → write the provider-owned status only when it changed. Every read comes
-//! from the watch caches; nothing is polled: a change of the deployment or of its upstream
-//! object (status written by the upstream operator, an edit, a deletion) wakes the reconcile.
+//! The provider reconcile: observe (the watch caches, [`Provider::prepare`]'s I/O) →
+//! [`triage`](super::plan::triage) → [`plan`](super::plan::plan) (pure, the function the
+//! offline [`cycle`](super::cycle) runs too) → act (fresh reads when the plan asks to confirm
+//! a cache entry, then server-side applies and deletions only where the plan says) → report
+//! ([`plan::report`], the status written only when it changed). Nothing is polled: a change of
+//! the deployment or of its objects (status written by the upstream operator, an edit, a
+//! deletion) wakes the reconcile.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -12,16 +14,18 @@ use kube::runtime::controller::Action;
 use kube::{Resource, ResourceExt};
 
 use super::context::Context;
-use super::desired::DesiredUpstream;
+use super::desired::ProviderStatus;
 use super::error::{ReconcileError, api_error};
 use super::finalizer;
-use super::kinds::KindId;
-use super::plan::{self, ObjectPlan, Plan, Triage};
+use super::plan::{self, Observed, Plan, Rollout, Seen, Triage, Write};
+use super::preparation;
 use super::staleness;
 use super::status_write;
+use super::statuses::{self, Hold};
 use super::traits::{Provider, RenderWarning};
 use crate::apply_body;
 use crate::constants::event_reasons;
+use crate::kube_error::ErrorClass;
 use crate::v1alpha1::ModelDeployment;
 
 /// How long a reconcile waits for the upstream watch's first listing before trying later.
@@ -86,128 +90,136 @@ async fn reconcile_inner<P: Provider>(
 /// disaggregated serving) was deleted.
 const RESOURCE_DELETED: &str = "ResourceDeleted";
 
-/// Carries out the plan for a deployment to deploy: [`plan::prepare`], then
-/// [`plan::compare_object`] for every object of the set, then the writes.
+/// A deployment to deploy: observe → [`plan::plan`] (pure; once more after confirming what
+/// the caches suggest with fresh reads) → [`act`].
 async fn deploy<P: Provider>(
     md: &ModelDeployment,
     ctx: &Context<P>,
     namespace: &str,
 ) -> Result<Action, ReconcileError> {
-    let provider = ctx.provider.as_ref();
+    let (md, prepare_hold) = prepare(md, ctx).await?;
     let detection = ctx.detection();
-    // The provider's I/O before the render (e.g. an image resolved to a digest), for a
-    // compatible deployment: written to the status, and seen by the render.
-    let with_preparation;
-    let md = if provider.check_compatibility(md).is_ok() {
-        let preparation = provider.prepare(md).await;
-        super::preparation::write(md, ctx, &preparation).await?;
-        if let Some(message) = &preparation.hold {
-            ctx.metrics.error("prepare");
-            status_write::write(md, ctx, &super::preparation::held(provider, message)).await?;
-            return Ok(Action::requeue(ctx.resync));
-        }
-        with_preparation = super::preparation::with_status(md, &preparation);
-        &with_preparation
-    } else {
-        md
-    };
-    let prepared = match plan::prepare_with(provider, md, &detection, &ctx.pod_security) {
-        Ok(prepared) => prepared,
-        Err(held) => {
-            if let Plan::Hold { cause, status } = *held {
-                if let Some(category) = cause.error_category() {
-                    ctx.metrics.error(category);
-                }
-                status_write::write(md, ctx, &status).await?;
-            }
-            return Ok(Action::requeue(ctx.resync));
-        }
-    };
-    let mut objects: Vec<(KindId, &DesiredUpstream, ObjectPlan)> = Vec::new();
-    for desired in &prepared.desired {
-        let Some(id) = ctx.kinds.table().id_of(desired) else {
-            ctx.metrics.error("unsupported");
-            let message = format!(
-                "{} rendered a {} {}, a kind it does not declare",
-                provider.display_name(),
-                desired.kind(),
-                desired.name()
-            );
-            status_write::write(
-                md,
-                ctx,
-                &plan::apply_rejected(provider, desired.kind(), desired.name(), &message),
-            )
-            .await?;
-            return Ok(Action::requeue(ctx.resync));
-        };
-        let object = desired.name();
-        let mut step = plan::compare_object(
-            md,
-            desired,
-            ctx.kinds.cache(id)?.get(namespace, object).as_deref(),
-        );
-        // What the watch cache suggests is confirmed on a fresh read before acting on it:
-        // - missing: the watch sees only objects we label, so before creating, make sure no
-        //   object of that name exists (a user's would be taken over by the forced apply);
-        // - drifted: the cache lags behind the API server after a watch broke (an API server
-        //   restart, a relist with backoff), and a lagging cache must cost one read, not a false
-        //   `DriftDetected` warning and an apply.
-        if matches!(
-            step,
-            ObjectPlan::Create | ObjectPlan::Update { drifted: true }
-        ) {
-            let kind = desired.kind();
-            let fresh = ctx
-                .api(id, namespace)?
-                .get_opt(object)
-                .await
-                .map_err(api_error(format!("reading {kind} {namespace}/{object}")))?;
-            step = plan::compare_object(md, desired, fresh.as_ref());
-        }
-        objects.push((id, desired, step));
-    }
-    if let Some(message) = objects.iter().find_map(|(_, _, step)| match step {
-        ObjectPlan::NotOwned(message) => Some(message.clone()),
-        _ => None,
-    }) {
-        ctx.metrics.error("not_owned");
-        status_write::write(md, ctx, &plan::not_owned(provider, message)).await?;
-        return Ok(Action::requeue(ctx.resync));
-    }
-    if objects
-        .iter()
-        .any(|(_, _, step)| *step == ObjectPlan::AwaitDeletion)
-    {
-        // The watch reports the deletion; the timer is only a safety net.
-        return Ok(Action::requeue(ctx.resync));
-    }
-    let recreated: Vec<&(KindId, &DesiredUpstream, ObjectPlan)> = objects
-        .iter()
-        .filter(|(_, _, step)| *step == ObjectPlan::Recreate)
+    let mut objects: Vec<Seen> = ctx
+        .observed(&md)
+        .into_iter()
+        .map(|(kind, object)| Seen::cached(kind, object))
         .collect();
-    if let Some((_, first, _)) = recreated.first() {
-        for (id, desired, _) in &recreated {
-            recreate(md, ctx, *id, namespace, desired.name()).await?;
+    let observe = |objects: &[Seen]| {
+        plan::plan(
+            ctx.provider.as_ref(),
+            &Observed {
+                deployment: &md,
+                detection: &detection,
+                policy: &ctx.pod_security,
+                kinds: ctx.kinds.table(),
+                prepare_hold: prepare_hold.as_deref(),
+                objects,
+                authoritative: false,
+            },
+        )
+    };
+    let mut planned = observe(&objects);
+    if let Plan::Confirm(unconfirmed) = &planned {
+        for (kind, name) in unconfirmed {
+            let fresh = ctx
+                .api(*kind, namespace)?
+                .get_opt(name)
+                .await
+                .map_err(api_error(format!(
+                    "reading {} {namespace}/{name}",
+                    ctx.kinds.kind(*kind)?.kind
+                )))?;
+            objects.push(Seen::fresh(*kind, name.clone(), fresh.map(Arc::new)));
         }
-        let status = plan::recreating(provider, first.kind(), first.name());
-        status_write::write(md, ctx, &status).await?;
-        return Ok(Action::requeue(ctx.resync));
+        planned = observe(&objects);
     }
-    publish_render_warnings(md, ctx, &prepared.warnings).await;
-    if ctx.kinds.table().has_secondary() {
-        prune(md, ctx, &objects).await?;
+    act(&md, ctx, namespace, planned).await
+}
+
+/// [`Provider::prepare`]'s I/O for a compatible deployment: its status fields and conditions
+/// written, and the deployment as the render sees it, with the hold if any.
+async fn prepare<P: Provider>(
+    md: &ModelDeployment,
+    ctx: &Context<P>,
+) -> Result<(ModelDeployment, Option<String>), ReconcileError> {
+    let provider = ctx.provider.as_ref();
+    if provider.check_compatibility(md).is_err() {
+        return Ok((md.clone(), None));
     }
+    let preparation = provider.prepare(md).await;
+    preparation::write(md, ctx, &preparation).await?;
+    Ok((
+        preparation::with_status(md, &preparation),
+        preparation.hold.clone(),
+    ))
+}
+
+/// Carries out `plan`: writes the hold's status, waits, deletes for a recreation, or rolls
+/// out and reports.
+async fn act<P: Provider>(
+    md: &ModelDeployment,
+    ctx: &Context<P>,
+    namespace: &str,
+    plan: Plan,
+) -> Result<Action, ReconcileError> {
+    match plan {
+        // The watch reports the deletion; the timer is only a safety net. (A second
+        // confirmation cannot be asked for: fresh reads are not confirmed again.)
+        Plan::AwaitDeletion | Plan::Confirm(_) => Ok(Action::requeue(ctx.resync)),
+        Plan::Hold(Hold { cause, status }) => {
+            if let Some(category) = cause.error_category() {
+                ctx.metrics.error(category);
+            }
+            status_write::write(md, ctx, &status).await?;
+            Ok(Action::requeue(ctx.resync))
+        }
+        Plan::Recreate { objects, status } => {
+            for (kind, kind_name, name) in &objects {
+                ctx.events
+                    .normal(&md.object_ref(&()), event_reasons::RESOURCE_RECREATED, "Recreate",
+                        format!("Deleting {kind_name} '{name}' to recreate it: an identity field (model.id, model.source, engine.type, provider.name or serving.mode) changed"))
+                    .await;
+                ctx.delete_object(*kind, namespace, name).await?;
+            }
+            status_write::write(md, ctx, &status).await?;
+            Ok(Action::requeue(ctx.resync))
+        }
+        Plan::Apply(rollout) => roll_out(md, ctx, namespace, rollout).await,
+    }
+}
+
+/// Deletes the objects of an old shape, applies what the rollout says, then writes the status
+/// [`plan::report`] derives from the objects as applied.
+async fn roll_out<P: Provider>(
+    md: &ModelDeployment,
+    ctx: &Context<P>,
+    namespace: &str,
+    rollout: Rollout,
+) -> Result<Action, ReconcileError> {
+    let provider = ctx.provider.as_ref();
+    publish_render_warnings(md, ctx, &rollout.warnings).await;
     let reference = md.object_ref(&());
-    let mut live: Vec<Option<Arc<DynamicObject>>> = Vec::new();
-    for (id, desired, step) in &objects {
-        let cache = ctx.kinds.cache(*id)?;
-        let (kind, object) = (desired.kind(), desired.name());
-        let (creating, drifted) = match step {
-            ObjectPlan::Create => (true, false),
-            ObjectPlan::Update { drifted } => (false, *drifted),
-            _ => {
-                live.push(cache.get(namespace, object));
+    for (kind, name) in &rollout.prune {
+        let kind_name = ctx.kinds.kind(*kind)?.kind.clone();
+        ctx.delete_object(*kind, namespace, name).await?;
+        ctx.events
+            .normal(
+                &reference,
+                RESOURCE_DELETED,
+                "Delete",
+                format!("Deleted {kind_name} '{name}': the deployment no longer needs it"),
+            )
+            .await;
+    }
+    let desired = rollout.desired();
+    let mut live: Vec<Option<Arc<DynamicObject>>> = Vec::with_capacity(rollout.steps.len());
+    for step in rollout.steps {
+        let (kind, object) = (step.desired.kind(), step.desired.name());
+        let (creating, drifted) = match step.write {
+            Write::Create => (true, false),
+            Write::Update { drifted } => (false, drifted),
+            Write::InSync => {
+                live.push(step.live);
                 continue;
             }
         };
@@ -217,15 +229,15 @@ async fn deploy<P: Provider>(
                     format!("Provider resource was modified directly, reconciling ({kind} '{object}' is restored from the ModelDeployment)"))
                 .await;
         }
-        match ctx
-            .api(*id, namespace)?
+        let applied = ctx
+            .api(step.kind, namespace)?
             .patch(
                 object,
                 &PatchParams::apply(&ctx.manager()).force(),
-                &apply_body::apply(&desired.object),
+                &apply_body::apply(&step.desired.object),
             )
-            .await
-        {
+            .await;
+        match applied {
             Ok(mut applied) => {
                 if creating {
                     ctx.events
@@ -237,106 +249,61 @@ async fn deploy<P: Provider>(
                         )
                         .await;
                 }
-                super::staleness::keep_update_times(&mut applied.metadata, &ctx.manager());
-                cache.remember(applied.clone());
+                staleness::keep_update_times(&mut applied.metadata, &ctx.manager());
+                ctx.kinds.cache(step.kind)?.remember(applied.clone());
                 live.push(Some(Arc::new(applied)));
             }
-            // The CRD went away after detection.
-            Err(kube::Error::Api(status)) if status.code == 404 => {
-                status_write::write(md, ctx, &plan::crd_gone(provider, &status.message)).await?;
-                return Ok(Action::requeue(ctx.resync));
-            }
-            // Conflicts, throttling and not-yet-granted RBAC pass: retry with backoff.
-            Err(kube::Error::Api(status))
-                if (400..500).contains(&status.code) && !matches!(status.code, 403 | 409 | 429) =>
-            {
-                ctx.metrics.error("apply_rejected");
-                let status = plan::apply_rejected(provider, kind, object, &status.message);
+            Err(error) => {
+                let Some(status) = apply_refused(provider, kind, object, &error) else {
+                    return Err(api_error(format!("applying {kind} {namespace}/{object}"))(
+                        error,
+                    ));
+                };
+                if ErrorClass::of(&error) == ErrorClass::Rejected {
+                    ctx.metrics.error("apply_rejected");
+                }
                 status_write::write(md, ctx, &status).await?;
                 return Ok(Action::requeue(ctx.resync));
-            }
-            Err(e) => {
-                return Err(api_error(format!("applying {kind} {namespace}/{object}"))(
-                    e,
-                ));
             }
         }
     }
     let live: Vec<Option<&DynamicObject>> = live.iter().map(Option::as_deref).collect();
-    let mut status = plan::status_from_set(provider, md, &prepared.desired, &live);
-    // Stale upstream status, judged on the primary object: the condition when stale (or once
-    // was), and a look again exactly when a waiting object would turn stale.
     let now = jiff::Timestamp::now();
-    let staleness = staleness::mark(
-        &mut status,
+    let report = plan::report(
+        provider,
         md,
-        live.first()
-            .copied()
-            .flatten()
-            .zip(
-                objects
-                    .first()
-                    .and_then(|(id, ..)| ctx.kinds.kind(*id).ok()),
-            )
-            .map(|(primary, kind)| (primary, kind.from_crd)),
-        &ctx.manager(),
+        ctx.kinds.table(),
+        &desired,
+        &live,
         now,
         ctx.stale_threshold,
     );
-    status_write::write(md, ctx, &status).await?;
-    Ok(Action::requeue(staleness::requeue_after(
-        &staleness, now, ctx.resync,
-    )))
+    status_write::write(md, ctx, &report.status).await?;
+    Ok(Action::requeue(report.requeue_after(now, ctx.resync)))
 }
 
-/// Deletes the objects this provider created for `md` that the render no longer produces (the
-/// old shape after a change of serving mode), so none is left behind.
-async fn prune<P: Provider>(
-    md: &ModelDeployment,
-    ctx: &Context<P>,
-    wanted: &[(KindId, &DesiredUpstream, ObjectPlan)],
-) -> Result<(), ReconcileError> {
-    let namespace = md.namespace().unwrap_or_default();
-    let owned: Vec<(KindId, String)> = ctx
-        .owned_objects(md)
-        .into_iter()
-        .filter(|(_, object)| object.metadata.deletion_timestamp.is_none())
-        .map(|(id, object)| (id, object.name_any()))
-        .collect();
-    let wanted: Vec<(KindId, &str)> = wanted
-        .iter()
-        .map(|(id, desired, _)| (*id, desired.name()))
-        .collect();
-    for (id, name) in plan::stale(&wanted, &owned) {
-        let (id, name) = (*id, name.as_str());
-        let kind = ctx.kinds.kind(id)?.kind.clone();
-        ctx.delete_object(id, &namespace, name).await?;
-        ctx.events
-            .normal(
-                &md.object_ref(&()),
-                RESOURCE_DELETED,
-                "Delete",
-                format!("Deleted {kind} '{name}': the deployment no longer needs it"),
-            )
-            .await;
+/// The status for an apply the API server refused for good: the CRD went away after
+/// detection (404), or the object is invalid (another 4xx). `None`: retry with backoff
+/// (conflicts, throttling, not-yet-granted RBAC, server and transport failures).
+fn apply_refused<P: Provider>(
+    provider: &P,
+    kind: &str,
+    object: &str,
+    error: &kube::Error,
+) -> Option<ProviderStatus> {
+    let kube::Error::Api(status) = error else {
+        return None;
+    };
+    match ErrorClass::of(error) {
+        ErrorClass::NotFound => Some(statuses::crd_gone(provider, &status.message)),
+        ErrorClass::Rejected => Some(statuses::apply_rejected(
+            provider,
+            kind,
+            object,
+            &status.message,
+        )),
+        _ => None,
     }
-    Ok(())
-}
-
-/// Deletes a live object after an identity change (it is created anew once gone).
-async fn recreate<P: Provider>(
-    md: &ModelDeployment,
-    ctx: &Context<P>,
-    id: KindId,
-    namespace: &str,
-    name: &str,
-) -> Result<(), ReconcileError> {
-    let kind = ctx.kinds.kind(id)?.kind.clone();
-    ctx.events
-        .normal(&md.object_ref(&()), event_reasons::RESOURCE_RECREATED, "Recreate",
-            format!("Deleting {kind} '{name}' to recreate it: an identity field (model.id, model.source, engine.type, provider.name or serving.mode) changed"))
-        .await;
-    ctx.delete_object(id, namespace, name).await
 }
 
 async fn publish_render_warnings<P: Provider>(
