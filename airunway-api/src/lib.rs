@@ -34,6 +34,8 @@ pub mod constants;
 pub mod generate;
 pub mod image_reference;
 pub mod kubernetes_names;
+#[cfg(feature = "runtime")]
+pub mod kube_error;
 pub mod managed_fields;
 pub mod pod_security;
 #[cfg(feature = "probe")]

@@ -20,6 +20,12 @@ fn main() {
     divan::main();
 }
 
+fn now() -> airunway_api::k8s_openapi::apimachinery::pkg::apis::meta::v1::Time {
+    airunway_api::k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
+        "2026-01-01T00:00:00Z".parse().unwrap(),
+    )
+}
+
 fn schema() -> UpstreamSchema {
     LlmdProvider.detect_schema(None).schema().cloned().unwrap()
 }
@@ -46,7 +52,7 @@ fn deployment(mode: &str) -> ModelDeployment {
 /// Available.
 fn settled(mode: &str) -> (ModelDeployment, Vec<DynamicObject>) {
     let md = deployment(mode);
-    let first = cycle::apply_set(&LlmdProvider, &md, &schema(), &[]).unwrap();
+    let first = cycle::apply_set(&LlmdProvider, &md, &schema(), &[], &now()).unwrap();
     let live = first
         .objects
         .iter()
@@ -70,7 +76,8 @@ fn set_cycle(bencher: Bencher<'_, '_>, mode: &str) {
     let (md, live) = settled(mode);
     let live: Vec<Option<&DynamicObject>> = live.iter().map(Some).collect();
     let schema = schema();
-    bencher.bench_local(|| cycle::apply_set(&LlmdProvider, black_box(&md), &schema, &live));
+    let now = now();
+    bencher.bench_local(|| cycle::apply_set(&LlmdProvider, black_box(&md), &schema, &live, &now));
 }
 
 /// Status translation alone (on every Deployment status change).

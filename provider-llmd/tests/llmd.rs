@@ -5,8 +5,7 @@
 
 use airunway_api::k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use airunway_api::kube::core::DynamicObject;
-use airunway_api::provider::desired::desired_object;
-use airunway_api::provider::plan::{self, ObjectPlan};
+use airunway_api::provider::plan::{self, Write};
 use airunway_api::provider::workload::BUILTIN_FINGERPRINT;
 use airunway_api::provider::{Provider, RenderError, SchemaDetection, UpstreamSchema, cycle};
 use airunway_api::serde_json::{self, Value, json};
@@ -448,9 +447,9 @@ fn now() -> Time {
 #[test]
 fn sdk_cycle_over_the_set_drift_and_identity() {
     let md = aggregated(json!({}));
-    let prepared = plan::prepare(&LlmdProvider, &md, &LlmdProvider.detect_schema(None)).unwrap();
-    assert_eq!(prepared.desired.len(), 2);
-    let deployment = &prepared.desired[0];
+    let checked = cycle::checked(&LlmdProvider, &md, &LlmdProvider.detect_schema(None)).unwrap();
+    assert_eq!(checked.desired.len(), 2);
+    let deployment = &checked.desired[0];
     assert_eq!(
         deployment.object["metadata"]["ownerReferences"][0]["uid"],
         "u"
@@ -459,46 +458,54 @@ fn sdk_cycle_over_the_set_drift_and_identity() {
         deployment.object["metadata"]["labels"]["airunway.ai/team"],
         "t"
     );
-    assert_eq!(
-        plan::compare_object(&md, deployment, None),
-        ObjectPlan::Create
-    );
+    let writes = |live: &[Option<&DynamicObject>]| -> Vec<Write> {
+        cycle::apply_set(&LlmdProvider, &md, &schema(), live, &now())
+            .unwrap()
+            .objects
+            .into_iter()
+            .map(|(_, write)| write)
+            .collect()
+    };
+    assert_eq!(writes(&[]), [Write::Create, Write::Create]);
     let served = cycle::served(deployment, available(1)).unwrap();
+    let service = cycle::served(&checked.desired[1], json!({})).unwrap();
     assert_eq!(
-        plan::compare_object(&md, deployment, Some(&served)),
-        ObjectPlan::InSync
+        writes(&[Some(&served), Some(&service)]),
+        [Write::InSync, Write::InSync]
     );
     let mut edited = serde_json::to_value(&served).unwrap();
     edited["spec"]["replicas"] = json!(5);
     let edited: DynamicObject = serde_json::from_value(edited).unwrap();
     assert_eq!(
-        plan::compare_object(&md, deployment, Some(&edited)),
-        ObjectPlan::Update { drifted: true }
+        writes(&[Some(&edited), Some(&service)]),
+        [Write::Update { drifted: true }, Write::InSync]
     );
     let mut other_model = md.clone();
     other_model.spec.model.id = Some("other/model".into());
-    let changed = desired_object(&other_model, &deployment.object);
-    assert_eq!(
-        plan::compare_object(&other_model, &changed, Some(&served)),
-        ObjectPlan::Recreate
+    let replaced = cycle::run(
+        &LlmdProvider,
+        &other_model,
+        &schema(),
+        &[&served, &service],
+        &now(),
     );
+    let plan::Plan::Recreate { objects, .. } = replaced.plan else {
+        panic!("{:?}", replaced.plan)
+    };
+    assert_eq!(objects.len(), 2, "both objects carry the old identity");
     let applied = cycle::apply(&LlmdProvider, &md, &schema(), Some(&served), &now()).unwrap();
     assert!(!applied.applies);
-    assert_eq!(applied.status.phase, Phase::Running);
     assert_eq!(
         applied.status.resource,
         Some(("m".to_string(), "Deployment".to_string()))
     );
-    let refused = plan::prepare(
+    let refused = cycle::checked(
         &LlmdProvider,
         &aggregated(json!({"engine": {"type": "sglang"}})),
         &schema_detection(),
     )
     .unwrap_err();
-    let plan::Plan::Hold { status, .. } = *refused else {
-        panic!()
-    };
-    assert_eq!(status.message, "llm-d only supports vllm engine");
+    assert_eq!(refused.status.message, "llm-d only supports vllm engine");
 }
 
 fn schema_detection() -> SchemaDetection {
@@ -508,14 +515,9 @@ fn schema_detection() -> SchemaDetection {
 #[test]
 fn sdk_set_cycle_creates_then_settles_every_object() {
     let md = disaggregated();
-    let first = cycle::apply_set(&LlmdProvider, &md, &schema(), &[]).unwrap();
+    let first = cycle::apply_set(&LlmdProvider, &md, &schema(), &[], &now()).unwrap();
     assert_eq!(first.objects.len(), 4);
-    assert!(
-        first
-            .objects
-            .iter()
-            .all(|(_, step)| *step == ObjectPlan::Create)
-    );
+    assert!(first.objects.iter().all(|(_, step)| *step == Write::Create));
     assert_eq!(first.status.phase, Phase::Pending);
     assert_eq!(
         first.status.resource,
@@ -534,12 +536,12 @@ fn sdk_set_cycle_creates_then_settles_every_object() {
         })
         .collect();
     let live: Vec<Option<&DynamicObject>> = served.iter().map(Some).collect();
-    let settled = cycle::apply_set(&LlmdProvider, &md, &schema(), &live).unwrap();
+    let settled = cycle::apply_set(&LlmdProvider, &md, &schema(), &live, &now()).unwrap();
     assert!(
         settled
             .objects
             .iter()
-            .all(|(_, step)| *step == ObjectPlan::InSync)
+            .all(|(_, step)| *step == Write::InSync)
     );
     assert_eq!(settled.status.phase, Phase::Running);
     let created = settled
@@ -557,7 +559,7 @@ fn sdk_set_cycle_creates_then_settles_every_object() {
             &LlmdProvider,
             &aggregated(json!({"engine": {"type": "sglang"}})),
             &schema(),
-            &[]
+            &[], &now()
         ),
         Err(cycle::CycleError::Incompatible(message)) if message == "llm-d only supports vllm engine"
     ));
@@ -582,10 +584,9 @@ fn what_the_merge_produces_is_checked_against_pod_security_before_anything_is_ap
     ] {
         let mut md = aggregated(json!({}));
         md.spec.provider.as_mut().unwrap().overrides = overrides.as_object().cloned();
-        let held = plan::prepare(&LlmdProvider, &md, &schema_detection()).unwrap_err();
-        let plan::Plan::Hold { status, .. } = *held else {
-            panic!("not held")
-        };
+        let status = cycle::checked(&LlmdProvider, &md, &schema_detection())
+            .unwrap_err()
+            .status;
         assert!(
             status.message.contains(&format!("Deployment m {field}"))
                 && status.message.contains(rule),

@@ -21,6 +21,12 @@ fn main() {
     divan::main();
 }
 
+fn now() -> airunway_api::k8s_openapi::apimachinery::pkg::apis::meta::v1::Time {
+    airunway_api::k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
+        "2026-01-01T00:00:00Z".parse().unwrap(),
+    )
+}
+
 const SIZES: [&str; 2] = ["1-gpu", "8-gpu-user-flags"];
 
 fn model_deployment(size: &str) -> ModelDeployment {
@@ -56,7 +62,7 @@ fn settled(size: &str) -> (ModelDeployment, Vec<DynamicObject>) {
         .schema()
         .cloned()
         .unwrap();
-    let created = cycle::apply_set(&VllmProvider::default(), &md, &schema, &[]).unwrap();
+    let created = cycle::apply_set(&VllmProvider::default(), &md, &schema, &[], &now()).unwrap();
     let mut live = Vec::new();
     for (desired, _) in &created.objects {
         let is_deployment = desired.kind() == "Deployment";
@@ -80,8 +86,16 @@ fn set_cycle(bencher: Bencher<'_, '_>, size: &str) {
         .schema()
         .cloned()
         .unwrap();
-    bencher
-        .bench_local(|| cycle::apply_set(&VllmProvider::default(), black_box(&md), &schema, &refs));
+    let now = now();
+    bencher.bench_local(|| {
+        cycle::apply_set(
+            &VllmProvider::default(),
+            black_box(&md),
+            &schema,
+            &refs,
+            &now,
+        )
+    });
 }
 
 /// The status translation alone (run on every Deployment status change).

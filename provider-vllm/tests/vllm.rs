@@ -5,7 +5,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use airunway_api::kube::core::DynamicObject;
-use airunway_api::provider::plan::ObjectPlan;
+use airunway_api::provider::plan::Write;
 use airunway_api::provider::workload::BUILTIN_FINGERPRINT;
 use airunway_api::provider::{Provider, RenderError, SchemaDetection, UpstreamSchema, cycle};
 use airunway_api::serde_json::{self, Value, json};
@@ -393,17 +393,18 @@ fn registration_is_explicit_only_always_ready_vllm_on_gpus_aggregated() {
     );
 }
 
+fn now() -> airunway_api::k8s_openapi::apimachinery::pkg::apis::meta::v1::Time {
+    airunway_api::k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
+        "2026-01-01T00:00:00Z".parse().unwrap(),
+    )
+}
+
 #[test]
 fn sdk_set_cycle_creates_then_settles_both_objects() {
     let md = aggregated(json!({}));
-    let first = cycle::apply_set(&VllmProvider::default(), &md, &schema(), &[]).unwrap();
+    let first = cycle::apply_set(&VllmProvider::default(), &md, &schema(), &[], &now()).unwrap();
     assert_eq!(first.objects.len(), 2);
-    assert!(
-        first
-            .objects
-            .iter()
-            .all(|(_, step)| *step == ObjectPlan::Create)
-    );
+    assert!(first.objects.iter().all(|(_, step)| *step == Write::Create));
     assert_eq!(
         first.status.resource,
         Some(("m".to_string(), "Deployment".to_string()))
@@ -421,12 +422,13 @@ fn sdk_set_cycle_creates_then_settles_both_objects() {
         })
         .collect();
     let live: Vec<Option<&DynamicObject>> = served.iter().map(Some).collect();
-    let settled = cycle::apply_set(&VllmProvider::default(), &md, &schema(), &live).unwrap();
+    let settled =
+        cycle::apply_set(&VllmProvider::default(), &md, &schema(), &live, &now()).unwrap();
     assert!(
         settled
             .objects
             .iter()
-            .all(|(_, step)| *step == ObjectPlan::InSync)
+            .all(|(_, step)| *step == Write::InSync)
     );
     assert_eq!(settled.status.phase, Phase::Running);
     let created = settled
@@ -444,7 +446,7 @@ fn sdk_set_cycle_creates_then_settles_both_objects() {
             &VllmProvider::default(),
             &aggregated(json!({"engine": {"type": "sglang"}})),
             &schema(),
-            &[]
+            &[], &now()
         ),
         Err(cycle::CycleError::Incompatible(message)) if message == "vLLM provider only supports vllm engine, got sglang"
     ));

@@ -1,17 +1,22 @@
-//! The pure steps of one provider reconcile ([`super::plan`]) without an API server: for a
-//! provider's own tests and benchmarks (the shipped providers' benchmarks use it). The SDK's
-//! reconcile runs exactly these functions and carries out what they return.
+//! One provider reconcile without an API server, for a provider's own tests and benchmarks
+//! (the shipped providers' benchmarks use it): the same [`plan::plan`] and [`plan::report`]
+//! the SDK's reconcile runs, over objects given as what the API server has.
+
+use std::sync::Arc;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::core::DynamicObject;
 use serde_json::{Value, json};
 
+use super::checked_render::{self, Checked};
 use super::desired::{DesiredUpstream, ProviderStatus};
-use super::plan::{self, HoldCause, Plan};
+use super::kinds::{KindId, KindTable};
+use super::plan::{self, Observed, Plan, Report, Seen, Write};
+use super::statuses::{Hold, HoldCause};
 use super::traits::{Provider, SchemaDetection, UpstreamSchema};
 use crate::v1alpha1::ModelDeployment;
 
-/// Why a deployment stops before its upstream object is applied.
+/// Why a deployment stops before its objects are applied.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum CycleError {
     /// [`Provider::check_compatibility`] refused it (`ProviderCompatible=False`).
@@ -25,6 +30,9 @@ pub enum CycleError {
         /// The message the deployment shows.
         message: String,
     },
+    /// An object is being deleted or is to be deleted and created anew (an identity change).
+    #[error("an object is being replaced")]
+    Replacing,
 }
 
 impl CycleError {
@@ -33,11 +41,117 @@ impl CycleError {
         match self {
             CycleError::Incompatible(_) => "incompatible",
             CycleError::Held { cause, .. } => cause.error_category().unwrap_or("held"),
+            CycleError::Replacing => "replacing",
+        }
+    }
+
+    fn of(plan: Plan) -> CycleError {
+        match plan {
+            Plan::Hold(Hold {
+                cause: HoldCause::Incompatible,
+                status,
+            }) => CycleError::Incompatible(status.message),
+            Plan::Hold(Hold { cause, status }) => CycleError::Held {
+                cause,
+                message: status.message,
+            },
+            Plan::AwaitDeletion | Plan::Recreate { .. } | Plan::Confirm(_) | Plan::Apply(_) => {
+                CycleError::Replacing
+            }
         }
     }
 }
 
-/// What a deploying reconcile computes.
+/// One offline reconcile: the plan and, for a rollout, its report.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Cycle {
+    /// What the SDK would do.
+    pub plan: Plan,
+    /// The status written after a rollout (translated from the objects given, `StaleStatus`
+    /// judged with the default threshold); `None` for any other plan.
+    pub report: Option<Report>,
+}
+
+/// [`plan::plan`] for `md` with the upstream `schema`, the default pod security policy and
+/// `live` as the objects the API server has (an object not among them does not exist), then
+/// [`plan::report`] at `now` for a rollout.
+pub fn run<P: Provider>(
+    provider: &P,
+    md: &ModelDeployment,
+    schema: &UpstreamSchema,
+    live: &[&DynamicObject],
+    now: &Time,
+) -> Cycle {
+    let kinds = KindTable::of(provider);
+    let objects: Vec<Seen> = live
+        .iter()
+        .filter_map(|object| {
+            let kind = kind_of(&kinds, object)?;
+            Some(Seen::fresh(
+                kind,
+                object.metadata.name.clone().unwrap_or_default(),
+                Some(Arc::new((*object).clone())),
+            ))
+        })
+        .collect();
+    let detection = SchemaDetection::Supported(schema.clone());
+    let policy = crate::pod_security::Policy::default();
+    let plan = plan::plan(
+        provider,
+        &Observed {
+            deployment: md,
+            detection: &detection,
+            policy: &policy,
+            kinds: &kinds,
+            prepare_hold: None,
+            objects: &objects,
+            authoritative: true,
+        },
+    );
+    let report = match &plan {
+        Plan::Apply(rollout) => {
+            let live: Vec<Option<&DynamicObject>> =
+                rollout.steps.iter().map(|s| s.live.as_deref()).collect();
+            Some(plan::report(
+                provider,
+                md,
+                &kinds,
+                &rollout.desired(),
+                &live,
+                now.0,
+                super::staleness::DEFAULT_THRESHOLD,
+            ))
+        }
+        _ => None,
+    };
+    Cycle { plan, report }
+}
+
+/// The kind of `object` in `kinds`, by its `apiVersion` group and `kind`.
+fn kind_of(kinds: &KindTable, object: &DynamicObject) -> Option<KindId> {
+    let types = object.types.as_ref()?;
+    let group = types.api_version.rsplit_once('/').map_or("", |(g, _)| g);
+    kinds
+        .iter()
+        .find(|(_, k)| k.kind == types.kind && k.group == group)
+        .map(|(id, _)| id)
+}
+
+/// The [checked render](checked_render::checked_render) with the default pod security policy.
+pub fn checked<P: Provider>(
+    provider: &P,
+    md: &ModelDeployment,
+    detection: &SchemaDetection,
+) -> Result<Checked, Box<Hold>> {
+    checked_render::checked_render(
+        provider,
+        md,
+        detection,
+        &crate::pod_security::Policy::default(),
+    )
+}
+
+/// What a deploying reconcile computes for a provider's primary object.
 #[derive(Clone, Debug, PartialEq)]
 pub struct AppliedCycle {
     /// The object to apply, with owner reference, labels and hash annotations.
@@ -52,9 +166,8 @@ pub struct AppliedCycle {
     pub status_patch: Value,
 }
 
-/// [`plan::plan`] for a supported `schema` and `live` (the cached object, `None` before it
-/// exists), with the status translated from `live` (and `StaleStatus` judged at `now` with the
-/// default threshold) and its patch at `now`.
+/// [`run`] for a provider with one object per deployment: `live` is its object (`None` before
+/// it exists).
 pub fn apply<P: Provider>(
     provider: &P,
     md: &ModelDeployment,
@@ -62,102 +175,58 @@ pub fn apply<P: Provider>(
     live: Option<&DynamicObject>,
     now: &Time,
 ) -> Result<AppliedCycle, CycleError> {
-    let detection = SchemaDetection::Supported(schema.clone());
-    let (desired, applies, drifted, status) = match plan::plan(provider, md, &detection, live) {
-        Plan::Apply {
-            desired, drifted, ..
-        } => {
-            let status = plan::status_from_live(provider, md, &desired, live);
-            (desired, true, drifted, status)
-        }
-        Plan::InSync {
-            desired, status, ..
-        } => (desired, false, false, status),
-        Plan::Hold { cause, status } => {
-            return Err(match cause {
-                HoldCause::Incompatible => CycleError::Incompatible(status.message),
-                cause => CycleError::Held {
-                    cause,
-                    message: status.message,
-                },
-            });
-        }
-        Plan::AwaitDeletion | Plan::Recreate { .. } => {
-            return Err(CycleError::Held {
-                cause: HoldCause::NotOwned,
-                message: "the live object is being replaced".into(),
-            });
-        }
+    let set = apply_set(provider, md, schema, &[live], now)?;
+    let Some((desired, write)) = set.objects.into_iter().next() else {
+        return Err(CycleError::Held {
+            cause: HoldCause::Render("unsupported"),
+            message: "nothing rendered".into(),
+        });
     };
-    let mut status = status;
-    // As the SDK does: `StaleStatus` with the default threshold (see `super::staleness`).
-    super::staleness::mark(
-        &mut status,
-        md,
-        live.map(|live| (live, provider.upstream().from_crd)),
-        &crate::constants::field_managers::provider(provider.name()),
-        now.0,
-        super::staleness::DEFAULT_THRESHOLD,
-    );
-    let status_patch = status.patch(md, now);
     Ok(AppliedCycle {
         desired,
-        applies,
-        drifted,
-        status,
-        status_patch,
+        applies: write != Write::InSync,
+        drifted: write == Write::Update { drifted: true },
+        status: set.status,
+        status_patch: set.status_patch,
     })
 }
 
 /// What a deploying reconcile computes for a provider managing a set of objects.
 #[derive(Clone, Debug, PartialEq)]
 pub struct AppliedSet {
-    /// The objects to apply (the primary first), each with what the SDK does with it.
-    pub objects: Vec<(DesiredUpstream, plan::ObjectPlan)>,
-    /// The provider-owned status derived from the live objects.
+    /// The objects to apply (the primary first), each with what the SDK writes.
+    pub objects: Vec<(DesiredUpstream, Write)>,
+    /// The objects of an old shape the SDK deletes.
+    pub prune: Vec<(KindId, String)>,
+    /// The provider-owned status derived from the live objects (`StaleStatus` included).
     pub status: ProviderStatus,
+    /// The status apply body.
+    pub status_patch: Value,
 }
 
-/// The set counterpart of [`apply`]: [`plan::prepare`], then [`plan::compare_object`] of every
-/// object with its live copy (`live`, in the order of the rendered set; `None` before it
-/// exists), and the status translated from `live`.
+/// [`run`] for the objects `live` (any order; `None` entries are ignored), as a rollout.
 pub fn apply_set<P: Provider>(
     provider: &P,
     md: &ModelDeployment,
     schema: &UpstreamSchema,
     live: &[Option<&DynamicObject>],
+    now: &Time,
 ) -> Result<AppliedSet, CycleError> {
-    let detection = SchemaDetection::Supported(schema.clone());
-    let prepared = match plan::prepare(provider, md, &detection) {
-        Ok(prepared) => prepared,
-        Err(held) => {
-            return Err(match *held {
-                Plan::Hold {
-                    cause: HoldCause::Incompatible,
-                    status,
-                } => CycleError::Incompatible(status.message),
-                Plan::Hold { cause, status } => CycleError::Held {
-                    cause,
-                    message: status.message,
-                },
-                _ => CycleError::Held {
-                    cause: HoldCause::Render("unsupported"),
-                    message: "nothing to render".into(),
-                },
-            });
-        }
-    };
-    let status = plan::status_from_set(provider, md, &prepared.desired, live);
-    let objects = prepared
-        .desired
-        .into_iter()
-        .enumerate()
-        .map(|(i, desired)| {
-            let step = plan::compare_object(md, &desired, live.get(i).copied().flatten());
-            (desired, step)
-        })
-        .collect();
-    Ok(AppliedSet { objects, status })
+    let live: Vec<&DynamicObject> = live.iter().copied().flatten().collect();
+    let cycle = run(provider, md, schema, &live, now);
+    match (cycle.plan, cycle.report) {
+        (Plan::Apply(rollout), Some(report)) => Ok(AppliedSet {
+            status_patch: report.status.patch(md, now),
+            status: report.status,
+            prune: rollout.prune,
+            objects: rollout
+                .steps
+                .into_iter()
+                .map(|s| (s.desired, s.write))
+                .collect(),
+        }),
+        (plan, _) => Err(CycleError::of(plan)),
+    }
 }
 
 /// The status sync of a deployment whose object exists (what the SDK does when the upstream
@@ -169,7 +238,12 @@ pub fn status_sync<P: Provider>(
     desired: &DesiredUpstream,
     live: &DynamicObject,
 ) -> (ProviderStatus, bool) {
-    let status = plan::status_from_live(provider, md, desired, Some(live));
+    let status = super::statuses::status_from_set(
+        provider,
+        md,
+        std::slice::from_ref(desired),
+        &[Some(live)],
+    );
     let current = status.is_current(
         md,
         &crate::constants::field_managers::provider(provider.name()),
@@ -317,7 +391,7 @@ mod tests {
 
         let changed = apply(&Echo, &self::md("a/c"), &schema(), Some(&live), &now());
         assert!(
-            matches!(changed, Err(CycleError::Held { .. })),
+            matches!(changed, Err(CycleError::Replacing)),
             "a changed identity field replaces the object: {changed:?}"
         );
     }

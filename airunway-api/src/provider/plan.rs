@@ -1,17 +1,26 @@
 //! The pure half of a provider reconcile: what to do with a deployment ([`triage`]) and, for
-//! one to deploy, what to write ([`plan`]), from values only — the deployment as the watch
-//! cache holds it, the upstream detection and the live upstream object from the cache. The SDK's
-//! reconcile ([`super::reconcile`]) carries out the result; [`super::cycle`] runs the same
-//! functions without an API server for tests and benchmarks.
+//! one to deploy, everything the act step does ([`plan`]), from values only: the deployment,
+//! the upstream detection, the kind table and the objects that may be the deployment's (from
+//! the watch caches, and from fresh reads the plan asked for). One object is a set of one. The
+//! SDK's reconcile ([`super::reconcile`]) carries out the [`Plan`] and then [`report`]s;
+//! [`super::cycle`] runs the same two functions without an API server for tests and
+//! benchmarks.
+
+use std::sync::Arc;
+use std::time::Duration;
 
 use kube::core::DynamicObject;
 use serde_json::Value;
 
+use super::checked_render::checked_render;
 use super::desired::{self, DesiredUpstream, ProviderStatus};
-use super::traits::{Provider, RenderError, RenderWarning, SchemaDetection, UpstreamSchema};
-use crate::constants::{condition_types, finalizers, messages, reasons};
+use super::kinds::{KindId, KindTable};
+use super::staleness::{self, Staleness};
+use super::statuses::{self, Hold, HoldCause};
+use super::traits::{Provider, RenderWarning, SchemaDetection};
+use crate::constants::{condition_types, finalizers};
 use crate::pod_security;
-use crate::v1alpha1::{ConditionStatus, ModelDeployment, Phase};
+use crate::v1alpha1::{ConditionStatus, ModelDeployment};
 
 /// What the reconcile does with a deployment it was woken for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -71,527 +80,380 @@ pub fn triage(md: &ModelDeployment, provider_name: &str) -> Triage {
     }
 }
 
-/// Why a deployment is held without an upstream object; also the metrics label of the hold.
+/// An object that may be the deployment's, as the planner sees it.
+#[derive(Clone, Debug)]
+pub struct Seen {
+    /// Its kind.
+    pub kind: KindId,
+    /// Its name.
+    pub name: String,
+    /// The object (`None`: a fresh read found none).
+    pub object: Option<Arc<DynamicObject>>,
+    /// Read from the API server just now (else: from a watch cache, which may lag behind).
+    pub fresh: bool,
+}
+
+impl Seen {
+    /// `object` as a watch cache holds it.
+    pub fn cached(kind: KindId, object: Arc<DynamicObject>) -> Seen {
+        Seen {
+            kind,
+            name: object.metadata.name.clone().unwrap_or_default(),
+            object: Some(object),
+            fresh: false,
+        }
+    }
+
+    /// What a fresh read of `kind` `name` returned.
+    pub fn fresh(kind: KindId, name: String, object: Option<Arc<DynamicObject>>) -> Seen {
+        Seen {
+            kind,
+            name,
+            object,
+            fresh: true,
+        }
+    }
+}
+
+/// Everything the planner looks at.
+#[derive(Clone, Copy, Debug)]
+pub struct Observed<'a> {
+    /// The deployment as the render sees it (with the fields [`Provider::prepare`] derived).
+    pub deployment: &'a ModelDeployment,
+    /// The upstream detection.
+    pub detection: &'a SchemaDetection,
+    /// What rendered objects are checked against.
+    pub policy: &'a pod_security::Policy,
+    /// The provider's kinds.
+    pub kinds: &'a KindTable,
+    /// The hold [`Provider::prepare`] returned, if any.
+    pub prepare_hold: Option<&'a str>,
+    /// The objects that may be the deployment's: with secondary kinds every cached object
+    /// labelled for it, else its one upstream object of its name; and the fresh reads.
+    pub objects: &'a [Seen],
+    /// Whether `objects` is what the API server has (an object not among them does not exist,
+    /// nothing needs confirming): offline runs.
+    pub authoritative: bool,
+}
+
+/// What the act step writes for one desired object.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum HoldCause {
-    /// [`Provider::check_compatibility`] refused it.
-    Incompatible,
-    /// The upstream CRD is missing or not Established.
-    CrdUnavailable,
-    /// The installed upstream schema is unknown to this provider version.
-    UnsupportedSchema,
-    /// [`Provider::render`] failed.
-    Render(&'static str),
-    /// An object of the same name exists and belongs to someone else.
-    NotOwned,
-}
-
-impl HoldCause {
-    /// A short, static label for metrics (`None`: not an error, e.g. waiting for a CRD).
-    pub fn error_category(&self) -> Option<&'static str> {
-        match self {
-            HoldCause::Incompatible | HoldCause::CrdUnavailable => None,
-            HoldCause::UnsupportedSchema => Some("unsupported_schema"),
-            HoldCause::Render(category) => Some(category),
-            HoldCause::NotOwned => Some("not_owned"),
-        }
-    }
-}
-
-/// What to write for a deployment to deploy.
-#[derive(Clone, Debug, PartialEq)]
-pub enum Plan {
-    /// Nothing can be deployed: write `status` (and keep whatever exists untouched).
-    Hold {
-        /// Why.
-        cause: HoldCause,
-        /// The provider-owned status to show.
-        status: ProviderStatus,
-    },
-    /// The live object is being deleted (an identity change): wait until it is gone.
-    AwaitDeletion,
-    /// An identity field changed: delete the live object (it is created anew once gone) and
-    /// show `status`.
-    Recreate {
-        /// The object's name.
-        name: String,
-        /// The provider-owned status to show meanwhile.
-        status: ProviderStatus,
-    },
-    /// Apply `desired`: it does not exist yet, its spec changed, or someone edited it.
-    Apply {
-        /// The object to apply.
-        desired: DesiredUpstream,
-        /// Whether the live object was edited by hand (a `DriftDetected` event).
-        drifted: bool,
-        /// Whether it is created (no live object).
-        creating: bool,
-        /// Notes for the user from the render.
-        warnings: Vec<RenderWarning>,
-    },
-    /// The live object is as desired: only the status translated from it may need writing.
-    InSync {
-        /// The object as desired (what the live one already is).
-        desired: DesiredUpstream,
-        /// The provider-owned status translated from the live object.
-        status: ProviderStatus,
-        /// Notes for the user from the render.
-        warnings: Vec<RenderWarning>,
-    },
-}
-
-impl Plan {
-    /// A hold whose `ResourceCreated` condition says `message` instead of the phase message.
-    fn with_resource_message(mut self, message: String) -> Plan {
-        if let Plan::Hold { status, .. } = &mut self
-            && let Some(condition) = status
-                .conditions
-                .iter_mut()
-                .find(|c| c.type_ == condition_types::RESOURCE_CREATED)
-        {
-            condition.message = message;
-        }
-        self
-    }
-}
-
-/// `ProviderCompatible=True` as `(status, reason, message)`.
-fn compatible<P: Provider>(provider: &P) -> (bool, &'static str, String) {
-    (
-        true,
-        reasons::COMPATIBILITY_VERIFIED,
-        format!("Configuration compatible with {}", provider.display_name()),
-    )
-}
-
-fn hold(
-    cause: HoldCause,
-    phase: Phase,
-    compatible: (bool, &str, String),
-    reason: &str,
-    message: String,
-) -> Plan {
-    Plan::Hold {
-        cause,
-        status: ProviderStatus::not_deployed(phase, message.clone(), compatible, (reason, message)),
-    }
-}
-
-fn hold_incompatible(cause: HoldCause, reason: &str, message: String) -> Plan {
-    hold(
-        cause,
-        Phase::Failed,
-        (false, reason, message.clone()),
-        reason,
-        message,
-    )
-}
-
-/// The schema to render for, or the plan that holds the deployment until there is one.
-fn usable_schema<P: Provider>(
-    provider: &P,
-    detection: &SchemaDetection,
-) -> Result<UpstreamSchema, Box<Plan>> {
-    let waiting = match detection {
-        SchemaDetection::Supported(schema) => return Ok(schema.clone()),
-        SchemaDetection::CrdNotInstalled { crd } => format!(
-            "{} ({crd} is missing)",
-            messages::provider_crd_not_installed(provider.name())
-        ),
-        SchemaDetection::NotEstablished { crd } => {
-            format!("Waiting for CRD {crd} to be Established")
-        }
-        SchemaDetection::Unsupported { message, .. } => {
-            return Err(Box::new(hold_incompatible(
-                HoldCause::UnsupportedSchema,
-                reasons::UNSUPPORTED_SCHEMA,
-                message.clone(),
-            )));
-        }
-    };
-    Err(Box::new(hold(
-        HoldCause::CrdUnavailable,
-        Phase::Pending,
-        compatible(provider),
-        reasons::UPSTREAM_CRD_NOT_INSTALLED,
-        waiting,
-    )))
-}
-
-/// The status for a deployment whose upstream object could not be applied because the CRD
-/// went away after detection (`detail`: the API server's message).
-pub fn crd_gone<P: Provider>(provider: &P, detail: &str) -> ProviderStatus {
-    let message = format!(
-        "{} ({detail})",
-        messages::provider_crd_not_installed(provider.name())
-    );
-    ProviderStatus::not_deployed(
-        Phase::Pending,
-        message.clone(),
-        compatible(provider),
-        (reasons::UPSTREAM_CRD_NOT_INSTALLED, message),
-    )
-}
-
-/// The status for an upstream object the API server refused (`detail`: its message).
-pub fn apply_rejected<P: Provider>(
-    provider: &P,
-    kind: &str,
-    name: &str,
-    detail: &str,
-) -> ProviderStatus {
-    let message = format!("The API server rejected {kind} {name}: {detail}");
-    ProviderStatus::not_deployed(
-        Phase::Failed,
-        message.clone(),
-        compatible(provider),
-        (reasons::APPLY_FAILED, message),
-    )
-}
-
-/// The provider-owned status translated from the live (or just applied) object.
-pub fn status_from_live<P: Provider>(
-    provider: &P,
-    md: &ModelDeployment,
-    desired: &DesiredUpstream,
-    live: Option<&DynamicObject>,
-) -> ProviderStatus {
-    let translated = provider.translate_status(md, live);
-    ProviderStatus::from_translation(
-        provider.display_name(),
-        (desired.name().to_string(), desired.kind().to_string()),
-        &translated,
-    )
-}
-
-/// The provider-owned status translated from the live (or just applied) objects of a set, in
-/// the order of `desired` (the primary first).
-pub fn status_from_set<P: Provider>(
-    provider: &P,
-    md: &ModelDeployment,
-    desired: &[DesiredUpstream],
-    live: &[Option<&DynamicObject>],
-) -> ProviderStatus {
-    let translated = provider.translate_set_status(md, live);
-    let resource = desired
-        .first()
-        .map(|d| (d.name().to_string(), d.kind().to_string()))
-        .unwrap_or_default();
-    let mut status =
-        ProviderStatus::from_translation(provider.display_name(), resource, &translated);
-    if desired.len() > 1
-        && let Some(created) = status
-            .conditions
-            .iter_mut()
-            .find(|c| c.type_ == condition_types::RESOURCE_CREATED)
-    {
-        created.message = format!("{} created successfully", kinds_created(desired));
-    }
-    status
-}
-
-/// `Deployments and Services`, `Deployment and Service`: the kinds of a set, in order, plural
-/// when there are several of a kind.
-fn kinds_created(desired: &[DesiredUpstream]) -> String {
-    let mut kinds: Vec<(&str, usize)> = Vec::new();
-    for object in desired {
-        match kinds.iter_mut().find(|(k, _)| *k == object.kind()) {
-            Some((_, count)) => *count += 1,
-            None => kinds.push((object.kind(), 1)),
-        }
-    }
-    let names: Vec<String> = kinds
-        .iter()
-        .map(|(kind, count)| {
-            if *count > 1 {
-                format!("{kind}s")
-            } else {
-                kind.to_string()
-            }
-        })
-        .collect();
-    match names.split_last() {
-        Some((last, [])) => last.clone(),
-        Some((last, rest)) => format!("{} and {last}", rest.join(", ")),
-        None => String::new(),
-    }
-}
-
-/// The desired objects of a deployment to deploy (the primary first) and the render's notes.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Prepared {
-    /// The objects to apply, completed by [`desired::desired_object`].
-    pub desired: Vec<DesiredUpstream>,
-    /// Notes for the user from the render.
-    pub warnings: Vec<RenderWarning>,
-}
-
-/// [`prepare_with`] the default pod security policy (baseline, no exemptions).
-pub fn prepare<P: Provider>(
-    provider: &P,
-    md: &ModelDeployment,
-    detection: &SchemaDetection,
-) -> Result<Prepared, Box<Plan>> {
-    prepare_with(provider, md, detection, &pod_security::Policy::default())
-}
-
-/// The half of [`plan`] before any live object is looked at: compatibility, schema, render,
-/// and the Pod Security check of every rendered object (`policy`). `Err`: the [`Plan::Hold`]
-/// to show instead; nothing of a set is applied when one object breaks the policy.
-pub fn prepare_with<P: Provider>(
-    provider: &P,
-    md: &ModelDeployment,
-    detection: &SchemaDetection,
-    policy: &pod_security::Policy,
-) -> Result<Prepared, Box<Plan>> {
-    if let Err(message) = provider.check_compatibility(md) {
-        let kind = provider.upstream().kind;
-        return Err(Box::new(
-            hold(
-                HoldCause::Incompatible,
-                Phase::Failed,
-                (false, reasons::INCOMPATIBLE_CONFIGURATION, message.clone()),
-                reasons::INCOMPATIBLE_CONFIGURATION,
-                message,
-            )
-            .with_resource_message(format!(
-                "No {kind} is created for an incompatible configuration"
-            )),
-        ));
-    }
-    let schema = usable_schema(provider, detection)?;
-    let rendered = match provider.render_set(md, &schema) {
-        Ok(rendered) if !rendered.objects.is_empty() => rendered,
-        Ok(_) => {
-            return Err(Box::new(hold_incompatible(
-                HoldCause::Render("unsupported"),
-                reasons::INCOMPATIBLE_CONFIGURATION,
-                format!("{} rendered no object", provider.display_name()),
-            )));
-        }
-        Err(error) => {
-            let reason = match error {
-                RenderError::InvalidOverrides(_) => reasons::INVALID_OVERRIDES,
-                RenderError::Unsupported(_) => reasons::INCOMPATIBLE_CONFIGURATION,
-            };
-            return Err(Box::new(hold_incompatible(
-                HoldCause::Render(error.category()),
-                reason,
-                error.to_string(),
-            )));
-        }
-    };
-    if let Some(message) = pod_security_message(md, &rendered.objects, policy) {
-        return Err(Box::new(hold_incompatible(
-            HoldCause::Render("pod_security"),
-            reasons::POD_SECURITY_VIOLATION,
-            message,
-        )));
-    }
-    Ok(Prepared {
-        desired: rendered
-            .objects
-            .iter()
-            .map(|object| desired::desired_object(md, object))
-            .collect(),
-        warnings: rendered.warnings,
-    })
-}
-
-/// Most violations named in one message.
-const MAX_VIOLATIONS_NAMED: usize = 5;
-
-/// The message for rendered objects that break `policy`, or `None` when they pass: each
-/// violation with the rendered object and field, the rule, and the override path it came from.
-fn pod_security_message(
-    md: &ModelDeployment,
-    objects: &[serde_json::Value],
-    policy: &pod_security::Policy,
-) -> Option<String> {
-    let overrides = md
-        .spec
-        .provider
-        .as_ref()
-        .and_then(|p| p.overrides.as_ref())
-        .map(|o| serde_json::Value::Object(o.clone()));
-    let mut found = Vec::new();
-    for object in objects {
-        let kind = object["kind"].as_str().unwrap_or("object");
-        let name = object["metadata"]["name"].as_str().unwrap_or_default();
-        for violation in pod_security::check(object, policy.profile, &policy.exemptions) {
-            let origin = overrides
-                .as_ref()
-                .and_then(|o| pod_security::override_origin(o, &violation))
-                .map(|path| format!(" (from {path})"))
-                .unwrap_or_default();
-            found.push(format!("{kind} {name} {violation}{origin}"));
-        }
-    }
-    if found.is_empty() {
-        return None;
-    }
-    let total = found.len();
-    found.truncate(MAX_VIOLATIONS_NAMED);
-    let more = if total > MAX_VIOLATIONS_NAMED {
-        format!("; and {} more", total - MAX_VIOLATIONS_NAMED)
-    } else {
-        String::new()
-    };
-    Some(format!(
-        "Nothing is applied: the rendered objects break pod security: {}{more}",
-        found.join("; ")
-    ))
-}
-
-/// What to write for a deployment [`triage`] said to deploy: compatibility, schema, render,
-/// then the comparison of the primary object with `live` (the cached upstream object of the
-/// same name, if any). An object is applied only when it is missing, its spec changed or it
-/// was edited by hand. (The SDK's reconcile compares every object of a set the same way, with
-/// [`compare_object`].)
-pub fn plan<P: Provider>(
-    provider: &P,
-    md: &ModelDeployment,
-    detection: &SchemaDetection,
-    live: Option<&DynamicObject>,
-) -> Plan {
-    let prepared = match prepare(provider, md, detection) {
-        Ok(prepared) => prepared,
-        Err(held) => return *held,
-    };
-    let Some(primary) = prepared.desired.into_iter().next() else {
-        return hold_incompatible(
-            HoldCause::Render("unsupported"),
-            reasons::INCOMPATIBLE_CONFIGURATION,
-            format!("{} rendered no object", provider.display_name()),
-        );
-    };
-    compare(provider, md, primary, prepared.warnings, live)
-}
-
-/// How one desired object compares with its live copy.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum ObjectPlan {
-    /// No live object: create it.
+pub enum Write {
+    /// No live object: create it (a `ResourceCreated` event).
     Create,
-    /// Its spec changed, or someone edited it (`drifted`, a `DriftDetected` event): apply it.
+    /// Its spec changed, or someone edited it (`drifted`: a `DriftDetected` event): apply it.
     Update {
         /// Whether the live object was edited by hand.
         drifted: bool,
     },
-    /// As desired.
+    /// As desired: nothing to write.
     InSync,
-    /// Being deleted (an identity change): wait until it is gone.
+}
+
+/// One desired object and what to do with it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Step {
+    /// Its kind.
+    pub kind: KindId,
+    /// The object to apply, with owner reference, labels and hash annotations.
+    pub desired: DesiredUpstream,
+    /// What to write.
+    pub write: Write,
+    /// The live object it was compared with.
+    pub live: Option<Arc<DynamicObject>>,
+}
+
+/// The objects to apply (server-side apply, in render order, the primary first) and delete.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Rollout {
+    /// Every desired object with what to write.
+    pub steps: Vec<Step>,
+    /// Objects created for the deployment that the render no longer produces (the old shape
+    /// after a change of serving mode): delete them (a `ResourceDeleted` event each).
+    pub prune: Vec<(KindId, String)>,
+    /// Notes for the user from the render (events, once per generation).
+    pub warnings: Vec<RenderWarning>,
+}
+
+impl Rollout {
+    /// The desired objects in render order.
+    pub fn desired(&self) -> Vec<DesiredUpstream> {
+        self.steps.iter().map(|s| s.desired.clone()).collect()
+    }
+
+    /// Whether anything is written.
+    pub fn writes(&self) -> bool {
+        !self.prune.is_empty() || self.steps.iter().any(|s| s.write != Write::InSync)
+    }
+}
+
+/// Everything the act step does for a deployment to deploy.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Plan {
+    /// A watch cache suggests a write (an object missing, or edited): read these objects from
+    /// the API server and plan again with what the reads return. A lagging cache costs a
+    /// read, not a false `DriftDetected` and an apply; a missing object may be someone
+    /// else's, which the forced apply would take over.
+    Confirm(Vec<(KindId, String)>),
+    /// Nothing can be applied: show the status, touch nothing.
+    Hold(Hold),
+    /// An object is being deleted (an identity change): wait until the watch reports it gone.
     AwaitDeletion,
-    /// An identity field changed: delete it (it is created anew once gone).
+    /// Identity fields changed: delete these objects (they are created anew once gone), show
+    /// `status`.
+    Recreate {
+        /// The objects to delete, each with its kind name for the event.
+        objects: Vec<(KindId, String, String)>,
+        /// The provider-owned status meanwhile.
+        status: ProviderStatus,
+    },
+    /// Apply, delete, then [`report`].
+    Apply(Rollout),
+}
+
+/// How one desired object compares with its live copy.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Comparison {
+    Create,
+    Update { drifted: bool },
+    InSync,
+    AwaitDeletion,
     Recreate,
-    /// An object of that name belongs to someone else: the message.
     NotOwned(String),
 }
 
+/// Everything the act step does for a deployment [`triage`] said to deploy (pure): the
+/// preparation's hold, the [checked render](checked_render), then every desired object compared
+/// with its live copy; a hold (the first foreign object), a wait for a deletion, a recreation,
+/// or the rollout with the objects of an old shape to prune. Cached objects that suggest a
+/// write are first [confirmed](Plan::Confirm).
+pub fn plan<P: Provider>(provider: &P, observed: &Observed<'_>) -> Plan {
+    let md = observed.deployment;
+    if let Some(message) = observed.prepare_hold {
+        return Plan::Hold(Hold {
+            cause: HoldCause::Prepare,
+            status: statuses::prepare_held(provider, message),
+        });
+    }
+    let checked = match checked_render(provider, md, observed.detection, observed.policy) {
+        Ok(checked) => checked,
+        Err(held) => return Plan::Hold(*held),
+    };
+    let mut compared = Vec::with_capacity(checked.desired.len());
+    for desired in checked.desired {
+        let Some(kind) = observed.kinds.id_of(&desired) else {
+            let message = format!(
+                "{} rendered a {} {}, a kind it does not declare",
+                provider.display_name(),
+                desired.kind(),
+                desired.name()
+            );
+            return Plan::Hold(Hold {
+                cause: HoldCause::UndeclaredKind,
+                status: statuses::apply_rejected(
+                    provider,
+                    desired.kind(),
+                    desired.name(),
+                    &message,
+                ),
+            });
+        };
+        let seen = lookup(observed.objects, kind, desired.name());
+        let live = seen.and_then(|s| s.object.clone());
+        let comparison = compare(md, &desired, live.as_deref());
+        let confirmed = observed.authoritative || seen.is_some_and(|s| s.fresh);
+        compared.push((kind, desired, live, comparison, confirmed));
+    }
+    let unconfirmed: Vec<(KindId, String)> = compared
+        .iter()
+        .filter(|(.., comparison, confirmed)| {
+            !confirmed
+                && matches!(
+                    comparison,
+                    Comparison::Create | Comparison::Update { drifted: true }
+                )
+        })
+        .map(|(kind, desired, ..)| (*kind, desired.name().to_string()))
+        .collect();
+    if !unconfirmed.is_empty() {
+        return Plan::Confirm(unconfirmed);
+    }
+    if let Some(message) = compared
+        .iter()
+        .find_map(|(.., comparison, _)| match comparison {
+            Comparison::NotOwned(message) => Some(message.clone()),
+            _ => None,
+        })
+    {
+        return Plan::Hold(Hold {
+            cause: HoldCause::NotOwned,
+            status: statuses::not_owned(provider, message),
+        });
+    }
+    if compared
+        .iter()
+        .any(|(.., comparison, _)| *comparison == Comparison::AwaitDeletion)
+    {
+        return Plan::AwaitDeletion;
+    }
+    let recreated: Vec<(KindId, String, String)> = compared
+        .iter()
+        .filter(|(.., comparison, _)| *comparison == Comparison::Recreate)
+        .map(|(kind, desired, ..)| {
+            (
+                *kind,
+                desired.kind().to_string(),
+                desired.name().to_string(),
+            )
+        })
+        .collect();
+    if let Some((_, kind, name)) = recreated.first() {
+        return Plan::Recreate {
+            status: statuses::recreating(provider, kind, name),
+            objects: recreated,
+        };
+    }
+    let wanted: Vec<(KindId, &str)> = compared
+        .iter()
+        .map(|(kind, desired, ..)| (*kind, desired.name()))
+        .collect();
+    let owned: Vec<(KindId, String)> = if observed.kinds.has_secondary() {
+        observed
+            .objects
+            .iter()
+            .filter(|s| !s.fresh)
+            .filter_map(|s| s.object.as_ref().map(|o| (s.kind, o)))
+            .filter(|(_, o)| o.metadata.deletion_timestamp.is_none())
+            .filter(|(_, o)| {
+                serde_json::to_value(o.as_ref()).is_ok_and(|value| desired::owned_by(&value, md))
+            })
+            .map(|(kind, o)| (kind, o.metadata.name.clone().unwrap_or_default()))
+            .collect()
+    } else {
+        Vec::new()
+    };
+    let prune = stale(&wanted, &owned).into_iter().cloned().collect();
+    let steps = compared
+        .into_iter()
+        .map(|(kind, desired, live, comparison, _)| Step {
+            kind,
+            desired,
+            live,
+            write: match comparison {
+                Comparison::Create => Write::Create,
+                Comparison::Update { drifted } => Write::Update { drifted },
+                _ => Write::InSync,
+            },
+        })
+        .collect();
+    Plan::Apply(Rollout {
+        steps,
+        prune,
+        warnings: checked.warnings,
+    })
+}
+
+/// The object `kind` `name` among `objects`: a fresh read wins over a cache entry.
+fn lookup<'a>(objects: &'a [Seen], kind: KindId, name: &str) -> Option<&'a Seen> {
+    let mut matching = objects.iter().filter(|s| s.kind == kind && s.name == name);
+    let first = matching.next()?;
+    if first.fresh {
+        return Some(first);
+    }
+    Some(matching.find(|s| s.fresh).unwrap_or(first))
+}
+
 /// Compares one desired object with its live copy (pure).
-pub fn compare_object(
+fn compare(
     md: &ModelDeployment,
     desired: &DesiredUpstream,
     live: Option<&DynamicObject>,
-) -> ObjectPlan {
+) -> Comparison {
     let Some(live) = live else {
-        return ObjectPlan::Create;
+        return Comparison::Create;
     };
     let live_value = serde_json::to_value(live).unwrap_or(Value::Null);
     if !desired::owned_by(&live_value, md) {
         let namespace = md.metadata.namespace.clone().unwrap_or_default();
-        return ObjectPlan::NotOwned(format!(
+        return Comparison::NotOwned(format!(
             "{} {namespace}/{} already exists and is not owned by this ModelDeployment; delete or rename it",
             desired.kind(),
             desired.name()
         ));
     }
     if live.metadata.deletion_timestamp.is_some() {
-        return ObjectPlan::AwaitDeletion;
+        return Comparison::AwaitDeletion;
     }
     if desired::live_identity_hash(&live_value) != Some(desired.identity_hash.as_str()) {
-        return ObjectPlan::Recreate;
+        return Comparison::Recreate;
     }
     let same_spec = live_value["metadata"]["annotations"][crate::constants::annotations::SPEC_HASH]
         .as_str()
         == Some(desired.spec_hash.as_str());
     let drifted = desired::drifted(desired, &live_value);
     if !same_spec || drifted {
-        ObjectPlan::Update { drifted }
+        Comparison::Update { drifted }
     } else {
-        ObjectPlan::InSync
+        Comparison::InSync
     }
 }
 
-/// The objects of `owned` (kind index and name: what the provider created for a deployment)
-/// that `wanted` (the rendered set) no longer has: the old shape to delete.
-pub fn stale<'a>(
-    wanted: &[(usize, &str)],
-    owned: &'a [(usize, String)],
-) -> Vec<&'a (usize, String)> {
+/// The objects of `owned` (kind and name: what the provider created for a deployment) that
+/// `wanted` (the rendered set) no longer has: the old shape to delete.
+pub fn stale<'a, K: PartialEq>(
+    wanted: &[(K, &str)],
+    owned: &'a [(K, String)],
+) -> Vec<&'a (K, String)> {
     owned
         .iter()
-        .filter(|(index, name)| !wanted.iter().any(|(i, n)| i == index && n == name))
+        .filter(|(kind, name)| !wanted.iter().any(|(k, n)| k == kind && n == name))
         .collect()
 }
 
-/// The status of a deployment whose object `message` describes belongs to someone else.
-pub fn not_owned<P: Provider>(provider: &P, message: String) -> ProviderStatus {
-    ProviderStatus::not_deployed(
-        Phase::Failed,
-        message.clone(),
-        compatible(provider),
-        (reasons::APPLY_FAILED, message),
-    )
+/// What the report step writes after a rollout.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Report {
+    /// The provider-owned status, translated from the live objects, with `StaleStatus` when
+    /// the upstream operator is behind on the primary object.
+    pub status: ProviderStatus,
+    /// The staleness verdict on the primary object.
+    pub staleness: Staleness,
 }
 
-/// The status of a deployment whose `kind` `name` is deleted to be created anew.
-pub fn recreating<P: Provider>(provider: &P, kind: &str, name: &str) -> ProviderStatus {
-    let message = format!("Recreating {kind} {name} after an identity change");
-    ProviderStatus::not_deployed(
-        Phase::Deploying,
-        message.clone(),
-        compatible(provider),
-        (reasons::RECREATING, message),
-    )
+impl Report {
+    /// When to look again: when a waiting object turns stale, if before `resync`.
+    pub fn requeue_after(&self, now: jiff::Timestamp, resync: Duration) -> Duration {
+        staleness::requeue_after(&self.staleness, now, resync)
+    }
 }
 
-/// The live-object half of [`plan`].
-fn compare<P: Provider>(
+/// The status after a rollout (pure): translated from `live` (the objects as applied or as
+/// they were, in the order of `desired`) and judged for staleness on the primary object at
+/// `now` (`threshold`: `--stale-status-threshold`).
+pub fn report<P: Provider>(
     provider: &P,
     md: &ModelDeployment,
-    desired: DesiredUpstream,
-    warnings: Vec<RenderWarning>,
-    live: Option<&DynamicObject>,
-) -> Plan {
-    match compare_object(md, &desired, live) {
-        ObjectPlan::Create => Plan::Apply {
-            desired,
-            drifted: false,
-            creating: true,
-            warnings,
-        },
-        ObjectPlan::Update { drifted } => Plan::Apply {
-            desired,
-            drifted,
-            creating: false,
-            warnings,
-        },
-        ObjectPlan::InSync => Plan::InSync {
-            status: status_from_live(provider, md, &desired, live),
-            desired,
-            warnings,
-        },
-        ObjectPlan::AwaitDeletion => Plan::AwaitDeletion,
-        ObjectPlan::Recreate => Plan::Recreate {
-            status: recreating(provider, desired.kind(), desired.name()),
-            name: desired.name().to_string(),
-        },
-        ObjectPlan::NotOwned(message) => Plan::Hold {
-            cause: HoldCause::NotOwned,
-            status: not_owned(provider, message),
-        },
-    }
+    kinds: &KindTable,
+    desired: &[DesiredUpstream],
+    live: &[Option<&DynamicObject>],
+    now: jiff::Timestamp,
+    threshold: Duration,
+) -> Report {
+    let mut status = statuses::status_from_set(provider, md, desired, live);
+    let primary_from_crd = desired
+        .first()
+        .and_then(|d| kinds.id_of(d))
+        .and_then(|id| kinds.get(id))
+        .map(|kind| kind.from_crd);
+    let staleness = staleness::mark(
+        &mut status,
+        md,
+        live.first().copied().flatten().zip(primary_from_crd),
+        &crate::constants::field_managers::provider(provider.name()),
+        now,
+        threshold,
+    );
+    Report { status, staleness }
 }
 
 #[cfg(test)]
@@ -662,37 +524,451 @@ mod tests {
     }
 }
 
+/// The planner on every path the SDK's e2e suites drive (see the table in
+/// docs/providers/authoring.md): a provider managing a Deployment and a Service per
+/// deployment, or three objects for model ids ending in `-split` (a changed shape).
 #[cfg(test)]
-mod pod_security_tests {
+mod planner_tests {
     use super::*;
+    use crate::provider::traits::{RenderError, RenderedSet, TranslatedStatus, UpstreamKind};
+    use crate::v1alpha1::{InferenceProviderConfigSpec, Phase};
+    use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
     use serde_json::json;
 
+    struct Pair;
+
+    fn kind(group: &str, kind: &str, plural: &str, version: &str) -> UpstreamKind {
+        UpstreamKind {
+            group: group.into(),
+            kind: kind.into(),
+            plural: plural.into(),
+            default_version: version.into(),
+            from_crd: false,
+        }
+    }
+
+    impl Provider for Pair {
+        fn name(&self) -> &str {
+            "pair"
+        }
+        fn display_name(&self) -> &str {
+            "Pair"
+        }
+        fn version(&self) -> &str {
+            "0.0.1"
+        }
+        fn registration(&self) -> InferenceProviderConfigSpec {
+            InferenceProviderConfigSpec::default()
+        }
+        fn upstream(&self) -> UpstreamKind {
+            kind("apps", "Deployment", "deployments", "v1")
+        }
+        fn secondary_kinds(&self) -> Vec<UpstreamKind> {
+            vec![kind("", "Service", "services", "v1")]
+        }
+        fn detect_schema(&self, _: Option<&CustomResourceDefinition>) -> SchemaDetection {
+            crate::provider::workload::builtin_schema()
+        }
+        fn check_compatibility(&self, md: &ModelDeployment) -> Result<(), String> {
+            match md.spec.model.id.as_deref() {
+                Some("refused/model") => Err("Pair does not serve refused/model".into()),
+                _ => Ok(()),
+            }
+        }
+        fn render(
+            &self,
+            _: &ModelDeployment,
+            _: &crate::provider::UpstreamSchema,
+        ) -> Result<crate::provider::Rendered, RenderError> {
+            Err(RenderError::Unsupported("render_set only".into()))
+        }
+        fn render_set(
+            &self,
+            md: &ModelDeployment,
+            _: &crate::provider::UpstreamSchema,
+        ) -> Result<RenderedSet, RenderError> {
+            let model = md.spec.model.id.clone().unwrap_or_default();
+            let deployment = |name: &str| {
+                json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name},
+                    "spec": {"replicas": 1, "template": {"spec": {"containers": [{"name": "c", "image": "i", "args": [model]}]}}}})
+            };
+            let service = |name: &str| {
+                json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": name},
+                    "spec": {"ports": [{"port": 8000}]}})
+            };
+            let objects = match model.as_str() {
+                "bad/overrides" => {
+                    return Err(RenderError::InvalidOverrides(
+                        "replicas must be a number".into(),
+                    ));
+                }
+                "undeclared/kind" => vec![
+                    deployment("m"),
+                    json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "m"}}),
+                ],
+                m if m.ends_with("-split") => {
+                    vec![deployment("m-a"), deployment("m-b"), service("m-a")]
+                }
+                _ => vec![deployment("m"), service("m")],
+            };
+            Ok(RenderedSet {
+                objects,
+                warnings: vec![],
+            })
+        }
+        fn translate_status(
+            &self,
+            _: &ModelDeployment,
+            live: Option<&DynamicObject>,
+        ) -> TranslatedStatus {
+            let ready = live.is_some_and(|l| l.data["status"]["readyReplicas"] == json!(1));
+            TranslatedStatus {
+                phase: if ready {
+                    Phase::Running
+                } else {
+                    Phase::Deploying
+                },
+                message: None,
+                replicas: None,
+                endpoint: None,
+                ready,
+            }
+        }
+    }
+
+    fn deployment(model: &str) -> ModelDeployment {
+        serde_json::from_value(
+            json!({"apiVersion": "airunway.ai/v1alpha1", "kind": "ModelDeployment",
+            "metadata": {"name": "m", "namespace": "ns", "uid": "u", "generation": 1},
+            "spec": {"model": {"id": model}}}),
+        )
+        .unwrap()
+    }
+
+    fn table() -> KindTable {
+        KindTable::of(&Pair)
+    }
+
+    const SERVICE: usize = 1;
+
+    /// `desired` as the API server returns it, with `status`.
+    fn served(desired: &DesiredUpstream, status: Value) -> Arc<DynamicObject> {
+        Arc::new(crate::provider::cycle::served(desired, status).unwrap())
+    }
+
+    fn plan_of(md: &ModelDeployment, objects: &[Seen], authoritative: bool) -> Plan {
+        plan_with(
+            md,
+            objects,
+            authoritative,
+            &crate::provider::workload::builtin_schema(),
+            None,
+        )
+    }
+
+    fn plan_with(
+        md: &ModelDeployment,
+        objects: &[Seen],
+        authoritative: bool,
+        detection: &SchemaDetection,
+        prepare_hold: Option<&str>,
+    ) -> Plan {
+        plan(
+            &Pair,
+            &Observed {
+                deployment: md,
+                detection,
+                policy: &pod_security::Policy::default(),
+                kinds: &table(),
+                prepare_hold,
+                objects,
+                authoritative,
+            },
+        )
+    }
+
+    fn rollout(plan: Plan) -> Rollout {
+        match plan {
+            Plan::Apply(rollout) => rollout,
+            other => panic!("not a rollout: {other:?}"),
+        }
+    }
+
+    /// The objects of `md`'s set as served (cached) after its rollout.
+    fn settled(md: &ModelDeployment) -> Vec<Seen> {
+        rollout(plan_of(md, &[], true))
+            .steps
+            .iter()
+            .map(|s| Seen::cached(s.kind, served(&s.desired, json!({"readyReplicas": 1}))))
+            .collect()
+    }
+
+    fn writes(rollout: &Rollout) -> Vec<(String, Write)> {
+        rollout
+            .steps
+            .iter()
+            .map(|s| {
+                (
+                    format!("{} {}", s.desired.kind(), s.desired.name()),
+                    s.write,
+                )
+            })
+            .collect()
+    }
+
+    fn hold_of(plan: Plan) -> Hold {
+        match plan {
+            Plan::Hold(hold) => hold,
+            other => panic!("not a hold: {other:?}"),
+        }
+    }
+
     #[test]
-    fn rendered_violations_name_the_object_the_field_the_rule_and_the_override() {
-        let md: ModelDeployment = serde_json::from_value(json!({
-            "apiVersion": "airunway.ai/v1alpha1", "kind": "ModelDeployment",
-            "metadata": {"name": "m", "namespace": "ns"},
-            "spec": {"model": {"id": "a/b"}, "provider": {"overrides": {
-                "deployment": {"spec": {"template": {"spec": {"containers": [{"securityContext": {"Privileged": true}}]}}}}}}},
-        }))
-        .unwrap();
-        // As a provider that deep-merges overrides into its Deployment would render it.
-        let rendered = vec![
-            json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "m"},
-            "spec": {"template": {"spec": {"containers": [{"name": "vllm", "securityContext": {"Privileged": true}}]}}}}),
-        ];
-        let message =
-            pod_security_message(&md, &rendered, &pod_security::Policy::default()).unwrap();
+    fn a_new_deployment_creates_every_object_once_the_api_confirms_none_exists() {
+        let md = deployment("a/b");
+        let confirm = plan_of(&md, &[], false);
+        let kinds = table();
+        let service = kinds.iter().nth(SERVICE).unwrap().0;
         assert_eq!(
-            message,
-            "Nothing is applied: the rendered objects break pod security: Deployment m spec.template.spec.containers[0].securityContext.Privileged: privileged containers are not allowed (Pod Security baseline) (from spec.provider.overrides.deployment.spec.template.spec.containers[0].securityContext.Privileged)"
+            confirm,
+            Plan::Confirm(vec![
+                (KindId::PRIMARY, "m".to_string()),
+                (service, "m".to_string())
+            ]),
+            "a cache miss is confirmed before creating"
         );
-        let clean = vec![
-            json!({"kind": "Service", "metadata": {"name": "m"}, "spec": {"ports": [{"port": 8000}]}}),
+        let fresh = [
+            Seen::fresh(KindId::PRIMARY, "m".into(), None),
+            Seen::fresh(service, "m".into(), None),
         ];
+        let created = rollout(plan_of(&md, &fresh, false));
         assert_eq!(
-            pod_security_message(&md, &clean, &pod_security::Policy::default()),
-            None
+            writes(&created),
+            [
+                ("Deployment m".to_string(), Write::Create),
+                ("Service m".to_string(), Write::Create)
+            ]
+        );
+        assert!(created.prune.is_empty());
+    }
+
+    #[test]
+    fn a_settled_set_writes_nothing() {
+        let md = deployment("a/b");
+        let settled = rollout(plan_of(&md, &settled(&md), false));
+        assert!(!settled.writes(), "{settled:?}");
+    }
+
+    #[test]
+    fn drift_in_the_cache_is_confirmed_and_a_lagging_cache_costs_no_write() {
+        let md = deployment("a/b");
+        let mut objects = settled(&md);
+        let mut edited = serde_json::to_value(objects[0].object.as_deref().unwrap()).unwrap();
+        edited["spec"]["replicas"] = json!(5);
+        let edited: DynamicObject = serde_json::from_value(edited).unwrap();
+        let in_sync = objects[0].object.clone();
+        objects[0].object = Some(Arc::new(edited.clone()));
+        assert_eq!(
+            plan_of(&md, &objects, false),
+            Plan::Confirm(vec![(KindId::PRIMARY, "m".to_string())])
+        );
+        let mut lagging = objects.clone();
+        lagging.push(Seen::fresh(KindId::PRIMARY, "m".into(), in_sync));
+        assert!(!rollout(plan_of(&md, &lagging, false)).writes());
+        let mut drifted = objects;
+        drifted.push(Seen::fresh(
+            KindId::PRIMARY,
+            "m".into(),
+            Some(Arc::new(edited)),
+        ));
+        assert_eq!(
+            writes(&rollout(plan_of(&md, &drifted, false)))[0].1,
+            Write::Update { drifted: true }
+        );
+    }
+
+    #[test]
+    fn a_changed_shape_prunes_the_objects_the_render_no_longer_produces() {
+        // The objects of the old shape, cached; the new shape's names are not taken.
+        let mut objects = settled(&deployment("a/b"));
+        let md = deployment("a/b-split");
+        objects.extend(
+            ["m-a", "m-b"]
+                .iter()
+                .map(|n| Seen::fresh(KindId::PRIMARY, n.to_string(), None)),
+        );
+        let service = table().iter().nth(SERVICE).unwrap().0;
+        objects.push(Seen::fresh(service, "m-a".into(), None));
+        let reshaped = rollout(plan_of(&md, &objects, false));
+        assert_eq!(
+            reshaped.prune,
+            [
+                (KindId::PRIMARY, "m".to_string()),
+                (service, "m".to_string())
+            ]
+        );
+        assert!(writes(&reshaped).iter().all(|(_, w)| *w == Write::Create));
+    }
+
+    #[test]
+    fn one_object_of_several_with_a_changed_identity_is_recreated_alone() {
+        let md = deployment("a/b");
+        let mut objects = settled(&md);
+        let mut old = serde_json::to_value(objects[1].object.as_deref().unwrap()).unwrap();
+        let previous = desired::desired_object(&deployment("old/model"), &old);
+        old["metadata"]["annotations"] = previous.object["metadata"]["annotations"].clone();
+        objects[1].object = Some(Arc::new(serde_json::from_value(old).unwrap()));
+        let Plan::Recreate { objects, status } = plan_of(&md, &objects, false) else {
+            panic!("not recreated")
+        };
+        let service = table().iter().nth(SERVICE).unwrap().0;
+        assert_eq!(objects, [(service, "Service".to_string(), "m".to_string())]);
+        assert_eq!(status.phase, Phase::Deploying);
+        assert_eq!(
+            status.message,
+            "Recreating Service m after an identity change"
+        );
+    }
+
+    #[test]
+    fn an_object_being_deleted_is_awaited() {
+        let md = deployment("a/b");
+        let mut objects = settled(&md);
+        let mut deleting = serde_json::to_value(objects[0].object.as_deref().unwrap()).unwrap();
+        deleting["metadata"]["deletionTimestamp"] = json!("2026-01-01T00:00:00Z");
+        objects[0].object = Some(Arc::new(serde_json::from_value(deleting).unwrap()));
+        assert_eq!(plan_of(&md, &objects, false), Plan::AwaitDeletion);
+    }
+
+    #[test]
+    fn a_foreign_object_of_a_desired_name_holds_the_deployment() {
+        let md = deployment("a/b");
+        let foreign: DynamicObject =
+            serde_json::from_value(json!({"apiVersion": "v1", "kind": "Service",
+            "metadata": {"name": "m", "namespace": "ns", "uid": "x"}}))
+            .unwrap();
+        let service = table().iter().nth(SERVICE).unwrap().0;
+        let objects = [
+            Seen::fresh(KindId::PRIMARY, "m".into(), None),
+            Seen::fresh(service, "m".into(), Some(Arc::new(foreign))),
+        ];
+        let held = hold_of(plan_of(&md, &objects, false));
+        assert_eq!(held.cause, HoldCause::NotOwned);
+        assert_eq!(
+            held.status.message,
+            "Service ns/m already exists and is not owned by this ModelDeployment; delete or rename it"
+        );
+    }
+
+    #[test]
+    fn holds_say_why_nothing_is_applied() {
+        let cases = [
+            (
+                deployment("refused/model"),
+                crate::provider::workload::builtin_schema(),
+                None,
+                HoldCause::Incompatible,
+                "Pair does not serve refused/model",
+            ),
+            (
+                deployment("a/b"),
+                crate::provider::workload::builtin_schema(),
+                Some("no image"),
+                HoldCause::Prepare,
+                "no image",
+            ),
+            (
+                deployment("a/b"),
+                SchemaDetection::CrdNotInstalled {
+                    crd: "x.example.com".into(),
+                },
+                None,
+                HoldCause::CrdUnavailable,
+                "x.example.com is missing",
+            ),
+            (
+                deployment("a/b"),
+                SchemaDetection::Unsupported {
+                    api_version: "v9".into(),
+                    fingerprint: "f".into(),
+                    message: "unknown schema v9".into(),
+                },
+                None,
+                HoldCause::UnsupportedSchema,
+                "unknown schema v9",
+            ),
+            (
+                deployment("bad/overrides"),
+                crate::provider::workload::builtin_schema(),
+                None,
+                HoldCause::Render("invalid_overrides"),
+                "replicas must be a number",
+            ),
+            (
+                deployment("undeclared/kind"),
+                crate::provider::workload::builtin_schema(),
+                None,
+                HoldCause::UndeclaredKind,
+                "a kind it does not declare",
+            ),
+        ];
+        for (md, detection, prepare_hold, cause, message) in cases {
+            let held = hold_of(plan_with(&md, &[], true, &detection, prepare_hold));
+            assert_eq!(held.cause, cause);
+            assert!(
+                held.status.message.contains(message),
+                "{}",
+                held.status.message
+            );
+        }
+    }
+
+    #[test]
+    fn the_report_marks_a_primary_object_its_operator_is_behind_on_as_stale() {
+        let md = deployment("a/b");
+        let planned = rollout(plan_of(&md, &settled(&md), true));
+        let mut primary = serde_json::to_value(planned.steps[0].live.as_deref().unwrap()).unwrap();
+        primary["metadata"]["generation"] = json!(2);
+        primary["metadata"]["creationTimestamp"] = json!("2026-01-01T00:00:00Z");
+        primary["status"] = json!({"observedGeneration": 1});
+        let primary: DynamicObject = serde_json::from_value(primary).unwrap();
+        let service = planned.steps[1].live.as_deref();
+        let now: jiff::Timestamp = "2026-01-01T00:10:00Z".parse().unwrap();
+        let report = report(
+            &Pair,
+            &md,
+            &table(),
+            &planned.desired(),
+            &[Some(&primary), service],
+            now,
+            staleness::DEFAULT_THRESHOLD,
+        );
+        assert!(
+            matches!(report.staleness, Staleness::Stale(_)),
+            "{report:?}"
+        );
+        assert!(
+            report
+                .status
+                .conditions
+                .iter()
+                .any(|c| c.type_ == condition_types::STALE_STATUS
+                    && c.status == ConditionStatus::True)
+        );
+        let early: jiff::Timestamp = "2026-01-01T00:01:00Z".parse().unwrap();
+        let waiting = super::report(
+            &Pair,
+            &md,
+            &table(),
+            &planned.desired(),
+            &[Some(&primary), service],
+            early,
+            staleness::DEFAULT_THRESHOLD,
+        );
+        assert_eq!(
+            waiting.requeue_after(early, Duration::from_secs(600)),
+            Duration::from_secs(241),
+            "looked at again when it would turn stale"
         );
     }
 }

@@ -15,10 +15,12 @@ use prometheus_client::registry::Registry;
 use tokio::sync::watch;
 
 use super::args::ProviderArgs;
-use super::live::LiveObjects;
+use super::context::{Context, Kinds};
+use super::kinds::KindTable;
 use super::metrics::ProviderMetrics;
 use super::plan;
-use super::reconcile::{Context, error_policy, reconcile};
+use super::read_your_writes::LiveObjects;
+use super::reconcile::{error_policy, reconcile};
 use super::registration::{self, ControllerHealth, Heartbeat};
 use super::traits::{Provider, SchemaDetection};
 use crate::cache_trim;
@@ -487,9 +489,10 @@ pub async fn run_with_args<P: Provider>(provider: P, args: ProviderArgs) -> anyh
         &progress,
     );
     // The secondary kinds (built-in: watched at their default version), one watch each.
-    let mut secondary = Vec::new();
+    let table = KindTable::of(provider.as_ref());
+    let mut caches = vec![live];
     let mut secondary_changes = Vec::new();
-    for kind in provider.secondary_kinds() {
+    for (_, kind) in table.iter().skip(1) {
         let resource = ApiResource {
             group: kind.group.clone(),
             version: kind.default_version.clone(),
@@ -503,7 +506,7 @@ pub async fn run_with_args<P: Provider>(provider: P, args: ProviderArgs) -> anyh
             field_managers::provider(&name),
             &progress,
         );
-        secondary.push((kind, cache));
+        caches.push(cache);
         secondary_changes.push((changes, resource));
     }
     // Every ModelDeployment (which are this provider's is in their status), cached with only
@@ -530,16 +533,15 @@ pub async fn run_with_args<P: Provider>(provider: P, args: ProviderArgs) -> anyh
     let ctx = Arc::new(Context {
         provider: provider.clone(),
         client: client.clone(),
-        upstream: upstream.clone(),
         detection: detection.clone(),
-        live,
-        secondary,
+        kinds: Kinds::new(table, caches),
         events: EventPublisher::new(client.clone(), &format!("{name}-provider")),
         finalizer_timeout: args.finalizer_timeout,
         resync: args.resync_interval,
         metrics,
         moved_since: Mutex::new(Default::default()),
         warned: Mutex::new(Default::default()),
+        failures: Mutex::new(Default::default()),
         recent: Default::default(),
         pod_security: args.pod_security(),
         stale_threshold: args.stale_status_threshold,

@@ -6,8 +6,9 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::api::{Api, PatchParams};
 use kube::{Resource, ResourceExt};
 
+use super::context::Context;
 use super::desired::ProviderStatus;
-use super::reconcile::{Context, ReconcileError, api_error};
+use super::error::{ReconcileError, api_error};
 use super::traits::Provider;
 use crate::conditions;
 use crate::constants::{condition_types, event_reasons};

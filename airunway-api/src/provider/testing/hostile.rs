@@ -11,7 +11,7 @@
 use serde_json::{Map, Value, json};
 
 use crate::pod_security::{self, Exemptions, Policy, Profile};
-use crate::provider::plan::{self, Plan};
+use crate::provider::checked_render::checked_render;
 use crate::provider::{Provider, SchemaDetection};
 use crate::v1alpha1::ModelDeployment;
 
@@ -384,7 +384,7 @@ pub struct Tally {
     pub applied_clean: usize,
 }
 
-/// What [`plan::prepare_with`] does with `md` under `policy`; panics if it would apply an
+/// What [`checked_render`] does with `md` under `policy`; panics if it would apply an
 /// object that carries `marker` or breaks the policy.
 pub fn outcome<P: Provider>(
     provider: &P,
@@ -393,7 +393,7 @@ pub fn outcome<P: Provider>(
     policy: &Policy,
     marker: Option<&(&'static str, Value)>,
 ) -> Outcome {
-    match plan::prepare_with(provider, md, detection, policy) {
+    match checked_render(provider, md, detection, policy) {
         Ok(prepared) => {
             let objects: Vec<Value> = prepared.desired.into_iter().map(|d| d.object).collect();
             for object in &objects {
@@ -413,26 +413,21 @@ pub fn outcome<P: Provider>(
             }
             Outcome::Applied(objects)
         }
-        Err(held) => match *held {
-            Plan::Hold { status, .. } => Outcome::Held {
-                reason: status
-                    .conditions
-                    .iter()
-                    .find(|c| c.status == crate::v1alpha1::ConditionStatus::False)
-                    .map(|c| c.reason.clone())
-                    .unwrap_or_default(),
-                message: status.message,
-            },
-            other => panic!(
-                "{} planned {other:?} for a hostile deployment",
-                provider.name()
-            ),
+        Err(held) => Outcome::Held {
+            reason: held
+                .status
+                .conditions
+                .iter()
+                .find(|c| c.status == crate::v1alpha1::ConditionStatus::False)
+                .map(|c| c.reason.clone())
+                .unwrap_or_default(),
+            message: held.status.message,
         },
     }
 }
 
 /// Runs every forbidden setting at every pod path, in every spelling and nesting, through
-/// `base` (a valid deployment for the provider, with `spec.provider` set) and [`plan::prepare_with`]: panics if anything
+/// `base` (a valid deployment for the provider, with `spec.provider` set) and [`checked_render`]: panics if anything
 /// forbidden would be applied; calls `each` with the placement and the outcome so the provider's
 /// test can assert what its render does with overrides.
 pub fn run_corpus<P: Provider>(

@@ -10,12 +10,11 @@ use kube::ResourceExt;
 use kube::api::{Api, PatchParams};
 use serde_json::{Value, json};
 
-use super::desired::ProviderStatus;
-use super::reconcile::{Context, ReconcileError, api_error};
+use super::context::Context;
+use super::error::{ReconcileError, api_error};
 use super::traits::{Preparation, Provider};
 use crate::conditions;
-use crate::constants::{condition_types, reasons};
-use crate::v1alpha1::{ModelDeployment, Phase};
+use crate::v1alpha1::ModelDeployment;
 
 /// The field manager of the prepared status: `<name>-provider-prepare`.
 pub fn manager(provider: &str) -> String {
@@ -73,21 +72,6 @@ pub fn patch(md: &ModelDeployment, preparation: &Preparation, now: &Time) -> Val
     })
 }
 
-/// The provider status of a held deployment: `Failed` with `message`, compatible, nothing
-/// created (pure).
-pub fn held<P: Provider>(provider: &P, message: &str) -> ProviderStatus {
-    ProviderStatus::not_deployed(
-        Phase::Failed,
-        message.to_string(),
-        (
-            true,
-            reasons::COMPATIBILITY_VERIFIED,
-            format!("Configuration compatible with {}", provider.display_name()),
-        ),
-        (condition_types::RESOURCE_CREATED, message.to_string()),
-    )
-}
-
 /// Writes the prepared fields unless `md` shows them already.
 pub(super) async fn write<P: Provider>(
     md: &ModelDeployment,
@@ -120,6 +104,7 @@ mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
     use crate::conditions::DesiredCondition;
+    use crate::v1alpha1::Phase;
 
     fn md(status: Value) -> ModelDeployment {
         serde_json::from_value(

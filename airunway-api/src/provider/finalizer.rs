@@ -9,7 +9,8 @@ use kube::runtime::controller::Action;
 use kube::{Resource, ResourceExt};
 use serde_json::json;
 
-use super::reconcile::{Context, ReconcileError, api_error};
+use super::context::Context;
+use super::error::{ReconcileError, api_error};
 use super::traits::Provider;
 use crate::apply_body;
 use crate::constants::event_reasons;
@@ -34,8 +35,8 @@ pub(super) async fn add_finalizer<P: Provider>(
             {"op": "add", "path": "/metadata/finalizers/-", "value": finalizer},
         ]),
     };
-    let patch: json_patch::Patch = serde_json::from_value(patch)
-        .map_err(|_| ReconcileError::MissingField("finalizer patch"))?;
+    let patch: json_patch::Patch =
+        serde_json::from_value(patch).map_err(|_| ReconcileError::Patch("the finalizer patch"))?;
     let mut updated = deployments(md, ctx)
         .patch(&name, &PatchParams::default(), &Patch::<()>::Json(patch))
         .await
@@ -60,7 +61,7 @@ async fn remove_finalizer<P: Provider>(
         {"op": "test", "path": "/metadata/finalizers", "value": current},
         {"op": "replace", "path": "/metadata/finalizers", "value": kept},
     ]))
-    .map_err(|_| ReconcileError::MissingField("finalizer patch"))?;
+    .map_err(|_| ReconcileError::Patch("the finalizer patch"))?;
     match deployments(md, ctx)
         .patch(&name, &PatchParams::default(), &Patch::<()>::Json(patch))
         .await
@@ -102,10 +103,11 @@ pub(super) async fn on_moved_away<P: Provider>(
     ctx: &Context<P>,
 ) -> Result<Action, ReconcileError> {
     let first_seen = {
+        // The map stays consistent whatever panicked while holding it.
         let mut moved = ctx
             .moved_since
             .lock()
-            .map_err(|_| ReconcileError::MissingField("lock"))?;
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         *moved
             .entry(md.metadata.uid.clone().unwrap_or_default())
             .or_insert_with(Instant::now)
@@ -130,14 +132,14 @@ async fn cleanup<P: Provider>(
 ) -> Result<Action, ReconcileError> {
     let name = md.name_any();
     let namespace = md.namespace().unwrap_or_default();
-    let kind = ctx.upstream.kind.clone();
-    for (index, live) in ctx.owned_objects(md) {
+    let kind = ctx.kinds.table().primary().kind.clone();
+    for (id, live) in ctx.owned_objects(md) {
         if live.metadata.deletion_timestamp.is_some() {
             continue;
         }
         let object = live.name_any();
         // A failure (the CRD gone, say) is retried until the finalizer timeout.
-        if let Err(e) = super::reconcile::delete_object(ctx, index, &namespace, &object).await {
+        if let Err(e) = ctx.delete_object(id, &namespace, &object).await {
             tracing::warn!(error = %e, "cleaning up {namespace}/{name}");
         }
     }

@@ -9,6 +9,8 @@ use std::sync::{Arc, Mutex};
 use kube::api::{ApiResource, DynamicObject};
 use kube::runtime::reflector::{ObjectRef, Store};
 
+use super::older;
+
 /// Objects applied and not yet seen by the watch, by namespace and name.
 type AppliedObjects = HashMap<(String, String), Arc<DynamicObject>>;
 
@@ -18,18 +20,6 @@ pub struct LiveObjects {
     store: Store<DynamicObject>,
     resource: ApiResource,
     applied: Arc<Mutex<AppliedObjects>>,
-}
-
-/// Whether resourceVersion `a` is older than `b`. Resource versions are opaque; the API
-/// server's are etcd revisions, compared as numbers when both parse (otherwise: not older).
-pub(super) fn older(a: Option<&str>, b: Option<&str>) -> bool {
-    match (
-        a.and_then(|v| v.parse::<u64>().ok()),
-        b.and_then(|v| v.parse::<u64>().ok()),
-    ) {
-        (Some(a), Some(b)) => a < b,
-        _ => false,
-    }
 }
 
 impl LiveObjects {

@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 use crate::cache_trim;
 use crate::v1alpha1::ModelDeployment;
 
-use super::live::older;
+use super::older;
 
 /// Deployments returned by this provider's own writes, by uid, until the cache catches up.
 #[derive(Default)]
