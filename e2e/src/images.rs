@@ -1,5 +1,6 @@
 //! Our OCI images (built by `deploy/images/build` into `target/images/<name>`) unpacked with
-//! `umoci`, and their entrypoints run as a Pod would run them, without a container runtime:
+//! the workspace's image tool (`airunway-images unpack`, deploy/images/oci), and their
+//! entrypoints run as a Pod would run them, without a container runtime:
 //! the image's own root filesystem (`chroot`, as the image's user 65532 when the harness runs
 //! as root, with the `/dev` nodes a runtime provides), the ServiceAccount's token, CA and
 //! namespace at
@@ -61,14 +62,50 @@ pub fn crate_version(crate_dir: &str) -> Result<String> {
         .with_context(|| format!("no version in {}", file.display()))
 }
 
-/// An image unpacked into a bundle (`rootfs/` and the runtime `config.json` umoci derives from
-/// the image configuration).
+/// The image tool, `airunway-images` (deploy/images/oci): `$AIRUNWAY_IMAGES_TOOL`, else the
+/// debug build of the workspace (`cargo test --workspace --no-run`, as e2e/run-suites builds the
+/// suites, makes it beside them).
+pub fn tool() -> Result<PathBuf> {
+    let path = std::env::var_os("AIRUNWAY_IMAGES_TOOL")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .unwrap_or_else(|| target_dir().join("debug/airunway-images"));
+    if !path.is_file() {
+        bail!(
+            "the image tool {} is missing: build it with `cargo test --workspace --no-run` \
+             (or set AIRUNWAY_IMAGES_TOOL)",
+            path.display()
+        );
+    }
+    Ok(path)
+}
+
+/// Runs the image tool with `args`; returns its standard output, trimmed.
+pub fn run_tool<I, S>(args: I) -> Result<String>
+where
+    I: IntoIterator<Item = S>,
+    S: AsRef<std::ffi::OsStr>,
+{
+    let mut command = Command::new(tool()?);
+    command.args(args);
+    Ok(run(&mut command)?.trim().to_string())
+}
+
+/// The manifest digest of image `tag` of the OCI layout `layout` (`airunway-images digest`).
+pub fn layout_digest(layout: &Path, tag: &str) -> Result<String> {
+    run_tool([
+        "digest".to_string(),
+        format!("oci:{}:{tag}", layout.display()),
+    ])
+}
+
+/// An image unpacked into a bundle (`rootfs/` and the image configuration, `config.json`).
 pub struct Unpacked {
     /// The image's root filesystem.
     pub rootfs: PathBuf,
-    /// The entrypoint and arguments of the image (`process.args`).
+    /// What the image runs: its `Entrypoint`, then its `Cmd`.
     pub entrypoint: Vec<String>,
-    /// The image's user (`process.user`).
+    /// The image's user (`User`, `uid:gid`).
     pub uid: u32,
     /// The image's group.
     pub gid: u32,
@@ -96,7 +133,8 @@ pub fn is_root() -> bool {
     std::fs::metadata("/proc/self").is_ok_and(|m| m.uid() == 0)
 }
 
-/// Unpacks `oci:<images_dir>/<name>:<tag>` into `dest` with `umoci unpack`.
+/// Unpacks `oci:<images_dir>/<name>:<tag>` into `dest/<name>` with `airunway-images unpack`
+/// (the layers' owners kept when the harness is root).
 pub fn unpack(name: &str, tag: &str, dest: &Path) -> Result<Unpacked> {
     let layout = images_dir().join(name);
     if !layout.join("index.json").is_file() {
@@ -107,35 +145,36 @@ pub fn unpack(name: &str, tag: &str, dest: &Path) -> Result<Unpacked> {
         );
     }
     let bundle = dest.join(name);
-    if bundle.exists() {
-        std::fs::remove_dir_all(&bundle)?;
-    }
-    let mut umoci = Command::new("umoci");
-    umoci.arg("unpack");
-    if !is_root() {
-        umoci.arg("--rootless");
-    }
-    umoci
-        .arg("--image")
-        .arg(format!("{}:{tag}", layout.display()))
-        .arg(&bundle);
-    run(&mut umoci)?;
+    run_tool([
+        "unpack".to_string(),
+        format!("oci:{}:{tag}", layout.display()),
+        bundle.display().to_string(),
+    ])?;
     let config: Value = serde_json::from_str(
         &std::fs::read_to_string(bundle.join("config.json")).context("reading config.json")?,
     )?;
-    let entrypoint: Vec<String> = config["process"]["args"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|a| a.as_str().map(str::to_string))
-        .collect();
-    let labels = config["annotations"].clone();
+    let strings = |v: &Value| -> Vec<String> {
+        v.as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|a| a.as_str().map(str::to_string))
+            .collect()
+    };
+    // What a runtime runs: the entrypoint, then the command.
+    let mut entrypoint = strings(&config["config"]["Entrypoint"]);
+    entrypoint.extend(strings(&config["config"]["Cmd"]));
+    let user = config["config"]["User"].as_str().unwrap_or("0:0");
+    let (uid, gid) = user.split_once(':').unwrap_or((user, user));
+    let id = |s: &str| -> Result<u32> {
+        s.parse()
+            .with_context(|| format!("image user {user:?} is not numeric uid:gid"))
+    };
     Ok(Unpacked {
         rootfs: bundle.join("rootfs"),
         entrypoint,
-        uid: u32::try_from(config["process"]["user"]["uid"].as_u64().unwrap_or(0))?,
-        gid: u32::try_from(config["process"]["user"]["gid"].as_u64().unwrap_or(0))?,
-        labels,
+        uid: id(uid)?,
+        gid: id(gid)?,
+        labels: config["config"]["Labels"].clone(),
     })
 }
 

@@ -15,7 +15,8 @@
 //! - [`kustomize`]: the kustomize subset `deploy/` uses, rendered without a kustomize binary.
 //! - [`images`]: our images unpacked and their entrypoints run as their ServiceAccounts.
 //! - [`http`]: GET for metrics and health endpoints.
-//! - [`registry`]: a real OCI registry on loopback, with images pushed by `umoci`/`skopeo`.
+//! - [`registry`]: a real OCI registry on loopback, with images pushed by the image tool
+//!   (`airunway-images`, deploy/images/oci).
 //! - [`sandbox`]: the local sandbox (`e2e/sandbox up`).
 //! - [`bench`]: the scale benchmark (`e2e/bench`).
 //! - [`chaos`]: faults injected while work is in flight (`e2e/tests/chaos.rs`).

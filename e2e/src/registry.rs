@@ -2,21 +2,21 @@
 //! distribution/v3`, `cmd/registry`, built by `e2e/control-plane/build.sh` at
 //! `DISTRIBUTION_VERSION`), started with a config file on a free port, its storage in a
 //! temporary folder, and its access log (one line per request) in its log file. Images are
-//! pushed with Debian's `umoci` (builds a tiny OCI image layout) and `skopeo` (copies it in);
+//! written and pushed with the workspace's image tool (`airunway-images new` writes a tiny OCI
+//! image layout, `airunway-images push --plain-http` sends it over the distribution API);
 //! nothing leaves the machine.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::{Duration, Instant};
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Result, bail};
 
 use axum::body::Bytes;
 use http_body_util::{BodyExt, Full};
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
 
-use crate::paths;
+use crate::{images, paths};
 
 /// The media type of an OCI image index.
 const INDEX_MEDIA_TYPE: &str = "application/vnd.oci.image.index.v1+json";
@@ -51,19 +51,6 @@ pub struct LocalRegistry {
     /// `127.0.0.1:<port>`.
     pub address: String,
     dir: PathBuf,
-}
-
-fn run(command: &mut Command, what: &str) -> Result<String> {
-    let output = command
-        .output()
-        .with_context(|| format!("running {what} (Debian: apt-get install umoci skopeo)"))?;
-    if !output.status.success() {
-        bail!(
-            "{what} failed: {}",
-            String::from_utf8_lossy(&output.stderr).trim()
-        );
-    }
-    Ok(String::from_utf8_lossy(&output.stdout).trim().to_string())
 }
 
 impl LocalRegistry {
@@ -108,15 +95,14 @@ impl LocalRegistry {
         })
     }
 
-    /// Builds a tiny image (an empty root filesystem with a command) with `umoci` and pushes it
-    /// to `<address>/<repository>:<tag>` with `skopeo`; returns its manifest digest as the
-    /// registry reports it.
+    /// Builds a tiny image (no layer, a command) with the image tool and pushes it to
+    /// `<address>/<repository>:<tag>`; returns its manifest digest as the registry reports it.
     pub fn push_tiny_image(&self, repository: &str, tag: &str) -> Result<String> {
         self.push_image(repository, tag, None, &[])
     }
 
     /// [`LocalRegistry::push_tiny_image`] with the config's `created` time (RFC 3339) and
-    /// config labels (e.g. `org.opencontainers.image.revision`) set by `umoci config`.
+    /// config labels (e.g. `org.opencontainers.image.revision`).
     pub fn push_image(
         &self,
         repository: &str,
@@ -127,55 +113,30 @@ impl LocalRegistry {
         let layout = self
             .dir
             .join(format!("layout-{}", repository.replace('/', "-")));
-        if !layout.exists() {
-            run(
-                Command::new("umoci")
-                    .args(["init", "--layout"])
-                    .arg(&layout),
-                "umoci init",
-            )?;
-        }
-        let image = format!("{}:{tag}", layout.display());
-        run(
-            Command::new("umoci").args(["new", "--image", &image]),
-            "umoci new",
-        )?;
-        let mut config = Command::new("umoci");
-        config.args([
-            "config",
-            "--image",
-            &image,
-            "--config.cmd",
-            &format!("/serve-{tag}"),
-        ]);
+        let mut new: Vec<String> = vec![
+            "new".into(),
+            "--layout".into(),
+            layout.display().to_string(),
+            "--tag".into(),
+            tag.into(),
+            "--cmd".into(),
+            format!("/serve-{tag}"),
+        ];
         if let Some(created) = created {
-            config.args(["--created", created]);
+            new.extend(["--created".into(), created.to_string()]);
         }
         for (key, value) in labels {
-            config.args(["--config.label", &format!("{key}={value}")]);
+            new.extend(["--label".into(), format!("{key}={value}")]);
         }
-        run(&mut config, "umoci config")?;
+        images::run_tool(&new)?;
         let destination = format!("docker://{}/{repository}:{tag}", self.address);
-        run(
-            Command::new("skopeo").args([
-                "copy",
-                "--quiet",
-                "--dest-tls-verify=false",
-                &format!("oci:{image}"),
-                &destination,
-            ]),
-            "skopeo copy",
-        )?;
-        run(
-            Command::new("skopeo").args([
-                "inspect",
-                "--tls-verify=false",
-                "--format",
-                "{{.Digest}}",
-                &destination,
-            ]),
-            "skopeo inspect",
-        )
+        images::run_tool([
+            "push",
+            "--plain-http",
+            &format!("oci:{}:{tag}", layout.display()),
+            &destination,
+        ])?;
+        images::run_tool(["digest", "--plain-http", &destination])
     }
 
     /// Pushes an OCI image index to `<repository>:<tag>` whose entries are the images already
@@ -190,20 +151,8 @@ impl LocalRegistry {
         let mut manifests = Vec::new();
         for (entry_tag, os, architecture) in entries {
             let source = format!("docker://{}/{repository}:{entry_tag}", self.address);
-            let raw = run(
-                Command::new("skopeo").args(["inspect", "--tls-verify=false", "--raw", &source]),
-                "skopeo inspect --raw",
-            )?;
-            let digest = run(
-                Command::new("skopeo").args([
-                    "inspect",
-                    "--tls-verify=false",
-                    "--format",
-                    "{{.Digest}}",
-                    &source,
-                ]),
-                "skopeo inspect",
-            )?;
+            let raw = images::run_tool(["manifest", "--plain-http", &source])?;
+            let digest = images::run_tool(["digest", "--plain-http", &source])?;
             manifests.push(serde_json::json!({
                 "mediaType": "application/vnd.oci.image.manifest.v1+json",
                 "digest": digest,

@@ -1,8 +1,9 @@
 //! The install, proven (issue 22): `deploy/default` rendered (the harness's kustomize subset,
 //! e2e/src/kustomize.rs) and applied server-side to the real control plane, then every shipped
-//! binary run FROM ITS IMAGE (built by `deploy/images/build`, unpacked with umoci; no file from
-//! `target/<profile>`): the image's entrypoint inside its own root filesystem (`chroot`, as the
-//! image's user 65532 when the harness is root), as its ServiceAccount (a TokenRequest token at
+//! binary run FROM ITS IMAGE (built by `deploy/images/build`, unpacked with the image tool
+//! `airunway-images`; no file from `target/<profile>`): the image's entrypoint inside its own
+//! root filesystem (`chroot`, as the image's user 65532 when the harness is root), as its
+//! ServiceAccount (a TokenRequest token at
 //! the in-cluster path), with the args and env of its Deployment manifest. What differs from a
 //! Pod, and why: the listen addresses are free ports on 127.0.0.1 (every process shares the
 //! host's network), the webhook configurations point at that port by URL and the providers
@@ -244,6 +245,8 @@ async fn default_install_runs_from_images_as_service_accounts() {
         .arg(&registry)
         .args(["--push", "airunway-core"])
         .env("AIRUNWAY_PUSH_TRANSPORT", "oci:")
+        // The image tool this run already has (no nested cargo build from inside a test).
+        .env("AIRUNWAY_IMAGES_TOOL", images::tool().unwrap())
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&output.stdout).to_string();
@@ -260,15 +263,8 @@ async fn default_install_runs_from_images_as_service_accounts() {
                 .map(|(_, rest)| rest.split(' ').next().unwrap().to_string())
         })
         .expect("the script prints ref@digest");
-    let pushed = std::process::Command::new("skopeo")
-        .args(["inspect", "--format", "{{.Digest}}"])
-        .arg(format!(
-            "oci:{}/airunway-core:{core_version}",
-            registry.display()
-        ))
-        .output()
-        .unwrap();
-    assert_eq!(String::from_utf8_lossy(&pushed.stdout).trim(), printed);
+    let pushed = images::layout_digest(&registry.join("airunway-core"), &core_version).unwrap();
+    assert_eq!(pushed, printed);
     eprintln!(
         "pushed airunway-core {printed} at {:.1}s",
         started.elapsed().as_secs_f64()

@@ -121,7 +121,7 @@ async fn runs_on_simulated_gpu_nodes_scales_to_zero_and_back_drift_and_deletion(
     let deployments: Api<Deployment> = Api::namespaced(env.client.clone(), &env.namespace);
     let services: Api<Service> = Api::namespaced(env.client.clone(), &env.namespace);
 
-    // A real OCI registry on loopback with a tiny image pushed by umoci and skopeo.
+    // A real OCI registry on loopback with a tiny image pushed by the image tool.
     let registry = LocalRegistry::start(
         &env.control_plane
             .dir
