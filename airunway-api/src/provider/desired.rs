@@ -45,7 +45,7 @@ impl DesiredUpstream {
 }
 
 /// Hash of a deployment's identity fields.
-pub fn identity_hash(md: &ModelDeployment) -> String {
+pub(crate) fn identity_hash(md: &ModelDeployment) -> String {
     short_hash(md.identity().to_string().as_bytes())
 }
 
@@ -120,7 +120,7 @@ pub fn desired_object(md: &ModelDeployment, rendered: &Value) -> DesiredUpstream
 
 /// Whether every value in `desired` is in `live` (objects: key by key; arrays: same length,
 /// element by element; everything else: equal).
-pub fn is_subset(desired: &Value, live: &Value) -> bool {
+pub(crate) fn is_subset(desired: &Value, live: &Value) -> bool {
     match (desired, live) {
         (Value::Object(d), Value::Object(l)) => d
             .iter()
@@ -135,7 +135,7 @@ pub fn is_subset(desired: &Value, live: &Value) -> bool {
 
 /// Whether `live` was produced from the same spec (`airunway.ai/spec-hash` matches) but no
 /// longer carries the desired values: someone edited it.
-pub fn drifted(desired: &DesiredUpstream, live: &Value) -> bool {
+pub(crate) fn drifted(desired: &DesiredUpstream, live: &Value) -> bool {
     let same_spec = live["metadata"]["annotations"][annotations::SPEC_HASH].as_str()
         == Some(desired.spec_hash.as_str());
     if !same_spec {
@@ -157,12 +157,12 @@ pub fn drifted(desired: &DesiredUpstream, live: &Value) -> bool {
 }
 
 /// The identity hash recorded on a live upstream object.
-pub fn live_identity_hash(live: &Value) -> Option<&str> {
+pub(crate) fn live_identity_hash(live: &Value) -> Option<&str> {
     live["metadata"]["annotations"][annotations::IDENTITY_HASH].as_str()
 }
 
 /// Whether `live` is owned (as controller) by the deployment.
-pub fn owned_by(live: &Value, md: &ModelDeployment) -> bool {
+pub(crate) fn owned_by(live: &Value, md: &ModelDeployment) -> bool {
     let uid = md.metadata.uid.as_deref().unwrap_or_default();
     live["metadata"]["ownerReferences"]
         .as_array()

@@ -19,7 +19,7 @@
 //!    changes delete and recreate; moving to another provider cleans up and releases the
 //!    finalizer and the status fields; status translation applied to the provider-owned status
 //!    fields; `ResourceCreated`/`Ready`; `StaleStatus` when the upstream operator has not
-//!    reported on the object's latest change for `--stale-status-threshold` ([`staleness`]);
+//!    reported on the object's latest change for `--stale-status-threshold` (see `staleness.rs`);
 //!    events. A provider may manage a set of objects of
 //!    several built-in kinds per deployment ([`Provider::secondary_kinds`],
 //!    [`Provider::render_set`], [`Provider::translate_set_status`]; e.g. llm-d's Deployments
@@ -41,13 +41,13 @@
 //!    shutdown — the same flags as the core.
 
 mod args;
-pub mod checked_render;
+mod checked_render;
 mod context;
 pub mod cycle;
 pub mod desired;
 mod error;
 mod finalizer;
-pub mod kinds;
+mod kinds;
 mod metrics;
 pub mod overrides;
 pub mod plan;
@@ -59,9 +59,9 @@ pub mod registration;
 mod replica_count;
 mod runner;
 pub mod schema;
-pub mod staleness;
+mod staleness;
 mod status_write;
-pub mod statuses;
+mod statuses;
 #[cfg(feature = "provider-testing")]
 pub mod testing;
 mod traits;

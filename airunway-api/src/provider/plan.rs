@@ -400,7 +400,7 @@ fn compare(
 
 /// The objects of `owned` (kind and name: what the provider created for a deployment) that
 /// `wanted` (the rendered set) no longer has: the old shape to delete.
-pub fn stale<'a, K: PartialEq>(
+pub(crate) fn stale<'a, K: PartialEq>(
     wanted: &[(K, &str)],
     owned: &'a [(K, String)],
 ) -> Vec<&'a (K, String)> {

@@ -12,12 +12,14 @@ use serde_json::Value;
 use sha2::{Digest, Sha256};
 
 /// The served versions of a CRD, in the order given.
-pub fn served_versions(crd: &CustomResourceDefinition) -> Vec<&CustomResourceDefinitionVersion> {
+pub(crate) fn served_versions(
+    crd: &CustomResourceDefinition,
+) -> Vec<&CustomResourceDefinitionVersion> {
     crd.spec.versions.iter().filter(|v| v.served).collect()
 }
 
 /// Whether the CRD is Established.
-pub fn is_established(crd: &CustomResourceDefinition) -> bool {
+pub(crate) fn is_established(crd: &CustomResourceDefinition) -> bool {
     crd.status
         .as_ref()
         .and_then(|s| s.conditions.as_ref())
@@ -30,7 +32,7 @@ pub fn is_established(crd: &CustomResourceDefinition) -> bool {
 /// The type of the schema node at `path` (dot-separated; `[]` steps into array items, `*` into
 /// map values), or `missing`. Nodes under `x-kubernetes-preserve-unknown-fields` report
 /// `preserved`.
-pub fn type_at(schema: &Value, path: &str) -> String {
+pub(crate) fn type_at(schema: &Value, path: &str) -> String {
     let mut node = schema;
     for raw in path.split('.') {
         let (name, into_items) = match raw.strip_suffix("[]") {
@@ -74,7 +76,7 @@ pub fn type_at(schema: &Value, path: &str) -> String {
 
 /// Fingerprint of `version`'s schema over `paths`: 16 hex digits, and the paths that are
 /// missing.
-pub fn fingerprint(
+pub(crate) fn fingerprint(
     version: &CustomResourceDefinitionVersion,
     paths: &[&str],
 ) -> (String, Vec<String>) {
@@ -97,12 +99,12 @@ pub fn fingerprint(
 }
 
 /// Lowercase hex of `bytes`.
-pub fn hex(bytes: &[u8]) -> String {
+pub(crate) fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// 16 hex digits of the SHA-256 of `data`.
-pub fn short_hash(data: &[u8]) -> String {
+pub(crate) fn short_hash(data: &[u8]) -> String {
     hex(&Sha256::digest(data)[..8])
 }
 

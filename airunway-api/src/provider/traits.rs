@@ -58,7 +58,7 @@ pub struct UpstreamSchema {
     pub version: String,
     /// `<group>/<version>`.
     pub api_version: String,
-    /// Fingerprint of the installed schema (see [`super::schema::fingerprint`]).
+    /// Fingerprint of the installed schema: a hash of the types of the paths the provider writes.
     pub fingerprint: String,
 }
 
