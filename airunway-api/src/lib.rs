@@ -33,9 +33,9 @@ pub mod constants;
 #[cfg(feature = "generate")]
 pub mod generate;
 pub mod image_reference;
-pub mod kubernetes_names;
 #[cfg(feature = "runtime")]
 pub mod kube_error;
+pub mod kubernetes_names;
 pub mod managed_fields;
 pub mod pod_security;
 #[cfg(feature = "probe")]

@@ -123,8 +123,6 @@ const RESERVED_ARGS: &[&str] = &[
     "tp",
 ];
 
-/// Label naming the deployment on the DGD.
-pub const MODEL_DEPLOYMENT_LABEL: &str = "airunway.ai/model-deployment";
 /// Label carrying the model id (as a label value) on the DGD.
 pub const MODEL_ID_LABEL: &str = "airunway.ai/model-id";
 /// Label carrying the engine on the DGD.
@@ -594,7 +592,10 @@ pub fn render(md: &ModelDeployment, schema: &UpstreamSchema) -> Result<Rendered,
         }
     }
     let mut labels = Map::new();
-    labels.insert(MODEL_DEPLOYMENT_LABEL.into(), json!(name));
+    labels.insert(
+        airunway_api::constants::labels::MODEL_DEPLOYMENT.into(),
+        json!(name),
+    );
     let model_id = label_value(spec.model.id.as_deref().unwrap_or_default());
     if !model_id.is_empty() {
         labels.insert(MODEL_ID_LABEL.into(), json!(model_id));

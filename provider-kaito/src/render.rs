@@ -34,8 +34,6 @@ use airunway_api::v1alpha1::{EngineType, ModelDeployment};
 pub const LLAMACPP_PORT: i32 = 5000;
 /// `engine.args` key naming the GGUF file inside the Hugging Face repository.
 pub const MODEL_FILE_ARG: &str = "model-file";
-/// Label naming the deployment (Workspace and llama.cpp pods).
-pub const MODEL_DEPLOYMENT_LABEL: &str = "airunway.ai/model-deployment";
 /// Label carrying `model.source` on the Workspace.
 pub const MODEL_SOURCE_LABEL: &str = "airunway.ai/model-source";
 /// Label carrying the engine on the Workspace.
@@ -183,7 +181,10 @@ pub fn render(md: &ModelDeployment, schema: &UpstreamSchema) -> Result<Rendered,
     if let Some(engine) = md.resolved_engine() {
         labels.insert(ENGINE_TYPE_LABEL.into(), engine.as_str().into());
     }
-    labels.insert(MODEL_DEPLOYMENT_LABEL.into(), name.clone());
+    labels.insert(
+        airunway_api::constants::labels::MODEL_DEPLOYMENT.into(),
+        name.clone(),
+    );
     let mut metadata = json!({"name": name, "labels": labels});
     if !pod_annotations.is_empty() {
         metadata["annotations"] = json!(pod_annotations);
@@ -285,7 +286,7 @@ fn llamacpp_template(
     }
     let (mut pod_labels, pod_annotations) = pod_metadata(md).unwrap_or_default();
     pod_labels.insert(
-        MODEL_DEPLOYMENT_LABEL.into(),
+        airunway_api::constants::labels::MODEL_DEPLOYMENT.into(),
         md.metadata.name.clone().unwrap_or_default(),
     );
     template["metadata"] = json!({"labels": pod_labels});

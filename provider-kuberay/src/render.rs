@@ -65,8 +65,6 @@ pub const HEAD_CPU: &str = "4";
 pub const HEAD_MEMORY: &str = "16Gi";
 /// Worker memory default (design doc §4.15).
 pub const WORKER_MEMORY: &str = "32Gi";
-/// Label naming the deployment on the RayService.
-pub const MODEL_DEPLOYMENT_LABEL: &str = "airunway.ai/model-deployment";
 /// Label carrying `model.source` on the RayService.
 pub const MODEL_SOURCE_LABEL: &str = "airunway.ai/model-source";
 /// Label carrying the engine on the RayService.
@@ -516,7 +514,7 @@ pub fn render(md: &ModelDeployment, schema: &UpstreamSchema) -> Result<Rendered,
             "apiVersion": schema.api_version,
             "kind": "RayService",
             "metadata": {"name": name, "labels": {
-                MODEL_DEPLOYMENT_LABEL: name,
+                airunway_api::constants::labels::MODEL_DEPLOYMENT: name,
                 MODEL_SOURCE_LABEL: source,
                 ENGINE_TYPE_LABEL: engine,
             }},

@@ -30,8 +30,6 @@ pub const PORT_NAME: &str = "http";
 pub const HEALTH_PATH: &str = "/health";
 /// The per-component selector label (its value: the component's object name).
 pub const APP_LABEL: &str = "app";
-/// The pod label the gateway's InferencePool selects (value: the deployment name).
-pub const MODEL_DEPLOYMENT_LABEL: &str = "airunway.ai/model-deployment";
 /// The model source label on the objects.
 pub const MODEL_SOURCE_LABEL: &str = "airunway.ai/model-source";
 /// The engine label on the objects.
@@ -278,7 +276,7 @@ pub fn deployment_with_args(
     let mut pod_labels: BTreeMap<String, String> =
         template.and_then(|m| m.labels.clone()).unwrap_or_default();
     pod_labels.extend(component.pod_labels.clone());
-    pod_labels.insert(MODEL_DEPLOYMENT_LABEL.to_string(), name);
+    pod_labels.insert(crate::constants::labels::MODEL_DEPLOYMENT.to_string(), name);
     pod_labels.extend(selector.clone());
     let pod_annotations = template
         .and_then(|m| m.annotations.clone())
