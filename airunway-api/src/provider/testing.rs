@@ -19,7 +19,7 @@ pub const UPSTREAM_CRDS_ENV: &str = "AIRUNWAY_UPSTREAM_CRDS";
 pub enum FixtureError {
     /// The file could not be read.
     #[error(
-        "reading {file}: {source} (the upstream CRDs are expected at ../shared/upstream-crds next to the workspace; set {UPSTREAM_CRDS_ENV} to their directory)"
+        "reading {file}: {source} (the upstream CRDs come from e2e/fixtures/upstream-crds and from the cache e2e/control-plane/upstream-crds.sh fills, which e2e/run-tests runs first; {UPSTREAM_CRDS_ENV} names another directory)"
     )]
     Read {
         /// The file.
