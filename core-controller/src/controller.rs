@@ -11,7 +11,8 @@ use airunway_api::conditions;
 use airunway_api::constants::{
     condition_types, event_actions, event_reasons, field_managers, reasons,
 };
-use airunway_api::runtime::EventPublisher;
+use airunway_api::kube_error::ErrorClass;
+use airunway_api::runtime::{EventPublisher, FailureCounts};
 use airunway_api::v1alpha1::{ConditionStatus, InferenceProviderConfig, ModelDeployment};
 use futures::{Stream, StreamExt, stream};
 use jiff::Timestamp;
@@ -54,6 +55,8 @@ pub struct Context {
     pub selection_slots: Arc<tokio::sync::Semaphore>,
     /// The gateway integration (`None`: turned off with `--enable-gateway=false`).
     pub gateway: Option<Arc<crate::gateway::Integration>>,
+    /// Consecutive reconcile failures per deployment, for the retry backoff.
+    pub failures: FailureCounts,
 }
 
 /// Decides for `md` on a blocking thread, holding one of the selection slots.
@@ -115,6 +118,8 @@ pub async fn reconcile(
                 .collect();
             gateway.reconcile(&md, &providers).await;
         }
+        ctx.failures
+            .succeeded(md.metadata.uid.as_deref().unwrap_or_default());
         return Ok(Action::await_change());
     }
     let api: Api<ModelDeployment> = Api::namespaced(ctx.client.clone(), &namespace);
@@ -155,7 +160,7 @@ pub async fn reconcile(
             // Another manager owns a field the core sent (a provider took `phase`, or someone
             // edited the status): re-read, recompute from the fresh ownership, then force the
             // fields that are the core's.
-            Err(kube::Error::Api(status)) if status.code == 409 && !force => {
+            Err(e) if ErrorClass::of(&e) == ErrorClass::Conflict && !force => {
                 tracing::info!(%object, "status apply conflicted; recomputing from a fresh read");
                 current =
                     api.get_status(&name)
@@ -181,10 +186,13 @@ pub async fn reconcile(
         .get_or_create(&ProviderLabel { provider })
         .observe(started.elapsed().as_secs_f64());
     tracing::debug!(%object, phase = ?desired.phase, "reconciled");
+    ctx.failures
+        .succeeded(md.metadata.uid.as_deref().unwrap_or_default());
     Ok(Action::requeue(ctx.resync))
 }
 
-/// Requeues with a short backoff and counts the error.
+/// Counts the error; a transient one is retried with backoff (5 s, doubling to 60 s), any other
+/// (an object the API server refuses as it is) waits for a change of the deployment.
 pub fn error_policy(md: Arc<ModelDeployment>, error: &ReconcileError, ctx: Arc<Context>) -> Action {
     let provider = md
         .selected_provider()
@@ -199,7 +207,13 @@ pub fn error_policy(md: Arc<ModelDeployment>, error: &ReconcileError, ctx: Arc<C
         })
         .inc();
     tracing::warn!(error = %error, category = error.category(), object = %md.name_any(), "reconcile failed");
-    Action::requeue(Duration::from_secs(5))
+    if !error.is_transient() {
+        return Action::await_change();
+    }
+    Action::requeue(
+        ctx.failures
+            .failed(md.metadata.uid.as_deref().unwrap_or_default()),
+    )
 }
 
 /// Events for what changed (only after a successful write, so each transition is told once).

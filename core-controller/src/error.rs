@@ -1,5 +1,7 @@
 //! Errors of the core's reconcile.
 
+use airunway_api::kube_error::ErrorClass;
+
 /// A reconcile failure. Each variant has a static [`category`](ReconcileError::category) used
 /// as the `error_type` metric label.
 #[derive(Debug, thiserror::Error)]
@@ -36,20 +38,64 @@ pub enum ReconcileError {
 }
 
 impl ReconcileError {
-    /// A short, static label for metrics and events.
+    /// A short, static label for metrics and events (API failures labelled by
+    /// [`ErrorClass::category`], as in every other binary).
     pub fn category(&self) -> &'static str {
         match self {
             ReconcileError::ApplyStatus { source, .. } | ReconcileError::Refetch { source, .. } => {
-                match source {
-                    kube::Error::Api(status) if status.code == 409 => "conflict",
-                    kube::Error::Api(status) if status.code == 404 => "not_found",
-                    kube::Error::Api(status) if status.code == 403 => "forbidden",
-                    kube::Error::Api(_) => "api_error",
-                    _ => "transport",
-                }
+                ErrorClass::of(source).category()
             }
             ReconcileError::MissingField(_) => "invalid_object",
             ReconcileError::Selection { .. } => "selection",
         }
+    }
+
+    /// Whether the same reconcile may succeed later without a change of the deployment: API
+    /// failures the API server may answer differently next time (see
+    /// [`ErrorClass::is_transient`]) and an interrupted selection. An object without a name or
+    /// namespace, or a status the API server refuses as it is, waits for a change instead.
+    pub fn is_transient(&self) -> bool {
+        match self {
+            ReconcileError::ApplyStatus { source, .. } | ReconcileError::Refetch { source, .. } => {
+                ErrorClass::of(source).is_transient()
+            }
+            ReconcileError::MissingField(_) => false,
+            ReconcileError::Selection { .. } => true,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn api_error(code: u16) -> kube::Error {
+        kube::Error::Api(
+            kube::core::Status::failure("refused", "Reason")
+                .with_code(code)
+                .boxed(),
+        )
+    }
+
+    #[test]
+    fn api_failures_are_labelled_and_retried_like_every_binary() {
+        let apply = |code| ReconcileError::ApplyStatus {
+            object: "ns/a".into(),
+            source: api_error(code),
+        };
+        assert_eq!(apply(409).category(), "conflict");
+        assert!(apply(409).is_transient());
+        assert_eq!(apply(404).category(), "not_found");
+        assert_eq!(apply(422).category(), "api_error");
+        assert!(
+            !apply(422).is_transient(),
+            "an invalid status waits for a change"
+        );
+        assert!(apply(503).is_transient());
+        assert!(!ReconcileError::MissingField("metadata.name").is_transient());
+        assert_eq!(
+            ReconcileError::MissingField("metadata.name").category(),
+            "invalid_object"
+        );
     }
 }

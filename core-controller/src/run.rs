@@ -181,6 +181,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
             std::thread::available_parallelism().map_or(2, |n| n.get().max(2)),
         )),
         gateway,
+        failures: Default::default(),
     });
     tracing::info!(
         provider_selector = args.enable_provider_selector,

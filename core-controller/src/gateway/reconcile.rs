@@ -9,6 +9,7 @@ use std::time::Duration;
 use airunway_api::apply_body;
 use airunway_api::constants::field_managers::CORE_GATEWAY;
 use airunway_api::constants::{event_actions, event_reasons};
+use airunway_api::kube_error::ErrorClass;
 use airunway_api::runtime::EventPublisher;
 use airunway_api::v1alpha1::{GatewayCapability, InferenceProviderConfig, ModelDeployment, Phase};
 use futures::{Stream, StreamExt};
@@ -340,7 +341,7 @@ impl Integration {
                 self.count("delete", true);
                 true
             }
-            Err(kube::Error::Api(e)) if e.code == 404 => false,
+            Err(e) if ErrorClass::of(&e) == ErrorClass::NotFound => false,
             Err(e) => {
                 self.count("delete", false);
                 tracing::warn!(kind = %resource.kind, object = %format!("{namespace}/{name}"), error = %e, "gateway clean-up: delete failed");
@@ -705,7 +706,7 @@ impl Integration {
                     tracing::info!(%gateway, %namespace, allow, "Gateway listeners updated");
                     return Ok(());
                 }
-                Err(kube::Error::Api(e)) if e.code == 409 => continue,
+                Err(e) if ErrorClass::of(&e) == ErrorClass::Conflict => continue,
                 Err(source) => {
                     self.count(action, false);
                     return Err(GatewayError::Api {

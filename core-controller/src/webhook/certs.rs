@@ -14,6 +14,7 @@
 use std::time::Duration;
 
 use airunway_api::constants::field_managers;
+use airunway_api::kube_error::ErrorClass;
 use jiff::Timestamp;
 use k8s_openapi::ByteString;
 use k8s_openapi::api::admissionregistration::v1::{
@@ -298,7 +299,7 @@ pub async fn ensure_secret(
                         return Ok((cert, true));
                     }
                     // Another replica created it first: use theirs.
-                    Err(kube::Error::Api(s)) if s.code == 409 => continue,
+                    Err(e) if ErrorClass::of(&e) == ErrorClass::Conflict => continue,
                     Err(e) => return Err(api_error("creating")(e)),
                 }
             }
@@ -330,7 +331,7 @@ pub async fn ensure_secret(
                         return Ok((cert, true));
                     }
                     // Another replica rotated first: adopt theirs.
-                    Err(kube::Error::Api(s)) if s.code == 409 => continue,
+                    Err(e) if ErrorClass::of(&e) == ErrorClass::Conflict => continue,
                     Err(e) => return Err(api_error("updating")(e)),
                 }
             }
