@@ -37,6 +37,23 @@ epp_dest="$cache_root/epp-v$GAIE_VERSION"
 logs="$cache_root/build-logs"
 
 have() { for f in "$@"; do [ -x "$f" ] || return 1; done; }
+# Sets need_<group>=1 for each group whose binaries are not there, and missing to their count.
+missing_binaries() {
+  need_k8s=1; need_etcd=1; need_kwok=1; need_kuberay=1; need_distribution=1; need_epp=1
+  have "$dest/kube-apiserver" "$dest/kube-controller-manager" "$dest/kube-scheduler" && need_k8s=0
+  have "$dest/etcd" && need_etcd=0
+  have "$kwok_dest/kwok" && [ -f "$kwok_dest/stages/pod-ready.yaml" ] && need_kwok=0
+  have "$kuberay_dest/ray-operator" && need_kuberay=0
+  have "$distribution_dest/registry" && need_distribution=0
+  have "$epp_dest/epp" && need_epp=0
+  missing=$((need_k8s + need_etcd + need_kwok + need_kuberay + need_distribution + need_epp))
+}
+
+if [ "${1:-}" = --cached ]; then
+  missing_binaries
+  [ "$missing" -eq 0 ]
+  exit
+fi
 
 # One build at a time per cache: a second invocation (CI starts one in the background, then the
 # test command asks for the binaries while it still builds) waits for the first, then finds the
@@ -50,14 +67,8 @@ if ! flock -n 9; then
   echo "    waited $(( $(date +%s) - wait_start ))s" >&2
 fi
 
-need_k8s=1; need_etcd=1; need_kwok=1; need_kuberay=1; need_distribution=1; need_epp=1
-have "$dest/kube-apiserver" "$dest/kube-controller-manager" "$dest/kube-scheduler" && need_k8s=0
-have "$dest/etcd" && need_etcd=0
-have "$kwok_dest/kwok" && [ -f "$kwok_dest/stages/pod-ready.yaml" ] && need_kwok=0
-have "$kuberay_dest/ray-operator" && need_kuberay=0
-have "$distribution_dest/registry" && need_distribution=0
-have "$epp_dest/epp" && need_epp=0
-if [ $((need_k8s + need_etcd + need_kwok + need_kuberay + need_distribution + need_epp)) -eq 0 ]; then
+missing_binaries
+if [ "$missing" -eq 0 ]; then
   echo "binaries already built in $dest, $kwok_dest, $kuberay_dest, $distribution_dest, $epp_dest" >&2
   echo "$dest"
   exit 0
@@ -73,6 +84,12 @@ export GOTOOLCHAIN="${GOTOOLCHAIN:-auto}"
 # all of them built. AIRUNWAY_GOCACHE names a cache to use and keep instead.
 go_cache="${AIRUNWAY_GOCACHE:-$cache_root/go-build}"
 export GOCACHE="$go_cache"
+# The same for the modules they build from (about 3 GB of sources: Kubernetes and everything it
+# imports): downloaded into a private module cache, removed with the build cache. It would
+# otherwise stay in the user's module cache and take disk the Rust build needs later in the
+# same run. AIRUNWAY_GOMODCACHE names a module cache to use and keep instead.
+go_mod_cache="${AIRUNWAY_GOMODCACHE:-$cache_root/go-mod}"
+export GOMODCACHE="$go_mod_cache"
 mkdir -p "$dest" "$work/k8s" "$work/etcd" "$logs"
 
 # Copies a downloaded module (verified by the go command) into a writable directory, so it is
@@ -212,6 +229,10 @@ done
 [ $failed -eq 0 ] || exit 1
 if [ -z "${AIRUNWAY_GOCACHE:-}" ]; then
   rm -rf "$go_cache"
+fi
+if [ -z "${AIRUNWAY_GOMODCACHE:-}" ]; then
+  # Module files are read-only; the go command knows how to remove its own cache.
+  go clean -modcache
 fi
 echo "built in $(( $(date +%s) - start ))s: $dest, $kwok_dest, $kuberay_dest, $distribution_dest, $epp_dest" >&2
 echo "$dest"
