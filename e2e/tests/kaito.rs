@@ -346,6 +346,94 @@ async fn vllm_preset_named_kaito_and_incompatible_engines() {
     core.process.terminate(Duration::from_secs(10));
 }
 
+/// A Workspace of the deployment's name that belongs to someone else is left alone, and the
+/// deployment says so with the Go AI Runway's reason, `ResourceConflict`, naming the owner's
+/// kind, name and uid (issue 32, bug 5); an unowned one says `no owner references`.
+#[tokio::test]
+async fn a_workspace_of_someone_else_is_a_resource_conflict() {
+    let _lock = cluster_lock().await;
+    let env = TestEnv::new("kaito-conflict").await;
+    let (core, provider) = start(&env).await;
+    let mds: Api<ModelDeployment> = Api::namespaced(env.client.clone(), &env.namespace);
+    let holders: Api<k8s_openapi::api::core::v1::ConfigMap> =
+        Api::namespaced(env.client.clone(), &env.namespace);
+    let holder = holders
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({"metadata": {"name": "holder"}})).unwrap(),
+        )
+        .await
+        .unwrap();
+    let holder_uid = holder.uid().unwrap();
+    let foreign = |name: &str, owners: Value| -> DynamicObject {
+        serde_json::from_value(json!({
+            "apiVersion": "kaito.sh/v1beta1", "kind": "Workspace",
+            "metadata": {"name": name, "ownerReferences": owners, "labels": {"team": "someone-else"}},
+            "resource": {"count": 1, "labelSelector": {"matchLabels": {"kubernetes.io/os": "linux"}}},
+            "inference": {"template": {"spec": {"containers": [{"name": "server", "image": "busybox"}]}}},
+        }))
+        .unwrap()
+    };
+    let ws = workspaces(&env);
+    for (name, owners, owner_text) in [
+        (
+            "taken",
+            json!([{"apiVersion": "v1", "kind": "ConfigMap", "name": "holder", "uid": holder_uid}]),
+            format!("owned by ConfigMap/holder (uid {holder_uid})"),
+        ),
+        ("unowned", json!([]), "no owner references".to_string()),
+    ] {
+        let before = ws
+            .create(&PostParams::default(), &foreign(name, owners))
+            .await
+            .unwrap();
+        mds.create(&PostParams::default(), &deployment(name, cpu_llamacpp()))
+            .await
+            .unwrap();
+        let (md, ready) = wait_for_condition(
+            &mds,
+            name,
+            WAIT,
+            condition_types::READY,
+            ConditionStatus::False,
+        )
+        .await;
+        let expected = format!(
+            "Workspace {}/{name} exists but is not managed by this ModelDeployment ({owner_text}); delete or rename it",
+            env.namespace
+        );
+        assert_eq!(ready.reason.as_deref(), Some("ResourceConflict"), "{name}");
+        assert_eq!(ready.message.as_deref(), Some(expected.as_str()), "{name}");
+        let created = md.condition(condition_types::RESOURCE_CREATED).unwrap();
+        assert_eq!(
+            created.reason.as_deref(),
+            Some("ResourceConflict"),
+            "{name}"
+        );
+        let status = md.status.unwrap();
+        assert_eq!(status.phase, Some(Phase::Failed), "{name}");
+        assert_eq!(status.message.as_deref(), Some(expected.as_str()), "{name}");
+        // The Workspace is not taken over.
+        let after = ws.get(name).await.unwrap();
+        assert_eq!(
+            after.metadata.resource_version, before.metadata.resource_version,
+            "{name}: the foreign Workspace was written"
+        );
+    }
+    mds.delete_collection(&DeleteParams::default(), &Default::default())
+        .await
+        .unwrap();
+    for name in ["taken", "unowned"] {
+        wait_deleted(&mds, name, WAIT).await;
+        assert!(
+            ws.get_opt(name).await.unwrap().is_some(),
+            "{name} was deleted with the deployment"
+        );
+    }
+    provider.process.terminate(Duration::from_secs(10));
+    core.process.terminate(Duration::from_secs(10));
+}
+
 /// The fingerprint of the shipped v1beta1 Workspace schema (provider-kaito/src/schema.rs).
 fn airunway_provider_kaito_fingerprint() -> &'static str {
     "c122e829f70c5bc8"

@@ -18,7 +18,7 @@ use super::kinds::{KindId, KindTable};
 use super::staleness::{self, Staleness};
 use super::statuses::{self, Hold, HoldCause};
 use super::traits::{Provider, RenderWarning, SchemaDetection};
-use crate::constants::{condition_types, finalizers};
+use crate::constants::{condition_types, finalizers, reasons};
 use crate::pod_security;
 use crate::v1alpha1::{ConditionStatus, ModelDeployment};
 
@@ -287,7 +287,7 @@ pub fn plan<P: Provider>(provider: &P, observed: &Observed<'_>) -> Plan {
     {
         return Plan::Hold(Hold {
             cause: HoldCause::NotOwned,
-            status: statuses::not_owned(provider, message),
+            status: conflict(statuses::not_owned(provider, message)),
         });
     }
     if compared
@@ -376,9 +376,10 @@ fn compare(
     if !desired::owned_by(&live_value, md) {
         let namespace = md.metadata.namespace.clone().unwrap_or_default();
         return Comparison::NotOwned(format!(
-            "{} {namespace}/{} already exists and is not owned by this ModelDeployment; delete or rename it",
+            "{} {namespace}/{} exists but is not managed by this ModelDeployment ({}); delete or rename it",
             desired.kind(),
-            desired.name()
+            desired.name(),
+            owners(live)
         ));
     }
     if live.metadata.deletion_timestamp.is_some() {
@@ -395,6 +396,41 @@ fn compare(
         Comparison::Update { drifted }
     } else {
         Comparison::InSync
+    }
+}
+
+/// Who holds a foreign object, in the Go AI Runway's words: `owned by <Kind>/<name> (uid
+/// <uid>), ...` or `no owner references`.
+fn owners(live: &DynamicObject) -> String {
+    let owners: Vec<String> = live
+        .metadata
+        .owner_references
+        .iter()
+        .flatten()
+        .map(|o| format!("{}/{} (uid {})", o.kind, o.name, o.uid))
+        .collect();
+    if owners.is_empty() {
+        "no owner references".to_string()
+    } else {
+        format!("owned by {}", owners.join(", "))
+    }
+}
+
+/// A foreign object's hold status with the Go AI Runway's reason, `ResourceConflict`, on
+/// `ResourceCreated` and `Ready`.
+fn conflict(mut status: ProviderStatus) -> ProviderStatus {
+    with_reason(&mut status, reasons::RESOURCE_CONFLICT);
+    status
+}
+
+/// Sets `reason` on a hold status's `ResourceCreated` and `Ready` conditions.
+fn with_reason(status: &mut ProviderStatus, reason: &str) {
+    for condition in &mut status.conditions {
+        if condition.type_ == condition_types::RESOURCE_CREATED
+            || condition.type_ == condition_types::READY
+        {
+            condition.reason = reason.to_string();
+        }
     }
 }
 
@@ -856,7 +892,38 @@ mod planner_tests {
         assert_eq!(held.cause, HoldCause::NotOwned);
         assert_eq!(
             held.status.message,
-            "Service ns/m already exists and is not owned by this ModelDeployment; delete or rename it"
+            "Service ns/m exists but is not managed by this ModelDeployment (no owner references); delete or rename it"
+        );
+        // The Go AI Runway's reason on ResourceCreated and Ready.
+        let reason_of = |t: &str| {
+            held.status
+                .conditions
+                .iter()
+                .find(|c| c.type_ == t)
+                .map(|c| c.reason.clone())
+        };
+        for t in [condition_types::RESOURCE_CREATED, condition_types::READY] {
+            assert_eq!(
+                reason_of(t).as_deref(),
+                Some(crate::constants::reasons::RESOURCE_CONFLICT),
+                "{t}"
+            );
+        }
+
+        // An object another owner holds: its kind, name and uid are named.
+        let owned: DynamicObject =
+            serde_json::from_value(json!({"apiVersion": "v1", "kind": "Service",
+            "metadata": {"name": "m", "namespace": "ns", "uid": "x", "ownerReferences": [
+                {"apiVersion": "airunway.ai/v1alpha1", "kind": "ModelDeployment", "name": "other", "uid": "u-other"},
+                {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web", "uid": "u-web"}]}}))
+            .unwrap();
+        let objects = [
+            Seen::fresh(KindId::PRIMARY, "m".into(), None),
+            Seen::fresh(service, "m".into(), Some(Arc::new(owned))),
+        ];
+        assert_eq!(
+            hold_of(plan_of(&md, &objects, false)).status.message,
+            "Service ns/m exists but is not managed by this ModelDeployment (owned by ModelDeployment/other (uid u-other), Deployment/web (uid u-web)); delete or rename it"
         );
     }
 
