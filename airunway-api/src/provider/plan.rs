@@ -230,9 +230,16 @@ enum Comparison {
 pub fn plan<P: Provider>(provider: &P, observed: &Observed<'_>) -> Plan {
     let md = observed.deployment;
     if let Some(message) = observed.prepare_hold {
+        let mut status = statuses::prepare_held(provider, message);
+        if provider
+            .upstream_controller()
+            .is_some_and(|c| controller_missing_hold(&c) == message)
+        {
+            with_reason(&mut status, reasons::UPSTREAM_CONTROLLER_MISSING);
+        }
         return Plan::Hold(Hold {
             cause: HoldCause::Prepare,
-            status: statuses::prepare_held(provider, message),
+            status,
         });
     }
     let checked = match checked_render(provider, md, observed.detection, observed.policy) {
@@ -434,6 +441,18 @@ fn with_reason(status: &mut ProviderStatus, reason: &str) {
     }
 }
 
+/// The hold message of a provider whose upstream operator is not running: a
+/// [`Provider::prepare`] that looked the operator up and found no Deployment of it holds the
+/// deployment with exactly this message (nothing is created that nobody would reconcile), and
+/// the hold's `ResourceCreated` and `Ready` then carry the reason `UpstreamControllerMissing`
+/// (the Go AI Runway's refuse-fast path).
+pub fn controller_missing_hold(controller: &super::traits::UpstreamController) -> String {
+    format!(
+        "The {} is not running (no Deployment labelled {} in any namespace), so nothing is created for this deployment until it is. {}",
+        controller.description, controller.label_selector, controller.install_hint
+    )
+}
+
 /// The objects of `owned` (kind and name: what the provider created for a deployment) that
 /// `wanted` (the rendered set) no longer has: the old shape to delete.
 pub(crate) fn stale<'a, K: PartialEq>(
@@ -583,9 +602,22 @@ mod planner_tests {
         }
     }
 
+    /// Pair's operator, for the controller-missing hold.
+    fn pair_operator() -> crate::provider::traits::UpstreamController {
+        crate::provider::traits::UpstreamController {
+            label_selector: "app=pair-operator".into(),
+            description: "pair operator".into(),
+            install_hint: "Install it with the pair chart.".into(),
+        }
+    }
+
     impl Provider for Pair {
         fn name(&self) -> &str {
             "pair"
+        }
+
+        fn upstream_controller(&self) -> Option<crate::provider::traits::UpstreamController> {
+            Some(pair_operator())
         }
         fn display_name(&self) -> &str {
             "Pair"
@@ -988,6 +1020,55 @@ mod planner_tests {
                 held.status.message
             );
         }
+    }
+
+    /// A preparation that found the provider's operator missing holds with the reason the Go
+    /// AI Runway gives (`UpstreamControllerMissing`) and the install hint; nothing is applied.
+    #[test]
+    fn a_missing_operator_holds_with_its_reason() {
+        let message = controller_missing_hold(&pair_operator());
+        assert_eq!(
+            message,
+            "The pair operator is not running (no Deployment labelled app=pair-operator in any namespace), so nothing is created for this deployment until it is. Install it with the pair chart."
+        );
+        let held = hold_of(plan_with(
+            &deployment("a/b"),
+            &[],
+            true,
+            &crate::provider::workload::builtin_schema(),
+            Some(&message),
+        ));
+        assert_eq!(held.cause, HoldCause::Prepare);
+        assert_eq!(held.status.message, message);
+        for t in [condition_types::RESOURCE_CREATED, condition_types::READY] {
+            let condition = held
+                .status
+                .conditions
+                .iter()
+                .find(|c| c.type_ == t)
+                .unwrap();
+            assert_eq!(
+                condition.reason,
+                reasons::UPSTREAM_CONTROLLER_MISSING,
+                "{t}"
+            );
+            assert_eq!(condition.message, message, "{t}");
+        }
+        // Any other preparation hold keeps its reasons.
+        let other = hold_of(plan_with(
+            &deployment("a/b"),
+            &[],
+            true,
+            &crate::provider::workload::builtin_schema(),
+            Some("no image"),
+        ));
+        assert!(
+            other
+                .status
+                .conditions
+                .iter()
+                .all(|c| c.reason != reasons::UPSTREAM_CONTROLLER_MISSING)
+        );
     }
 
     #[test]
