@@ -10,8 +10,7 @@ pub mod render;
 pub mod schema;
 pub mod status;
 
-use std::sync::Mutex;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use airunway_api::k8s_openapi::api::apps::v1::Deployment;
 use airunway_api::k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
@@ -40,11 +39,6 @@ pub const CONTROLLER_SELECTOR: &str =
 /// Pods KAITO builds itself.
 pub const WORKSPACE_LABEL: &str = "kaito.sh/workspace";
 
-/// How long a lookup that found the workspace controller running is trusted before the next
-/// one; a controller found missing is looked up again on every reconcile, so a held deployment
-/// proceeds as soon as it is back.
-const CONTROLLER_RUNNING_TTL: Duration = Duration::from_secs(10);
-
 /// Bound of one lookup of the controller's Deployments.
 const CONTROLLER_LOOKUP_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -63,21 +57,11 @@ pub fn workspace_controller() -> UpstreamController {
 static LOOKUP_CLIENT: tokio::sync::OnceCell<Option<airunway_api::kube::Client>> =
     tokio::sync::OnceCell::const_new();
 
-/// When the controller was last found running.
-static CONTROLLER_SEEN_RUNNING: Mutex<Option<Instant>> = Mutex::new(None);
-
-/// Looks up the workspace controller's Deployments (in every namespace, bounded in time);
-/// `None` when it was found running within [`CONTROLLER_RUNNING_TTL`] or the lookup could not
-/// be made (the heartbeat reports that).
+/// Looks up the workspace controller's Deployments (in every namespace, bounded in time), on
+/// every reconcile as the Go AI Runway does: a verdict kept from an earlier reconcile would
+/// let Workspaces be created for a while after the controller went. `None` when the lookup
+/// could not be made (the heartbeat reports that).
 async fn look_up_controller() -> Option<ControllerHealth> {
-    let recently_running = CONTROLLER_SEEN_RUNNING
-        .lock()
-        .ok()
-        .and_then(|seen| *seen)
-        .is_some_and(|at| at.elapsed() < CONTROLLER_RUNNING_TTL);
-    if recently_running {
-        return None;
-    }
     let client = LOOKUP_CLIENT
         .get_or_init(|| async { airunway_api::runtime::kube_client().await.ok() })
         .await
@@ -88,11 +72,7 @@ async fn look_up_controller() -> Option<ControllerHealth> {
         .await
         .ok()?
         .ok()?;
-    let health = registration::controller_health(&listed.items);
-    if let Ok(mut seen) = CONTROLLER_SEEN_RUNNING.lock() {
-        *seen = matches!(health, ControllerHealth::Ready(_)).then(Instant::now);
-    }
-    Some(health)
+    Some(registration::controller_health(&listed.items))
 }
 
 /// The KAITO provider.
