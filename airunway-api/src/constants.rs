@@ -173,6 +173,9 @@ pub mod reasons {
     pub const APPLY_FAILED: &str = "ApplyFailed";
     /// ResourceCreated=False: the upstream object is being recreated (identity change).
     pub const RECREATING: &str = "Recreating";
+    /// ResourceCreated=False and Ready=False: an object of the name the provider renders
+    /// exists and belongs to someone else (the Go AI Runway's reason).
+    pub const RESOURCE_CONFLICT: &str = "ResourceConflict";
     /// Ready=True.
     pub const DEPLOYMENT_READY: &str = "DeploymentReady";
     /// Ready=False while the upstream operator works.

@@ -53,6 +53,31 @@ impl ProbeState {
     }
 }
 
+/// The probe histories of the provider configurations the monitor sees, keyed by the
+/// configuration's identity (`metadata.uid`), not its name: a configuration deleted and
+/// created again under the same name, even within one probe interval, starts clean.
+#[derive(Clone, Debug, Default)]
+pub struct ProbeStates {
+    by_uid: HashMap<String, ProbeState>,
+}
+
+impl ProbeStates {
+    /// Forgets the histories of configurations no longer among `live`.
+    pub fn retain_live(&mut self, live: &[std::sync::Arc<InferenceProviderConfig>]) {
+        self.by_uid.retain(|uid, _| {
+            live.iter()
+                .any(|ipc| ipc.metadata.uid.as_deref() == Some(uid.as_str()))
+        });
+    }
+
+    /// The history of `ipc` (a new, empty one for a configuration not seen before; `None`
+    /// for one without a uid, which the API server always sets).
+    pub fn of(&mut self, ipc: &InferenceProviderConfig) -> Option<&mut ProbeState> {
+        let uid = ipc.metadata.uid.clone()?;
+        Some(self.by_uid.entry(uid).or_default())
+    }
+}
+
 /// The core's `Available` verdict on a provider (pure). Messages do not change from one probe
 /// to the next while the verdict holds, so nothing is rewritten needlessly.
 pub fn available_condition(
@@ -195,20 +220,19 @@ pub async fn run_monitor(
     shutdown: CancellationToken,
 ) {
     let api: Api<InferenceProviderConfig> = Api::all(client);
-    let mut states: HashMap<String, ProbeState> = HashMap::new();
+    let mut states = ProbeStates::default();
     let timeout = (options.interval / 2).clamp(Duration::from_millis(500), Duration::from_secs(5));
     loop {
         let ipcs = providers.state();
-        states.retain(|name, _| {
-            ipcs.iter()
-                .any(|i| i.metadata.name.as_deref() == Some(name))
-        });
+        states.retain_live(&ipcs);
         for cached in ipcs {
             let Some(name) = cached.metadata.name.clone() else {
                 continue;
             };
             let ipc = confirmed(&api, cached, options.policy).await;
-            let state = states.entry(name.clone()).or_default();
+            let Some(state) = states.of(&ipc) else {
+                continue;
+            };
             if let Some(endpoint) = ipc.spec.probe.as_ref().and_then(|p| p.endpoint.as_deref()) {
                 let outcome = probe(endpoint, &name, timeout).await;
                 if let Err(e) = &outcome {
@@ -238,7 +262,9 @@ pub async fn run_monitor(
                 ipc.metadata.generation,
                 &now,
             );
-            let body = json!({"apiVersion": API_VERSION, "kind": "InferenceProviderConfig", "metadata": {"name": name},
+            // The uid makes the write a precondition: a verdict on a configuration deleted
+            // meanwhile is refused rather than written onto its successor of the same name.
+            let body = json!({"apiVersion": API_VERSION, "kind": "InferenceProviderConfig", "metadata": {"name": name, "uid": ipc.metadata.uid},
                 "status": {"conditions": materialized}});
             match api
                 .patch_status(
@@ -276,6 +302,42 @@ mod tests {
     const POLICY: HealthPolicy = HealthPolicy {
         stale_after: Duration::from_secs(90),
     };
+
+    fn with_uid(uid: &str) -> std::sync::Arc<InferenceProviderConfig> {
+        let mut config = ipc(json!({"ready": true}));
+        config.metadata.uid = Some(uid.to_string());
+        std::sync::Arc::new(config)
+    }
+
+    #[test]
+    fn a_configuration_created_again_under_its_name_starts_clean() {
+        let now: Timestamp = "2026-01-01T00:10:00Z".parse().unwrap();
+        let mut states = ProbeStates::default();
+        let old = with_uid("uid-1");
+        for _ in 0..3 {
+            states
+                .of(&old)
+                .unwrap()
+                .record(Err("cannot connect".into()), now);
+        }
+        assert_eq!(states.of(&old).unwrap().consecutive_failures, 3);
+        // Deleted and created again within one probe interval: the monitor never saw the
+        // name missing, but the new configuration has another uid.
+        let new = with_uid("uid-2");
+        assert_eq!(new.metadata.name, old.metadata.name);
+        states.retain_live(std::slice::from_ref(&new));
+        assert_eq!(*states.of(&new).unwrap(), ProbeState::default());
+        states
+            .of(&new)
+            .unwrap()
+            .record(Err("cannot connect".into()), now);
+        assert_eq!(states.of(&new).unwrap().consecutive_failures, 1);
+        // The old history is gone with its configuration.
+        states.retain_live(std::slice::from_ref(&new));
+        assert_eq!(*states.of(&old).unwrap(), ProbeState::default());
+        // A configuration without a uid (never from the API server) has no history.
+        assert!(states.of(&ipc(json!({}))).is_none());
+    }
 
     #[test]
     fn verdicts() {

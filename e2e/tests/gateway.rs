@@ -1427,6 +1427,135 @@ async fn an_allowance_is_taken_back_when_no_reconcile_saw_the_deletion() {
     .await;
 }
 
+/// A listener that already selects namespaces by name, in the `matchExpressions` form and in
+/// the legacy `matchLabels` form (what the Go AI Runway wrote before its issue #333 fix, or
+/// what an admin wrote), keeps the Gateway's own namespace in what the core writes when it adds
+/// a deployment's namespace, and when it takes it back: routes attached from the Gateway's
+/// namespace stay allowed (issue 32, bug 2; the Go project's rule).
+#[tokio::test]
+async fn a_selector_listener_keeps_the_gateway_namespace() {
+    let _lock = cluster_lock().await;
+    let started = Instant::now();
+    let env = TestEnv::new("gateway-selector").await;
+    let ns = env.namespace.clone();
+    let gateway_namespace = format!("{ns}-gw");
+    let other = format!("{ns}-other");
+    create_namespace(&env.client, &gateway_namespace).await;
+    create_gateway(&env.client, &gateway_namespace, "inference-gateway", true).await;
+    let name_label = "kubernetes.io/metadata.name";
+    let listeners = json!([
+        {"name": "http", "protocol": "HTTP", "port": 80, "allowedRoutes": {"namespaces": {
+            "from": "Selector", "selector": {"matchExpressions": [
+                {"key": name_label, "operator": "In", "values": [other]}]}}}},
+        {"name": "http-legacy", "protocol": "HTTP", "port": 8080, "allowedRoutes": {"namespaces": {
+            "from": "Selector", "selector": {"matchLabels": {name_label: other}}}}},
+    ]);
+    gateways(&env.client, &gateway_namespace)
+        .patch(
+            "inference-gateway",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"listeners": listeners}})),
+        )
+        .await
+        .unwrap();
+    let (core, provider) = start(&env).await;
+    let mds: Api<ModelDeployment> = Api::namespaced(env.client.clone(), &ns);
+    let selector = |names: &[&String]| {
+        let mut names: Vec<&String> = names.to_vec();
+        names.sort();
+        json!({"from": "Selector", "selector": {"matchExpressions": [
+            {"key": name_label, "operator": "In", "values": names}]}})
+    };
+    let every_listener = |expected: Value, what: &'static str| {
+        let client = env.client.clone();
+        let gateway_namespace = gateway_namespace.clone();
+        async move {
+            eventually(what, WAIT, || async {
+                let gateway = gateways(&client, &gateway_namespace)
+                    .get("inference-gateway")
+                    .await
+                    .unwrap();
+                let namespaces: Vec<Value> = value(&gateway)["spec"]["listeners"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|l| l["allowedRoutes"]["namespaces"].clone())
+                    .collect();
+                if namespaces.len() == 2 && namespaces.iter().all(|n| *n == expected) {
+                    Ok(gateway)
+                } else {
+                    Err(format!("{namespaces:?}"))
+                }
+            })
+            .await
+        }
+    };
+
+    mds.create(
+        &PostParams::default(),
+        &deployment("selected", json!({"enabled": true})),
+    )
+    .await
+    .unwrap();
+    wait_for(&mds, "selected", WAIT, "Running", |md| {
+        md.phase() == Some(Phase::Running)
+    })
+    .await;
+    // Both forms are rewritten to one In list: the admin's namespace, the deployment's and
+    // the Gateway's own.
+    let gateway = every_listener(
+        selector(&[&gateway_namespace, &ns, &other]),
+        "both listeners to allow the Gateway's namespace, the deployment's and the admin's",
+    )
+    .await;
+    assert_eq!(
+        value(&gateway)["metadata"]["annotations"]["airunway.ai/allowed-route-namespaces"],
+        json!(ns),
+        "only the deployment's namespace is recorded as the core's"
+    );
+    // The route the core made is accepted once the Gateway says so.
+    wait_reason(&mds, "selected", "RoutePending").await;
+    write_route_status(
+        &env.client,
+        &ns,
+        "selected",
+        &gateway_namespace,
+        "inference-gateway",
+        None,
+    )
+    .await;
+    wait_reason(&mds, "selected", "GatewayConfigured").await;
+
+    // Taken back: the admin's namespace and the Gateway's own stay.
+    mds.delete("selected", &DeleteParams::default())
+        .await
+        .unwrap();
+    wait_deleted(&mds, "selected", WAIT).await;
+    let gateway = every_listener(
+        selector(&[&gateway_namespace, &other]),
+        "both listeners to keep the Gateway's namespace and the admin's",
+    )
+    .await;
+    assert!(
+        value(&gateway)["metadata"]["annotations"]
+            .get("airunway.ai/allowed-route-namespaces")
+            .and_then(Value::as_str)
+            .is_none_or(str::is_empty),
+        "{:?}",
+        value(&gateway)["metadata"]["annotations"]
+    );
+
+    provider.process.terminate(Duration::from_secs(10));
+    core.process.terminate(Duration::from_secs(10));
+    remove_gateway_and_report(
+        &env,
+        &gateway_namespace,
+        "a selector listener keeps the gateway namespace",
+        started,
+    )
+    .await;
+}
+
 /// The pod names (endpoint `<pod>-rank-<index of the target port>`) the picker reports a
 /// model-server queue gauge for, per pool: the endpoints in its datastore.
 fn picker_endpoints(metrics: &str, pool: &str) -> std::collections::BTreeSet<String> {

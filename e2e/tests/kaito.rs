@@ -346,6 +346,192 @@ async fn vllm_preset_named_kaito_and_incompatible_engines() {
     core.process.terminate(Duration::from_secs(10));
 }
 
+/// Without KAITO's workspace controller the provider refuses fast, as the Go AI Runway does:
+/// no Workspace nobody would reconcile, `Ready=False/UpstreamControllerMissing` with how to
+/// install the controller, and the core's `ProviderUnhealthy` event saying the same; with the
+/// controller back the deployment proceeds (issue 32, bug 4).
+#[tokio::test]
+async fn without_the_workspace_controller_nothing_is_created_until_it_is_back() {
+    let _lock = cluster_lock().await;
+    let env = TestEnv::new("kaito-no-controller").await;
+    let (core, provider) = start(&env).await;
+    let mds: Api<ModelDeployment> = Api::namespaced(env.client.clone(), &env.namespace);
+    let ipcs: Api<InferenceProviderConfig> = Api::all(env.client.clone());
+    let ready = |want: bool| {
+        move |ipc: &InferenceProviderConfig| ipc.status.as_ref().and_then(|s| s.ready) == Some(want)
+    };
+    wait_for(&ipcs, "kaito", WAIT, "kaito ready", ready(true)).await;
+
+    // The controller removed: the registration goes not ready.
+    let controllers: Api<k8s_openapi::api::apps::v1::Deployment> =
+        Api::namespaced(env.client.clone(), kaito::CONTROLLER_NAMESPACE);
+    controllers
+        .delete("kaito-workspace", &DeleteParams::default())
+        .await
+        .unwrap();
+    wait_deleted(&controllers, "kaito-workspace", WAIT).await;
+    wait_for(&ipcs, "kaito", WAIT, "kaito not ready", ready(false)).await;
+
+    let mut spec = cpu_llamacpp();
+    spec["provider"] = json!({"name": "kaito"});
+    mds.create(&PostParams::default(), &deployment("waiting", spec))
+        .await
+        .unwrap();
+    let (md, condition) = wait_for_condition(
+        &mds,
+        "waiting",
+        WAIT,
+        condition_types::READY,
+        ConditionStatus::False,
+    )
+    .await;
+    assert_eq!(
+        condition.reason.as_deref(),
+        Some("UpstreamControllerMissing"),
+        "{condition:?}"
+    );
+    let message = condition.message.unwrap_or_default();
+    assert!(
+        message.starts_with("The KAITO workspace controller is not running")
+            && message.contains("helm install kaito-workspace kaito/workspace")
+            && message.contains("az aks update --enable-ai-toolchain-operator"),
+        "{message}"
+    );
+    let created = md.condition(condition_types::RESOURCE_CREATED).unwrap();
+    assert_eq!(created.reason.as_deref(), Some("UpstreamControllerMissing"));
+    assert!(
+        workspaces(&env).get_opt("waiting").await.unwrap().is_none(),
+        "a Workspace nobody reconciles was created"
+    );
+    env.wait_for_event("ProviderUnhealthy", |n| {
+        n.contains("KAITO workspace controller is not running")
+    })
+    .await;
+
+    // The controller back: the deployment proceeds without being touched.
+    kaito::install_controller_stand_in(&env.client)
+        .await
+        .unwrap();
+    wait_for(&ipcs, "kaito", WAIT, "kaito ready again", ready(true)).await;
+    eventually(
+        "the Workspace once the controller is back",
+        WAIT,
+        || async {
+            workspaces(&env)
+                .get_opt("waiting")
+                .await
+                .map_err(|e| e.to_string())?
+                .ok_or_else(|| "no Workspace yet".to_string())
+        },
+    )
+    .await;
+    let md = wait_for(&mds, "waiting", WAIT, "Deploying", |md| {
+        md.phase() == Some(Phase::Deploying)
+    })
+    .await;
+    assert_ne!(
+        md.condition(condition_types::READY)
+            .and_then(|c| c.reason.clone())
+            .as_deref(),
+        Some("UpstreamControllerMissing")
+    );
+
+    mds.delete("waiting", &DeleteParams::default())
+        .await
+        .unwrap();
+    wait_deleted(&mds, "waiting", WAIT).await;
+    provider.process.terminate(Duration::from_secs(10));
+    core.process.terminate(Duration::from_secs(10));
+}
+
+/// A Workspace of the deployment's name that belongs to someone else is left alone, and the
+/// deployment says so with the Go AI Runway's reason, `ResourceConflict`, naming the owner's
+/// kind, name and uid (issue 32, bug 5); an unowned one says `no owner references`.
+#[tokio::test]
+async fn a_workspace_of_someone_else_is_a_resource_conflict() {
+    let _lock = cluster_lock().await;
+    let env = TestEnv::new("kaito-conflict").await;
+    let (core, provider) = start(&env).await;
+    let mds: Api<ModelDeployment> = Api::namespaced(env.client.clone(), &env.namespace);
+    let holders: Api<k8s_openapi::api::core::v1::ConfigMap> =
+        Api::namespaced(env.client.clone(), &env.namespace);
+    let holder = holders
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({"metadata": {"name": "holder"}})).unwrap(),
+        )
+        .await
+        .unwrap();
+    let holder_uid = holder.uid().unwrap();
+    let foreign = |name: &str, owners: Value| -> DynamicObject {
+        serde_json::from_value(json!({
+            "apiVersion": "kaito.sh/v1beta1", "kind": "Workspace",
+            "metadata": {"name": name, "ownerReferences": owners, "labels": {"team": "someone-else"}},
+            "resource": {"count": 1, "labelSelector": {"matchLabels": {"kubernetes.io/os": "linux"}}},
+            "inference": {"template": {"spec": {"containers": [{"name": "server", "image": "busybox"}]}}},
+        }))
+        .unwrap()
+    };
+    let ws = workspaces(&env);
+    for (name, owners, owner_text) in [
+        (
+            "taken",
+            json!([{"apiVersion": "v1", "kind": "ConfigMap", "name": "holder", "uid": holder_uid}]),
+            format!("owned by ConfigMap/holder (uid {holder_uid})"),
+        ),
+        ("unowned", json!([]), "no owner references".to_string()),
+    ] {
+        let before = ws
+            .create(&PostParams::default(), &foreign(name, owners))
+            .await
+            .unwrap();
+        mds.create(&PostParams::default(), &deployment(name, cpu_llamacpp()))
+            .await
+            .unwrap();
+        let (md, ready) = wait_for_condition(
+            &mds,
+            name,
+            WAIT,
+            condition_types::READY,
+            ConditionStatus::False,
+        )
+        .await;
+        let expected = format!(
+            "Workspace {}/{name} exists but is not managed by this ModelDeployment ({owner_text}); delete or rename it",
+            env.namespace
+        );
+        assert_eq!(ready.reason.as_deref(), Some("ResourceConflict"), "{name}");
+        assert_eq!(ready.message.as_deref(), Some(expected.as_str()), "{name}");
+        let created = md.condition(condition_types::RESOURCE_CREATED).unwrap();
+        assert_eq!(
+            created.reason.as_deref(),
+            Some("ResourceConflict"),
+            "{name}"
+        );
+        let status = md.status.unwrap();
+        assert_eq!(status.phase, Some(Phase::Failed), "{name}");
+        assert_eq!(status.message.as_deref(), Some(expected.as_str()), "{name}");
+        // The Workspace is not taken over.
+        let after = ws.get(name).await.unwrap();
+        assert_eq!(
+            after.metadata.resource_version, before.metadata.resource_version,
+            "{name}: the foreign Workspace was written"
+        );
+    }
+    mds.delete_collection(&DeleteParams::default(), &Default::default())
+        .await
+        .unwrap();
+    for name in ["taken", "unowned"] {
+        wait_deleted(&mds, name, WAIT).await;
+        assert!(
+            ws.get_opt(name).await.unwrap().is_some(),
+            "{name} was deleted with the deployment"
+        );
+    }
+    provider.process.terminate(Duration::from_secs(10));
+    core.process.terminate(Duration::from_secs(10));
+}
+
 /// The fingerprint of the shipped v1beta1 Workspace schema (provider-kaito/src/schema.rs).
 fn airunway_provider_kaito_fingerprint() -> &'static str {
     "c122e829f70c5bc8"

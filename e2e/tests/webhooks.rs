@@ -1035,6 +1035,159 @@ async fn unknown_fields_limits_and_conflicts_are_refused_by_name() {
     delete_all(&env.client).await;
 }
 
+// ---- Environment entries (issue 32, bug 1) ----
+
+/// An env entry with both `value` and `valueFrom` (and the other `EnvVar` rules the API server
+/// applies to a container) is refused at the edge with the field, instead of being copied into
+/// the provider's Deployment, which the API server refuses (`Failed` with its raw error). The
+/// API server's own verdict on the same entries in a Deployment is the reference.
+#[tokio::test]
+async fn env_entries_are_checked_as_the_api_server_checks_a_container() {
+    let _lock = cluster_lock().await;
+    let env = TestEnv::new("webhook-env").await;
+    delete_all(&env.client).await;
+    register_shipped(&env.client, &["kaito"], true).await;
+    let kubeconfig = core_identity(&env).await;
+    let port = free_port();
+    install_webhooks(&env, port).await;
+    let core = start_core(&env, &kubeconfig, port, &[]).await;
+    wait_webhook_active(&env).await;
+    let api: Api<ModelDeployment> = Api::namespaced(env.client.clone(), &env.namespace);
+    let ok = json!({"name": "OK", "value": "1"});
+    let cases: Vec<(&str, Value, &str, &str)> = vec![
+        (
+            "both",
+            json!({"name": "HF_TOKEN", "value": "x", "valueFrom": {"secretKeyRef": {"name": "hf", "key": "token"}}}),
+            "spec.env[1].valueFrom",
+            "may not be specified when value is not empty",
+        ),
+        (
+            "no-source",
+            json!({"name": "A", "valueFrom": {}}),
+            "spec.env[1].valueFrom",
+            "must name one source",
+        ),
+        (
+            "two-sources",
+            json!({"name": "A", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"},
+                "configMapKeyRef": {"name": "c", "key": "k"}}}),
+            "spec.env[1].valueFrom",
+            "may name only one source",
+        ),
+        (
+            "field-path",
+            json!({"name": "A", "valueFrom": {"fieldRef": {"fieldPath": "spec.restartPolicy"}}}),
+            "spec.env[1].valueFrom.fieldRef.fieldPath",
+            "is not a pod field an environment variable can read",
+        ),
+        (
+            "secret-key",
+            json!({"name": "A", "valueFrom": {"secretKeyRef": {"name": "hf", "key": "a/b"}}}),
+            "spec.env[1].valueFrom.secretKeyRef.key",
+            "is not a valid key",
+        ),
+        (
+            "resource",
+            json!({"name": "A", "valueFrom": {"resourceFieldRef": {"resource": "limits.nvidia.com/gpu"}}}),
+            "spec.env[1].valueFrom.resourceFieldRef.resource",
+            "is not supported",
+        ),
+    ];
+    let deployments: Api<k8s_openapi::api::apps::v1::Deployment> =
+        Api::namespaced(env.client.clone(), &env.namespace);
+    for (name, entry, field, text) in &cases {
+        // The reference: the API server refuses the entry in a container.
+        let workload: k8s_openapi::api::apps::v1::Deployment = serde_json::from_value(json!({
+            "apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name},
+            "spec": {"selector": {"matchLabels": {"app": name}}, "template": {
+                "metadata": {"labels": {"app": name}},
+                "spec": {"containers": [{"name": "c", "image": "busybox", "env": [ok, entry]}]}}}}))
+        .unwrap();
+        let refused = deployments
+            .create(
+                &PostParams {
+                    dry_run: true,
+                    ..Default::default()
+                },
+                &workload,
+            )
+            .await
+            .expect_err("the API server takes the entry in a container");
+        let expected = field.replace("spec.env[1]", "spec.template.spec.containers[0].env[1]");
+        assert!(refused.to_string().contains(&expected), "{name}: {refused}");
+
+        // The edge: refused by the webhook with the field and the fix.
+        let (message, _) = rejection(
+            &api,
+            deployment(
+                name,
+                json!({"model": {"id": "a/b"}, "engine": {"type": "llamacpp"}, "env": [ok, entry]}),
+            ),
+        )
+        .await;
+        assert!(
+            message.contains(&format!("{field}: ")) && message.contains(text),
+            "{name}: {message}"
+        );
+    }
+    // Entries the API server takes pass.
+    let fine: ModelDeployment = serde_json::from_value(deployment(
+        "fine",
+        json!({"model": {"id": "a/b"}, "engine": {"type": "llamacpp"}, "env": [ok,
+            {"name": "POD_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}},
+            {"name": "TOKEN", "value": "", "valueFrom": {"secretKeyRef": {"name": "hf", "key": "token"}}},
+            {"name": "MEM", "valueFrom": {"resourceFieldRef": {"resource": "limits.memory", "divisor": "1Mi"}}}]}),
+    ))
+    .unwrap();
+    api.create(
+        &PostParams {
+            dry_run: true,
+            ..Default::default()
+        },
+        &fine,
+    )
+    .await
+    .unwrap();
+
+    // Without the webhook: stored (the CRD cannot express the rule), then held Pending by
+    // the core's reconcile-time validation with the same words, never handed to a provider.
+    remove_webhooks(&env.client).await;
+    eventually("the webhook to stop acting", WAIT, || async {
+        let (code, _, body) = create_raw(
+            &env.client,
+            &env.namespace,
+            &deployment(
+                "both",
+                json!({"model": {"id": "a/b"}, "engine": {"type": "llamacpp"}, "env": [ok, &cases[0].1]}),
+            ),
+        )
+        .await;
+        if code == 201 { Ok(()) } else { Err(format!("{code}: {body}")) }
+    })
+    .await;
+    let held = wait_for(&api, "both", WAIT, "Pending with the env message", |md| {
+        md.status
+            .as_ref()
+            .and_then(|s| s.message.as_deref())
+            .is_some_and(|m| {
+                m.contains("spec.env[1].valueFrom: may not be specified when value is not empty")
+            })
+    })
+    .await;
+    let status = held.status.unwrap();
+    assert_eq!(status.phase, Some(airunway_api::v1alpha1::Phase::Pending));
+    assert!(
+        status.provider.and_then(|p| p.name).is_none(),
+        "handed to a provider"
+    );
+
+    api.delete_collection(&DeleteParams::default(), &Default::default())
+        .await
+        .unwrap();
+    core.terminate(Duration::from_secs(10));
+    delete_all(&env.client).await;
+}
+
 // ---- Bounded selection rules (issue 16) ----
 
 /// A rule whose cost explodes with the deployment's size: four nested comprehensions over

@@ -10,11 +10,16 @@ pub mod render;
 pub mod schema;
 pub mod status;
 
+use std::time::Duration;
+
+use airunway_api::k8s_openapi::api::apps::v1::Deployment;
 use airunway_api::k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use airunway_api::kube::api::{Api, ListParams};
 use airunway_api::kube::core::DynamicObject;
+use airunway_api::provider::registration::{self, ControllerHealth};
 use airunway_api::provider::{
-    Provider, RenderError, Rendered, SchemaDetection, TranslatedStatus, UpstreamController,
-    UpstreamKind, UpstreamSchema,
+    Preparation, Provider, RenderError, Rendered, SchemaDetection, TranslatedStatus,
+    UpstreamController, UpstreamKind, UpstreamSchema, plan, tokio,
 };
 use airunway_api::v1alpha1::{
     EngineCapability, EngineCapabilityEntry, EngineType, GatewayCapability,
@@ -33,6 +38,42 @@ pub const CONTROLLER_SELECTOR: &str =
 /// which is the deployment's): what the core's InferencePool selects for KAITO, whose preset
 /// Pods KAITO builds itself.
 pub const WORKSPACE_LABEL: &str = "kaito.sh/workspace";
+
+/// Bound of one lookup of the controller's Deployments.
+const CONTROLLER_LOOKUP_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The KAITO workspace controller's Deployments, how they are found and how to install it
+/// (the install hint in the Go AI Runway's words, with the chart's repository and version).
+pub fn workspace_controller() -> UpstreamController {
+    UpstreamController {
+        label_selector: CONTROLLER_SELECTOR.into(),
+        description: "KAITO workspace controller".into(),
+        install_hint: "Install it with: helm repo add kaito https://kaito-project.github.io/kaito/charts/kaito && helm install kaito-workspace kaito/workspace --version 0.10.0 --namespace kaito-workspace --create-namespace (check the kaito-workspace namespace), or via the AKS AI toolchain operator add-on `az aks update --enable-ai-toolchain-operator ...` (check the kube-system namespace)".into(),
+    }
+}
+
+/// The client of the controller lookup, made once from the environment the SDK reads too
+/// (`None`: no configuration, as in offline runs; nothing is held then).
+static LOOKUP_CLIENT: tokio::sync::OnceCell<Option<airunway_api::kube::Client>> =
+    tokio::sync::OnceCell::const_new();
+
+/// Looks up the workspace controller's Deployments (in every namespace, bounded in time), on
+/// every reconcile as the Go AI Runway does: a verdict kept from an earlier reconcile would
+/// let Workspaces be created for a while after the controller went. `None` when the lookup
+/// could not be made (the heartbeat reports that).
+async fn look_up_controller() -> Option<ControllerHealth> {
+    let client = LOOKUP_CLIENT
+        .get_or_init(|| async { airunway_api::runtime::kube_client().await.ok() })
+        .await
+        .clone()?;
+    let deployments: Api<Deployment> = Api::all(client);
+    let params = ListParams::default().labels(CONTROLLER_SELECTOR);
+    let listed = tokio::time::timeout(CONTROLLER_LOOKUP_TIMEOUT, deployments.list(&params))
+        .await
+        .ok()?
+        .ok()?;
+    Some(registration::controller_health(&listed.items))
+}
 
 /// The KAITO provider.
 #[derive(Clone, Copy, Debug, Default)]
@@ -103,11 +144,21 @@ impl Provider for KaitoProvider {
     /// KAITO is ready when its workspace controller is, not only its CRD (a Workspace nobody
     /// reconciles would wait forever): the Go AI Runway's upstream probe.
     fn upstream_controller(&self) -> Option<UpstreamController> {
-        Some(UpstreamController {
-            label_selector: CONTROLLER_SELECTOR.into(),
-            description: "KAITO workspace controller".into(),
-            install_hint: "Install it with: helm repo add kaito https://kaito-project.github.io/kaito/charts/kaito && helm install kaito-workspace kaito/workspace --version 0.10.0 --namespace kaito-workspace --create-namespace (or enable the AKS AI toolchain operator add-on)".into(),
-        })
+        Some(workspace_controller())
+    }
+
+    /// Refuses fast, as the Go AI Runway does: without a workspace controller no Workspace is
+    /// created (nobody would reconcile it); the deployment is held with
+    /// `UpstreamControllerMissing` and how to install the controller, and proceeds once it
+    /// runs (the core's `ProviderHealthy` change wakes it).
+    async fn prepare(&self, _deployment: &ModelDeployment) -> Preparation {
+        match look_up_controller().await {
+            Some(ControllerHealth::Missing) => Preparation {
+                hold: Some(plan::controller_missing_hold(&workspace_controller())),
+                ..Preparation::default()
+            },
+            _ => Preparation::default(),
+        }
     }
 
     fn detect_schema(&self, crd: Option<&CustomResourceDefinition>) -> SchemaDetection {

@@ -635,6 +635,19 @@ fn ready_only_while_the_kaito_controller_is() {
         message.starts_with("The KAITO workspace controller is not running (no Deployment labelled app.kubernetes.io/name in (workspace, ai-toolchain-operator) in any namespace). Install it with: helm"),
         "{message}"
     );
+    // A deployment reconciled meanwhile is held with the same advice (the Go AI Runway's
+    // refuse-fast text: both install paths and where to look).
+    let hold = airunway_api::provider::plan::controller_missing_hold(
+        &airunway_provider_kaito::workspace_controller(),
+    );
+    assert!(
+        hold.starts_with("The KAITO workspace controller is not running")
+            && hold.contains("so nothing is created for this deployment until it is")
+            && hold.contains("helm install kaito-workspace kaito/workspace")
+            && hold.contains("(check the kaito-workspace namespace)")
+            && hold.contains("`az aks update --enable-ai-toolchain-operator ...` (check the kube-system namespace)"),
+        "{hold}"
+    );
     // The lookup failed (RBAC, say): not ready, with the error.
     let (ready, reason, message) = readiness(&ControllerHealth::LookupFailed("forbidden".into()));
     assert_eq!(

@@ -18,7 +18,7 @@ use super::kinds::{KindId, KindTable};
 use super::staleness::{self, Staleness};
 use super::statuses::{self, Hold, HoldCause};
 use super::traits::{Provider, RenderWarning, SchemaDetection};
-use crate::constants::{condition_types, finalizers};
+use crate::constants::{condition_types, finalizers, reasons};
 use crate::pod_security;
 use crate::v1alpha1::{ConditionStatus, ModelDeployment};
 
@@ -230,9 +230,16 @@ enum Comparison {
 pub fn plan<P: Provider>(provider: &P, observed: &Observed<'_>) -> Plan {
     let md = observed.deployment;
     if let Some(message) = observed.prepare_hold {
+        let mut status = statuses::prepare_held(provider, message);
+        if provider
+            .upstream_controller()
+            .is_some_and(|c| controller_missing_hold(&c) == message)
+        {
+            with_reason(&mut status, reasons::UPSTREAM_CONTROLLER_MISSING);
+        }
         return Plan::Hold(Hold {
             cause: HoldCause::Prepare,
-            status: statuses::prepare_held(provider, message),
+            status,
         });
     }
     let checked = match checked_render(provider, md, observed.detection, observed.policy) {
@@ -287,7 +294,7 @@ pub fn plan<P: Provider>(provider: &P, observed: &Observed<'_>) -> Plan {
     {
         return Plan::Hold(Hold {
             cause: HoldCause::NotOwned,
-            status: statuses::not_owned(provider, message),
+            status: conflict(statuses::not_owned(provider, message)),
         });
     }
     if compared
@@ -376,9 +383,10 @@ fn compare(
     if !desired::owned_by(&live_value, md) {
         let namespace = md.metadata.namespace.clone().unwrap_or_default();
         return Comparison::NotOwned(format!(
-            "{} {namespace}/{} already exists and is not owned by this ModelDeployment; delete or rename it",
+            "{} {namespace}/{} exists but is not managed by this ModelDeployment ({}); delete or rename it",
             desired.kind(),
-            desired.name()
+            desired.name(),
+            owners(live)
         ));
     }
     if live.metadata.deletion_timestamp.is_some() {
@@ -396,6 +404,53 @@ fn compare(
     } else {
         Comparison::InSync
     }
+}
+
+/// Who holds a foreign object, in the Go AI Runway's words: `owned by <Kind>/<name> (uid
+/// <uid>), ...` or `no owner references`.
+fn owners(live: &DynamicObject) -> String {
+    let owners: Vec<String> = live
+        .metadata
+        .owner_references
+        .iter()
+        .flatten()
+        .map(|o| format!("{}/{} (uid {})", o.kind, o.name, o.uid))
+        .collect();
+    if owners.is_empty() {
+        "no owner references".to_string()
+    } else {
+        format!("owned by {}", owners.join(", "))
+    }
+}
+
+/// A foreign object's hold status with the Go AI Runway's reason, `ResourceConflict`, on
+/// `ResourceCreated` and `Ready`.
+fn conflict(mut status: ProviderStatus) -> ProviderStatus {
+    with_reason(&mut status, reasons::RESOURCE_CONFLICT);
+    status
+}
+
+/// Sets `reason` on a hold status's `ResourceCreated` and `Ready` conditions.
+fn with_reason(status: &mut ProviderStatus, reason: &str) {
+    for condition in &mut status.conditions {
+        if condition.type_ == condition_types::RESOURCE_CREATED
+            || condition.type_ == condition_types::READY
+        {
+            condition.reason = reason.to_string();
+        }
+    }
+}
+
+/// The hold message of a provider whose upstream operator is not running: a
+/// [`Provider::prepare`] that looked the operator up and found no Deployment of it holds the
+/// deployment with exactly this message (nothing is created that nobody would reconcile), and
+/// the hold's `ResourceCreated` and `Ready` then carry the reason `UpstreamControllerMissing`
+/// (the Go AI Runway's refuse-fast path).
+pub fn controller_missing_hold(controller: &super::traits::UpstreamController) -> String {
+    format!(
+        "The {} is not running (no Deployment labelled {} in any namespace), so nothing is created for this deployment until it is. {}",
+        controller.description, controller.label_selector, controller.install_hint
+    )
 }
 
 /// The objects of `owned` (kind and name: what the provider created for a deployment) that
@@ -547,9 +602,22 @@ mod planner_tests {
         }
     }
 
+    /// Pair's operator, for the controller-missing hold.
+    fn pair_operator() -> crate::provider::traits::UpstreamController {
+        crate::provider::traits::UpstreamController {
+            label_selector: "app=pair-operator".into(),
+            description: "pair operator".into(),
+            install_hint: "Install it with the pair chart.".into(),
+        }
+    }
+
     impl Provider for Pair {
         fn name(&self) -> &str {
             "pair"
+        }
+
+        fn upstream_controller(&self) -> Option<crate::provider::traits::UpstreamController> {
+            Some(pair_operator())
         }
         fn display_name(&self) -> &str {
             "Pair"
@@ -856,7 +924,38 @@ mod planner_tests {
         assert_eq!(held.cause, HoldCause::NotOwned);
         assert_eq!(
             held.status.message,
-            "Service ns/m already exists and is not owned by this ModelDeployment; delete or rename it"
+            "Service ns/m exists but is not managed by this ModelDeployment (no owner references); delete or rename it"
+        );
+        // The Go AI Runway's reason on ResourceCreated and Ready.
+        let reason_of = |t: &str| {
+            held.status
+                .conditions
+                .iter()
+                .find(|c| c.type_ == t)
+                .map(|c| c.reason.clone())
+        };
+        for t in [condition_types::RESOURCE_CREATED, condition_types::READY] {
+            assert_eq!(
+                reason_of(t).as_deref(),
+                Some(crate::constants::reasons::RESOURCE_CONFLICT),
+                "{t}"
+            );
+        }
+
+        // An object another owner holds: its kind, name and uid are named.
+        let owned: DynamicObject =
+            serde_json::from_value(json!({"apiVersion": "v1", "kind": "Service",
+            "metadata": {"name": "m", "namespace": "ns", "uid": "x", "ownerReferences": [
+                {"apiVersion": "airunway.ai/v1alpha1", "kind": "ModelDeployment", "name": "other", "uid": "u-other"},
+                {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web", "uid": "u-web"}]}}))
+            .unwrap();
+        let objects = [
+            Seen::fresh(KindId::PRIMARY, "m".into(), None),
+            Seen::fresh(service, "m".into(), Some(Arc::new(owned))),
+        ];
+        assert_eq!(
+            hold_of(plan_of(&md, &objects, false)).status.message,
+            "Service ns/m exists but is not managed by this ModelDeployment (owned by ModelDeployment/other (uid u-other), Deployment/web (uid u-web)); delete or rename it"
         );
     }
 
@@ -921,6 +1020,55 @@ mod planner_tests {
                 held.status.message
             );
         }
+    }
+
+    /// A preparation that found the provider's operator missing holds with the reason the Go
+    /// AI Runway gives (`UpstreamControllerMissing`) and the install hint; nothing is applied.
+    #[test]
+    fn a_missing_operator_holds_with_its_reason() {
+        let message = controller_missing_hold(&pair_operator());
+        assert_eq!(
+            message,
+            "The pair operator is not running (no Deployment labelled app=pair-operator in any namespace), so nothing is created for this deployment until it is. Install it with the pair chart."
+        );
+        let held = hold_of(plan_with(
+            &deployment("a/b"),
+            &[],
+            true,
+            &crate::provider::workload::builtin_schema(),
+            Some(&message),
+        ));
+        assert_eq!(held.cause, HoldCause::Prepare);
+        assert_eq!(held.status.message, message);
+        for t in [condition_types::RESOURCE_CREATED, condition_types::READY] {
+            let condition = held
+                .status
+                .conditions
+                .iter()
+                .find(|c| c.type_ == t)
+                .unwrap();
+            assert_eq!(
+                condition.reason,
+                reasons::UPSTREAM_CONTROLLER_MISSING,
+                "{t}"
+            );
+            assert_eq!(condition.message, message, "{t}");
+        }
+        // Any other preparation hold keeps its reasons.
+        let other = hold_of(plan_with(
+            &deployment("a/b"),
+            &[],
+            true,
+            &crate::provider::workload::builtin_schema(),
+            Some("no image"),
+        ));
+        assert!(
+            other
+                .status
+                .conditions
+                .iter()
+                .all(|c| c.reason != reasons::UPSTREAM_CONTROLLER_MISSING)
+        );
     }
 
     #[test]

@@ -9,8 +9,13 @@
 //! |---|---|---|
 //! | `from: All` | nothing to do | nothing to do |
 //! | `from: Same` (or nothing) | `from: Selector`, `kubernetes.io/metadata.name In [gateway ns, ns]` | — |
-//! | our selector (one `In` expression on `kubernetes.io/metadata.name`, or the same as `matchLabels`) | `ns` added to the values | `ns` removed; only the Gateway's own namespace left ⇒ back to `from: Same` |
+//! | our selector (one `In` expression on `kubernetes.io/metadata.name`, or the same as `matchLabels`) | `ns` and the Gateway's own namespace added to the values | `ns` removed, the Gateway's own namespace kept; only that one left ⇒ back to `from: Same` |
 //! | any other selector | left alone (the route's status says whether it attached) | left alone |
+//!
+//! Every selector AI Runway writes lists the Gateway's own namespace, also when the listener
+//! it edits did not (a selector of other namespaces, in either form): turning a listener into a
+//! selector of the namespaces routed to must not evict the routes that live beside the
+//! Gateway. This is the rule the Go AI Runway adopted after its issue #333.
 
 use std::collections::BTreeSet;
 
@@ -142,6 +147,7 @@ pub fn allow(
             };
             let mut names = names;
             names.insert(namespace.to_string());
+            names.insert(gateway_namespace.to_string());
             changed = true;
             with_namespaces(listener, selector_for(&names))
         })
@@ -170,6 +176,7 @@ pub fn disallow(
             Allows::Names(names) if names.contains(namespace) => {
                 let mut names = names;
                 names.remove(namespace);
+                names.insert(gateway_namespace.to_string());
                 let only_own = names.iter().all(|n| n == gateway_namespace);
                 if only_own {
                     with_namespaces(listener, json!({"from": "Same"}))
@@ -295,6 +302,35 @@ mod tests {
         )];
         let added = allow(&listeners, &set(&[]), "gw", "team-a").unwrap();
         assert_eq!(values(&added.listeners[0]), ["gw", "team-a"]);
+    }
+
+    /// Go AI Runway issue #333: a listener that already selects namespaces keeps (or gets)
+    /// the Gateway's own one when a deployment's namespace is added, in both selector forms,
+    /// and keeps it when that namespace is taken back.
+    #[test]
+    fn a_selector_listener_keeps_the_gateway_namespace() {
+        for namespaces in [
+            json!({"from": "Selector", "selector": {"matchExpressions": [
+                {"key": NAMESPACE_NAME_LABEL, "operator": "In", "values": ["team-x"]}]}}),
+            json!({"from": "Selector", "selector": {"matchLabels": {NAMESPACE_NAME_LABEL: "team-x"}}}),
+        ] {
+            let listeners = vec![listener(namespaces.clone())];
+            let added = allow(&listeners, &set(&[]), "gw", "team-a").unwrap();
+            assert_eq!(
+                values(&added.listeners[0]),
+                ["gw", "team-a", "team-x"],
+                "{namespaces}"
+            );
+            assert!(is_allowed(&added.listeners, "gw", "gw"));
+            assert_eq!(added.managed, set(&["team-a"]));
+            let removed = disallow(&added.listeners, &added.managed, "gw", "team-a").unwrap();
+            assert_eq!(
+                values(&removed.listeners[0]),
+                ["gw", "team-x"],
+                "{namespaces}"
+            );
+            assert!(removed.managed.is_empty());
+        }
     }
 
     #[test]

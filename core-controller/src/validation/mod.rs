@@ -2,7 +2,8 @@
 //!
 //! By concern: `spec` (the name and the rules of the design doc's §8 table: GPUs per engine,
 //! disaggregated serving, the model id), `values` (values that reach a pod spec: images,
-//! GPU types, env, node selectors, tolerations, pod metadata, the token Secret), `args` (engine
+//! GPU types, node selectors, tolerations, pod metadata, the token Secret), `env` (`spec.env`
+//! as the API server checks a container's environment), `args` (engine
 //! arguments), `overrides` (`provider.overrides`), `go_compat` (the Go AI Runway's texts:
 //! warnings, the image conflict, a named provider's capabilities). The generic grammars (image
 //! references, Kubernetes names and labels) are `airunway_api`'s [`image_reference`] and
@@ -28,6 +29,7 @@
 //! | `spec.env`, `spec.tolerations`, `spec.nodeSelector` | at most 64 entries (CRD schema) |
 //! | `spec.env[].name` | 1 to 256 printable ASCII characters other than `=` |
 //! | `spec.env[].value` | at most [`MAX_ENV_VALUE_BYTES`]; names and values together at most [`MAX_ENV_TOTAL_BYTES`] |
+//! | `spec.env[].valueFrom` | exactly one source and no non-empty `value` beside it; ConfigMap/Secret names and keys, `fieldRef` paths, `resourceFieldRef` resources and divisors as the API server checks a container's `EnvVar` (`env`) |
 //! | `spec.nodeSelector` | valid label keys and values |
 //! | `spec.tolerations[]` | a valid taint key, operator `Equal`/`Exists`, a known effect, `tolerationSeconds` only with `NoExecute` |
 //! | `spec.image`, `spec.engine.image` | image references as a container runtime reads them ([`airunway_api::image_reference`]) |
@@ -35,6 +37,7 @@
 //! | `spec.resources.gpu.type`, `spec.scaling.{prefill,decode}.gpu.type` | an extended resource name (`<domain>/<name>` outside `kubernetes.io`) |
 
 mod args;
+mod env;
 mod go_compat;
 mod overrides;
 mod spec;

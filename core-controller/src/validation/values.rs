@@ -8,10 +8,7 @@ use airunway_api::kubernetes_names::{
 };
 use airunway_api::v1alpha1::ModelDeploymentSpec;
 
-use super::{
-    FieldError, MAX_CONTEXT_LENGTH, MAX_ENV_TOTAL_BYTES, MAX_ENV_VALUE_BYTES,
-    MAX_POD_ANNOTATIONS_BYTES,
-};
+use super::{FieldError, MAX_CONTEXT_LENGTH, MAX_POD_ANNOTATIONS_BYTES};
 
 /// Checks every value that reaches a pod spec: what a kubelet or container runtime would refuse
 /// is refused here, with the field, instead of being copied into an upstream object.
@@ -73,34 +70,7 @@ pub(super) fn validate_values(spec: &ModelDeploymentSpec, errors: &mut Vec<Field
             ));
         }
     }
-    let mut env_bytes = 0usize;
-    for (i, var) in spec.env.iter().flatten().enumerate() {
-        if !is_env_name(&var.name) {
-            errors.push(FieldError::new(
-                format!("spec.env[{i}].name"),
-                "must be 1 to 256 printable ASCII characters other than '='",
-            ));
-        }
-        let value = var.value.as_deref().unwrap_or_default();
-        env_bytes += var.name.len() + value.len();
-        if value.len() > MAX_ENV_VALUE_BYTES {
-            errors.push(FieldError::new(
-                format!("spec.env[{i}].value"),
-                format!(
-                    "must be at most {MAX_ENV_VALUE_BYTES} bytes (is {}); mount large data from a ConfigMap or volume instead",
-                    value.len()
-                ),
-            ));
-        }
-    }
-    if env_bytes > MAX_ENV_TOTAL_BYTES {
-        errors.push(FieldError::new(
-            "spec.env",
-            format!(
-                "names and values must total at most {MAX_ENV_TOTAL_BYTES} bytes (is {env_bytes})"
-            ),
-        ));
-    }
+    super::env::validate_env(spec, errors);
     for (key, value) in spec.node_selector.iter().flatten() {
         if !is_qualified_name(key) {
             errors.push(FieldError::new(
@@ -219,15 +189,10 @@ pub(super) fn validate_secrets(spec: &ModelDeploymentSpec, errors: &mut Vec<Fiel
     }
 }
 
-/// An environment variable name Kubernetes accepts: printable ASCII other than `=`.
-fn is_env_name(s: &str) -> bool {
-    !s.is_empty() && s.len() <= 256 && s.bytes().all(|b| (0x20..0x7f).contains(&b) && b != b'=')
-}
-
 #[cfg(test)]
 mod tests {
+    use super::super::MAX_ENV_VALUE_BYTES;
     use super::super::tests::errors;
-    use super::*;
     use airunway_api::image_reference::is_valid as is_image_reference;
     use serde_json::json;
 
