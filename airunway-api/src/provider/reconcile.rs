@@ -24,7 +24,7 @@ use super::status_write;
 use super::statuses::{self, Hold};
 use super::traits::{Provider, RenderWarning};
 use crate::apply_body;
-use crate::constants::event_reasons;
+use crate::constants::{event_actions, event_reasons};
 use crate::kube_error::ErrorClass;
 use crate::v1alpha1::ModelDeployment;
 
@@ -85,10 +85,6 @@ async fn reconcile_inner<P: Provider>(
         }
     }
 }
-
-/// Event reason: an object of an old shape (e.g. the aggregated Deployment after a switch to
-/// disaggregated serving) was deleted.
-const RESOURCE_DELETED: &str = "ResourceDeleted";
 
 /// A deployment to deploy: observe → [`plan::plan`] (pure; once more after confirming what
 /// the caches suggest with fresh reads) → [`act`].
@@ -176,7 +172,7 @@ async fn act<P: Provider>(
         Plan::Recreate { objects, status } => {
             for (kind, kind_name, name) in &objects {
                 ctx.events
-                    .normal(&md.object_ref(&()), event_reasons::RESOURCE_RECREATED, "Recreate",
+                    .normal(&md.object_ref(&()), event_reasons::RESOURCE_RECREATED, event_actions::RECREATE,
                         format!("Deleting {kind_name} '{name}' to recreate it: an identity field (model.id, model.source, engine.type, provider.name or serving.mode) changed"))
                     .await;
                 ctx.delete_object(*kind, namespace, name).await?;
@@ -205,8 +201,8 @@ async fn roll_out<P: Provider>(
         ctx.events
             .normal(
                 &reference,
-                RESOURCE_DELETED,
-                "Delete",
+                event_reasons::RESOURCE_DELETED,
+                event_actions::DELETE,
                 format!("Deleted {kind_name} '{name}': the deployment no longer needs it"),
             )
             .await;
@@ -225,7 +221,7 @@ async fn roll_out<P: Provider>(
         };
         if drifted {
             ctx.events
-                .warning(&reference, event_reasons::DRIFT_DETECTED, "Reconcile",
+                .warning(&reference, event_reasons::DRIFT_DETECTED, event_actions::RECONCILE,
                     format!("Provider resource was modified directly, reconciling ({kind} '{object}' is restored from the ModelDeployment)"))
                 .await;
         }
@@ -244,7 +240,7 @@ async fn roll_out<P: Provider>(
                         .normal(
                             &reference,
                             event_reasons::RESOURCE_CREATED,
-                            "Create",
+                            event_actions::CREATE,
                             format!("Created {kind} '{object}'"),
                         )
                         .await;
@@ -330,7 +326,7 @@ async fn publish_render_warnings<P: Provider>(
             .warning(
                 &reference,
                 warning.reason,
-                "Render",
+                event_actions::RENDER,
                 warning.message.clone(),
             )
             .await;

@@ -186,11 +186,6 @@ pub fn upstream_condition(
     }
 }
 
-/// Reason: no Deployment of the upstream operator exists.
-pub const UPSTREAM_CONTROLLER_MISSING: &str = "UpstreamControllerMissing";
-/// Reason: the upstream operator's Deployment has no ready replica.
-pub const UPSTREAM_CONTROLLER_NOT_READY: &str = "UpstreamControllerNotReady";
-
 /// What the lookup of the upstream operator's Deployments found.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum ControllerHealth {
@@ -259,7 +254,7 @@ pub fn upstream_readiness(
             DesiredCondition::new(
                 t,
                 false,
-                UPSTREAM_CONTROLLER_NOT_READY,
+                reasons::UPSTREAM_CONTROLLER_NOT_READY,
                 format!("The {what} Deployment {name} exists but has no ready replicas"),
             ),
         ),
@@ -268,7 +263,7 @@ pub fn upstream_readiness(
             DesiredCondition::new(
                 t,
                 false,
-                UPSTREAM_CONTROLLER_MISSING,
+                reasons::UPSTREAM_CONTROLLER_MISSING,
                 format!(
                     "The {what} is not running (no Deployment labelled {} in any namespace). {}",
                     controller.label_selector, controller.install_hint
