@@ -10,11 +10,11 @@ pub mod render;
 pub mod schema;
 pub mod status;
 
-use airunway_api::k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use airunway_api::kube::core::DynamicObject;
+use airunway_api::provider::schema::SchemaAdapter;
 use airunway_api::provider::{
-    Provider, RenderError, Rendered, SchemaDetection, TranslatedStatus, UpstreamController,
-    UpstreamKind, UpstreamSchema,
+    Incompatible, Provider, RenderError, Rendered, TranslatedStatus, UpstreamController,
+    UpstreamKind, UpstreamSchema, primary,
 };
 use airunway_api::v1alpha1::{
     EngineCapability, EngineCapabilityEntry, EngineType, GatewayCapability,
@@ -110,17 +110,12 @@ impl Provider for KaitoProvider {
         })
     }
 
-    fn detect_schema(&self, crd: Option<&CustomResourceDefinition>) -> SchemaDetection {
-        airunway_api::provider::schema::detect_with(
-            "workspaces.kaito.sh",
-            "kaito.sh",
-            crd,
-            schema::ADAPTERS,
-        )
+    fn schema_adapters(&self) -> &'static [SchemaAdapter] {
+        schema::ADAPTERS
     }
 
-    fn check_compatibility(&self, deployment: &ModelDeployment) -> Result<(), String> {
-        compat::check(deployment)
+    fn check_compatibility(&self, deployment: &ModelDeployment) -> Result<(), Incompatible> {
+        compat::check(deployment).map_err(Incompatible::new)
     }
 
     fn render(
@@ -134,8 +129,8 @@ impl Provider for KaitoProvider {
     fn translate_status(
         &self,
         deployment: &ModelDeployment,
-        upstream: Option<&DynamicObject>,
+        upstream: &[Option<&DynamicObject>],
     ) -> TranslatedStatus {
-        status::translate(deployment, upstream)
+        status::translate(deployment, primary(upstream))
     }
 }

@@ -5,8 +5,9 @@
 
 use airunway_api::k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use airunway_api::kube::core::DynamicObject;
+use airunway_api::provider::Incompatible;
 use airunway_api::provider::plan::{self, Write};
-use airunway_api::provider::workload::BUILTIN_FINGERPRINT;
+use airunway_api::provider::schema::BUILTIN_FINGERPRINT;
 use airunway_api::provider::{Provider, RenderError, SchemaDetection, UpstreamSchema, cycle};
 use airunway_api::serde_json::{self, Value, json};
 use airunway_api::v1alpha1::{EngineCapabilityEntry, ModelDeployment, Phase};
@@ -46,7 +47,7 @@ fn disaggregated() -> ModelDeployment {
 }
 
 fn objects(md: &ModelDeployment) -> Vec<Value> {
-    LlmdProvider.render_set(md, &schema()).unwrap().objects
+    LlmdProvider.render(md, &schema()).unwrap().objects
 }
 
 fn names(objects: &[Value]) -> Vec<(String, String)> {
@@ -70,7 +71,7 @@ fn args(deployment: &Value) -> Vec<String> {
 }
 
 fn render_error(md: &ModelDeployment) -> String {
-    match LlmdProvider.render_set(md, &schema()) {
+    match LlmdProvider.render(md, &schema()) {
         Err(RenderError::InvalidOverrides(message)) => message,
         other => panic!("{other:?}"),
     }
@@ -86,18 +87,20 @@ fn compatibility_messages_are_the_specs() {
     let sglang = aggregated(json!({"engine": {"type": "sglang"}}));
     assert_eq!(
         LlmdProvider.check_compatibility(&sglang),
-        Err("llm-d only supports vllm engine".to_string())
+        Err(Incompatible::new("llm-d only supports vllm engine"))
     );
     let no_gpu = aggregated(json!({"resources": {"gpu": {"count": 0}}}));
     assert_eq!(
         LlmdProvider.check_compatibility(&no_gpu),
-        Err("llm-d requires GPU".to_string())
+        Err(Incompatible::new("llm-d requires GPU"))
     );
     let mut missing = disaggregated();
     missing.spec.scaling.as_mut().unwrap().prefill = None;
     assert_eq!(
         compat::check(&missing),
-        Err("spec.scaling.prefill is required for disaggregated serving mode".to_string())
+        Err(Incompatible::new(
+            "spec.scaling.prefill is required for disaggregated serving mode"
+        ))
     );
     let mut decode_without_gpu = disaggregated();
     decode_without_gpu
@@ -111,7 +114,9 @@ fn compatibility_messages_are_the_specs() {
         .gpu = None;
     assert_eq!(
         compat::check(&decode_without_gpu),
-        Err("llm-d requires GPU for decode (spec.scaling.decode.gpu.count > 0)".to_string())
+        Err(Incompatible::new(
+            "llm-d requires GPU for decode (spec.scaling.decode.gpu.count > 0)"
+        ))
     );
 }
 
@@ -345,12 +350,12 @@ fn available(replicas: i64) -> Value {
 fn status_follows_the_deployment_conditions() {
     let md = aggregated(json!({}));
     let objects = objects(&md);
-    let none = LlmdProvider.translate_set_status(&md, &[None, None]);
+    let none = LlmdProvider.translate_status(&md, &[None, None]);
     assert_eq!(none.phase, Phase::Pending);
     let fresh = live(&objects[0], json!({}));
     assert_eq!(
         LlmdProvider
-            .translate_set_status(&md, &[Some(&fresh), None])
+            .translate_status(&md, &[Some(&fresh), None])
             .phase,
         Phase::Pending
     );
@@ -360,14 +365,14 @@ fn status_follows_the_deployment_conditions() {
             {"type": "Available", "status": "False", "reason": "MinimumReplicasUnavailable", "message": "Deployment does not have minimum availability."},
             {"type": "Progressing", "status": "True", "reason": "ReplicaSetUpdated", "message": "ReplicaSet \"m-1\" is progressing."}]}),
     );
-    let status = LlmdProvider.translate_set_status(&md, &[Some(&progressing), None]);
+    let status = LlmdProvider.translate_status(&md, &[Some(&progressing), None]);
     assert_eq!(status.phase, Phase::Deploying);
     assert_eq!(
         status.message.as_deref(),
         Some("ReplicaSet \"m-1\" is progressing.")
     );
     let running = live(&objects[0], available(1));
-    let status = LlmdProvider.translate_set_status(&md, &[Some(&running), None]);
+    let status = LlmdProvider.translate_status(&md, &[Some(&running), None]);
     assert_eq!((status.phase, status.ready), (Phase::Running, true));
     let endpoint = status.endpoint.unwrap();
     assert_eq!(
@@ -378,7 +383,7 @@ fn status_follows_the_deployment_conditions() {
         &objects[0],
         json!({"conditions": [{"type": "Progressing", "status": "False", "reason": "ProgressDeadlineExceeded", "message": "ReplicaSet \"m-1\" has timed out progressing."}]}),
     );
-    let status = LlmdProvider.translate_set_status(&md, &[Some(&deadline), None]);
+    let status = LlmdProvider.translate_status(&md, &[Some(&deadline), None]);
     assert_eq!(status.phase, Phase::Failed);
     assert_eq!(
         status.message.as_deref(),
@@ -389,8 +394,7 @@ fn status_follows_the_deployment_conditions() {
     let objects = objects_of(&md);
     let decode = live(&objects[0], available(1));
     let prefill = live(&objects[1], available(2));
-    let status =
-        LlmdProvider.translate_set_status(&md, &[Some(&decode), Some(&prefill), None, None]);
+    let status = LlmdProvider.translate_status(&md, &[Some(&decode), Some(&prefill), None, None]);
     assert_eq!(status.phase, Phase::Running);
     let replicas = status.replicas.unwrap();
     assert_eq!(

@@ -20,13 +20,14 @@
 //!    finalizer and the status fields; status translation applied to the provider-owned status
 //!    fields; `ResourceCreated`/`Ready`; `StaleStatus` when the upstream operator has not
 //!    reported on the object's latest change for `--stale-status-threshold` (see `staleness.rs`);
-//!    events. A provider may manage a set of objects of
-//!    several built-in kinds per deployment ([`Provider::secondary_kinds`],
-//!    [`Provider::render_set`], [`Provider::translate_set_status`]; e.g. llm-d's Deployments
-//!    and Services): each object is applied, drift-checked and recreated on its own, objects
-//!    the render no longer produces (a changed shape) are deleted, and cleanup deletes them
-//!    all; [`workload`] has the shared vLLM Deployment/Service render and the Deployment
-//!    status translator. A provider that needs I/O before its pure render (the direct vLLM
+//!    events. [`Provider::render`] returns a set of objects (one, or several of the
+//!    built-in kinds a provider declares in [`Provider::secondary_kinds`], e.g. llm-d's
+//!    Deployments and Services) and [`Provider::translate_status`] reads the live objects of
+//!    the set: each object is applied, drift-checked and recreated on its own, objects the
+//!    render no longer produces (a changed shape) are deleted, and cleanup deletes them all.
+//!    The [`vllm_kit`] (a kit, not part of the contract) has the vLLM compatibility checks,
+//!    the vLLM Deployment/Service render, its overrides and the Deployment status translator
+//!    llm-d and the direct vLLM provider share. A provider that needs I/O before its pure render (the direct vLLM
 //!    provider resolving its image to a digest) implements [`Provider::prepare`]: the
 //!    [`Preparation`]'s status fields and conditions are written (manager
 //!    `<name>-provider-prepare`, only when changed) and the render sees them.
@@ -65,7 +66,7 @@ mod statuses;
 #[cfg(feature = "provider-testing")]
 pub mod testing;
 mod traits;
-pub mod workload;
+pub mod vllm_kit;
 
 /// The async runtime the SDK runs on, re-exported so a provider's `main` needs no other
 /// dependency: `#[airunway_api::provider::tokio::main(crate = "airunway_api::provider::tokio")]`.
@@ -77,8 +78,8 @@ pub use metrics::ProviderMetrics;
 pub use replica_count::{replica_count, sum_replicas};
 pub use runner::{run, run_with_args};
 pub use traits::{
-    Preparation, Provider, RenderError, RenderWarning, Rendered, RenderedSet, SchemaDetection,
-    TranslatedStatus, UpstreamController, UpstreamKind, UpstreamSchema,
+    Incompatible, Preparation, Provider, RenderError, RenderWarning, Rendered, SchemaDetection,
+    TranslatedStatus, UpstreamController, UpstreamKind, UpstreamSchema, primary,
 };
 
 #[cfg(test)]
@@ -86,7 +87,7 @@ mod layout_tests {
     //! The SDK's modules form no import cycle: each module file's references to its siblings
     //! (`super::x`, `crate::provider::x`, and items re-exported by this file resolved to the
     //! module defining them) make a graph, which must be acyclic. Comments and `#[cfg(test)]`
-    //! modules are not read; a directory module (`workload/`, `testing/`) is one node.
+    //! modules are not read; a directory module (`vllm_kit/`, `testing/`) is one node.
 
     use std::collections::{BTreeMap, BTreeSet};
     use std::path::Path;

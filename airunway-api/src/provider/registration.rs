@@ -134,7 +134,7 @@ pub fn upstream_condition(
     let t = condition_types::UPSTREAM_AVAILABLE;
     match detection {
         SchemaDetection::Supported(schema)
-            if schema.fingerprint == super::workload::BUILTIN_FINGERPRINT =>
+            if schema.fingerprint == super::schema::BUILTIN_FINGERPRINT =>
         {
             (
                 true,
@@ -404,7 +404,8 @@ mod tests {
     #[test]
     fn a_provider_that_cannot_make_progress_reports_not_ready_and_why() {
         let detection = SchemaDetection::CrdNotInstalled { crd: "x".into() };
-        let supported = super::super::workload::builtin_schema();
+        let supported =
+            super::super::schema::detect(&super::super::vllm_kit::deployment_kind(), None, &[]);
         let stalled = Stalled::WatchFailing {
             watch: "workspaces.kaito.sh".into(),
             since: "2026-01-01T00:00:00Z".parse().unwrap(),
