@@ -241,10 +241,11 @@ fn disaggregated_is_decode_and_prefill_with_their_kv_roles() {
 fn overrides_deep_merge_with_null_deletes_into_every_deployment_only() {
     let md = {
         let mut md = disaggregated();
+        md.spec.node_selector = Some([("pool".to_string(), "a100".to_string())].into());
         md.spec.provider.as_mut().unwrap().overrides = json!({"spec": {"minReadySeconds": 10,
             "progressDeadlineSeconds": 60,
             "template": {"metadata": {"annotations": {"a": "b"}},
-                         "spec": {"terminationGracePeriodSeconds": 5, "volumes": null}}}})
+                         "spec": {"terminationGracePeriodSeconds": 5, "nodeSelector": null}}}})
         .as_object()
         .cloned();
         md
@@ -256,7 +257,7 @@ fn overrides_deep_merge_with_null_deletes_into_every_deployment_only() {
         let pod = &deployment["spec"]["template"];
         assert_eq!(pod["metadata"]["annotations"], json!({"a": "b"}));
         assert_eq!(pod["spec"]["terminationGracePeriodSeconds"], 5);
-        assert!(pod["spec"].get("volumes").is_none(), "null deletes");
+        assert!(pod["spec"].get("nodeSelector").is_none(), "null deletes");
         assert_eq!(container(deployment)["name"], "vllm");
     }
     assert!(objects[2]["spec"].get("minReadySeconds").is_none());
@@ -574,28 +575,68 @@ fn what_the_merge_produces_is_checked_against_pod_security_before_anything_is_ap
     // Keys llm-d's own refusal list does not name, but that loosen the pods once merged: the
     // SDK's check of the rendered Deployment holds the deployment, naming the rendered field,
     // the rule and the override path.
-    for (overrides, field, rule) in [
+    // (A pod spec key such as an ephemeral container's host port is refused by the render
+    // before the check: `pod_spec_overrides_other_than_scheduling_are_refused_naming_the_key`.)
+    let overrides = json!({"spec": {"template": {"metadata": {"annotations": {"container.apparmor.security.beta.kubernetes.io/vllm": "unconfined"}}}}});
+    let field =
+        "spec.template.metadata.annotations[container.apparmor.security.beta.kubernetes.io/vllm]";
+    let rule = "AppArmor may not be unconfined";
+    let mut md = aggregated(json!({}));
+    md.spec.provider.as_mut().unwrap().overrides = overrides.as_object().cloned();
+    let status = cycle::checked(&LlmdProvider, &md, &schema_detection())
+        .unwrap_err()
+        .status;
+    assert!(
+        status.message.contains(&format!("Deployment m {field}")) && status.message.contains(rule),
+        "{}",
+        status.message
+    );
+}
+
+/// Issue 32, bug 5: the Go project refuses overrides of `spec.template.spec`; here only its
+/// scheduling keys stay open, and any other pod spec key (an ephemeral container with a host
+/// port, host aliases, volumes) is refused by the render, naming the key, before the Pod
+/// Security check would see it. Before the fix these were merged into the Deployment.
+#[test]
+fn pod_spec_overrides_other_than_scheduling_are_refused_naming_the_key() {
+    for (key, value) in [
         (
-            json!({"spec": {"template": {"metadata": {"annotations": {"container.apparmor.security.beta.kubernetes.io/vllm": "unconfined"}}}}}),
-            "spec.template.metadata.annotations[container.apparmor.security.beta.kubernetes.io/vllm]",
-            "AppArmor may not be unconfined",
+            "ephemeralContainers",
+            json!([{"name": "debug", "image": "busybox", "ports": [{"containerPort": 22, "hostPort": 22}]}]),
         ),
         (
-            json!({"spec": {"template": {"spec": {"ephemeralContainers": [{"name": "debug", "image": "busybox", "ports": [{"containerPort": 22, "hostPort": 22}]}]}}}}),
-            "spec.template.spec.ephemeralContainers[0].ports[0].hostPort",
-            "host ports are not allowed",
+            "hostAliases",
+            json!([{"ip": "10.0.0.1", "hostnames": ["huggingface.co"]}]),
         ),
+        ("volumes", json!([{"name": "scratch", "emptyDir": {}}])),
+        ("dnsPolicy", json!("None")),
     ] {
         let mut md = aggregated(json!({}));
-        md.spec.provider.as_mut().unwrap().overrides = overrides.as_object().cloned();
+        md.spec.provider.as_mut().unwrap().overrides =
+            json!({"spec": {"template": {"spec": {key: value}}}})
+                .as_object()
+                .cloned();
         let status = cycle::checked(&LlmdProvider, &md, &schema_detection())
             .unwrap_err()
             .status;
+        assert_eq!(status.phase, Phase::Failed, "{key}");
         assert!(
-            status.message.contains(&format!("Deployment m {field}"))
-                && status.message.contains(rule),
-            "{}",
+            status.message.starts_with(&format!(
+                "invalid provider.overrides: overriding \"spec.template.spec.{key}\" is not allowed"
+            )),
+            "{key}: {}",
             status.message
         );
     }
+    let mut md = aggregated(json!({}));
+    md.spec.provider.as_mut().unwrap().overrides = json!({"spec": {"template": {"spec": {
+        "tolerations": [{"key": "gpu", "operator": "Exists"}],
+        "affinity": {}, "terminationGracePeriodSeconds": 60}}}})
+    .as_object()
+    .cloned();
+    let checked = cycle::checked(&LlmdProvider, &md, &schema_detection()).unwrap();
+    assert_eq!(
+        checked.desired[0].object["spec"]["template"]["spec"]["terminationGracePeriodSeconds"],
+        60
+    );
 }
