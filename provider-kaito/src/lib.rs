@@ -11,7 +11,7 @@ pub mod schema;
 pub mod status;
 
 use airunway_api::kube::core::DynamicObject;
-use airunway_api::provider::schema::SchemaAdapter;
+use airunway_api::provider::SchemaAdapter;
 use airunway_api::provider::{
     Incompatible, Provider, RenderError, Rendered, TranslatedStatus, UpstreamController,
     UpstreamKind, UpstreamSchema, primary,

@@ -5,9 +5,9 @@
 
 use airunway_api::k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use airunway_api::kube::core::DynamicObject;
+use airunway_api::provider::BUILTIN_FINGERPRINT;
 use airunway_api::provider::Incompatible;
 use airunway_api::provider::plan::{self, Write};
-use airunway_api::provider::schema::BUILTIN_FINGERPRINT;
 use airunway_api::provider::{Provider, RenderError, SchemaDetection, UpstreamSchema, cycle};
 use airunway_api::serde_json::{self, Value, json};
 use airunway_api::v1alpha1::{EngineCapabilityEntry, ModelDeployment, Phase};

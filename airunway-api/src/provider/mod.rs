@@ -40,26 +40,51 @@
 //!    never by polling.
 //! 4. **Operations**: metrics, `/healthz`, `/readyz`, Lease leader election, tracing, graceful
 //!    shutdown — the same flags as the core.
+//!
+//! **Public surface**: the contract ([`Provider`] and the types it takes and returns,
+//! [`SchemaAdapter`], [`overrides`] for typed override keys), [`run`] / [`run_with_args`] with
+//! [`ProviderArgs`], and the kits ([`vllm_kit`]). With the feature `provider-testing` (for
+//! `[dev-dependencies]`) tests and benches also get the offline cycle (`cycle`), the planner
+//! (`plan`), the desired objects and status (`desired`), the registration helpers
+//! (`registration`) and the upstream test material (`testing`). Everything else is internal.
 
 mod args;
 mod checked_render;
 mod context;
+#[cfg(any(test, feature = "provider-testing"))]
 pub mod cycle;
+#[cfg(feature = "provider-testing")]
 pub mod desired;
+#[cfg(not(feature = "provider-testing"))]
+#[allow(
+    dead_code,
+    reason = "public, and used, only with the feature provider-testing"
+)]
+mod desired;
 mod error;
 mod finalizer;
 mod kinds;
 mod metrics;
 pub mod overrides;
+#[cfg(feature = "provider-testing")]
 pub mod plan;
+#[cfg(not(feature = "provider-testing"))]
+#[allow(
+    dead_code,
+    reason = "public, and used, only with the feature provider-testing"
+)]
+mod plan;
 mod preparation;
 mod probe_server;
 mod read_your_writes;
 mod reconcile;
+#[cfg(feature = "provider-testing")]
 pub mod registration;
+#[cfg(not(feature = "provider-testing"))]
+mod registration;
 mod replica_count;
 mod runner;
-pub mod schema;
+mod schema;
 mod staleness;
 mod status_write;
 mod statuses;
@@ -73,10 +98,9 @@ pub mod vllm_kit;
 pub use tokio;
 
 pub use args::ProviderArgs;
-pub use error::ReconcileError;
-pub use metrics::ProviderMetrics;
 pub use replica_count::{replica_count, sum_replicas};
 pub use runner::{run, run_with_args};
+pub use schema::{BUILTIN_FINGERPRINT, SchemaAdapter};
 pub use traits::{
     Incompatible, Preparation, Provider, RenderError, RenderWarning, Rendered, SchemaDetection,
     TranslatedStatus, UpstreamController, UpstreamKind, UpstreamSchema, primary,
