@@ -275,6 +275,9 @@ pub mod event_reasons {
     pub const RESOURCE_CREATED: &str = "ResourceCreated";
     /// Normal: a provider deleted its upstream resource to recreate it (identity change).
     pub const RESOURCE_RECREATED: &str = "ResourceRecreated";
+    /// Normal: a provider deleted an upstream object of an old shape the deployment no longer
+    /// needs (e.g. the aggregated Deployment after a switch to disaggregated serving).
+    pub const RESOURCE_DELETED: &str = "ResourceDeleted";
     /// Warning: the upstream resource reports an error.
     pub const PROVIDER_ERROR: &str = "ProviderError";
     /// Warning: somebody edited the upstream resource; it is being restored.
@@ -319,6 +322,20 @@ pub mod event_actions {
     pub const APPLY_HTTP_ROUTE: &str = "ApplyHTTPRoute";
     /// The core's gateway integration removed a deployment's gateway objects.
     pub const CLEAN_GATEWAY: &str = "CleanGateway";
+    /// A provider checked whether it can serve a deployment.
+    pub const CHECK_COMPATIBILITY: &str = "CheckCompatibility";
+    /// A provider reconciled a deployment (its upstream object's state, drift repair).
+    pub const RECONCILE: &str = "Reconcile";
+    /// A provider created an upstream object.
+    pub const CREATE: &str = "Create";
+    /// A provider deleted an upstream object the deployment no longer needs.
+    pub const DELETE: &str = "Delete";
+    /// A provider deleted an upstream object to create it again (an identity field changed).
+    pub const RECREATE: &str = "Recreate";
+    /// A provider rendered a deployment's upstream objects (its notes: unknown overrides).
+    pub const RENDER: &str = "Render";
+    /// A provider's finalizer cleaned up after a deployment.
+    pub const CLEANUP: &str = "Cleanup";
 }
 
 /// Keys refused anywhere in `provider.overrides` (by the core's admission and by providers

@@ -604,6 +604,78 @@ async fn selection_compatibility_deadline_and_registration() {
     core.process.terminate(Duration::from_secs(10));
 }
 
+/// Issue 32, bug 5: an override that would replace the pod spec is refused, as the Go project
+/// refuses `spec.template.spec` (`overriding "spec.template.spec" is not allowed`). Of the pod
+/// spec only the scheduling keys stay open (the Pod Security check judges what they merge
+/// into); any other key is named in the status and a `ProviderIncompatible` event, and nothing
+/// is applied. An open key reaches the Deployment.
+#[tokio::test]
+async fn overrides_that_replace_the_pod_spec_are_refused_naming_the_key() {
+    let _lock = cluster_lock().await;
+    let env = TestEnv::new("llmd-pod-spec").await;
+    let (core, provider) = start(&env, "--heartbeat-interval=1s").await;
+    let mds: Api<ModelDeployment> = Api::namespaced(env.client.clone(), &env.namespace);
+    let deployments: Api<Deployment> = Api::namespaced(env.client.clone(), &env.namespace);
+
+    let message = "invalid provider.overrides: overriding \"spec.template.spec.hostAliases\" is not allowed: only affinity, nodeSelector, schedulerName, terminationGracePeriodSeconds, tolerations, topologySpreadConstraints of the pod spec may be overridden";
+    let mut refused = aggregated_on_llmd();
+    refused["provider"]["overrides"] = json!({"spec": {"template": {"spec": {
+        "tolerations": [{"key": "airunway.ai/e2e", "operator": "Exists"}],
+        "hostAliases": [{"ip": "10.0.0.1", "hostnames": ["huggingface.co"]}]}}}});
+    mds.create(&PostParams::default(), &deployment("aliases", refused))
+        .await
+        .unwrap();
+    let (md, compatible) = wait_for_condition(
+        &mds,
+        "aliases",
+        WAIT,
+        condition_types::PROVIDER_COMPATIBLE,
+        ConditionStatus::False,
+    )
+    .await;
+    assert_eq!(compatible.reason.as_deref(), Some("InvalidOverrides"));
+    assert_eq!(compatible.message.as_deref(), Some(message));
+    assert_eq!(md.phase(), Some(Phase::Failed));
+    assert_eq!(md.status.clone().unwrap().message.as_deref(), Some(message));
+    env.wait_for_event("ProviderIncompatible", |n| n == message)
+        .await;
+    assert!(labelled(&deployments, "aliases").await.is_empty());
+
+    // The open keys are merged into the Deployment.
+    let mut open = aggregated_on_llmd();
+    open["provider"]["overrides"] = json!({"spec": {"template": {"spec": {
+        "tolerations": [{"key": "airunway.ai/e2e", "operator": "Exists"}],
+        "terminationGracePeriodSeconds": 45}}}});
+    mds.create(&PostParams::default(), &deployment("open", open))
+        .await
+        .unwrap();
+    let live = wait_for(&deployments, "open", WAIT, "the Deployment", |_| true).await;
+    let pod = live.spec.unwrap().template.spec.unwrap();
+    assert_eq!(pod.termination_grace_period_seconds, Some(45));
+    assert_eq!(
+        pod.tolerations.unwrap()[0].key.as_deref(),
+        Some("airunway.ai/e2e")
+    );
+    // Removing the refused key lets the first deployment through.
+    mds.patch(
+        "aliases",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"spec": {"provider": {"overrides": {"spec": {"template": {"spec": {"hostAliases": null}}}}}}})),
+    )
+    .await
+    .unwrap();
+    wait_for(&deployments, "aliases", WAIT, "the Deployment", |_| true).await;
+
+    for name in ["aliases", "open"] {
+        mds.delete(name, &DeleteParams::default()).await.unwrap();
+    }
+    for name in ["aliases", "open"] {
+        wait_deleted(&mds, name, WAIT).await;
+    }
+    provider.process.terminate(Duration::from_secs(10));
+    core.process.terminate(Duration::from_secs(10));
+}
+
 /// The llm-d examples (`examples/*-llmd.yaml`, which the sandbox applies too) as a user applies
 /// them: both reach Running on the simulated GPU nodes, with the objects their comments promise.
 #[tokio::test]

@@ -10,11 +10,11 @@ pub mod render;
 pub mod schema;
 pub mod status;
 
-use airunway_api::k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use airunway_api::kube::core::DynamicObject;
+use airunway_api::provider::SchemaAdapter;
 use airunway_api::provider::{
-    Provider, RenderError, Rendered, SchemaDetection, TranslatedStatus, UpstreamKind,
-    UpstreamSchema,
+    Incompatible, Provider, RenderError, Rendered, TranslatedStatus, UpstreamKind, UpstreamSchema,
+    primary,
 };
 use airunway_api::v1alpha1::{
     EngineCapability, EngineCapabilityEntry, EngineType, GatewayCapability,
@@ -100,17 +100,12 @@ impl Provider for DynamoProvider {
         }
     }
 
-    fn detect_schema(&self, crd: Option<&CustomResourceDefinition>) -> SchemaDetection {
-        airunway_api::provider::schema::detect_with(
-            "dynamographdeployments.nvidia.com",
-            "nvidia.com",
-            crd,
-            schema::ADAPTERS,
-        )
+    fn schema_adapters(&self) -> &'static [SchemaAdapter] {
+        schema::ADAPTERS
     }
 
-    fn check_compatibility(&self, deployment: &ModelDeployment) -> Result<(), String> {
-        compat::check(deployment)
+    fn check_compatibility(&self, deployment: &ModelDeployment) -> Result<(), Incompatible> {
+        compat::check(deployment).map_err(Incompatible::new)
     }
 
     fn render(
@@ -124,9 +119,9 @@ impl Provider for DynamoProvider {
     fn translate_status(
         &self,
         deployment: &ModelDeployment,
-        upstream: Option<&DynamicObject>,
+        upstream: &[Option<&DynamicObject>],
     ) -> TranslatedStatus {
-        status::translate(deployment, upstream)
+        status::translate(deployment, primary(upstream))
     }
 }
 

@@ -602,12 +602,12 @@ pub fn render(md: &ModelDeployment, schema: &UpstreamSchema) -> Result<Rendered,
     }
     labels.insert(ENGINE_TYPE_LABEL.into(), json!(engine.as_str()));
     Ok(Rendered {
-        object: json!({
+        objects: vec![json!({
             "apiVersion": schema.api_version,
             "kind": "DynamoGraphDeployment",
             "metadata": {"name": name, "labels": labels},
             "spec": {"backendFramework": engine.as_str(), "services": services},
-        }),
+        })],
         warnings,
     })
 }

@@ -1,6 +1,6 @@
 //! The DynamoGraphDeployment version this provider renders for, and the schema paths it writes.
 
-use airunway_api::provider::schema::SchemaAdapter;
+use airunway_api::provider::SchemaAdapter;
 
 /// The paths written for `nvidia.com/v1alpha1`.
 pub const V1ALPHA1_PATHS: &[&str] = &[

@@ -4,6 +4,7 @@
 
 use airunway_api::k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use airunway_api::kube::core::DynamicObject;
+use airunway_api::provider::Incompatible;
 use airunway_api::provider::{Provider, RenderError, SchemaDetection, UpstreamSchema, testing};
 use airunway_api::serde_json::{self, Value, json};
 use airunway_api::v1alpha1::{ModelDeployment, Phase};
@@ -46,7 +47,7 @@ fn example_1_full_object() {
         .render(&example("modeldeployment-example1.yaml"), &schema())
         .unwrap();
     assert_eq!(
-        rendered.object,
+        rendered.objects[0],
         yaml(&read("tests/fixtures/example1-dgd.yaml"))
     );
     assert!(rendered.warnings.is_empty());
@@ -58,7 +59,7 @@ fn example_3_full_object() {
         .render(&example("modeldeployment-example3.yaml"), &schema())
         .unwrap();
     assert_eq!(
-        rendered.object,
+        rendered.objects[0],
         yaml(&read("tests/fixtures/example3-dgd.yaml"))
     );
 }
@@ -74,8 +75,8 @@ fn every_engine() {
         .render(&md(json!({"model": {"id": "Qwen/Qwen3-8B", "servedName": "qwen"}, "engine": {"type": "sglang", "contextLength": 4096, "trustRemoteCode": true},
             "resources": gpu2, "scaling": {"replicas": 3}})), &schema())
         .unwrap();
-    assert_eq!(sglang.object["spec"]["backendFramework"], "sglang");
-    let w = worker(&sglang.object, "SglangWorker");
+    assert_eq!(sglang.objects[0]["spec"]["backendFramework"], "sglang");
+    let w = worker(&sglang.objects[0], "SglangWorker");
     assert_eq!(
         w["extraPodSpec"]["mainContainer"]["image"],
         "nvcr.io/nvidia/ai-dynamo/sglang-runtime:1.1.1"
@@ -109,7 +110,7 @@ fn every_engine() {
         .render(&md(json!({"model": {"id": "nvidia/Llama-3.1-8B-FP8"}, "engine": {"type": "trtllm", "contextLength": 4096},
             "resources": {"gpu": {"count": 1}}, "image": "registry.example/trtllm:custom"})), &schema())
         .unwrap();
-    let w = worker(&trt.object, "TrtllmWorker");
+    let w = worker(&trt.objects[0], "TrtllmWorker");
     assert_eq!(
         w["extraPodSpec"]["mainContainer"]["image"], "registry.example/trtllm:custom",
         "spec.image overrides the default"
@@ -133,7 +134,7 @@ fn every_engine() {
             "scaling": {"replicas": 0}, "env": [{"name": "X", "value": "1"}], "nodeSelector": {"pool": "h100"},
             "tolerations": [{"key": "gpu", "operator": "Exists"}], "podTemplate": {"metadata": {"labels": {"team": "a"}}}})), &schema())
         .unwrap();
-    let w = worker(&vllm.object, "VllmWorker");
+    let w = worker(&vllm.objects[0], "VllmWorker");
     assert_eq!(
         w["extraPodSpec"]["mainContainer"]["args"],
         json!([
@@ -175,7 +176,7 @@ fn every_engine() {
         .render(&md(json!({"model": {"id": "a/b"}, "engine": {"type": "sglang"}, "serving": {"mode": "disaggregated"},
             "scaling": {"prefill": {"gpu": {"count": 1}}, "decode": {"replicas": 2, "gpu": {"count": 1}}}})), &schema())
         .unwrap();
-    let prefill = worker(&disagg.object, "SglangPrefillWorker");
+    let prefill = worker(&disagg.objects[0], "SglangPrefillWorker");
     assert_eq!(prefill["subComponentType"], "prefill");
     assert_eq!(
         prefill["extraPodSpec"]["mainContainer"]["args"],
@@ -188,7 +189,10 @@ fn every_engine() {
             "nixl"
         ])
     );
-    assert_eq!(worker(&disagg.object, "SglangDecodeWorker")["replicas"], 2);
+    assert_eq!(
+        worker(&disagg.objects[0], "SglangDecodeWorker")["replicas"],
+        2
+    );
 }
 
 #[test]
@@ -201,7 +205,7 @@ fn override_rules() {
     };
     // Defaults.
     let rendered = DynamoProvider.render(&base(json!({})), &schema()).unwrap();
-    let frontend = worker(&rendered.object, "Frontend");
+    let frontend = worker(&rendered.objects[0], "Frontend");
     assert_eq!(frontend["replicas"], 1);
     assert_eq!(
         frontend["resources"],
@@ -215,7 +219,11 @@ fn override_rules() {
     let rendered = DynamoProvider
         .render(&base(json!({"routerMode": "none"})), &schema())
         .unwrap();
-    assert!(worker(&rendered.object, "Frontend").get("envs").is_none());
+    assert!(
+        worker(&rendered.objects[0], "Frontend")
+            .get("envs")
+            .is_none()
+    );
     // Unknown keys at any depth are warnings naming the path.
     let rendered = DynamoProvider
         .render(
@@ -291,7 +299,7 @@ fn compatibility_messages() {
     ] {
         assert_eq!(
             DynamoProvider.check_compatibility(&md(spec)),
-            Err(message.to_string())
+            Err(Incompatible::new(message))
         );
     }
     assert_eq!(
@@ -351,7 +359,7 @@ fn status_translation_of_every_sample() {
         ),
     ];
     for (file, phase, message, ready, ready_replicas) in cases {
-        let translated = DynamoProvider.translate_status(&deployment, Some(&sample(file)));
+        let translated = DynamoProvider.translate_status(&deployment, &[Some(&sample(file))]);
         assert_eq!(
             (
                 translated.phase,
@@ -385,7 +393,7 @@ fn status_translation_of_every_sample() {
                      "VllmDecodeWorker": {"componentKind": "PodClique", "componentName": "d", "replicas": 4, "updatedReplicas": 4, "readyReplicas": 4}}});
     let translated = DynamoProvider.translate_status(
         &example("modeldeployment-example3.yaml"),
-        Some(&serde_json::from_value(dgd).unwrap()),
+        &[Some(&serde_json::from_value(dgd).unwrap())],
     );
     let replicas = translated.replicas.unwrap();
     assert_eq!(
@@ -439,7 +447,7 @@ fn engine_fields_prefix_caching_eager_extra_args_and_image() {
             "image": "registry.example/legacy:1", "resources": {"gpu": {"count": 2}}})), &schema())
         .unwrap();
     assert_eq!(
-        args_of(&vllm.object, "VllmWorker"),
+        args_of(&vllm.objects[0], "VllmWorker"),
         json!([
             "--model",
             "a/b",
@@ -456,13 +464,13 @@ fn engine_fields_prefix_caching_eager_extra_args_and_image() {
             "64"
         ])
     );
-    let w = worker(&vllm.object, "VllmWorker");
+    let w = worker(&vllm.objects[0], "VllmWorker");
     assert_eq!(
         w["extraPodSpec"]["mainContainer"]["image"],
         "registry.example/vllm:2"
     );
     assert_eq!(
-        worker(&vllm.object, "Frontend")["extraPodSpec"]["mainContainer"]["image"],
+        worker(&vllm.objects[0], "Frontend")["extraPodSpec"]["mainContainer"]["image"],
         "registry.example/vllm:2"
     );
     assert!(vllm.warnings.is_empty(), "{:?}", vllm.warnings);
@@ -475,11 +483,11 @@ fn engine_fields_prefix_caching_eager_extra_args_and_image() {
         )
         .unwrap();
     assert_eq!(
-        args_of(&default.object, "VllmWorker"),
+        args_of(&default.objects[0], "VllmWorker"),
         json!(["--model", "a/b", "--enable-prefix-caching"])
     );
     assert_eq!(
-        worker(&default.object, "VllmWorker")["resources"],
+        worker(&default.objects[0], "VllmWorker")["resources"],
         json!({"limits": {"gpu": "1"}, "requests": {"gpu": "1"}}),
         "the defaulted GPU of {{engine: vllm}}"
     );
@@ -490,7 +498,7 @@ fn engine_fields_prefix_caching_eager_extra_args_and_image() {
             "serving": {"mode": "disaggregated"}, "scaling": {"prefill": {"gpu": {"count": 1}}, "decode": {"gpu": {"count": 1}}}})), &schema())
         .unwrap();
     assert_eq!(
-        args_of(&disagg.object, "VllmDecodeWorker"),
+        args_of(&disagg.objects[0], "VllmDecodeWorker"),
         json!([
             "--model",
             "a/b",
@@ -502,7 +510,7 @@ fn engine_fields_prefix_caching_eager_extra_args_and_image() {
         ])
     );
     assert_eq!(
-        args_of(&disagg.object, "VllmPrefillWorker")
+        args_of(&disagg.objects[0], "VllmPrefillWorker")
             .as_array()
             .unwrap()
             .last()
@@ -516,7 +524,7 @@ fn engine_fields_prefix_caching_eager_extra_args_and_image() {
             "extraArgs": ["--mem-fraction-static", "0.8"]}, "resources": {"gpu": {"count": 1}}})), &schema())
         .unwrap();
     assert_eq!(
-        args_of(&sglang.object, "SglangWorker"),
+        args_of(&sglang.objects[0], "SglangWorker"),
         json!([
             "--model-path",
             "a/b",
@@ -533,7 +541,7 @@ fn engine_fields_prefix_caching_eager_extra_args_and_image() {
         )
         .unwrap();
     assert_eq!(
-        args_of(&sglang_default.object, "SglangWorker"),
+        args_of(&sglang_default.objects[0], "SglangWorker"),
         json!(["--model-path", "a/b"])
     );
 
@@ -543,7 +551,7 @@ fn engine_fields_prefix_caching_eager_extra_args_and_image() {
         .render(&md(json!({"model": {"id": "a/b"}, "engine": {"type": "trtllm", "enablePrefixCaching": false, "enforceEager": true,
             "extraArgs": ["--max-batch-size", "8"]}, "resources": {"gpu": {"count": 1}}})), &schema())
         .unwrap();
-    let w = worker(&trt.object, "TrtllmWorker");
+    let w = worker(&trt.objects[0], "TrtllmWorker");
     assert_eq!(
         w["extraPodSpec"]["mainContainer"]["image"],
         "nvcr.io/nvidia/ai-dynamo/tensorrtllm-runtime:1.1.1"
@@ -581,7 +589,7 @@ fn engine_fields_prefix_caching_eager_extra_args_and_image() {
             "args": {"enable-prefix-caching": "false"}, "extraArgs": ["--enforce-eager"]}, "resources": {"gpu": {"count": 1}}})), &schema())
         .unwrap();
     assert_eq!(
-        args_of(&both.object, "VllmWorker"),
+        args_of(&both.objects[0], "VllmWorker"),
         json!([
             "--model",
             "a/b",
@@ -603,7 +611,7 @@ fn engine_fields_prefix_caching_eager_extra_args_and_image() {
             "extraArgs": ["--no-enable-prefix-caching"]}, "resources": {"gpu": {"count": 1}}})), &schema())
         .unwrap();
     assert_eq!(
-        args_of(&agree.object, "VllmWorker"),
+        args_of(&agree.objects[0], "VllmWorker"),
         json!(["--model", "a/b", "--no-enable-prefix-caching"])
     );
     assert!(agree.warnings.is_empty());
@@ -622,7 +630,7 @@ fn model_and_engine_labels() {
         .render(&md(json!({"model": {"id": "org/Some Model:v1@main"}, "engine": {"type": "sglang"}, "resources": {"gpu": {"count": 1}}})), &schema())
         .unwrap();
     assert_eq!(
-        rendered.object["metadata"]["labels"],
+        rendered.objects[0]["metadata"]["labels"],
         json!({"airunway.ai/model-deployment": "m", "airunway.ai/model-id": "org-Some-Model-v1-main", "airunway.ai/engine-type": "sglang"})
     );
     use airunway_provider_dynamo::render::label_value;
@@ -638,7 +646,8 @@ fn model_and_engine_labels() {
         json!({"model": {"id": "a/b"}, "engine": {"type": "vllm"}, "resources": {"gpu": {"count": 1}}}),
     );
     let rendered = DynamoProvider.render(&deployment, &schema()).unwrap();
-    let desired = airunway_api::provider::desired::desired_upstream(&deployment, &rendered);
+    let desired =
+        airunway_api::provider::desired::desired_object(&deployment, &rendered.objects[0]);
     let labels = &desired.object["metadata"]["labels"];
     assert_eq!(labels["airunway.ai/model-id"], "a-b");
     assert_eq!(labels["airunway.ai/engine-type"], "vllm");
@@ -656,8 +665,8 @@ fn replicas_and_message_from_every_service() {
     dgd["status"]["conditions"] = json!([]);
     dgd["status"]["services"]["Frontend"]["readyReplicas"] = json!(1);
     dgd["status"]["services"]["Epp"] = json!({"componentKind": "PodCliqueScalingGroup", "componentName": "e", "replicas": 2, "updatedReplicas": 2, "availableReplicas": 1});
-    let translated =
-        DynamoProvider.translate_status(&deployment, Some(&serde_json::from_value(dgd).unwrap()));
+    let translated = DynamoProvider
+        .translate_status(&deployment, &[Some(&serde_json::from_value(dgd).unwrap())]);
     assert_eq!(translated.phase, Phase::Deploying);
     assert_eq!(
         translated.message.as_deref(),
@@ -680,7 +689,11 @@ fn gateway_asked_adds_the_endpoint_picker_the_operator_makes_the_pool_for() {
             spec["scaling"] = json!({"prefill": {"replicas": 1, "gpu": {"count": 1}},
                                      "decode": {"replicas": 1, "gpu": {"count": 1}}});
         }
-        DynamoProvider.render(&md(spec), &schema()).unwrap().object
+        DynamoProvider
+            .render(&md(spec), &schema())
+            .unwrap()
+            .objects
+            .remove(0)
     };
     let asked = spec(json!({"enabled": true}), "aggregated");
     let epp = &asked["spec"]["services"]["Epp"];

@@ -94,7 +94,11 @@ fn no_override_reaches_an_applied_graph_deployment() {
 #[test]
 fn the_check_finds_each_setting_in_every_service_pod_spec() {
     for base in bases() {
-        let rendered = DynamoProvider.render(&base, &schema()).unwrap().object;
+        let rendered = DynamoProvider
+            .render(&base, &schema())
+            .unwrap()
+            .objects
+            .remove(0);
         assert!(
             airunway_api::pod_security::check(&rendered, Default::default(), &Default::default())
                 .is_empty()

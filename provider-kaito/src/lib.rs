@@ -13,13 +13,12 @@ pub mod status;
 use std::time::Duration;
 
 use airunway_api::k8s_openapi::api::apps::v1::Deployment;
-use airunway_api::k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use airunway_api::kube::api::{Api, ListParams};
 use airunway_api::kube::core::DynamicObject;
-use airunway_api::provider::registration::{self, ControllerHealth};
 use airunway_api::provider::{
-    Preparation, Provider, RenderError, Rendered, SchemaDetection, TranslatedStatus,
-    UpstreamController, UpstreamKind, UpstreamSchema, plan, tokio,
+    ControllerHealth, Incompatible, Preparation, Provider, RenderError, Rendered, SchemaAdapter,
+    TranslatedStatus, UpstreamController, UpstreamKind, UpstreamSchema, controller_health,
+    controller_missing_hold, primary, tokio,
 };
 use airunway_api::v1alpha1::{
     EngineCapability, EngineCapabilityEntry, EngineType, GatewayCapability,
@@ -72,7 +71,7 @@ async fn look_up_controller() -> Option<ControllerHealth> {
         .await
         .ok()?
         .ok()?;
-    Some(registration::controller_health(&listed.items))
+    Some(controller_health(&listed.items))
 }
 
 /// The KAITO provider.
@@ -154,24 +153,19 @@ impl Provider for KaitoProvider {
     async fn prepare(&self, _deployment: &ModelDeployment) -> Preparation {
         match look_up_controller().await {
             Some(ControllerHealth::Missing) => Preparation {
-                hold: Some(plan::controller_missing_hold(&workspace_controller())),
+                hold: Some(controller_missing_hold(&workspace_controller())),
                 ..Preparation::default()
             },
             _ => Preparation::default(),
         }
     }
 
-    fn detect_schema(&self, crd: Option<&CustomResourceDefinition>) -> SchemaDetection {
-        airunway_api::provider::schema::detect_with(
-            "workspaces.kaito.sh",
-            "kaito.sh",
-            crd,
-            schema::ADAPTERS,
-        )
+    fn schema_adapters(&self) -> &'static [SchemaAdapter] {
+        schema::ADAPTERS
     }
 
-    fn check_compatibility(&self, deployment: &ModelDeployment) -> Result<(), String> {
-        compat::check(deployment)
+    fn check_compatibility(&self, deployment: &ModelDeployment) -> Result<(), Incompatible> {
+        compat::check(deployment).map_err(Incompatible::new)
     }
 
     fn render(
@@ -185,8 +179,8 @@ impl Provider for KaitoProvider {
     fn translate_status(
         &self,
         deployment: &ModelDeployment,
-        upstream: Option<&DynamicObject>,
+        upstream: &[Option<&DynamicObject>],
     ) -> TranslatedStatus {
-        status::translate(deployment, upstream)
+        status::translate(deployment, primary(upstream))
     }
 }

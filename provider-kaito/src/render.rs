@@ -190,13 +190,13 @@ pub fn render(md: &ModelDeployment, schema: &UpstreamSchema) -> Result<Rendered,
         metadata["annotations"] = json!(pod_annotations);
     }
     Ok(Rendered {
-        object: json!({
+        objects: vec![json!({
             "apiVersion": schema.api_version,
             "kind": "Workspace",
             "metadata": metadata,
             "resource": resource,
             "inference": inference,
-        }),
+        })],
         warnings,
     })
 }

@@ -1,6 +1,6 @@
 //! The Workspace versions this provider renders for, and the schema paths it writes.
 
-use airunway_api::provider::schema::SchemaAdapter;
+use airunway_api::provider::SchemaAdapter;
 
 /// The paths written for `kaito.sh/v1beta1`.
 pub const V1BETA1_PATHS: &[&str] = &[

@@ -68,7 +68,7 @@ proptest! {
     #[test]
     fn status_translation_always_yields_a_phase(spec in generate::spec(), status in generate::upstream_status()) {
         let Some(md) = generate::model_deployment("m", &spec, Some("kaito")) else { return Ok(()) };
-        let object = match KaitoProvider.render_set(&md, &schema()) {
+        let object = match KaitoProvider.render(&md, &schema()) {
             Ok(set) => set.objects[0].clone(),
             Err(_) => json!({"apiVersion": "v1", "kind": "Unknown", "metadata": {"name": "m"}}),
         };
@@ -76,10 +76,10 @@ proptest! {
         live["metadata"]["namespace"] = json!("ns");
         live["status"] = status;
         let live: DynamicObject = serde_json::from_value(live).unwrap();
-        let translated = KaitoProvider.translate_status(&md, Some(&live));
+        let translated = KaitoProvider.translate_status(&md, &[Some(&live)]);
         let phase = serde_json::to_value(translated.phase).unwrap();
         prop_assert!(["Pending", "Deploying", "Running", "Failed", "Terminating"].contains(&phase.as_str().unwrap()), "{phase}");
-        let missing = KaitoProvider.translate_status(&md, None);
+        let missing = KaitoProvider.translate_status(&md, &[None]);
         prop_assert!(serde_json::to_value(missing.phase).unwrap().is_string());
     }
 }

@@ -4,6 +4,7 @@
 
 use airunway_api::k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use airunway_api::kube::core::DynamicObject;
+use airunway_api::provider::Incompatible;
 use airunway_api::provider::{Provider, SchemaDetection, UpstreamSchema, testing};
 use airunway_api::serde_json::{self, Value, json};
 use airunway_api::v1alpha1::{ModelDeployment, Phase};
@@ -49,20 +50,20 @@ fn example_2_renders_the_documented_workspace() {
     );
     let rendered = KaitoProvider.render(&deployment, &v1beta1()).unwrap();
     let expected = yaml(&fixture("upstream-workspace-example2.yaml"));
-    assert_eq!(rendered.object["apiVersion"], expected["apiVersion"]);
-    assert_eq!(rendered.object["kind"], "Workspace");
-    assert_eq!(rendered.object["metadata"]["name"], "gemma-cpu");
+    assert_eq!(rendered.objects[0]["apiVersion"], expected["apiVersion"]);
+    assert_eq!(rendered.objects[0]["kind"], "Workspace");
+    assert_eq!(rendered.objects[0]["metadata"]["name"], "gemma-cpu");
     // The documented labels, plus the engine and deployment labels the Go AI Runway sets.
     let mut labels = expected["metadata"]["labels"].clone();
     labels["airunway.ai/engine-type"] = json!("llamacpp");
     labels["airunway.ai/model-deployment"] = json!("gemma-cpu");
-    assert_eq!(rendered.object["metadata"]["labels"], labels);
-    assert_eq!(rendered.object["resource"], expected["resource"]);
+    assert_eq!(rendered.objects[0]["metadata"]["labels"], labels);
+    assert_eq!(rendered.objects[0]["resource"], expected["resource"]);
     // The documented template, plus the pod label the Go AI Runway gives llama.cpp pods.
     let mut inference = expected["inference"].clone();
     inference["template"]["metadata"] =
         json!({"labels": {"airunway.ai/model-deployment": "gemma-cpu"}});
-    assert_eq!(rendered.object["inference"], inference);
+    assert_eq!(rendered.objects[0]["inference"], inference);
     assert!(rendered.warnings.is_empty());
 }
 
@@ -74,11 +75,11 @@ fn vllm_on_gpu_renders_the_preset_form() {
     );
     let rendered = KaitoProvider.render(&deployment, &v1beta1()).unwrap();
     assert_eq!(
-        rendered.object["inference"],
+        rendered.objects[0]["inference"],
         json!({"preset": {"name": "phi-4-mini-instruct", "presetOptions": {"modelAccessSecret": "hf-token"}}})
     );
     assert_eq!(
-        rendered.object["resource"],
+        rendered.objects[0]["resource"],
         json!({"count": 2, "labelSelector": {"matchLabels": {"nvidia.com/gpu.present": "true", "kubernetes.io/os": "linux"}}})
     );
     // v1alpha1 has no field for the token: a warning, never a silent drop.
@@ -88,9 +89,9 @@ fn vllm_on_gpu_renders_the_preset_form() {
         fingerprint: "x".into(),
     };
     let rendered = KaitoProvider.render(&deployment, &old).unwrap();
-    assert_eq!(rendered.object["apiVersion"], "kaito.sh/v1alpha1");
+    assert_eq!(rendered.objects[0]["apiVersion"], "kaito.sh/v1alpha1");
     assert_eq!(
-        rendered.object["inference"],
+        rendered.objects[0]["inference"],
         json!({"preset": {"name": "phi-4-mini-instruct"}})
     );
     assert_eq!(
@@ -110,7 +111,7 @@ fn template_carries_scheduling_pods_env_and_secret_reference() {
         "provider": {"overrides": {"replicsa": 2}}
     }));
     let rendered = KaitoProvider.render(&deployment, &v1beta1()).unwrap();
-    let o = &rendered.object;
+    let o = &rendered.objects[0];
     assert_eq!(o["resource"]["count"], 3);
     assert_eq!(
         o["resource"]["labelSelector"]["matchLabels"],
@@ -177,14 +178,15 @@ fn compatibility_messages() {
     for (spec, message) in cases {
         assert_eq!(
             KaitoProvider.check_compatibility(&md(spec)),
-            Err(message.to_string())
+            Err(Incompatible::new(message))
         );
     }
     let no_image = KaitoProvider
         .check_compatibility(&md(
             json!({"model": {"id": "a/b"}, "engine": {"type": "llamacpp"}}),
         ))
-        .unwrap_err();
+        .unwrap_err()
+        .to_string();
     assert!(
         no_image.starts_with(
             "engine.image (or the legacy spec.image) is required for the llamacpp engine on KAITO"
@@ -193,7 +195,8 @@ fn compatibility_messages() {
     );
     let zero = KaitoProvider
         .check_compatibility(&md(json!({"model": {"id": "a/b"}, "engine": {"type": "llamacpp"}, "image": "i", "scaling": {"replicas": 0}})))
-        .unwrap_err();
+        .unwrap_err()
+        .to_string();
     assert!(
         zero.starts_with("KAITO cannot scale a Workspace to zero"),
         "replicas 0 is refused, never turned into 1: {zero}"
@@ -263,7 +266,7 @@ fn status_translation_of_every_sample() {
         ),
     ];
     for (file, phase, message, ready) in cases {
-        let translated = KaitoProvider.translate_status(&deployment, Some(&sample(file)));
+        let translated = KaitoProvider.translate_status(&deployment, &[Some(&sample(file))]);
         assert_eq!(translated.phase, phase, "{file}");
         assert_eq!(translated.message.as_deref(), message, "{file}");
         assert_eq!(translated.ready, ready, "{file}");
@@ -283,7 +286,7 @@ fn status_translation_of_every_sample() {
     }
     let mut fresh = sample("workspace-pending.yaml");
     fresh.data.as_object_mut().unwrap().remove("status");
-    let translated = KaitoProvider.translate_status(&deployment, Some(&fresh));
+    let translated = KaitoProvider.translate_status(&deployment, &[Some(&fresh)]);
     assert_eq!(
         (translated.phase, translated.message.as_deref()),
         (
@@ -381,7 +384,7 @@ fn gpu_workloads_always_select_linux_gpu_nodes() {
             "nodeSelector": {"nvidia.com/gpu.present": "false", "kubernetes.io/os": "windows", "pool": "a100"}})), &v1beta1())
         .unwrap();
     assert_eq!(
-        rendered.object["resource"]["labelSelector"],
+        rendered.objects[0]["resource"]["labelSelector"],
         json!({"matchLabels": {"nvidia.com/gpu.present": "true", "kubernetes.io/os": "linux", "pool": "a100"}})
     );
     assert_eq!(
@@ -405,7 +408,7 @@ fn gpu_workloads_always_select_linux_gpu_nodes() {
         )
         .unwrap();
     assert_eq!(
-        rendered.object["resource"]["labelSelector"]["matchLabels"],
+        rendered.objects[0]["resource"]["labelSelector"]["matchLabels"],
         json!({"nvidia.com/gpu.present": "true", "kubernetes.io/os": "linux"})
     );
     // CPU: Linux nodes plus the user's selector; another GPU vendor: no NVIDIA label.
@@ -414,7 +417,7 @@ fn gpu_workloads_always_select_linux_gpu_nodes() {
             "nodeSelector": {"pool": "cpu"}})), &v1beta1())
         .unwrap();
     assert_eq!(
-        cpu.object["resource"]["labelSelector"]["matchLabels"],
+        cpu.objects[0]["resource"]["labelSelector"]["matchLabels"],
         json!({"kubernetes.io/os": "linux", "pool": "cpu"})
     );
     let amd = KaitoProvider
@@ -427,7 +430,7 @@ fn gpu_workloads_always_select_linux_gpu_nodes() {
         )
         .unwrap();
     assert_eq!(
-        amd.object["resource"]["labelSelector"]["matchLabels"],
+        amd.objects[0]["resource"]["labelSelector"]["matchLabels"],
         json!({"kubernetes.io/os": "linux"})
     );
 }
@@ -439,7 +442,7 @@ fn engine_fields_on_the_llamacpp_template() {
             "args": {"threads": "8"}, "extraArgs": ["--parallel", "4", "--cont-batching"]},
             "image": "example/llama:legacy", "gateway": {"enabled": true}})), &v1beta1())
         .unwrap();
-    let container = &rendered.object["inference"]["template"]["spec"]["containers"][0];
+    let container = &rendered.objects[0]["inference"]["template"]["spec"]["containers"][0];
     assert_eq!(
         container["image"], "example/llama:2",
         "engine.image is preferred over spec.image"
@@ -491,13 +494,13 @@ fn engine_fields_and_pod_metadata_on_a_vllm_preset() {
             "podTemplate": {"metadata": {"labels": {"team": "a", "airunway.ai/managed-by": "me"}, "annotations": {"note": "x"}}}})), &v1beta1())
         .unwrap();
     assert_eq!(
-        rendered.object["inference"],
+        rendered.objects[0]["inference"],
         json!({"preset": {"name": "phi-4-mini-instruct"}})
     );
     // Pod labels and annotations go where the Workspace lets them: its own metadata (never
     // over the airunway.ai/ labels).
     assert_eq!(
-        rendered.object["metadata"],
+        rendered.objects[0]["metadata"],
         json!({"name": "m", "labels": {"team": "a", "airunway.ai/model-source": "huggingface", "airunway.ai/engine-type": "vllm",
             "airunway.ai/model-deployment": "m"}, "annotations": {"note": "x"}})
     );
@@ -532,7 +535,8 @@ fn engine_fields_and_pod_metadata_on_a_vllm_preset() {
         "podTemplate": {"metadata": {"labels": {"airunway.ai/managed-by": "me"}}}}),
     );
     let rendered = KaitoProvider.render(&deployment, &v1beta1()).unwrap();
-    let desired = airunway_api::provider::desired::desired_upstream(&deployment, &rendered);
+    let desired =
+        airunway_api::provider::desired::desired_object(&deployment, &rendered.objects[0]);
     assert_eq!(
         desired.object["metadata"]["labels"]["airunway.ai/managed-by"],
         "airunway"
@@ -546,7 +550,7 @@ fn replicas_come_from_the_workspace_when_ready() {
     );
     let mut ready = sample("workspace-ready.yaml");
     ready.data["resource"]["count"] = json!(3);
-    let translated = KaitoProvider.translate_status(&deployment, Some(&ready));
+    let translated = KaitoProvider.translate_status(&deployment, &[Some(&ready)]);
     let replicas = translated.replicas.unwrap();
     assert_eq!(
         (replicas.desired, replicas.ready, replicas.available),
@@ -554,13 +558,13 @@ fn replicas_come_from_the_workspace_when_ready() {
     );
     // State Ready before any condition: Running with every replica.
     ready.data["status"]["conditions"] = json!([]);
-    let translated = KaitoProvider.translate_status(&deployment, Some(&ready));
+    let translated = KaitoProvider.translate_status(&deployment, &[Some(&ready)]);
     assert_eq!((translated.phase, translated.ready), (Phase::Running, true));
     assert_eq!(translated.replicas.unwrap().ready, Some(3));
     // InferenceReady alone is not Ready: the Workspace is not.
     let mut not_yet = sample("workspace-notready.yaml");
     not_yet.data["status"]["conditions"][2]["status"] = json!("True");
-    let translated = KaitoProvider.translate_status(&deployment, Some(&not_yet));
+    let translated = KaitoProvider.translate_status(&deployment, &[Some(&not_yet)]);
     assert_eq!(translated.phase, Phase::Deploying);
     assert_eq!(translated.replicas.unwrap().ready, Some(0));
     // Without resource.count (deprecated in v1beta1): the Workspace's target node count.
@@ -570,7 +574,7 @@ fn replicas_come_from_the_workspace_when_ready() {
         .unwrap()
         .remove("count");
     no_count.data["status"]["targetNodeCount"] = json!(2);
-    let translated = KaitoProvider.translate_status(&deployment, Some(&no_count));
+    let translated = KaitoProvider.translate_status(&deployment, &[Some(&no_count)]);
     assert_eq!(translated.replicas.unwrap().desired, Some(2));
 }
 

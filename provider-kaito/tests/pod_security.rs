@@ -101,7 +101,11 @@ fn the_ignored_override_is_reported_by_path() {
 
 #[test]
 fn the_check_finds_each_setting_in_the_workspace_pod_template() {
-    let rendered = KaitoProvider.render(&bases()[0], &schema()).unwrap().object;
+    let rendered = KaitoProvider
+        .render(&bases()[0], &schema())
+        .unwrap()
+        .objects
+        .remove(0);
     assert!(rendered["inference"]["template"]["spec"].is_object());
     assert!(
         airunway_api::pod_security::check(&rendered, Default::default(), &Default::default())

@@ -1,6 +1,10 @@
-//! What KubeRay can serve (pure), with the spec's messages.
+//! What KubeRay can serve (pure), with the spec's messages: the SDK's
+//! [`vllm_kit::compat`](airunway_api::provider::vllm_kit::compat) check (a Ray Serve vLLM
+//! application), aggregated or disaggregated.
 
-use airunway_api::v1alpha1::{ComponentScaling, EngineType, ModelDeployment, ServingMode};
+use airunway_api::provider::Incompatible;
+use airunway_api::provider::vllm_kit::compat::{self, Disaggregation, VllmGap};
+use airunway_api::v1alpha1::{EngineType, ModelDeployment};
 
 /// The message for an engine KubeRay does not run (design doc §8 compatibility table).
 pub fn unsupported_engine(engine: EngineType) -> String {
@@ -20,42 +24,17 @@ pub fn disaggregated_requires_gpu(role: &str) -> String {
     format!("KubeRay disaggregated mode requires scaling.{role}.gpu.count > 0")
 }
 
-fn component_gpus(component: Option<&ComponentScaling>) -> i32 {
-    component
-        .and_then(|c| c.gpu.as_ref())
-        .and_then(|g| g.count)
-        .unwrap_or(0)
-}
-
 /// `Ok` when KubeRay can serve `md`, else the user-facing reason.
-pub fn check(md: &ModelDeployment) -> Result<(), String> {
-    let spec = &md.spec;
-    let engine = md
-        .resolved_engine()
-        .ok_or_else(|| "No engine selected yet".to_string())?;
-    if engine != EngineType::Vllm {
-        return Err(unsupported_engine(engine));
-    }
-    match spec.serving_mode() {
-        ServingMode::Aggregated => {
-            if spec.gpu_count() <= 0 {
-                return Err(REQUIRES_GPU.to_string());
+pub fn check(md: &ModelDeployment) -> Result<(), Incompatible> {
+    compat::check(md, Disaggregation::Served).map_err(|gap| {
+        Incompatible::new(match gap {
+            VllmGap::NoEngine => compat::NO_ENGINE.to_string(),
+            VllmGap::OtherEngine(engine) => unsupported_engine(engine),
+            VllmGap::NoGpu | VllmGap::Disaggregated => REQUIRES_GPU.to_string(),
+            VllmGap::NoComponent(role) | VllmGap::NoComponentGpu(role) => {
+                disaggregated_requires_gpu(role.as_str())
             }
-        }
-        ServingMode::Disaggregated => {
-            let scaling = spec.scaling.as_ref();
-            for (role, component) in [
-                ("prefill", scaling.and_then(|s| s.prefill.as_ref())),
-                ("decode", scaling.and_then(|s| s.decode.as_ref())),
-            ] {
-                if component_gpus(component) <= 0 {
-                    return Err(disaggregated_requires_gpu(role));
-                }
-            }
-        }
-    }
-    if spec.model.id.as_deref().is_none_or(str::is_empty) {
-        return Err(REQUIRES_MODEL_ID.to_string());
-    }
-    Ok(())
+            VllmGap::NoModelId => REQUIRES_MODEL_ID.to_string(),
+        })
+    })
 }

@@ -510,7 +510,7 @@ pub fn render(md: &ModelDeployment, schema: &UpstreamSchema) -> Result<Rendered,
     };
     let engine = md.resolved_engine().map(|e| e.as_str()).unwrap_or("vllm");
     Ok(Rendered {
-        object: json!({
+        objects: vec![json!({
             "apiVersion": schema.api_version,
             "kind": "RayService",
             "metadata": {"name": name, "labels": {
@@ -526,7 +526,7 @@ pub fn render(md: &ModelDeployment, schema: &UpstreamSchema) -> Result<Rendered,
                     "workerGroupSpecs": workers,
                 },
             },
-        }),
+        })],
         warnings,
     })
 }

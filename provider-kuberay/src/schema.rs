@@ -1,6 +1,6 @@
 //! The RayService versions this provider renders for, and the schema paths it writes.
 
-use airunway_api::provider::schema::SchemaAdapter;
+use airunway_api::provider::SchemaAdapter;
 
 /// The paths written (the same in `ray.io/v1` and `ray.io/v1alpha1`).
 pub const PATHS: &[&str] = &[

@@ -71,7 +71,7 @@ proptest! {
     #[test]
     fn status_translation_always_yields_a_phase(spec in generate::spec(), status in generate::upstream_status()) {
         let Some(md) = generate::model_deployment("m", &spec, Some("kuberay")) else { return Ok(()) };
-        let object = match KubeRayProvider.render_set(&md, &schema()) {
+        let object = match KubeRayProvider.render(&md, &schema()) {
             Ok(set) => set.objects[0].clone(),
             Err(_) => json!({"apiVersion": "v1", "kind": "Unknown", "metadata": {"name": "m"}}),
         };
@@ -79,10 +79,10 @@ proptest! {
         live["metadata"]["namespace"] = json!("ns");
         live["status"] = status;
         let live: DynamicObject = serde_json::from_value(live).unwrap();
-        let translated = KubeRayProvider.translate_status(&md, Some(&live));
+        let translated = KubeRayProvider.translate_status(&md, &[Some(&live)]);
         let phase = serde_json::to_value(translated.phase).unwrap();
         prop_assert!(["Pending", "Deploying", "Running", "Failed", "Terminating"].contains(&phase.as_str().unwrap()), "{phase}");
-        let missing = KubeRayProvider.translate_status(&md, None);
+        let missing = KubeRayProvider.translate_status(&md, &[None]);
         prop_assert!(serde_json::to_value(missing.phase).unwrap().is_string());
     }
 }

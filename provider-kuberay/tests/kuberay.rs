@@ -6,6 +6,7 @@
 
 use airunway_api::k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use airunway_api::kube::core::DynamicObject;
+use airunway_api::provider::Incompatible;
 use airunway_api::provider::{Provider, RenderError, SchemaDetection, UpstreamSchema, testing};
 use airunway_api::serde_json::{self, Value, json};
 use airunway_api::v1alpha1::{ModelDeployment, Phase};
@@ -42,7 +43,7 @@ fn render(md: &ModelDeployment) -> (Value, Vec<(String, String)>) {
         .iter()
         .map(|w| (w.reason.to_string(), w.message.clone()))
         .collect();
-    (rendered.object, warnings)
+    (rendered.objects[0].clone(), warnings)
 }
 
 fn fixture(name: &str) -> Value {
@@ -511,7 +512,7 @@ fn compatibility_messages() {
     ] {
         assert_eq!(
             KubeRayProvider.check_compatibility(&md(spec)),
-            Err(message.to_string())
+            Err(Incompatible::new(message))
         );
     }
     assert_eq!(
@@ -547,7 +548,7 @@ type Seen = (
 
 fn translate(value: Value) -> Seen {
     let deployment = gpu_vllm(json!({}));
-    let t = KubeRayProvider.translate_status(&deployment, Some(&object(value)));
+    let t = KubeRayProvider.translate_status(&deployment, &[Some(&object(value))]);
     let endpoint = t.endpoint.unwrap();
     assert_eq!(
         (endpoint.service.as_deref(), endpoint.port),
@@ -605,7 +606,7 @@ fn status_translation_of_every_sample() {
         )
     );
     // Not created yet.
-    let t = KubeRayProvider.translate_status(&gpu_vllm(json!({})), None);
+    let t = KubeRayProvider.translate_status(&gpu_vllm(json!({})), &[None]);
     assert_eq!(
         (t.phase, t.ready, t.endpoint),
         (Phase::Deploying, false, None)
@@ -772,7 +773,7 @@ fn schema_detection() {
             },
         )
         .unwrap();
-    assert_eq!(rendered.object["apiVersion"], "ray.io/v1alpha1");
+    assert_eq!(rendered.objects[0]["apiVersion"], "ray.io/v1alpha1");
     // A changed schema (a field this provider writes retyped): refused, naming the schema.
     let mut changed = serde_json::to_value(crd()).unwrap();
     changed["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]

@@ -95,7 +95,11 @@ fn no_override_reaches_an_applied_ray_service() {
 #[test]
 fn the_check_finds_each_setting_in_every_group_pod_template() {
     for base in bases() {
-        let rendered = KubeRayProvider.render(&base, &schema()).unwrap().object;
+        let rendered = KubeRayProvider
+            .render(&base, &schema())
+            .unwrap()
+            .objects
+            .remove(0);
         assert!(
             airunway_api::pod_security::check(&rendered, Default::default(), &Default::default())
                 .is_empty()

@@ -85,5 +85,5 @@ fn set_cycle(bencher: Bencher<'_, '_>, mode: &str) {
 fn status_translation(bencher: Bencher<'_, '_>, mode: &str) {
     let (md, live) = settled(mode);
     let live: Vec<Option<&DynamicObject>> = live.iter().map(Some).collect();
-    bencher.bench_local(|| LlmdProvider.translate_set_status(black_box(&md), &live));
+    bencher.bench_local(|| LlmdProvider.translate_status(black_box(&md), &live));
 }

@@ -7,20 +7,19 @@
 //! llm-d has no CRD: its "upstream operator" is Kubernetes itself, so the provider is always
 //! ready and its status comes from the real Deployment conditions. It is explicit-only (no
 //! selection rule). The pure parts are [`compat`], [`render`] (with [`overrides`]) and
-//! [`status`]; the Deployment/Service render and the Deployment status translator are the
-//! SDK's shared [`workload`] module.
+//! [`status`]; the vLLM compatibility checks, the Deployment/Service render, the overrides and
+//! the Deployment status translator are the SDK's [`vllm_kit`] (shared with the direct vLLM
+//! provider).
 
 pub mod compat;
 pub mod overrides;
 pub mod render;
 pub mod status;
 
-use airunway_api::k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use airunway_api::kube::core::DynamicObject;
-use airunway_api::provider::workload;
+use airunway_api::provider::vllm_kit;
 use airunway_api::provider::{
-    Provider, RenderError, Rendered, RenderedSet, SchemaDetection, TranslatedStatus, UpstreamKind,
-    UpstreamSchema,
+    Incompatible, Provider, RenderError, Rendered, TranslatedStatus, UpstreamKind, UpstreamSchema,
 };
 use airunway_api::v1alpha1::{
     EndpointPicker, EngineCapability, EngineCapabilityEntry, EngineType, GatewayCapability,
@@ -99,18 +98,14 @@ impl Provider for LlmdProvider {
     }
 
     fn upstream(&self) -> UpstreamKind {
-        workload::deployment_kind()
+        vllm_kit::deployment_kind()
     }
 
     fn secondary_kinds(&self) -> Vec<UpstreamKind> {
-        vec![workload::service_kind()]
+        vec![vllm_kit::service_kind()]
     }
 
-    fn detect_schema(&self, _crd: Option<&CustomResourceDefinition>) -> SchemaDetection {
-        workload::builtin_schema()
-    }
-
-    fn check_compatibility(&self, deployment: &ModelDeployment) -> Result<(), String> {
+    fn check_compatibility(&self, deployment: &ModelDeployment) -> Result<(), Incompatible> {
         compat::check(deployment)
     }
 
@@ -119,33 +114,10 @@ impl Provider for LlmdProvider {
         deployment: &ModelDeployment,
         _schema: &UpstreamSchema,
     ) -> Result<Rendered, RenderError> {
-        let mut set = render::render(deployment)?;
-        if set.objects.is_empty() {
-            return Err(RenderError::Unsupported("llm-d rendered no object".into()));
-        }
-        Ok(Rendered {
-            object: set.objects.swap_remove(0),
-            warnings: set.warnings,
-        })
-    }
-
-    fn render_set(
-        &self,
-        deployment: &ModelDeployment,
-        _schema: &UpstreamSchema,
-    ) -> Result<RenderedSet, RenderError> {
         render::render(deployment)
     }
 
     fn translate_status(
-        &self,
-        deployment: &ModelDeployment,
-        upstream: Option<&DynamicObject>,
-    ) -> TranslatedStatus {
-        status::translate(deployment, &[upstream])
-    }
-
-    fn translate_set_status(
         &self,
         deployment: &ModelDeployment,
         upstream: &[Option<&DynamicObject>],

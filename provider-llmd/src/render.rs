@@ -1,5 +1,5 @@
-//! ModelDeployment → vLLM Deployments and Services (pure), on the SDK's shared
-//! [`workload`](airunway_api::provider::workload) render.
+//! ModelDeployment → vLLM Deployments and Services (pure), on the SDK's
+//! [`vllm_kit`](airunway_api::provider::vllm_kit) render.
 //!
 //! - Aggregated: Deployment and Service `<name>`, pods labelled `llm-d.ai/role: both`.
 //! - Disaggregated: Deployments and Services `<name>-decode` and `<name>-prefill` (in that
@@ -13,8 +13,8 @@
 
 use std::collections::BTreeMap;
 
-use airunway_api::provider::workload::render::{self as workload, Component};
-use airunway_api::provider::{RenderError, RenderedSet};
+use airunway_api::provider::vllm_kit::render::{self as workload, Component};
+use airunway_api::provider::{RenderError, Rendered};
 use airunway_api::serde_json::Value;
 use airunway_api::v1alpha1::{ComponentScaling, ModelDeployment, ServingMode};
 
@@ -87,7 +87,7 @@ pub fn components(md: &ModelDeployment) -> Vec<Component> {
 }
 
 /// Every object of `md`: the Deployments (primary first), then the Services.
-pub fn render(md: &ModelDeployment) -> Result<RenderedSet, RenderError> {
+pub fn render(md: &ModelDeployment) -> Result<Rendered, RenderError> {
     let overrides_map = md.spec.provider.as_ref().and_then(|p| p.overrides.as_ref());
     overrides::check(overrides_map)?;
     let components = components(md);
@@ -101,7 +101,7 @@ pub fn render(md: &ModelDeployment) -> Result<RenderedSet, RenderError> {
         })
         .collect::<Result<_, RenderError>>()?;
     objects.extend(components.iter().map(|c| workload::service(md, c)));
-    Ok(RenderedSet {
+    Ok(Rendered {
         objects,
         warnings: Vec::new(),
     })

@@ -1,11 +1,11 @@
-//! The deployment status from the live vLLM Deployments (pure): the SDK's shared Deployment
-//! translator ([`workload::status`](airunway_api::provider::workload::status)) over the
+//! The deployment status from the live vLLM Deployments (pure): the SDK's Deployment
+//! translator ([`vllm_kit::status`](airunway_api::provider::vllm_kit::status)) over the
 //! aggregated Deployment, or the decode and prefill ones (replicas summed), with the primary
 //! Service (`<name>` or `<name>-decode`) as the endpoint on port 8000.
 
 use airunway_api::kube::core::DynamicObject;
 use airunway_api::provider::TranslatedStatus;
-use airunway_api::provider::workload::status;
+use airunway_api::provider::vllm_kit::status;
 use airunway_api::v1alpha1::ModelDeployment;
 
 use crate::render::components;

@@ -5,8 +5,9 @@
 
 use airunway_api::k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use airunway_api::kube::core::DynamicObject;
+use airunway_api::provider::BUILTIN_FINGERPRINT;
+use airunway_api::provider::Incompatible;
 use airunway_api::provider::plan::{self, Write};
-use airunway_api::provider::workload::BUILTIN_FINGERPRINT;
 use airunway_api::provider::{Provider, RenderError, SchemaDetection, UpstreamSchema, cycle};
 use airunway_api::serde_json::{self, Value, json};
 use airunway_api::v1alpha1::{EngineCapabilityEntry, ModelDeployment, Phase};
@@ -46,7 +47,7 @@ fn disaggregated() -> ModelDeployment {
 }
 
 fn objects(md: &ModelDeployment) -> Vec<Value> {
-    LlmdProvider.render_set(md, &schema()).unwrap().objects
+    LlmdProvider.render(md, &schema()).unwrap().objects
 }
 
 fn names(objects: &[Value]) -> Vec<(String, String)> {
@@ -70,7 +71,7 @@ fn args(deployment: &Value) -> Vec<String> {
 }
 
 fn render_error(md: &ModelDeployment) -> String {
-    match LlmdProvider.render_set(md, &schema()) {
+    match LlmdProvider.render(md, &schema()) {
         Err(RenderError::InvalidOverrides(message)) => message,
         other => panic!("{other:?}"),
     }
@@ -86,18 +87,20 @@ fn compatibility_messages_are_the_specs() {
     let sglang = aggregated(json!({"engine": {"type": "sglang"}}));
     assert_eq!(
         LlmdProvider.check_compatibility(&sglang),
-        Err("llm-d only supports vllm engine".to_string())
+        Err(Incompatible::new("llm-d only supports vllm engine"))
     );
     let no_gpu = aggregated(json!({"resources": {"gpu": {"count": 0}}}));
     assert_eq!(
         LlmdProvider.check_compatibility(&no_gpu),
-        Err("llm-d requires GPU".to_string())
+        Err(Incompatible::new("llm-d requires GPU"))
     );
     let mut missing = disaggregated();
     missing.spec.scaling.as_mut().unwrap().prefill = None;
     assert_eq!(
         compat::check(&missing),
-        Err("spec.scaling.prefill is required for disaggregated serving mode".to_string())
+        Err(Incompatible::new(
+            "spec.scaling.prefill is required for disaggregated serving mode"
+        ))
     );
     let mut decode_without_gpu = disaggregated();
     decode_without_gpu
@@ -111,7 +114,9 @@ fn compatibility_messages_are_the_specs() {
         .gpu = None;
     assert_eq!(
         compat::check(&decode_without_gpu),
-        Err("llm-d requires GPU for decode (spec.scaling.decode.gpu.count > 0)".to_string())
+        Err(Incompatible::new(
+            "llm-d requires GPU for decode (spec.scaling.decode.gpu.count > 0)"
+        ))
     );
 }
 
@@ -236,10 +241,11 @@ fn disaggregated_is_decode_and_prefill_with_their_kv_roles() {
 fn overrides_deep_merge_with_null_deletes_into_every_deployment_only() {
     let md = {
         let mut md = disaggregated();
+        md.spec.node_selector = Some([("pool".to_string(), "a100".to_string())].into());
         md.spec.provider.as_mut().unwrap().overrides = json!({"spec": {"minReadySeconds": 10,
             "progressDeadlineSeconds": 60,
             "template": {"metadata": {"annotations": {"a": "b"}},
-                         "spec": {"terminationGracePeriodSeconds": 5, "volumes": null}}}})
+                         "spec": {"terminationGracePeriodSeconds": 5, "nodeSelector": null}}}})
         .as_object()
         .cloned();
         md
@@ -251,7 +257,7 @@ fn overrides_deep_merge_with_null_deletes_into_every_deployment_only() {
         let pod = &deployment["spec"]["template"];
         assert_eq!(pod["metadata"]["annotations"], json!({"a": "b"}));
         assert_eq!(pod["spec"]["terminationGracePeriodSeconds"], 5);
-        assert!(pod["spec"].get("volumes").is_none(), "null deletes");
+        assert!(pod["spec"].get("nodeSelector").is_none(), "null deletes");
         assert_eq!(container(deployment)["name"], "vllm");
     }
     assert!(objects[2]["spec"].get("minReadySeconds").is_none());
@@ -345,12 +351,12 @@ fn available(replicas: i64) -> Value {
 fn status_follows_the_deployment_conditions() {
     let md = aggregated(json!({}));
     let objects = objects(&md);
-    let none = LlmdProvider.translate_set_status(&md, &[None, None]);
+    let none = LlmdProvider.translate_status(&md, &[None, None]);
     assert_eq!(none.phase, Phase::Pending);
     let fresh = live(&objects[0], json!({}));
     assert_eq!(
         LlmdProvider
-            .translate_set_status(&md, &[Some(&fresh), None])
+            .translate_status(&md, &[Some(&fresh), None])
             .phase,
         Phase::Pending
     );
@@ -360,14 +366,14 @@ fn status_follows_the_deployment_conditions() {
             {"type": "Available", "status": "False", "reason": "MinimumReplicasUnavailable", "message": "Deployment does not have minimum availability."},
             {"type": "Progressing", "status": "True", "reason": "ReplicaSetUpdated", "message": "ReplicaSet \"m-1\" is progressing."}]}),
     );
-    let status = LlmdProvider.translate_set_status(&md, &[Some(&progressing), None]);
+    let status = LlmdProvider.translate_status(&md, &[Some(&progressing), None]);
     assert_eq!(status.phase, Phase::Deploying);
     assert_eq!(
         status.message.as_deref(),
         Some("ReplicaSet \"m-1\" is progressing.")
     );
     let running = live(&objects[0], available(1));
-    let status = LlmdProvider.translate_set_status(&md, &[Some(&running), None]);
+    let status = LlmdProvider.translate_status(&md, &[Some(&running), None]);
     assert_eq!((status.phase, status.ready), (Phase::Running, true));
     let endpoint = status.endpoint.unwrap();
     assert_eq!(
@@ -378,7 +384,7 @@ fn status_follows_the_deployment_conditions() {
         &objects[0],
         json!({"conditions": [{"type": "Progressing", "status": "False", "reason": "ProgressDeadlineExceeded", "message": "ReplicaSet \"m-1\" has timed out progressing."}]}),
     );
-    let status = LlmdProvider.translate_set_status(&md, &[Some(&deadline), None]);
+    let status = LlmdProvider.translate_status(&md, &[Some(&deadline), None]);
     assert_eq!(status.phase, Phase::Failed);
     assert_eq!(
         status.message.as_deref(),
@@ -389,8 +395,7 @@ fn status_follows_the_deployment_conditions() {
     let objects = objects_of(&md);
     let decode = live(&objects[0], available(1));
     let prefill = live(&objects[1], available(2));
-    let status =
-        LlmdProvider.translate_set_status(&md, &[Some(&decode), Some(&prefill), None, None]);
+    let status = LlmdProvider.translate_status(&md, &[Some(&decode), Some(&prefill), None, None]);
     assert_eq!(status.phase, Phase::Running);
     let replicas = status.replicas.unwrap();
     assert_eq!(
@@ -570,28 +575,68 @@ fn what_the_merge_produces_is_checked_against_pod_security_before_anything_is_ap
     // Keys llm-d's own refusal list does not name, but that loosen the pods once merged: the
     // SDK's check of the rendered Deployment holds the deployment, naming the rendered field,
     // the rule and the override path.
-    for (overrides, field, rule) in [
+    // (A pod spec key such as an ephemeral container's host port is refused by the render
+    // before the check: `pod_spec_overrides_other_than_scheduling_are_refused_naming_the_key`.)
+    let overrides = json!({"spec": {"template": {"metadata": {"annotations": {"container.apparmor.security.beta.kubernetes.io/vllm": "unconfined"}}}}});
+    let field =
+        "spec.template.metadata.annotations[container.apparmor.security.beta.kubernetes.io/vllm]";
+    let rule = "AppArmor may not be unconfined";
+    let mut md = aggregated(json!({}));
+    md.spec.provider.as_mut().unwrap().overrides = overrides.as_object().cloned();
+    let status = cycle::checked(&LlmdProvider, &md, &schema_detection())
+        .unwrap_err()
+        .status;
+    assert!(
+        status.message.contains(&format!("Deployment m {field}")) && status.message.contains(rule),
+        "{}",
+        status.message
+    );
+}
+
+/// Issue 32, bug 5: the Go project refuses overrides of `spec.template.spec`; here only its
+/// scheduling keys stay open, and any other pod spec key (an ephemeral container with a host
+/// port, host aliases, volumes) is refused by the render, naming the key, before the Pod
+/// Security check would see it. Before the fix these were merged into the Deployment.
+#[test]
+fn pod_spec_overrides_other_than_scheduling_are_refused_naming_the_key() {
+    for (key, value) in [
         (
-            json!({"spec": {"template": {"metadata": {"annotations": {"container.apparmor.security.beta.kubernetes.io/vllm": "unconfined"}}}}}),
-            "spec.template.metadata.annotations[container.apparmor.security.beta.kubernetes.io/vllm]",
-            "AppArmor may not be unconfined",
+            "ephemeralContainers",
+            json!([{"name": "debug", "image": "busybox", "ports": [{"containerPort": 22, "hostPort": 22}]}]),
         ),
         (
-            json!({"spec": {"template": {"spec": {"ephemeralContainers": [{"name": "debug", "image": "busybox", "ports": [{"containerPort": 22, "hostPort": 22}]}]}}}}),
-            "spec.template.spec.ephemeralContainers[0].ports[0].hostPort",
-            "host ports are not allowed",
+            "hostAliases",
+            json!([{"ip": "10.0.0.1", "hostnames": ["huggingface.co"]}]),
         ),
+        ("volumes", json!([{"name": "scratch", "emptyDir": {}}])),
+        ("dnsPolicy", json!("None")),
     ] {
         let mut md = aggregated(json!({}));
-        md.spec.provider.as_mut().unwrap().overrides = overrides.as_object().cloned();
+        md.spec.provider.as_mut().unwrap().overrides =
+            json!({"spec": {"template": {"spec": {key: value}}}})
+                .as_object()
+                .cloned();
         let status = cycle::checked(&LlmdProvider, &md, &schema_detection())
             .unwrap_err()
             .status;
+        assert_eq!(status.phase, Phase::Failed, "{key}");
         assert!(
-            status.message.contains(&format!("Deployment m {field}"))
-                && status.message.contains(rule),
-            "{}",
+            status.message.starts_with(&format!(
+                "invalid provider.overrides: overriding \"spec.template.spec.{key}\" is not allowed"
+            )),
+            "{key}: {}",
             status.message
         );
     }
+    let mut md = aggregated(json!({}));
+    md.spec.provider.as_mut().unwrap().overrides = json!({"spec": {"template": {"spec": {
+        "tolerations": [{"key": "gpu", "operator": "Exists"}],
+        "affinity": {}, "terminationGracePeriodSeconds": 60}}}})
+    .as_object()
+    .cloned();
+    let checked = cycle::checked(&LlmdProvider, &md, &schema_detection()).unwrap();
+    assert_eq!(
+        checked.desired[0].object["spec"]["template"]["spec"]["terminationGracePeriodSeconds"],
+        60
+    );
 }

@@ -7,7 +7,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use airunway_api::provider::testing::hostile::{self, Outcome};
-use airunway_api::provider::{Provider, RenderedSet};
+use airunway_api::provider::{Provider, Rendered};
 use airunway_api::serde_json::{self, Value, json};
 use airunway_api::v1alpha1::ModelDeployment;
 use airunway_provider_llmd::LlmdProvider;
@@ -145,7 +145,7 @@ fn the_check_finds_each_setting_in_every_rendered_deployment() {
         other => panic!("{other:?}"),
     };
     for base in [aggregated(), disaggregated()] {
-        let RenderedSet { objects, .. } = LlmdProvider.render_set(&base, &schema).unwrap();
+        let Rendered { objects, .. } = LlmdProvider.render(&base, &schema).unwrap();
         let mut deployments = 0;
         for object in objects.iter().filter(|o| o["kind"] == "Deployment") {
             assert!(

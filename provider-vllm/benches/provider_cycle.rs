@@ -102,6 +102,7 @@ fn set_cycle(bencher: Bencher<'_, '_>, size: &str) {
 #[divan::bench(args = SIZES)]
 fn status_translation(bencher: Bencher<'_, '_>, size: &str) {
     let (md, objects) = settled(size);
-    bencher
-        .bench_local(|| VllmProvider::default().translate_status(black_box(&md), objects.first()));
+    bencher.bench_local(|| {
+        VllmProvider::default().translate_status(black_box(&md), &[objects.first()])
+    });
 }

@@ -1,7 +1,9 @@
-//! What the direct vLLM provider can serve (pure), with the reference's messages: vLLM on GPUs,
-//! aggregated.
+//! What the direct vLLM provider can serve (pure), with the reference's messages: the SDK's
+//! [`vllm_kit::compat`](airunway_api::provider::vllm_kit::compat) check, aggregated only.
 
-use airunway_api::v1alpha1::{EngineType, ModelDeployment, ServingMode};
+use airunway_api::provider::Incompatible;
+use airunway_api::provider::vllm_kit::compat::{self, Disaggregation, VllmGap};
+use airunway_api::v1alpha1::ModelDeployment;
 
 /// Disaggregated serving (prefill and decode) is llm-d's, Dynamo's or KubeRay's.
 pub const NO_DISAGGREGATED: &str =
@@ -20,22 +22,16 @@ pub fn only_vllm(engine: &str) -> String {
 }
 
 /// `Ok` when the direct vLLM provider can serve `md`, else the user-facing reason.
-pub fn check(md: &ModelDeployment) -> Result<(), String> {
-    let spec = &md.spec;
-    let engine = md
-        .resolved_engine()
-        .ok_or_else(|| "No engine selected yet".to_string())?;
-    if engine != EngineType::Vllm {
-        return Err(only_vllm(engine.as_str()));
-    }
-    if spec.serving_mode() == ServingMode::Disaggregated {
-        return Err(NO_DISAGGREGATED.to_string());
-    }
-    if spec.gpu_count() <= 0 {
-        return Err(REQUIRES_GPU.to_string());
-    }
-    if spec.model.id.as_deref().is_none_or(str::is_empty) {
-        return Err(REQUIRES_MODEL_ID.to_string());
-    }
-    Ok(())
+pub fn check(md: &ModelDeployment) -> Result<(), Incompatible> {
+    compat::check(md, Disaggregation::NotServed).map_err(|gap| {
+        Incompatible::new(match gap {
+            VllmGap::NoEngine => compat::NO_ENGINE.to_string(),
+            VllmGap::OtherEngine(engine) => only_vllm(engine.as_str()),
+            VllmGap::Disaggregated | VllmGap::NoComponent(_) | VllmGap::NoComponentGpu(_) => {
+                NO_DISAGGREGATED.to_string()
+            }
+            VllmGap::NoGpu => REQUIRES_GPU.to_string(),
+            VllmGap::NoModelId => REQUIRES_MODEL_ID.to_string(),
+        })
+    })
 }

@@ -6,10 +6,10 @@
 //! itself: the provider is always ready, needs no CRD, and its status comes from the real
 //! Deployment conditions. It is explicit-only (no selection rule), vLLM on GPUs, aggregated.
 //!
-//! Thin over the SDK: the Deployment/Service render, the overrides and the Deployment status
-//! translator are the shared [`workload`] module (llm-d uses the same); this crate adds
-//! [`compat`], the direct vLLM command line and networking rule ([`render`]) and the image
-//! reference rules ([`image`]).
+//! Thin over the SDK: the vLLM compatibility checks, the Deployment/Service render, the
+//! overrides and the Deployment status translator are the SDK's [`vllm_kit`] (llm-d uses the
+//! same); this crate adds its messages ([`compat`]), the direct vLLM command line and
+//! networking rule ([`render`]) and the image reference rules ([`image`]).
 
 pub mod compat;
 pub mod image;
@@ -19,12 +19,11 @@ pub mod render;
 
 use std::sync::OnceLock;
 
-use airunway_api::k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use airunway_api::kube::core::DynamicObject;
-use airunway_api::provider::workload::{self, status};
+use airunway_api::provider::vllm_kit::{self, status};
 use airunway_api::provider::{
-    Preparation, Provider, RenderError, Rendered, RenderedSet, SchemaDetection, TranslatedStatus,
-    UpstreamKind, UpstreamSchema,
+    Incompatible, Preparation, Provider, RenderError, Rendered, TranslatedStatus, UpstreamKind,
+    UpstreamSchema, primary,
 };
 use airunway_api::v1alpha1::{
     EngineCapability, EngineCapabilityEntry, EngineType, InferenceProviderConfigSpec,
@@ -136,34 +135,22 @@ impl Provider for VllmProvider {
     }
 
     fn upstream(&self) -> UpstreamKind {
-        workload::deployment_kind()
+        vllm_kit::deployment_kind()
     }
 
     fn secondary_kinds(&self) -> Vec<UpstreamKind> {
-        vec![workload::service_kind()]
+        vec![vllm_kit::service_kind()]
     }
 
-    fn detect_schema(&self, _crd: Option<&CustomResourceDefinition>) -> SchemaDetection {
-        workload::builtin_schema()
-    }
-
-    fn check_compatibility(&self, deployment: &ModelDeployment) -> Result<(), String> {
+    fn check_compatibility(&self, deployment: &ModelDeployment) -> Result<(), Incompatible> {
         compat::check(deployment)
     }
 
     fn render(
         &self,
         deployment: &ModelDeployment,
-        schema: &UpstreamSchema,
-    ) -> Result<Rendered, RenderError> {
-        workload::primary(self.render_set(deployment, schema)?, self.display_name())
-    }
-
-    fn render_set(
-        &self,
-        deployment: &ModelDeployment,
         _schema: &UpstreamSchema,
-    ) -> Result<RenderedSet, RenderError> {
+    ) -> Result<Rendered, RenderError> {
         render::render(deployment, &self.image_for(deployment))
     }
 
@@ -177,9 +164,9 @@ impl Provider for VllmProvider {
     fn translate_status(
         &self,
         deployment: &ModelDeployment,
-        upstream: Option<&DynamicObject>,
+        upstream: &[Option<&DynamicObject>],
     ) -> TranslatedStatus {
         let name = deployment.metadata.name.as_deref().unwrap_or_default();
-        status::translate(&[(name, upstream)], name)
+        status::translate(&[(name, primary(upstream))], name)
     }
 }

@@ -1,5 +1,5 @@
 //! ModelDeployment → one vLLM Deployment and one Service named after it (pure), on the SDK's
-//! shared [`workload`](airunway_api::provider::workload) render, in the direct vLLM style:
+//! [`vllm_kit`](airunway_api::provider::vllm_kit) render, in the direct vLLM style:
 //!
 //! - the command line starts with `--host 0.0.0.0 --port 8000`; a derived flag (`--model`,
 //!   `--served-model-name`, `--max-model-len`, `--trust-remote-code`, `--enforce-eager`,
@@ -13,13 +13,13 @@
 //! - image: `engine.image` (or the legacy `spec.image`), else the default image as resolved
 //!   to a digest ([`crate::image`]), else [`crate::image::DEFAULT_IMAGE`];
 //! - `provider.overrides` deep-merged into the Deployment with the shared refusals
-//!   ([`workload::overrides`](airunway_api::provider::workload::overrides)).
+//!   ([`vllm_kit::overrides`](airunway_api::provider::vllm_kit::overrides)).
 
-use airunway_api::provider::workload::overrides;
-use airunway_api::provider::workload::render::{
+use airunway_api::provider::vllm_kit::overrides;
+use airunway_api::provider::vllm_kit::render::{
     self as workload, ArgsStyle, Component, PORT, vllm_args_with,
 };
-use airunway_api::provider::{RenderError, RenderedSet};
+use airunway_api::provider::{RenderError, Rendered};
 use airunway_api::v1alpha1::ModelDeployment;
 
 /// The address vLLM listens on.
@@ -76,7 +76,7 @@ pub fn check_networking(md: &ModelDeployment) -> Result<(), RenderError> {
 }
 
 /// The Deployment (primary) and the Service of `md`, running `image`.
-pub fn render(md: &ModelDeployment, image: &str) -> Result<RenderedSet, RenderError> {
+pub fn render(md: &ModelDeployment, image: &str) -> Result<Rendered, RenderError> {
     check_networking(md)?;
     let overrides_map = md.spec.provider.as_ref().and_then(|p| p.overrides.as_ref());
     overrides::check(overrides_map)?;
@@ -84,7 +84,7 @@ pub fn render(md: &ModelDeployment, image: &str) -> Result<RenderedSet, RenderEr
     let args = vllm_args_with(md, &component, &args_style());
     let mut deployment = workload::deployment_with_args(md, &component, image, args);
     overrides::apply(&mut deployment, overrides_map)?;
-    Ok(RenderedSet {
+    Ok(Rendered {
         objects: vec![deployment, workload::service(md, &component)],
         warnings: Vec::new(),
     })

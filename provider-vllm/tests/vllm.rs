@@ -5,8 +5,9 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use airunway_api::kube::core::DynamicObject;
+use airunway_api::provider::BUILTIN_FINGERPRINT;
+use airunway_api::provider::Incompatible;
 use airunway_api::provider::plan::Write;
-use airunway_api::provider::workload::BUILTIN_FINGERPRINT;
 use airunway_api::provider::{Provider, RenderError, SchemaDetection, UpstreamSchema, cycle};
 use airunway_api::serde_json::{self, Value, json};
 use airunway_api::v1alpha1::{EngineCapabilityEntry, ModelDeployment, Phase, ServingMode};
@@ -37,7 +38,7 @@ fn aggregated(extra: Value) -> ModelDeployment {
 
 fn objects(md: &ModelDeployment) -> Vec<Value> {
     VllmProvider::default()
-        .render_set(md, &schema())
+        .render(md, &schema())
         .unwrap()
         .objects
 }
@@ -51,7 +52,7 @@ fn args(deployment: &Value) -> Vec<String> {
 }
 
 fn unsupported(md: &ModelDeployment) -> String {
-    match VllmProvider::default().render_set(md, &schema()) {
+    match VllmProvider::default().render(md, &schema()) {
         Err(RenderError::Unsupported(message)) => message,
         other => panic!("{other:?}"),
     }
@@ -66,21 +67,27 @@ fn compatibility_messages_are_the_references() {
     assert_eq!(
         VllmProvider::default()
             .check_compatibility(&aggregated(json!({"engine": {"type": "sglang"}}))),
-        Err("vLLM provider only supports vllm engine, got sglang".to_string())
+        Err(Incompatible::new(
+            "vLLM provider only supports vllm engine, got sglang"
+        ))
     );
     assert_eq!(
         compat::check(&aggregated(
             json!({"serving": {"mode": "disaggregated"}, "resources": null})
         )),
-        Err("vLLM provider does not support disaggregated serving mode; use spec.serving.mode: aggregated".to_string())
+        Err(Incompatible::new(
+            "vLLM provider does not support disaggregated serving mode; use spec.serving.mode: aggregated"
+        ))
     );
     assert_eq!(
         compat::check(&aggregated(json!({"resources": {"gpu": {"count": 0}}}))),
-        Err("vLLM provider requires GPU resources (spec.resources.gpu.count > 0)".to_string())
+        Err(Incompatible::new(
+            "vLLM provider requires GPU resources (spec.resources.gpu.count > 0)"
+        ))
     );
     assert_eq!(
         compat::check(&aggregated(json!({"model": {"source": "custom"}}))),
-        Err(compat::REQUIRES_MODEL_ID.to_string())
+        Err(Incompatible::new(compat::REQUIRES_MODEL_ID))
     );
 }
 
@@ -255,7 +262,7 @@ fn host_and_port_are_refused_with_the_references_message() {
     let fine = aggregated(
         json!({"engine": {"type": "vllm", "extraArgs": ["--served-model-name", "port"]}}),
     );
-    assert!(VllmProvider::default().render_set(&fine, &schema()).is_ok());
+    assert!(VllmProvider::default().render(&fine, &schema()).is_ok());
 }
 
 #[test]
@@ -290,7 +297,7 @@ fn overrides_merge_into_the_deployment_with_the_shared_refusals() {
     assert!(objects[1]["spec"]["minReadySeconds"].is_null());
     let escalating = aggregated(json!({"provider": {"name": "vllm",
         "overrides": {"spec": {"template": {"spec": {"hostNetwork": true}}}}}}));
-    match VllmProvider::default().render_set(&escalating, &schema()) {
+    match VllmProvider::default().render(&escalating, &schema()) {
         Err(RenderError::InvalidOverrides(message)) => {
             assert!(
                 message.contains("provider.overrides.spec.template.spec.hostNetwork"),
@@ -319,14 +326,14 @@ fn live(object: &Value, status: Value) -> DynamicObject {
 fn status_follows_the_deployment_conditions() {
     let md = aggregated(json!({}));
     let objects = objects(&md);
-    let none = VllmProvider::default().translate_set_status(&md, &[None, None]);
+    let none = VllmProvider::default().translate_status(&md, &[None, None]);
     assert_eq!(none.phase, Phase::Pending);
     let progressing = live(
         &objects[0],
         json!({"replicas": 1, "conditions": [
             {"type": "Progressing", "status": "True", "reason": "ReplicaSetUpdated", "message": "ReplicaSet \"m-1\" is progressing."}]}),
     );
-    let status = VllmProvider::default().translate_set_status(&md, &[Some(&progressing), None]);
+    let status = VllmProvider::default().translate_status(&md, &[Some(&progressing), None]);
     assert_eq!(
         (status.phase, status.message.as_deref()),
         (Phase::Deploying, Some("ReplicaSet \"m-1\" is progressing."))
@@ -338,12 +345,12 @@ fn status_follows_the_deployment_conditions() {
     );
     assert_eq!(
         VllmProvider::default()
-            .translate_set_status(&md, &[Some(&deadline), None])
+            .translate_status(&md, &[Some(&deadline), None])
             .phase,
         Phase::Failed
     );
     let running = live(&objects[0], available(1));
-    let status = VllmProvider::default().translate_set_status(&md, &[Some(&running), None]);
+    let status = VllmProvider::default().translate_status(&md, &[Some(&running), None]);
     assert_eq!((status.phase, status.ready), (Phase::Running, true));
     let endpoint = status.endpoint.unwrap();
     assert_eq!(
@@ -360,7 +367,7 @@ fn status_follows_the_deployment_conditions() {
     let mut zero_value = serde_json::to_value(&zero).unwrap();
     zero_value["spec"]["replicas"] = json!(0);
     let zero: DynamicObject = serde_json::from_value(zero_value).unwrap();
-    let status = VllmProvider::default().translate_status(&md, Some(&zero));
+    let status = VllmProvider::default().translate_status(&md, &[Some(&zero)]);
     assert_eq!(status.phase, Phase::Running);
     assert_eq!(status.replicas.unwrap().desired, Some(0));
 }

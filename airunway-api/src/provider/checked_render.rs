@@ -27,7 +27,8 @@ pub fn checked_render<P: Provider>(
     detection: &SchemaDetection,
     policy: &pod_security::Policy,
 ) -> Result<Checked, Box<Hold>> {
-    if let Err(message) = provider.check_compatibility(md) {
+    if let Err(incompatible) = provider.check_compatibility(md) {
+        let message = incompatible.to_string();
         let kind = provider.upstream().kind;
         let mut held = hold(
             HoldCause::Incompatible,
@@ -47,7 +48,7 @@ pub fn checked_render<P: Provider>(
         return Err(Box::new(held));
     }
     let schema = usable_schema(provider, detection)?;
-    let rendered = match provider.render_set(md, &schema) {
+    let rendered = match provider.render(md, &schema) {
         Ok(rendered) if !rendered.objects.is_empty() => rendered,
         Ok(_) => {
             return Err(Box::new(hold_incompatible(

@@ -81,7 +81,7 @@ pub struct Context<P: Provider> {
     /// The generation whose render warnings were already published, per deployment.
     pub warned: Mutex<HashMap<String, i64>>,
     /// Consecutive failed reconciles per deployment (the retry backoff).
-    pub failures: Mutex<HashMap<String, u32>>,
+    pub failures: crate::runtime::FailureCounts,
     /// The deployments as this provider's own writes returned them (see [`RecentDeployments`]).
     pub recent: RecentDeployments,
     /// What rendered objects are checked against before they are applied.

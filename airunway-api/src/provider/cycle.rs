@@ -268,7 +268,9 @@ pub fn served(
 mod tests {
     use super::*;
     use crate::provider::SchemaDetection;
-    use crate::provider::traits::{RenderError, Rendered, TranslatedStatus, UpstreamKind};
+    use crate::provider::traits::{
+        Incompatible, RenderError, Rendered, TranslatedStatus, UpstreamKind, primary,
+    };
     use crate::v1alpha1::{InferenceProviderConfigSpec, Phase};
     use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 
@@ -300,9 +302,11 @@ mod tests {
         fn detect_schema(&self, _: Option<&CustomResourceDefinition>) -> SchemaDetection {
             SchemaDetection::Supported(schema())
         }
-        fn check_compatibility(&self, md: &ModelDeployment) -> Result<(), String> {
+        fn check_compatibility(&self, md: &ModelDeployment) -> Result<(), Incompatible> {
             match md.spec.model.id.as_deref() {
-                Some("refused/model") => Err("Echo does not serve refused/model".into()),
+                Some("refused/model") => {
+                    Err(Incompatible::new("Echo does not serve refused/model"))
+                }
                 _ => Ok(()),
             }
         }
@@ -311,18 +315,17 @@ mod tests {
             md: &ModelDeployment,
             _: &UpstreamSchema,
         ) -> Result<Rendered, RenderError> {
-            Ok(Rendered {
-                object: json!({"apiVersion": "v1", "kind": "ConfigMap",
-                    "metadata": {"name": md.metadata.name}, "data": {"model": md.spec.model.id}}),
-                warnings: vec![],
-            })
+            Ok(Rendered::one(
+                json!({"apiVersion": "v1", "kind": "ConfigMap",
+                "metadata": {"name": md.metadata.name}, "data": {"model": md.spec.model.id}}),
+            ))
         }
         fn translate_status(
             &self,
             _: &ModelDeployment,
-            live: Option<&DynamicObject>,
+            live: &[Option<&DynamicObject>],
         ) -> TranslatedStatus {
-            let ready = live.is_some_and(|l| l.data["status"]["ready"] == json!(true));
+            let ready = primary(live).is_some_and(|l| l.data["status"]["ready"] == json!(true));
             TranslatedStatus {
                 phase: if ready {
                     Phase::Running

@@ -6,7 +6,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use serde_json::{Value, json};
 
 use super::schema::short_hash;
-use super::traits::{Rendered, TranslatedStatus};
+use super::traits::TranslatedStatus;
 use crate::conditions::{self, DesiredCondition, Progress};
 use crate::constants::{annotations, condition_types, labels};
 use crate::managed_fields::OwnedFields;
@@ -49,16 +49,11 @@ pub(crate) fn identity_hash(md: &ModelDeployment) -> String {
     short_hash(md.identity().to_string().as_bytes())
 }
 
-/// Completes `rendered` into the object to apply: same name and namespace as the deployment,
-/// a controller owner reference (`blockOwnerDeletion`), the deployment's `airunway.ai/` labels,
-/// `airunway.ai/managed-by: airunway`, `airunway.ai/deployment: <name>`, and the hash
-/// annotations.
-pub fn desired_upstream(md: &ModelDeployment, rendered: &Rendered) -> DesiredUpstream {
-    desired_object(md, &rendered.object)
-}
-
-/// [`desired_upstream`] for one object of a [`RenderedSet`](super::traits::RenderedSet): the
-/// object keeps its rendered name (the deployment's when it has none).
+/// Completes one `rendered` object of a [`Rendered`](super::traits::Rendered) set into the
+/// object to apply: its rendered name (the deployment's when it has none) and the deployment's
+/// namespace, a controller owner reference (`blockOwnerDeletion`), the deployment's
+/// `airunway.ai/` labels, `airunway.ai/managed-by: airunway`, `airunway.ai/deployment: <name>`,
+/// and the hash annotations.
 pub fn desired_object(md: &ModelDeployment, rendered: &Value) -> DesiredUpstream {
     let name = md.metadata.name.clone().unwrap_or_default();
     let mut object = rendered.clone();
@@ -409,16 +404,13 @@ mod tests {
         .unwrap()
     }
 
-    fn rendered() -> Rendered {
-        Rendered {
-            object: json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "m"}, "data": {"model": "a/b", "replicas": "1"}}),
-            warnings: vec![],
-        }
+    fn rendered() -> Value {
+        json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "m"}, "data": {"model": "a/b", "replicas": "1"}})
     }
 
     #[test]
     fn desired_object_carries_ownership_labels_and_hashes() {
-        let desired = desired_upstream(&md(), &rendered());
+        let desired = desired_object(&md(), &rendered());
         let meta = &desired.object["metadata"];
         assert_eq!(meta["namespace"], "ns");
         assert_eq!(
@@ -441,7 +433,7 @@ mod tests {
 
     #[test]
     fn drift_versus_spec_change() {
-        let desired = desired_upstream(&md(), &rendered());
+        let desired = desired_object(&md(), &rendered());
         let mut live = desired.object.clone();
         live["metadata"]["resourceVersion"] = json!("5");
         live["metadata"]["labels"]["extra"] = json!("added-by-someone");

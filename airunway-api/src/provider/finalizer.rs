@@ -13,7 +13,7 @@ use super::context::Context;
 use super::error::{ReconcileError, api_error};
 use super::traits::Provider;
 use crate::apply_body;
-use crate::constants::event_reasons;
+use crate::constants::{event_actions, event_reasons};
 use crate::v1alpha1::ModelDeployment;
 
 /// The longest wait between two checks while an upstream object is being deleted (the watch
@@ -151,7 +151,7 @@ async fn cleanup<P: Provider>(
     if !gone {
         tracing::warn!(object = %format!("{namespace}/{name}"), %kind, "finalizer timeout: the upstream object was not deleted and may be orphaned; delete it by hand");
         ctx.events
-            .warning(&md.object_ref(&()), event_reasons::FINALIZER_TIMEOUT, "Cleanup",
+            .warning(&md.object_ref(&()), event_reasons::FINALIZER_TIMEOUT, event_actions::CLEANUP,
                 format!("Finalizer removed after timeout, provider resource may be orphaned ({kind} '{name}')"))
             .await;
     }

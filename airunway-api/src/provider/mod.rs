@@ -20,13 +20,14 @@
 //!    finalizer and the status fields; status translation applied to the provider-owned status
 //!    fields; `ResourceCreated`/`Ready`; `StaleStatus` when the upstream operator has not
 //!    reported on the object's latest change for `--stale-status-threshold` (see `staleness.rs`);
-//!    events. A provider may manage a set of objects of
-//!    several built-in kinds per deployment ([`Provider::secondary_kinds`],
-//!    [`Provider::render_set`], [`Provider::translate_set_status`]; e.g. llm-d's Deployments
-//!    and Services): each object is applied, drift-checked and recreated on its own, objects
-//!    the render no longer produces (a changed shape) are deleted, and cleanup deletes them
-//!    all; [`workload`] has the shared vLLM Deployment/Service render and the Deployment
-//!    status translator. A provider that needs I/O before its pure render (the direct vLLM
+//!    events. [`Provider::render`] returns a set of objects (one, or several of the
+//!    built-in kinds a provider declares in [`Provider::secondary_kinds`], e.g. llm-d's
+//!    Deployments and Services) and [`Provider::translate_status`] reads the live objects of
+//!    the set: each object is applied, drift-checked and recreated on its own, objects the
+//!    render no longer produces (a changed shape) are deleted, and cleanup deletes them all.
+//!    The [`vllm_kit`] (a kit, not part of the contract) has the vLLM compatibility checks,
+//!    the vLLM Deployment/Service render, its overrides and the Deployment status translator
+//!    llm-d and the direct vLLM provider share. A provider that needs I/O before its pure render (the direct vLLM
 //!    provider resolving its image to a digest) implements [`Provider::prepare`]: the
 //!    [`Preparation`]'s status fields and conditions are written (manager
 //!    `<name>-provider-prepare`, only when changed) and the render sees them.
@@ -39,46 +40,72 @@
 //!    never by polling.
 //! 4. **Operations**: metrics, `/healthz`, `/readyz`, Lease leader election, tracing, graceful
 //!    shutdown — the same flags as the core.
+//!
+//! **Public surface**: the contract ([`Provider`] and the types it takes and returns,
+//! [`SchemaAdapter`], [`overrides`] for typed override keys), [`run`] / [`run_with_args`] with
+//! [`ProviderArgs`], and the kits ([`vllm_kit`]). With the feature `provider-testing` (for
+//! `[dev-dependencies]`) tests and benches also get the offline cycle (`cycle`), the planner
+//! (`plan`), the desired objects and status (`desired`), the registration helpers
+//! (`registration`) and the upstream test material (`testing`). Everything else is internal.
 
 mod args;
 mod checked_render;
 mod context;
+#[cfg(any(test, feature = "provider-testing"))]
 pub mod cycle;
+#[cfg(feature = "provider-testing")]
 pub mod desired;
+#[cfg(not(feature = "provider-testing"))]
+#[allow(
+    dead_code,
+    reason = "public, and used, only with the feature provider-testing"
+)]
+mod desired;
 mod error;
 mod finalizer;
 mod kinds;
 mod metrics;
 pub mod overrides;
+#[cfg(feature = "provider-testing")]
 pub mod plan;
+#[cfg(not(feature = "provider-testing"))]
+#[allow(
+    dead_code,
+    reason = "public, and used, only with the feature provider-testing"
+)]
+mod plan;
 mod preparation;
 mod probe_server;
 mod read_your_writes;
 mod reconcile;
+#[cfg(feature = "provider-testing")]
 pub mod registration;
+#[cfg(not(feature = "provider-testing"))]
+mod registration;
 mod replica_count;
 mod runner;
-pub mod schema;
+mod schema;
 mod staleness;
 mod status_write;
 mod statuses;
 #[cfg(feature = "provider-testing")]
 pub mod testing;
 mod traits;
-pub mod workload;
+pub mod vllm_kit;
 
 /// The async runtime the SDK runs on, re-exported so a provider's `main` needs no other
 /// dependency: `#[airunway_api::provider::tokio::main(crate = "airunway_api::provider::tokio")]`.
 pub use tokio;
 
 pub use args::ProviderArgs;
-pub use error::ReconcileError;
-pub use metrics::ProviderMetrics;
+pub use plan::controller_missing_hold;
+pub use registration::{ControllerHealth, controller_health};
 pub use replica_count::{replica_count, sum_replicas};
 pub use runner::{run, run_with_args};
+pub use schema::{BUILTIN_FINGERPRINT, SchemaAdapter};
 pub use traits::{
-    Preparation, Provider, RenderError, RenderWarning, Rendered, RenderedSet, SchemaDetection,
-    TranslatedStatus, UpstreamController, UpstreamKind, UpstreamSchema,
+    Incompatible, Preparation, Provider, RenderError, RenderWarning, Rendered, SchemaDetection,
+    TranslatedStatus, UpstreamController, UpstreamKind, UpstreamSchema, primary,
 };
 
 #[cfg(test)]
@@ -86,7 +113,7 @@ mod layout_tests {
     //! The SDK's modules form no import cycle: each module file's references to its siblings
     //! (`super::x`, `crate::provider::x`, and items re-exported by this file resolved to the
     //! module defining them) make a graph, which must be acyclic. Comments and `#[cfg(test)]`
-    //! modules are not read; a directory module (`workload/`, `testing/`) is one node.
+    //! modules are not read; a directory module (`vllm_kit/`, `testing/`) is one node.
 
     use std::collections::{BTreeMap, BTreeSet};
     use std::path::Path;

@@ -585,12 +585,18 @@ mod tests {
 #[cfg(test)]
 mod planner_tests {
     use super::*;
-    use crate::provider::traits::{RenderError, RenderedSet, TranslatedStatus, UpstreamKind};
+    use crate::provider::traits::{
+        Incompatible, RenderError, Rendered, TranslatedStatus, UpstreamKind, primary,
+    };
     use crate::v1alpha1::{InferenceProviderConfigSpec, Phase};
-    use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
     use serde_json::json;
 
     struct Pair;
+
+    /// Pair's detection: its kinds are built-in.
+    fn builtin() -> SchemaDetection {
+        Pair.detect_schema(None)
+    }
 
     fn kind(group: &str, kind: &str, plural: &str, version: &str) -> UpstreamKind {
         UpstreamKind {
@@ -634,27 +640,19 @@ mod planner_tests {
         fn secondary_kinds(&self) -> Vec<UpstreamKind> {
             vec![kind("", "Service", "services", "v1")]
         }
-        fn detect_schema(&self, _: Option<&CustomResourceDefinition>) -> SchemaDetection {
-            crate::provider::workload::builtin_schema()
-        }
-        fn check_compatibility(&self, md: &ModelDeployment) -> Result<(), String> {
+        fn check_compatibility(&self, md: &ModelDeployment) -> Result<(), Incompatible> {
             match md.spec.model.id.as_deref() {
-                Some("refused/model") => Err("Pair does not serve refused/model".into()),
+                Some("refused/model") => {
+                    Err(Incompatible::new("Pair does not serve refused/model"))
+                }
                 _ => Ok(()),
             }
         }
         fn render(
             &self,
-            _: &ModelDeployment,
-            _: &crate::provider::UpstreamSchema,
-        ) -> Result<crate::provider::Rendered, RenderError> {
-            Err(RenderError::Unsupported("render_set only".into()))
-        }
-        fn render_set(
-            &self,
             md: &ModelDeployment,
             _: &crate::provider::UpstreamSchema,
-        ) -> Result<RenderedSet, RenderError> {
+        ) -> Result<Rendered, RenderError> {
             let model = md.spec.model.id.clone().unwrap_or_default();
             let deployment = |name: &str| {
                 json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name},
@@ -679,7 +677,7 @@ mod planner_tests {
                 }
                 _ => vec![deployment("m"), service("m")],
             };
-            Ok(RenderedSet {
+            Ok(Rendered {
                 objects,
                 warnings: vec![],
             })
@@ -687,9 +685,10 @@ mod planner_tests {
         fn translate_status(
             &self,
             _: &ModelDeployment,
-            live: Option<&DynamicObject>,
+            live: &[Option<&DynamicObject>],
         ) -> TranslatedStatus {
-            let ready = live.is_some_and(|l| l.data["status"]["readyReplicas"] == json!(1));
+            let ready =
+                primary(live).is_some_and(|l| l.data["status"]["readyReplicas"] == json!(1));
             TranslatedStatus {
                 phase: if ready {
                     Phase::Running
@@ -725,13 +724,7 @@ mod planner_tests {
     }
 
     fn plan_of(md: &ModelDeployment, objects: &[Seen], authoritative: bool) -> Plan {
-        plan_with(
-            md,
-            objects,
-            authoritative,
-            &crate::provider::workload::builtin_schema(),
-            None,
-        )
+        plan_with(md, objects, authoritative, &builtin(), None)
     }
 
     fn plan_with(
@@ -964,14 +957,14 @@ mod planner_tests {
         let cases = [
             (
                 deployment("refused/model"),
-                crate::provider::workload::builtin_schema(),
+                builtin(),
                 None,
                 HoldCause::Incompatible,
                 "Pair does not serve refused/model",
             ),
             (
                 deployment("a/b"),
-                crate::provider::workload::builtin_schema(),
+                builtin(),
                 Some("no image"),
                 HoldCause::Prepare,
                 "no image",
@@ -998,14 +991,14 @@ mod planner_tests {
             ),
             (
                 deployment("bad/overrides"),
-                crate::provider::workload::builtin_schema(),
+                builtin(),
                 None,
                 HoldCause::Render("invalid_overrides"),
                 "replicas must be a number",
             ),
             (
                 deployment("undeclared/kind"),
-                crate::provider::workload::builtin_schema(),
+                builtin(),
                 None,
                 HoldCause::UndeclaredKind,
                 "a kind it does not declare",
@@ -1035,7 +1028,7 @@ mod planner_tests {
             &deployment("a/b"),
             &[],
             true,
-            &crate::provider::workload::builtin_schema(),
+            &builtin(),
             Some(&message),
         ));
         assert_eq!(held.cause, HoldCause::Prepare);
@@ -1059,7 +1052,7 @@ mod planner_tests {
             &deployment("a/b"),
             &[],
             true,
-            &crate::provider::workload::builtin_schema(),
+            &builtin(),
             Some("no image"),
         ));
         assert!(

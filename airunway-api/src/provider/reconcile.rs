@@ -24,7 +24,7 @@ use super::status_write;
 use super::statuses::{self, Hold};
 use super::traits::{Provider, RenderWarning};
 use crate::apply_body;
-use crate::constants::event_reasons;
+use crate::constants::{event_actions, event_reasons};
 use crate::kube_error::ErrorClass;
 use crate::v1alpha1::ModelDeployment;
 
@@ -46,10 +46,9 @@ pub async fn reconcile<P: Provider>(
     let md = ctx.recent.newest(md);
     let result = reconcile_inner(&md, &ctx).await;
     ctx.metrics.observe(started.elapsed());
-    if result.is_ok()
-        && let Ok(mut failures) = ctx.failures.lock()
-    {
-        failures.remove(md.metadata.uid.as_deref().unwrap_or_default());
+    if result.is_ok() {
+        ctx.failures
+            .succeeded(md.metadata.uid.as_deref().unwrap_or_default());
     }
     result
 }
@@ -85,10 +84,6 @@ async fn reconcile_inner<P: Provider>(
         }
     }
 }
-
-/// Event reason: an object of an old shape (e.g. the aggregated Deployment after a switch to
-/// disaggregated serving) was deleted.
-const RESOURCE_DELETED: &str = "ResourceDeleted";
 
 /// A deployment to deploy: observe → [`plan::plan`] (pure; once more after confirming what
 /// the caches suggest with fresh reads) → [`act`].
@@ -176,7 +171,7 @@ async fn act<P: Provider>(
         Plan::Recreate { objects, status } => {
             for (kind, kind_name, name) in &objects {
                 ctx.events
-                    .normal(&md.object_ref(&()), event_reasons::RESOURCE_RECREATED, "Recreate",
+                    .normal(&md.object_ref(&()), event_reasons::RESOURCE_RECREATED, event_actions::RECREATE,
                         format!("Deleting {kind_name} '{name}' to recreate it: an identity field (model.id, model.source, engine.type, provider.name or serving.mode) changed"))
                     .await;
                 ctx.delete_object(*kind, namespace, name).await?;
@@ -205,8 +200,8 @@ async fn roll_out<P: Provider>(
         ctx.events
             .normal(
                 &reference,
-                RESOURCE_DELETED,
-                "Delete",
+                event_reasons::RESOURCE_DELETED,
+                event_actions::DELETE,
                 format!("Deleted {kind_name} '{name}': the deployment no longer needs it"),
             )
             .await;
@@ -225,7 +220,7 @@ async fn roll_out<P: Provider>(
         };
         if drifted {
             ctx.events
-                .warning(&reference, event_reasons::DRIFT_DETECTED, "Reconcile",
+                .warning(&reference, event_reasons::DRIFT_DETECTED, event_actions::RECONCILE,
                     format!("Provider resource was modified directly, reconciling ({kind} '{object}' is restored from the ModelDeployment)"))
                 .await;
         }
@@ -244,7 +239,7 @@ async fn roll_out<P: Provider>(
                         .normal(
                             &reference,
                             event_reasons::RESOURCE_CREATED,
-                            "Create",
+                            event_actions::CREATE,
                             format!("Created {kind} '{object}'"),
                         )
                         .await;
@@ -330,22 +325,11 @@ async fn publish_render_warnings<P: Provider>(
             .warning(
                 &reference,
                 warning.reason,
-                "Render",
+                event_actions::RENDER,
                 warning.message.clone(),
             )
             .await;
     }
-}
-
-/// The first retry of a failed reconcile; each further consecutive failure doubles it.
-const RETRY_FIRST: Duration = Duration::from_secs(5);
-/// The longest wait between retries of a failing reconcile.
-const RETRY_MAX: Duration = Duration::from_secs(60);
-
-/// The wait before retry `failures` (1: the first) of a transient failure.
-pub(super) fn retry_after(failures: u32) -> Duration {
-    let doublings = failures.saturating_sub(1).min(16);
-    RETRY_FIRST.saturating_mul(1 << doublings).min(RETRY_MAX)
 }
 
 /// Counts the error; a transient one is retried with backoff (5 s, doubling to 60 s), any
@@ -360,28 +344,8 @@ pub fn error_policy<P: Provider>(
     if !error.is_transient() {
         return Action::await_change();
     }
-    let failures = {
-        let mut failures = ctx
-            .failures
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        let count = failures
-            .entry(md.metadata.uid.clone().unwrap_or_default())
-            .or_default();
-        *count = count.saturating_add(1);
-        *count
-    };
-    Action::requeue(retry_after(failures))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn transient_failures_back_off_to_a_minute() {
-        let waits: Vec<u64> = (1..=6).map(|n| retry_after(n).as_secs()).collect();
-        assert_eq!(waits, [5, 10, 20, 40, 60, 60]);
-        assert_eq!(retry_after(u32::MAX), RETRY_MAX);
-    }
+    Action::requeue(
+        ctx.failures
+            .failed(md.metadata.uid.as_deref().unwrap_or_default()),
+    )
 }

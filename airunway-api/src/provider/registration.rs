@@ -134,7 +134,7 @@ pub fn upstream_condition(
     let t = condition_types::UPSTREAM_AVAILABLE;
     match detection {
         SchemaDetection::Supported(schema)
-            if schema.fingerprint == super::workload::BUILTIN_FINGERPRINT =>
+            if schema.fingerprint == super::schema::BUILTIN_FINGERPRINT =>
         {
             (
                 true,
@@ -185,11 +185,6 @@ pub fn upstream_condition(
         ),
     }
 }
-
-/// Reason: no Deployment of the upstream operator exists.
-pub const UPSTREAM_CONTROLLER_MISSING: &str = "UpstreamControllerMissing";
-/// Reason: the upstream operator's Deployment has no ready replica.
-pub const UPSTREAM_CONTROLLER_NOT_READY: &str = "UpstreamControllerNotReady";
 
 /// What the lookup of the upstream operator's Deployments found.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -259,7 +254,7 @@ pub fn upstream_readiness(
             DesiredCondition::new(
                 t,
                 false,
-                UPSTREAM_CONTROLLER_NOT_READY,
+                reasons::UPSTREAM_CONTROLLER_NOT_READY,
                 format!("The {what} Deployment {name} exists but has no ready replicas"),
             ),
         ),
@@ -268,7 +263,7 @@ pub fn upstream_readiness(
             DesiredCondition::new(
                 t,
                 false,
-                UPSTREAM_CONTROLLER_MISSING,
+                reasons::UPSTREAM_CONTROLLER_MISSING,
                 format!(
                     "The {what} is not running (no Deployment labelled {} in any namespace). {}",
                     controller.label_selector, controller.install_hint
@@ -409,7 +404,8 @@ mod tests {
     #[test]
     fn a_provider_that_cannot_make_progress_reports_not_ready_and_why() {
         let detection = SchemaDetection::CrdNotInstalled { crd: "x".into() };
-        let supported = super::super::workload::builtin_schema();
+        let supported =
+            super::super::schema::detect(&super::super::vllm_kit::deployment_kind(), None, &[]);
         let stalled = Stalled::WatchFailing {
             watch: "workspaces.kaito.sh".into(),
             since: "2026-01-01T00:00:00Z".parse().unwrap(),

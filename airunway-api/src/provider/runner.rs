@@ -541,7 +541,7 @@ pub async fn run_with_args<P: Provider>(provider: P, args: ProviderArgs) -> anyh
         metrics,
         moved_since: Mutex::new(Default::default()),
         warned: Mutex::new(Default::default()),
-        failures: Mutex::new(Default::default()),
+        failures: Default::default(),
         recent: Default::default(),
         pod_security: args.pod_security(),
         stale_threshold: args.stale_status_threshold,

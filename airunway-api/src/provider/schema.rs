@@ -1,6 +1,8 @@
-//! Upstream schema detection helpers (pure).
+//! Upstream schema detection (pure), derived from a provider's [upstream kind](super::UpstreamKind)
+//! and the [`SchemaAdapter`]s it declares ([`Provider::schema_adapters`](super::Provider::schema_adapters)).
 //!
-//! A provider lists the schema paths it writes; the fingerprint is a hash of the type of each
+//! A built-in kind (`from_crd: false`) is always supported at its `default_version`, with the
+//! fingerprint [`BUILTIN_FINGERPRINT`]. For a CRD, a provider lists the schema paths it writes; the fingerprint is a hash of the type of each
 //! path in the installed CRD. Changes elsewhere in the upstream schema do not change it; a
 //! renamed, removed or retyped field the provider writes does, and the provider then refuses
 //! to render (explicit failure instead of silent corruption).
@@ -142,9 +144,30 @@ pub struct SchemaAdapter {
     pub known_fingerprints: &'static [&'static str],
 }
 
+/// The schema fingerprint of a built-in kind (the IPC's `upstreamSchemaHash`; its
+/// `UpstreamAvailable` condition then says no CRD is needed).
+pub const BUILTIN_FINGERPRINT: &str = "built-in";
+
+/// The detection for `kind`: a built-in kind is supported at its `default_version`; a CRD's
+/// installed schema (`crd`, `None`: not installed) is checked against `adapters`.
+pub(crate) fn detect(
+    kind: &super::UpstreamKind,
+    crd: Option<&CustomResourceDefinition>,
+    adapters: &[SchemaAdapter],
+) -> super::SchemaDetection {
+    if !kind.from_crd {
+        return super::SchemaDetection::Supported(super::UpstreamSchema {
+            version: kind.default_version.clone(),
+            api_version: kind.api_version(&kind.default_version),
+            fingerprint: BUILTIN_FINGERPRINT.to_string(),
+        });
+    }
+    detect_with(&kind.crd_name(), &kind.group, crd, adapters)
+}
+
 /// Detects the schema of `crd` (`None`: not installed) against `adapters`, in preference
 /// order: the first adapter whose version is served decides.
-pub fn detect_with(
+pub(crate) fn detect_with(
     crd_name: &str,
     group: &str,
     crd: Option<&CustomResourceDefinition>,

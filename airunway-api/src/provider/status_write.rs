@@ -11,7 +11,7 @@ use super::desired::ProviderStatus;
 use super::error::{ReconcileError, api_error};
 use super::traits::Provider;
 use crate::conditions;
-use crate::constants::{condition_types, event_reasons};
+use crate::constants::{condition_types, event_actions, event_reasons};
 use crate::v1alpha1::{ConditionStatus, ModelDeployment, Phase};
 
 /// Applies `status` (server-side apply, manager `<name>-provider`) unless the deployment shows
@@ -65,7 +65,7 @@ async fn publish_transitions<P: Provider>(
             .warning(
                 &reference,
                 event_reasons::PROVIDER_INCOMPATIBLE,
-                "CheckCompatibility",
+                event_actions::CHECK_COMPATIBILITY,
                 compatible.message.clone(),
             )
             .await;
@@ -75,7 +75,7 @@ async fn publish_transitions<P: Provider>(
             .warning(
                 &reference,
                 event_reasons::PROVIDER_ERROR,
-                "Reconcile",
+                event_actions::RECONCILE,
                 format!("Provider resource in error state: {}", status.message),
             )
             .await;

@@ -20,7 +20,7 @@ pub enum HoldCause {
     CrdUnavailable,
     /// The installed upstream schema is unknown to this provider version.
     UnsupportedSchema,
-    /// [`Provider::render_set`] failed, rendered nothing, or broke pod security.
+    /// [`Provider::render`] failed, rendered nothing, or broke pod security.
     Render(&'static str),
     /// The render produced an object of a kind the provider does not declare.
     UndeclaredKind,
@@ -156,7 +156,7 @@ pub fn status_from_set<P: Provider>(
     desired: &[DesiredUpstream],
     live: &[Option<&DynamicObject>],
 ) -> ProviderStatus {
-    let translated = provider.translate_set_status(md, live);
+    let translated = provider.translate_status(md, live);
     let resource = desired
         .first()
         .map(|d| (d.name().to_string(), d.kind().to_string()))

@@ -3,6 +3,7 @@
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::core::DynamicObject;
 
+use super::schema::SchemaAdapter;
 use crate::v1alpha1::{
     EndpointStatus, InferenceProviderConfigSpec, ModelDeployment, Phase, ReplicaStatus,
 };
@@ -107,35 +108,49 @@ pub struct RenderWarning {
     pub message: String,
 }
 
-/// The desired upstream object.
+/// The desired upstream objects of a deployment: one, or a set (e.g. llm-d's Deployments and
+/// Services).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Rendered {
-    /// The object as JSON: `apiVersion`, `kind`, `metadata.name` and the kind's fields. The SDK
-    /// adds the namespace, owner reference, labels and annotations.
-    pub object: serde_json::Value,
-    /// Notes for the user (unknown override keys, ignored settings).
-    pub warnings: Vec<RenderWarning>,
-}
-
-/// The desired upstream objects of a provider that creates more than one object per deployment
-/// (see [`Provider::render_set`]).
-#[derive(Clone, Debug, PartialEq)]
-pub struct RenderedSet {
     /// The objects as JSON (`apiVersion`, `kind`, `metadata.name` and the kind's fields), each
     /// of the provider's [upstream kind](Provider::upstream) or one of its
     /// [secondary kinds](Provider::secondary_kinds). The first is the primary object: the one
-    /// `status.provider.resourceName`/`resourceKind` name. Names must be unique per kind.
+    /// `status.provider.resourceName`/`resourceKind` name. Names must be unique per kind. The
+    /// SDK adds the namespace, owner reference, labels and annotations.
     pub objects: Vec<serde_json::Value>,
     /// Notes for the user (unknown override keys, ignored settings).
     pub warnings: Vec<RenderWarning>,
 }
 
-impl From<Rendered> for RenderedSet {
-    fn from(rendered: Rendered) -> Self {
-        RenderedSet {
-            objects: vec![rendered.object],
-            warnings: rendered.warnings,
+impl Rendered {
+    /// A set of one object, without notes.
+    pub fn one(object: serde_json::Value) -> Self {
+        Rendered {
+            objects: vec![object],
+            warnings: Vec::new(),
         }
+    }
+}
+
+/// Why a provider cannot serve a deployment (`ProviderCompatible=False`, phase `Failed`): the
+/// message the user reads, e.g. `KAITO does not support sglang engine`.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
+pub struct Incompatible {
+    message: String,
+}
+
+impl Incompatible {
+    /// The failure with its user-facing message.
+    pub fn new(message: impl Into<String>) -> Self {
+        Incompatible {
+            message: message.into(),
+        }
+    }
+
+    /// The user-facing message.
+    pub fn message(&self) -> &str {
+        &self.message
     }
 }
 
@@ -217,27 +232,6 @@ pub trait Provider: Send + Sync + 'static {
         None
     }
 
-    /// Picks the version to render for and checks the installed schema (`None`: the CRD does
-    /// not exist). Built-in kinds ignore the argument.
-    fn detect_schema(&self, crd: Option<&CustomResourceDefinition>) -> SchemaDetection;
-
-    /// Whether this provider can serve the deployment; the error is the user-facing message.
-    fn check_compatibility(&self, deployment: &ModelDeployment) -> Result<(), String>;
-
-    /// The desired upstream object for the deployment.
-    fn render(
-        &self,
-        deployment: &ModelDeployment,
-        schema: &UpstreamSchema,
-    ) -> Result<Rendered, RenderError>;
-
-    /// The deployment status from the upstream object (`None`: not created yet).
-    fn translate_status(
-        &self,
-        deployment: &ModelDeployment,
-        upstream: Option<&DynamicObject>,
-    ) -> TranslatedStatus;
-
     /// Further kinds a provider creates besides [`upstream`](Provider::upstream), e.g. the
     /// `v1 Service`s next to `apps/v1 Deployment`s. They must be built-in kinds (no CRD
     /// detection: each is watched and written at its `default_version`). Default: none, the
@@ -246,28 +240,42 @@ pub trait Provider: Send + Sync + 'static {
         Vec::new()
     }
 
-    /// Every object the deployment needs, the primary first. The SDK applies each (server-side
-    /// apply, owner reference, labels, drift, identity recreation) and deletes the objects it
-    /// created for the deployment that are no longer rendered (a changed shape leaves no
-    /// orphan). Default: the single object of [`render`](Provider::render).
-    fn render_set(
+    /// The upstream versions this provider renders for, preferred first, with the schema paths
+    /// it writes and the fingerprints it was tested against (see [`schema`](super::schema)).
+    /// Only read for an [upstream kind](Provider::upstream) from a CRD. Default: none.
+    fn schema_adapters(&self) -> &'static [SchemaAdapter] {
+        &[]
+    }
+
+    /// The schema to render for, from the installed CRD (`None`: not installed): derived from
+    /// [`upstream`](Provider::upstream) and [`schema_adapters`](Provider::schema_adapters). A
+    /// built-in kind is always supported at its `default_version`.
+    fn detect_schema(&self, crd: Option<&CustomResourceDefinition>) -> SchemaDetection {
+        super::schema::detect(&self.upstream(), crd, self.schema_adapters())
+    }
+
+    /// Whether this provider can serve the deployment; the failure carries the user-facing
+    /// message.
+    fn check_compatibility(&self, deployment: &ModelDeployment) -> Result<(), Incompatible>;
+
+    /// Every object the deployment needs, the primary first (a single object is a set of one:
+    /// [`Rendered::one`]). The SDK applies each (server-side apply, owner reference, labels,
+    /// drift, identity recreation) and deletes the objects it created for the deployment that
+    /// are no longer rendered (a changed shape leaves no orphan).
+    fn render(
         &self,
         deployment: &ModelDeployment,
         schema: &UpstreamSchema,
-    ) -> Result<RenderedSet, RenderError> {
-        self.render(deployment, schema).map(RenderedSet::from)
-    }
+    ) -> Result<Rendered, RenderError>;
 
     /// The deployment status from the live objects, in the order of
-    /// [`render_set`](Provider::render_set) (`None`: not created yet). Default:
-    /// [`translate_status`](Provider::translate_status) of the primary object.
-    fn translate_set_status(
+    /// [`render`](Provider::render) (`None`: not created yet; a provider of one object reads
+    /// `upstream[0]`, see [`primary`]).
+    fn translate_status(
         &self,
         deployment: &ModelDeployment,
         upstream: &[Option<&DynamicObject>],
-    ) -> TranslatedStatus {
-        self.translate_status(deployment, upstream.first().copied().flatten())
-    }
+    ) -> TranslatedStatus;
 
     /// I/O before the render, once per reconcile of a deployment to deploy (after the
     /// compatibility check passed), e.g. resolving an image to a digest: its
@@ -280,4 +288,9 @@ pub trait Provider: Send + Sync + 'static {
     ) -> impl std::future::Future<Output = Preparation> + Send {
         std::future::ready(Preparation::default())
     }
+}
+
+/// The primary (first) live object of a set, for providers that render one object.
+pub fn primary<'a>(upstream: &[Option<&'a DynamicObject>]) -> Option<&'a DynamicObject> {
+    upstream.first().copied().flatten()
 }

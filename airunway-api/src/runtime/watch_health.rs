@@ -16,6 +16,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use crate::constants::reasons;
 use jiff::Timestamp;
 use kube::runtime::utils::Backoff;
 
@@ -103,17 +104,12 @@ pub enum Stalled {
     },
 }
 
-/// Reason of the not-ready heartbeat while a watch fails.
-pub const WATCH_FAILING: &str = "WatchFailing";
-/// Reason of the not-ready heartbeat while the reconcile queue does not drain.
-pub const QUEUE_STALLED: &str = "QueueStalled";
-
 impl Stalled {
     /// A short reason (a condition reason).
     pub fn reason(&self) -> &'static str {
         match self {
-            Stalled::WatchFailing { .. } => WATCH_FAILING,
-            Stalled::QueueStalled { .. } => QUEUE_STALLED,
+            Stalled::WatchFailing { .. } => reasons::WATCH_FAILING,
+            Stalled::QueueStalled { .. } => reasons::QUEUE_STALLED,
         }
     }
 
@@ -257,7 +253,7 @@ mod tests {
                 error: "403 forbidden".into()
             }
         );
-        assert_eq!(stalled.reason(), WATCH_FAILING);
+        assert_eq!(stalled.reason(), reasons::WATCH_FAILING);
         assert!(
             stalled
                 .message()
@@ -320,7 +316,7 @@ mod tests {
         assert_eq!(p.verdict(at(29), DEADLINE), None);
         let stalled = p.verdict(at(30), DEADLINE).unwrap();
         assert_eq!(stalled, Stalled::QueueStalled { since: at(0) });
-        assert_eq!(stalled.reason(), QUEUE_STALLED);
+        assert_eq!(stalled.reason(), reasons::QUEUE_STALLED);
         p.completed();
         assert_eq!(p.verdict(at(31), DEADLINE), None);
         // Work that keeps arriving while reconciles keep finishing never stalls.

@@ -9,11 +9,10 @@
 use std::collections::BTreeMap;
 use std::process::ExitCode;
 
-use airunway_api::k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use airunway_api::kube::core::DynamicObject;
 use airunway_api::provider::{
-    Provider, RenderError, Rendered, SchemaDetection, TranslatedStatus, UpstreamKind,
-    UpstreamSchema,
+    Incompatible, Provider, RenderError, Rendered, TranslatedStatus, UpstreamKind, UpstreamSchema,
+    primary,
 };
 use airunway_api::serde_json::json;
 use airunway_api::v1alpha1::{
@@ -76,20 +75,14 @@ impl Provider for ConfigMapProvider {
         }
     }
 
-    fn detect_schema(&self, _crd: Option<&CustomResourceDefinition>) -> SchemaDetection {
-        // A built-in kind: always there, always the same.
-        SchemaDetection::Supported(UpstreamSchema {
-            version: "v1".to_string(),
-            api_version: "v1".to_string(),
-            fingerprint: "builtin".to_string(),
-        })
-    }
+    // A built-in kind (`from_crd: false`): the SDK's schema detection always supports it, so
+    // there are no schema adapters to declare.
 
-    fn check_compatibility(&self, deployment: &ModelDeployment) -> Result<(), String> {
+    fn check_compatibility(&self, deployment: &ModelDeployment) -> Result<(), Incompatible> {
         if deployment.spec.serving_mode() == ServingMode::Disaggregated {
-            return Err(
-                "The ConfigMap example provider does not support disaggregated mode".to_string(),
-            );
+            return Err(Incompatible::new(
+                "The ConfigMap example provider does not support disaggregated mode",
+            ));
         }
         Ok(())
     }
@@ -116,24 +109,21 @@ impl Provider for ConfigMapProvider {
         data.insert("replicas", spec.replicas().to_string());
         data.insert("gpus", spec.gpu_count().to_string());
         data.insert("image", spec.image.clone().unwrap_or_default());
-        Ok(Rendered {
-            object: json!({
-                "apiVersion": "v1",
-                "kind": "ConfigMap",
-                "metadata": {"name": deployment.metadata.name},
-                "data": data,
-            }),
-            warnings: vec![],
-        })
+        Ok(Rendered::one(json!({
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": deployment.metadata.name},
+            "data": data,
+        })))
     }
 
     fn translate_status(
         &self,
         deployment: &ModelDeployment,
-        upstream: Option<&DynamicObject>,
+        upstream: &[Option<&DynamicObject>],
     ) -> TranslatedStatus {
         let replicas = deployment.spec.replicas();
-        match upstream {
+        match primary(upstream) {
             None => TranslatedStatus {
                 phase: Phase::Deploying,
                 message: None,

@@ -4,7 +4,14 @@
 //! - the object's identity and status: `apiVersion`, `kind`, `metadata`, `status` at the root;
 //! - replacing the pod spec or the vLLM container wholesale: `spec`, `spec.template` or
 //!   `spec.template.spec` given as anything but an object (`null` included), or
-//!   `spec.template.spec.containers` (a list replaces the container the provider renders);
+//!   `spec.template.spec.containers`/`initContainers` (a list replaces the container the
+//!   provider renders);
+//! - any other key of the pod spec (`spec.template.spec.<key>`) but the scheduling ones in
+//!   [`OPEN_POD_SPEC_KEYS`]: `volumes` (a list replaces the volumes the container mounts),
+//!   `hostAliases`, `dnsConfig`, `restartPolicy`, ... (`overriding "spec.template.spec.<key>" is
+//!   not allowed`, as the Go project refuses `spec.template.spec`). The open keys say only where
+//!   the pods run and how long they take to stop; what they merge into is still checked
+//!   against the Pod Security profile on the rendered Deployment;
 //! - the selector (`spec.selector`): the Services and the gateway's InferencePool find the
 //!   pods by it;
 //! - privilege escalation, at any depth: [`ESCALATING_OVERRIDE_KEYS`] (`securityContext`,
@@ -27,6 +34,17 @@ pub const ALSO_ESCALATING: [&str; 3] = ["hostPath", "privileged", "capabilities"
 
 /// Root keys that are not the Deployment's to override.
 pub const RESERVED_ROOT: [&str; 4] = ["apiVersion", "kind", "metadata", "status"];
+
+/// The keys of the pod spec (`spec.template.spec`) an override may set: scheduling and
+/// termination only. Every other pod spec key is refused naming it.
+pub const OPEN_POD_SPEC_KEYS: [&str; 6] = [
+    "affinity",
+    "nodeSelector",
+    "schedulerName",
+    "terminationGracePeriodSeconds",
+    "tolerations",
+    "topologySpreadConstraints",
+];
 
 fn refused(path: &str, why: &str) -> RenderError {
     RenderError::InvalidOverrides(format!(
@@ -85,6 +103,15 @@ pub fn check(overrides: Option<&Map<String, Value>>) -> Result<(), RenderError> 
                 "would replace the vLLM container wholesale",
             ));
         }
+    }
+    if let Some(key) = node
+        .keys()
+        .find(|key| !OPEN_POD_SPEC_KEYS.contains(&key.as_str()))
+    {
+        return Err(RenderError::InvalidOverrides(format!(
+            "invalid provider.overrides: overriding \"spec.template.spec.{key}\" is not allowed: only {} of the pod spec may be overridden",
+            OPEN_POD_SPEC_KEYS.join(", ")
+        )));
     }
     Ok(())
 }
@@ -193,13 +220,63 @@ mod tests {
             "template": {"metadata": {"annotations": {"a": "b"}},
                 "spec": {"tolerations": [{"key": "gpu", "operator": "Exists"}],
                     "nodeSelector": {"pool": "a100"}, "terminationGracePeriodSeconds": 30,
-                    "volumes": [{"name": "scratch", "emptyDir": {}}]}}}}))
+                    "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution":
+                        {"nodeSelectorTerms": [{"matchExpressions": [{"key": "zone", "operator": "In", "values": ["a"]}]}]}}}}}}}))
         .unwrap();
         assert_eq!(d["spec"]["replicas"], 3);
         assert_eq!(
-            d["spec"]["template"]["spec"]["volumes"][0]["emptyDir"],
-            json!({})
+            d["spec"]["template"]["spec"]["nodeSelector"]["pool"],
+            "a100"
         );
+        assert_eq!(
+            d["spec"]["template"]["spec"]["terminationGracePeriodSeconds"],
+            30
+        );
+    }
+
+    #[test]
+    fn pod_spec_keys_but_the_scheduling_ones_are_refused_naming_the_key() {
+        for (key, value) in [
+            ("volumes", json!([{"name": "scratch", "emptyDir": {}}])),
+            (
+                "hostAliases",
+                json!([{"ip": "10.0.0.1", "hostnames": ["huggingface.co"]}]),
+            ),
+            ("dnsPolicy", json!("None")),
+            ("dnsConfig", json!({"nameservers": ["10.0.0.1"]})),
+            ("restartPolicy", json!("Never")),
+            ("shareProcessNamespace", json!(true)),
+            ("imagePullSecrets", json!([{"name": "someone-elses"}])),
+            ("readinessGates", json!([{"conditionType": "x"}])),
+        ] {
+            let error = merged(json!({"spec": {"template": {"spec": {key: value}}}})).unwrap_err();
+            assert_eq!(
+                error,
+                format!(
+                    "invalid provider.overrides: overriding \"spec.template.spec.{key}\" is not allowed: only affinity, nodeSelector, schedulerName, terminationGracePeriodSeconds, tolerations, topologySpreadConstraints of the pod spec may be overridden"
+                )
+            );
+        }
+        // Beside an open key, the refused one is still named.
+        let error = merged(json!({"spec": {"template": {"spec": {
+            "tolerations": [], "hostAliases": []}}}}))
+        .unwrap_err();
+        assert!(
+            error.contains("\"spec.template.spec.hostAliases\""),
+            "{error}"
+        );
+        for key in OPEN_POD_SPEC_KEYS {
+            let value = match key {
+                "schedulerName" => json!("default-scheduler"),
+                "terminationGracePeriodSeconds" => json!(30),
+                "nodeSelector" | "affinity" => json!({}),
+                _ => json!([]),
+            };
+            assert!(
+                merged(json!({"spec": {"template": {"spec": {key: value}}}})).is_ok(),
+                "{key}"
+            );
+        }
     }
 
     #[test]
