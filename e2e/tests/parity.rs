@@ -6,16 +6,19 @@
 
 use std::time::Duration;
 
-use airunway_api::v1alpha1::ModelDeployment;
+use airunway_api::constants::condition_types;
+use airunway_api::v1alpha1::{ConditionStatus, ModelDeployment};
 use airunway_e2e::admission::{
     core_identity, create_raw, deployment, install_webhooks, rejection, remove_webhooks,
     start_core, wait_webhook_active,
 };
 use airunway_e2e::binaries::free_port;
 use airunway_e2e::providers::{delete_all, register_shipped};
-use airunway_e2e::wait::wait_for;
+use airunway_e2e::sandbox::kaito;
+use airunway_e2e::stack::{self, FAST_HEALTH};
+use airunway_e2e::wait::{eventually, wait_for, wait_for_condition};
 use airunway_e2e::{TestEnv, cluster_lock};
-use kube::api::Api;
+use kube::api::{Api, ApiResource, DeleteParams, DynamicObject};
 use serde_json::{Value, json};
 
 const WAIT: Duration = Duration::from_secs(30);
@@ -165,4 +168,132 @@ async fn core_validation() {
 
     remove_webhooks(&env.client).await;
     core.terminate(Duration::from_secs(10));
+}
+
+/// KAITO (parity-decisions §4): the Workspace the real provider writes, as its ServiceAccount
+/// with the shipped RBAC, for Go-shaped llama.cpp deployments, and what it refuses.
+#[tokio::test]
+async fn kaito() {
+    let _lock = cluster_lock().await;
+    let env = TestEnv::new("parity-kaito").await;
+    delete_all(&env.client).await;
+    kaito::install_controller_stand_in(&env.client)
+        .await
+        .unwrap_or_else(|e| panic!("the KAITO controller stand-in: {e:#}"));
+    let identity = stack::service_account_identity(
+        &env,
+        "deploy/providers/kaito/rbac.yaml",
+        "airunway-provider-kaito",
+    )
+    .await;
+    let core = stack::start_core(&env, &env.control_plane.kubeconfig, &FAST_HEALTH, "core").await;
+    let provider = stack::start_provider(
+        &env,
+        "airunway-provider-kaito",
+        &identity,
+        &["--heartbeat-interval=1s"],
+        "kaito-0",
+    )
+    .await;
+    let api: Api<ModelDeployment> = Api::namespaced(env.client.clone(), &env.namespace);
+    let workspaces: Api<DynamicObject> = Api::namespaced_with(
+        env.client.clone(),
+        &env.namespace,
+        &ApiResource {
+            group: "kaito.sh".into(),
+            version: "v1beta1".into(),
+            api_version: "kaito.sh/v1beta1".into(),
+            kind: "Workspace".into(),
+            plural: "workspaces".into(),
+        },
+    );
+    // The Go project's CPU llama.cpp example (`docs/providers/kaito.md` there), with pod labels.
+    let llamacpp = |extra: Value| {
+        let mut spec = json!({"model": {"id": "google/gemma-3-1b-it-qat-q8_0-gguf"},
+            "engine": {"type": "llamacpp", "args": {"model-file": "gemma-3-1b-it-q8_0.gguf"}},
+            "resources": {"gpu": {"count": 0}, "memory": "16Gi", "cpu": "8"},
+            "image": "ghcr.io/sozercan/llama-cpp-runner:latest"});
+        if let (Some(spec), Some(extra)) = (spec.as_object_mut(), extra.as_object()) {
+            for (key, value) in extra {
+                spec.insert(key.clone(), value.clone());
+            }
+        }
+        spec
+    };
+    let create = |name: &str, spec: Value| {
+        let api = api.clone();
+        let object: ModelDeployment = serde_json::from_value(deployment(name, spec))
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
+        async move {
+            api.create(&Default::default(), &object)
+                .await
+                .unwrap_or_else(|e| {
+                    panic!("creating {}: {e}", object.metadata.name.unwrap_or_default())
+                })
+        }
+    };
+
+    // K5 (same for a user label, keep ours for `airunway.ai/` keys). Go:
+    // `providers/kaito/transformer.go` Transform (l.89-95) merges every podTemplate label over
+    // the Workspace's own, so `airunway.ai/deployment: x` would replace the deployment's name.
+    create(
+        "labels",
+        llamacpp(json!({"podTemplate": {"metadata": {"labels":
+            {"team": "a", "airunway.ai/deployment": "x"}}}})),
+    )
+    .await;
+    let workspace = eventually("the Workspace of `labels`", WAIT, || async {
+        workspaces
+            .get_opt("labels")
+            .await
+            .map_err(|e| e.to_string())?
+            .ok_or_else(|| "no Workspace yet".to_string())
+    })
+    .await;
+    let labels = workspace.metadata.labels.clone().unwrap_or_default();
+    same(
+        "K5 (podTemplate label on the Workspace)",
+        labels.get("team").map(String::as_str) == Some("a"),
+        &format!("{labels:?}"),
+    );
+    departure(
+        "K5",
+        labels.get("airunway.ai/deployment").map(String::as_str) == Some("labels"),
+        "the podTemplate's `airunway.ai/deployment: x` replaces the Workspace's label",
+        &format!("{labels:?}"),
+    );
+
+    // K6 (keep ours). Go: transformer.go l.131-135 maps `scaling.replicas: 0` to
+    // `resource.count: 1` (a Workspace that runs one replica); ours refuses.
+    create("zero", llamacpp(json!({"scaling": {"replicas": 0}}))).await;
+    let (_, condition) = wait_for_condition(
+        &api,
+        "zero",
+        WAIT,
+        condition_types::PROVIDER_COMPATIBLE,
+        ConditionStatus::False,
+    )
+    .await;
+    let message = condition.message.clone().unwrap_or_default();
+    departure(
+        "K6",
+        message.starts_with("KAITO cannot scale a Workspace to zero"),
+        "a Workspace with resource.count 1",
+        &format!("{condition:?}"),
+    );
+    same(
+        "K6 (no Workspace for a refused deployment)",
+        workspaces
+            .get_opt("zero")
+            .await
+            .unwrap_or_else(|e| panic!("reading Workspace zero: {e}"))
+            .is_none(),
+        "a Workspace was written for scaling.replicas 0",
+    );
+
+    for name in ["labels", "zero"] {
+        let _ = api.delete(name, &DeleteParams::default()).await;
+    }
+    provider.process.terminate(Duration::from_secs(10));
+    core.process.terminate(Duration::from_secs(10));
 }
