@@ -18,6 +18,7 @@ use airunway_e2e::sandbox::kaito;
 use airunway_e2e::stack::{self, FAST_HEALTH};
 use airunway_e2e::wait::{eventually, wait_for, wait_for_condition};
 use airunway_e2e::{TestEnv, cluster_lock};
+use k8s_openapi::api::apps::v1::Deployment;
 use kube::api::{Api, ApiResource, DeleteParams, DynamicObject};
 use serde_json::{Value, json};
 
@@ -294,6 +295,89 @@ async fn kaito() {
     for name in ["labels", "zero"] {
         let _ = api.delete(name, &DeleteParams::default()).await;
     }
+    provider.process.terminate(Duration::from_secs(10));
+    core.process.terminate(Duration::from_secs(10));
+}
+
+/// llm-d (parity-decisions S7): the `engine.args` the real llm-d provider renders, as its
+/// ServiceAccount with the shipped RBAC, for a Go-shaped vLLM deployment.
+#[tokio::test]
+async fn llmd() {
+    let _lock = cluster_lock().await;
+    let env = TestEnv::new("parity-llmd").await;
+    delete_all(&env.client).await;
+    let core = stack::start_core(&env, &env.control_plane.kubeconfig, &FAST_HEALTH, "core").await;
+    let identity = stack::service_account_identity(
+        &env,
+        "deploy/providers/llmd/rbac.yaml",
+        "airunway-provider-llmd",
+    )
+    .await;
+    let provider = stack::start_provider(
+        &env,
+        "airunway-provider-llmd",
+        &identity,
+        &["--heartbeat-interval=1s"],
+        "llmd-0",
+    )
+    .await;
+    let api: Api<ModelDeployment> = Api::namespaced(env.client.clone(), &env.namespace);
+    let deployments: Api<Deployment> = Api::namespaced(env.client.clone(), &env.namespace);
+
+    // S7 (keep ours). Go: `providers/llmd/transformer.go` (l.398-405) renders `--<key> <value>`
+    // for every non-empty value and a bare `--<key>` for "", so "true" becomes
+    // `--enable-chunked-prefill true`, which vLLM's boolean flags refuse at start.
+    let object: ModelDeployment = serde_json::from_value(deployment(
+        "args",
+        go_vllm(json!({"engine": {"type": "vllm", "args": {
+            "enable-chunked-prefill": "true", "enforce-eager": "false",
+            "max-num-seqs": "8", "disable-log-stats": ""}},
+            "provider": {"name": "llmd"}})),
+    ))
+    .unwrap_or_else(|e| panic!("the args deployment: {e}"));
+    api.create(&Default::default(), &object)
+        .await
+        .unwrap_or_else(|e| panic!("creating args: {e}"));
+    let args = eventually("the llm-d Deployment of `args`", WAIT, || async {
+        let list = deployments
+            .list(&kube::api::ListParams::default().labels("airunway.ai/deployment=args"))
+            .await
+            .map_err(|e| e.to_string())?;
+        list.items
+            .first()
+            .and_then(|d| d.spec.as_ref())
+            .and_then(|s| s.template.spec.as_ref())
+            .and_then(|p| p.containers.first())
+            .and_then(|c| c.args.clone())
+            .ok_or_else(|| "no Deployment yet".to_string())
+    })
+    .await;
+    let after = |flag: &str| {
+        args.iter()
+            .position(|a| a == flag)
+            .map(|i| args.get(i + 1).cloned().unwrap_or_default())
+    };
+    same(
+        "S7 (a value is passed after its flag)",
+        after("--max-num-seqs").as_deref() == Some("8"),
+        &format!("{args:?}"),
+    );
+    let has = |flag: &str| args.iter().any(|a| a == flag);
+    same(
+        "S7 (an empty value is a bare flag)",
+        has("--disable-log-stats") && !args.iter().any(String::is_empty),
+        &format!("{args:?}"),
+    );
+    departure(
+        "S7",
+        has("--enable-chunked-prefill")
+            && has("--no-enforce-eager")
+            && !args.iter().any(|a| a == "true" || a == "false"),
+        "`--enable-chunked-prefill true` and `--enforce-eager false`",
+        &format!("{args:?}"),
+    );
+
+    let _ = api.delete("args", &DeleteParams::default()).await;
     provider.process.terminate(Duration::from_secs(10));
     core.process.terminate(Duration::from_secs(10));
 }
