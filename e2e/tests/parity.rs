@@ -7,7 +7,7 @@
 use std::time::Duration;
 
 use airunway_api::constants::condition_types;
-use airunway_api::v1alpha1::{ConditionStatus, ModelDeployment};
+use airunway_api::v1alpha1::{ConditionStatus, ModelDeployment, Phase};
 use airunway_e2e::admission::{
     core_identity, create_raw, deployment, install_webhooks, rejection, remove_webhooks,
     start_core, wait_webhook_active,
@@ -150,7 +150,8 @@ async fn core_validation() {
         &message,
     );
 
-    // V3 (GPU text kept, outcome same). Go e2e `e2e-vllm-no-gpu` (controller/test/e2e):
+    // V3 (GPU text kept, outcome same). Go: `controller/internal/validation/compatibility.go`
+    // l.154, `vllm engine requires GPU (set resources.gpu.count > 0)`; its e2e `e2e-vllm-no-gpu`:
     // vLLM with CPU only is refused; Go asserts the substring `requires GPU`.
     let (message, _) = rejection(
         &api,
@@ -375,6 +376,22 @@ async fn llmd() {
             && !args.iter().any(|a| a == "true" || a == "false"),
         "`--enable-chunked-prefill true` and `--enforce-eager false`",
         &format!("{args:?}"),
+    );
+
+    // G2 (keep ours). Go: `controller/internal/controller/gateway_reconciler.go`
+    // reconcileGateway writes `GatewayReady=False/NoGateway/"no Gateway resources found in
+    // cluster"` on every Running deployment when no Gateway exists; ours writes no
+    // GatewayReady for a deployment that did not ask (the Gateway API CRDs are installed here,
+    // no Gateway).
+    let running = wait_for(&api, "args", Duration::from_secs(90), "Running", |md| {
+        md.phase() == Some(Phase::Running)
+    })
+    .await;
+    departure(
+        "G2",
+        running.condition(condition_types::GATEWAY_READY).is_none(),
+        "GatewayReady False/NoGateway",
+        &format!("{:?}", running.status),
     );
 
     let _ = api.delete("args", &DeleteParams::default()).await;
