@@ -9,7 +9,8 @@
 //! - [`binaries`]: our real binaries as child processes; [`stack`]: the core and providers
 //!   started on free ports and waited for.
 //! - [`wait`]: waiting with timeouts and useful failure messages.
-//! - [`webhook`]: serving an admission webhook from a test.
+//! - [`webhook`]: serving an admission webhook from a test; [`admission`]: the core's own
+//!   webhooks in a test, and requests whose warnings and causes are read.
 //! - [`providers`]: provider registrations written as a provider writes them.
 //! - [`manifests`]: the shipped `deploy/` manifests applied to the test control plane.
 //! - [`kustomize`]: the kustomize subset `deploy/` uses, rendered without a kustomize binary.
@@ -26,6 +27,7 @@
 // expected and what was seen (the way assertions do), so `panic!` is its reporting channel.
 #![allow(clippy::panic)]
 
+pub mod admission;
 pub mod bench;
 pub mod binaries;
 pub mod chaos;

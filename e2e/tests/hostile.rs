@@ -16,71 +16,16 @@
 use std::time::{Duration, Instant};
 
 use airunway_api::v1alpha1::{InferenceProviderConfig, ModelDeployment, Phase};
+use airunway_e2e::admission::{create_raw, deployment, remove_webhooks, webhook_configurations};
 use airunway_e2e::binaries::free_port;
 use airunway_e2e::stack::{self, FAST_HEALTH, Running};
 use airunway_e2e::wait::{eventually, wait_for};
-use airunway_e2e::{TestEnv, cluster_lock, manifests, paths};
-use http_body_util::BodyExt;
-use k8s_openapi::api::admissionregistration::v1::{
-    MutatingWebhookConfiguration, ValidatingWebhookConfiguration,
-};
+use airunway_e2e::{TestEnv, cluster_lock, manifests};
 use k8s_openapi::api::apps::v1::Deployment;
-use kube::Client;
 use kube::api::{Api, DeleteParams, ListParams, PostParams};
 use serde_json::{Value, json};
 
 const WAIT: Duration = Duration::from_secs(60);
-const CONFIG: &str = "airunway-core";
-
-fn webhook_configurations(env: &TestEnv, port: u16) -> Vec<Value> {
-    let mut objects = manifests::read(&paths::workspace_root().join("deploy/core/webhooks.yaml"));
-    for object in &mut objects {
-        for webhook in object["webhooks"].as_array_mut().unwrap() {
-            let path = webhook["clientConfig"]["service"]["path"]
-                .as_str()
-                .unwrap()
-                .to_string();
-            webhook["clientConfig"] = json!({"url": format!("https://127.0.0.1:{port}{path}")});
-            if webhook["name"]
-                .as_str()
-                .unwrap()
-                .contains("modeldeployments")
-            {
-                webhook["namespaceSelector"] =
-                    json!({"matchLabels": {"kubernetes.io/metadata.name": env.namespace}});
-            }
-        }
-    }
-    objects
-}
-
-async fn remove_webhooks(client: &Client) {
-    let v: Api<ValidatingWebhookConfiguration> = Api::all(client.clone());
-    let m: Api<MutatingWebhookConfiguration> = Api::all(client.clone());
-    let _ = v.delete(CONFIG, &DeleteParams::default()).await;
-    let _ = m.delete(CONFIG, &DeleteParams::default()).await;
-}
-
-fn deployment(name: &str, spec: &Value) -> Value {
-    json!({"apiVersion": "airunway.ai/v1alpha1", "kind": "ModelDeployment", "metadata": {"name": name}, "spec": spec})
-}
-
-/// Creates through the raw API (ill-typed objects reach the API server); (code, body).
-async fn create_raw(client: &Client, namespace: &str, object: &Value) -> (u16, Value) {
-    let request = kube::core::Request::new(format!(
-        "/apis/airunway.ai/v1alpha1/namespaces/{namespace}/modeldeployments"
-    ))
-    .create(&PostParams::default(), serde_json::to_vec(object).unwrap())
-    .unwrap();
-    let response = client
-        .send(request.map(kube::client::Body::from))
-        .await
-        .unwrap();
-    let code = response.status().as_u16();
-    let bytes = response.into_body().collect().await.unwrap().to_bytes();
-    (code, serde_json::from_slice(&bytes).unwrap_or(Value::Null))
-}
-
 /// Whether `message` names `field`; the API server writes a map key as `.key` where the core
 /// writes `[key]`.
 fn names_field(message: &str, field: &str) -> bool {
@@ -296,7 +241,7 @@ async fn start_llmd(env: &TestEnv) -> Running {
 async fn select_and_render(env: &TestEnv, name: &str) -> (Duration, Duration) {
     let mds: Api<ModelDeployment> = Api::namespaced(env.client.clone(), &env.namespace);
     let deployments: Api<Deployment> = Api::namespaced(env.client.clone(), &env.namespace);
-    let md: ModelDeployment = serde_json::from_value(deployment(name, &llmd(json!({})))).unwrap();
+    let md: ModelDeployment = serde_json::from_value(deployment(name, llmd(json!({})))).unwrap();
     let t = Instant::now();
     mds.create(&PostParams::default(), &md).await.unwrap();
     wait_for(&mds, name, WAIT, "selected", |md| {
@@ -355,10 +300,10 @@ async fn hostile_corpus_with_a_provider_running_with_and_without_the_webhook() {
     let deployments: Api<Deployment> = Api::namespaced(env.client.clone(), &env.namespace);
     // The webhook acts once its configuration takes effect.
     eventually("the validating webhook to act", WAIT, || async {
-        let (code, body) = create_raw(
+        let (code, _, body) = create_raw(
             &env.client,
             &env.namespace,
-            &deployment("marker", &overrides(json!({"hostPID": true}))),
+            &deployment("marker", overrides(json!({"hostPID": true}))),
         )
         .await;
         if code == 201 {
@@ -378,7 +323,8 @@ async fn hostile_corpus_with_a_provider_running_with_and_without_the_webhook() {
     let mut admission_messages = std::collections::BTreeMap::new();
     let (mut refused_at_admission, mut refused_by_provider) = (0, 0);
     for (name, spec, by, field, words) in &corpus {
-        let (code, body) = create_raw(&env.client, &env.namespace, &deployment(name, spec)).await;
+        let (code, _, body) =
+            create_raw(&env.client, &env.namespace, &deployment(name, spec.clone())).await;
         match by {
             By::Core => {
                 assert!(code >= 400, "{name} was admitted");
@@ -404,7 +350,12 @@ async fn hostile_corpus_with_a_provider_running_with_and_without_the_webhook() {
         }
     }
     for (name, spec) in accepted_corpus() {
-        let (code, body) = create_raw(&env.client, &env.namespace, &deployment(&name, &spec)).await;
+        let (code, _, body) = create_raw(
+            &env.client,
+            &env.namespace,
+            &deployment(&name, spec.clone()),
+        )
+        .await;
         assert_eq!(code, 201, "{name} at the edge was refused: {body}");
         eventually(&format!("{name} rendered"), WAIT, || async {
             match deployments.get_opt(&name).await {
@@ -438,10 +389,10 @@ async fn hostile_corpus_with_a_provider_running_with_and_without_the_webhook() {
     // or stored and held at reconcile time with the same words; nothing is applied.
     remove_webhooks(&env.client).await;
     eventually("the webhooks to be gone", WAIT, || async {
-        let (code, body) = create_raw(
+        let (code, _, body) = create_raw(
             &env.client,
             &env.namespace,
-            &deployment("probe", &overrides(json!({"hostPID": true}))),
+            &deployment("probe", overrides(json!({"hostPID": true}))),
         )
         .await;
         if code == 201 {
@@ -461,10 +412,10 @@ async fn hostile_corpus_with_a_provider_running_with_and_without_the_webhook() {
         } else {
             format!("{name}-nw")
         };
-        let (code, body) = create_raw(
+        let (code, _, body) = create_raw(
             &env.client,
             &env.namespace,
-            &deployment(&name_without, spec),
+            &deployment(&name_without, spec.clone()),
         )
         .await;
         if code >= 400 {

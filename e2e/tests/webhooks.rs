@@ -9,159 +9,24 @@ use std::time::{Duration, Instant};
 use airunway_api::apply_body;
 use airunway_api::constants::messages;
 use airunway_api::v1alpha1::{InferenceProviderConfig, ModelDeployment};
+use airunway_e2e::admission::{
+    self, core_identity, create_raw, deployment, install_webhooks, rejection, remove_webhooks,
+    start_core, wait_webhook_active,
+};
 use airunway_e2e::binaries::free_port;
-use airunway_e2e::process::ProcessHandle;
 use airunway_e2e::providers::{delete_all, register, register_shipped, shipped_registration};
 use airunway_e2e::stack;
 use airunway_e2e::wait::{eventually, wait_for};
 use airunway_e2e::{TestEnv, cluster_lock, manifests, paths};
 use http_body_util::BodyExt;
-use k8s_openapi::api::admissionregistration::v1::{
-    MutatingWebhookConfiguration, ValidatingWebhookConfiguration,
-};
+use k8s_openapi::api::admissionregistration::v1::ValidatingWebhookConfiguration;
 use k8s_openapi::api::core::v1::Secret;
 use kube::Client;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use serde_json::{Value, json};
 
 const WAIT: Duration = Duration::from_secs(30);
-const CONFIG: &str = "airunway-core";
-
-/// The core's shipped RBAC in the test namespace; a kubeconfig for its ServiceAccount.
-async fn core_identity(env: &TestEnv) -> PathBuf {
-    stack::service_account_identity(env, "deploy/core/rbac.yaml", "airunway-core").await
-}
-
-/// The shipped webhook configurations, pointed at `https://127.0.0.1:<port>` with an empty
-/// caBundle (the core injects it); deployment webhooks scoped to the test namespace.
-fn webhook_configurations(env: &TestEnv, port: u16) -> Vec<Value> {
-    let mut objects = manifests::read(&paths::workspace_root().join("deploy/core/webhooks.yaml"));
-    for object in &mut objects {
-        for webhook in object["webhooks"].as_array_mut().unwrap() {
-            let path = webhook["clientConfig"]["service"]["path"]
-                .as_str()
-                .unwrap()
-                .to_string();
-            webhook["clientConfig"] = json!({"url": format!("https://127.0.0.1:{port}{path}")});
-            if webhook["name"]
-                .as_str()
-                .unwrap()
-                .contains("modeldeployments")
-            {
-                webhook["namespaceSelector"] =
-                    json!({"matchLabels": {"kubernetes.io/metadata.name": env.namespace}});
-            }
-        }
-    }
-    objects
-}
-
-async fn install_webhooks(env: &TestEnv, port: u16) {
-    manifests::apply(&env.client, &webhook_configurations(env, port)).await;
-}
-
-async fn remove_webhooks(client: &Client) {
-    let v: Api<ValidatingWebhookConfiguration> = Api::all(client.clone());
-    let m: Api<MutatingWebhookConfiguration> = Api::all(client.clone());
-    let _ = v.delete(CONFIG, &DeleteParams::default()).await;
-    let _ = m.delete(CONFIG, &DeleteParams::default()).await;
-}
-
-async fn start_core(
-    env: &TestEnv,
-    kubeconfig: &std::path::Path,
-    port: u16,
-    extra: &[&str],
-) -> ProcessHandle {
-    let webhook = format!("--webhook-bind-address=127.0.0.1:{port}");
-    let namespace = format!("--webhook-namespace={}", env.namespace);
-    let lease = format!("--leader-election-namespace={}", env.namespace);
-    let mut args = vec![
-        webhook.as_str(),
-        namespace.as_str(),
-        "--webhook-extra-san=127.0.0.1",
-        "--leader-elect",
-        lease.as_str(),
-    ];
-    args.extend_from_slice(extra);
-    stack::start_core(env, kubeconfig, &args, "core")
-        .await
-        .process
-}
-
-fn deployment(name: &str, spec: Value) -> Value {
-    json!({"apiVersion": "airunway.ai/v1alpha1", "kind": "ModelDeployment", "metadata": {"name": name}, "spec": spec})
-}
-
-/// Waits until the webhook visibly acts (configurations take effect asynchronously).
-async fn wait_webhook_active(env: &TestEnv) {
-    let api: Api<ModelDeployment> = Api::namespaced(env.client.clone(), &env.namespace);
-    eventually("the validating webhook to act", WAIT, || async {
-        let marker: ModelDeployment = serde_json::from_value(deployment(
-            "marker",
-            json!({"model": {"id": "a/b"}, "provider": {"overrides": {"hostPID": true}}}),
-        ))
-        .unwrap();
-        match api
-            .create(
-                &PostParams {
-                    dry_run: true,
-                    ..Default::default()
-                },
-                &marker,
-            )
-            .await
-        {
-            Err(e) if e.to_string().contains("admission webhook") => Ok(()),
-            other => Err(format!("{other:?}")),
-        }
-    })
-    .await;
-}
-
-/// Creates through the raw API to read the `Warning` headers; returns (status code, warnings, body).
-async fn create_raw(client: &Client, namespace: &str, object: &Value) -> (u16, Vec<String>, Value) {
-    let request = kube::core::Request::new(format!(
-        "/apis/airunway.ai/v1alpha1/namespaces/{namespace}/modeldeployments"
-    ))
-    .create(&PostParams::default(), serde_json::to_vec(object).unwrap())
-    .unwrap();
-    let response = client
-        .send(request.map(kube::client::Body::from))
-        .await
-        .unwrap();
-    let code = response.status().as_u16();
-    let warnings = response
-        .headers()
-        .get_all("warning")
-        .iter()
-        .map(|v| v.to_str().unwrap().to_string())
-        .collect();
-    let bytes = response.into_body().collect().await.unwrap().to_bytes();
-    (
-        code,
-        warnings,
-        serde_json::from_slice(&bytes).unwrap_or(Value::Null),
-    )
-}
-
-/// Creates `object` (sent as raw JSON, so ill-typed objects reach the API server) and returns
-/// the error's message and the fields of its causes.
-async fn rejection(api: &Api<ModelDeployment>, object: Value) -> (String, Vec<String>) {
-    let namespace = api.namespace().unwrap_or_default().to_string();
-    let (code, _, status) = create_raw(&api.clone().into_client(), &namespace, &object).await;
-    assert!(code >= 400, "{} was admitted", object["metadata"]["name"]);
-    let fields = status["details"]["causes"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|c| c["field"].as_str().map(str::to_string))
-        .collect();
-    (
-        status["message"].as_str().unwrap_or_default().to_string(),
-        fields,
-    )
-}
+const CONFIG: &str = admission::CONFIGURATION;
 
 #[tokio::test]
 async fn model_deployment_admission() {

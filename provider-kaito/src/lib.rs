@@ -13,17 +13,20 @@ pub mod status;
 use std::time::Duration;
 
 use airunway_api::k8s_openapi::api::apps::v1::Deployment;
-use airunway_api::kube::api::{Api, ListParams};
+use airunway_api::kube::api::Api;
 use airunway_api::kube::core::DynamicObject;
+use airunway_api::kube::runtime::{WatchStreamExt, reflector, watcher};
 use airunway_api::provider::{
     ControllerHealth, Incompatible, Preparation, Provider, RenderError, Rendered, SchemaAdapter,
     TranslatedStatus, UpstreamController, UpstreamKind, UpstreamSchema, controller_health,
     controller_missing_hold, primary, tokio,
 };
+use airunway_api::runtime::WatchBackoff;
 use airunway_api::v1alpha1::{
     EngineCapability, EngineCapabilityEntry, EngineType, GatewayCapability,
     InferenceProviderConfigSpec, ModelDeployment, ProviderCapabilities, SelectionRule, ServingMode,
 };
+use futures::StreamExt;
 
 /// The provider name (and InferenceProviderConfig name).
 pub const NAME: &str = "kaito";
@@ -38,8 +41,9 @@ pub const CONTROLLER_SELECTOR: &str =
 /// Pods KAITO builds itself.
 pub const WORKSPACE_LABEL: &str = "kaito.sh/workspace";
 
-/// Bound of one lookup of the controller's Deployments.
-const CONTROLLER_LOOKUP_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long a reconcile waits, counted from the start of the watch of the controller's
+/// Deployments, for that watch's first list; after that a watch not yet listed is not waited for.
+const CONTROLLER_FIRST_LIST_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// The KAITO workspace controller's Deployments, how they are found and how to install it
 /// (the install hint in the Go AI Runway's words, with the chart's repository and version).
@@ -51,27 +55,78 @@ pub fn workspace_controller() -> UpstreamController {
     }
 }
 
-/// The client of the controller lookup, made once from the environment the SDK reads too
-/// (`None`: no configuration, as in offline runs; nothing is held then).
-static LOOKUP_CLIENT: tokio::sync::OnceCell<Option<airunway_api::kube::Client>> =
+/// The watch of the workspace controller's Deployments: the store its reflector keeps and the
+/// instant until which a reconcile waits for its first list.
+struct ControllerWatch {
+    store: reflector::Store<Deployment>,
+    first_list_by: tokio::time::Instant,
+}
+
+/// The watch of the controller's Deployments, started by the first reconcile that needs it
+/// (`None`: no Kubernetes configuration, as in offline runs; nothing is held then).
+static CONTROLLER_WATCH: tokio::sync::OnceCell<Option<ControllerWatch>> =
     tokio::sync::OnceCell::const_new();
 
-/// Looks up the workspace controller's Deployments (in every namespace, bounded in time), on
-/// every reconcile as the Go AI Runway does: a verdict kept from an earlier reconcile would
-/// let Workspaces be created for a while after the controller went. `None` when the lookup
-/// could not be made (the heartbeat reports that).
-async fn look_up_controller() -> Option<ControllerHealth> {
-    let client = LOOKUP_CLIENT
-        .get_or_init(|| async { airunway_api::runtime::kube_client().await.ok() })
-        .await
-        .clone()?;
-    let deployments: Api<Deployment> = Api::all(client);
-    let params = ListParams::default().labels(CONTROLLER_SELECTOR);
-    let listed = tokio::time::timeout(CONTROLLER_LOOKUP_TIMEOUT, deployments.list(&params))
+/// Starts the watch of the Deployments matching [`CONTROLLER_SELECTOR`] in every namespace
+/// (label-selected: a handful of objects, kept with only what the health verdict reads) and
+/// returns its store; the watch runs, restarting with [`WatchBackoff`], for the process's life.
+fn watch_controller(client: airunway_api::kube::Client) -> ControllerWatch {
+    let (store, writer) = reflector::store::<Deployment>();
+    let changes = watcher(
+        Api::<Deployment>::all(client),
+        watcher::Config::default().labels(CONTROLLER_SELECTOR),
+    )
+    .backoff(WatchBackoff::default())
+    .modify(trim_controller)
+    .reflect(writer);
+    tokio::spawn(changes.for_each(|change| {
+        if let Err(error) = change {
+            tracing::warn!(%error, selector = CONTROLLER_SELECTOR, "watch of the KAITO workspace controller's Deployments failed; retrying");
+        }
+        std::future::ready(())
+    }));
+    ControllerWatch {
+        store,
+        first_list_by: tokio::time::Instant::now() + CONTROLLER_FIRST_LIST_TIMEOUT,
+    }
+}
+
+/// Keeps of a controller Deployment what [`controller_health`] reads: its name,
+/// namespace and status.
+fn trim_controller(deployment: &mut Deployment) {
+    deployment.spec = None;
+    deployment.metadata.managed_fields = None;
+    deployment.metadata.annotations = None;
+}
+
+/// The controller's health from the watched Deployments, once the watch has listed them
+/// (waiting until `first_list_by` at most; `None` when it has not by then).
+async fn health_from(
+    store: &reflector::Store<Deployment>,
+    first_list_by: tokio::time::Instant,
+) -> Option<ControllerHealth> {
+    tokio::time::timeout_at(first_list_by, store.wait_until_ready())
         .await
         .ok()?
         .ok()?;
-    Some(controller_health(&listed.items))
+    let deployments: Vec<Deployment> = store.state().iter().map(|d| (**d).clone()).collect();
+    Some(controller_health(&deployments))
+}
+
+/// The workspace controller's health on every reconcile, as the Go AI Runway looks it up
+/// (a verdict kept from an earlier reconcile would let Workspaces be created after the
+/// controller went), read from a watch of its Deployments rather than a list per reconcile:
+/// the watch sees a deletion within milliseconds. `None` when the watch could not be started
+/// or has not listed yet (the heartbeat reports that).
+async fn look_up_controller() -> Option<ControllerHealth> {
+    let watch = CONTROLLER_WATCH
+        .get_or_init(|| async {
+            let client = airunway_api::runtime::kube_client().await.ok()?;
+            Some(watch_controller(client))
+        })
+        .await
+        .as_ref()?;
+    health_from(&watch.store, watch.first_list_by).await
 }
 
 /// The KAITO provider.
@@ -182,5 +237,123 @@ impl Provider for KaitoProvider {
         upstream: &[Option<&DynamicObject>],
     ) -> TranslatedStatus {
         status::translate(deployment, primary(upstream))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use airunway_api::kube::runtime::watcher::Event;
+
+    fn controller(namespace: &str, ready_replicas: i32) -> Deployment {
+        airunway_api::serde_json::from_value(airunway_api::serde_json::json!({
+            "metadata": {
+                "name": "kaito-workspace",
+                "namespace": namespace,
+                "labels": {"app.kubernetes.io/name": "workspace"},
+                "annotations": {"kubectl.kubernetes.io/last-applied-configuration": "{}"},
+                "managedFields": [{"manager": "helm", "operation": "Apply"}],
+            },
+            "spec": {"selector": {}, "template": {}},
+            "status": {"readyReplicas": ready_replicas},
+        }))
+        .unwrap()
+    }
+
+    fn listed(writer: &mut reflector::store::Writer<Deployment>, deployments: &[Deployment]) {
+        writer.apply_watcher_event(&Event::Init);
+        for deployment in deployments {
+            writer.apply_watcher_event(&Event::InitApply(deployment.clone()));
+        }
+        writer.apply_watcher_event(&Event::InitDone);
+    }
+
+    fn soon() -> tokio::time::Instant {
+        tokio::time::Instant::now() + Duration::from_secs(5)
+    }
+
+    #[tokio::test(crate = "airunway_api::provider::tokio")]
+    async fn a_watch_that_has_not_listed_by_its_deadline_gives_no_verdict() {
+        let (store, _writer) = reflector::store::<Deployment>();
+        let deadline = tokio::time::Instant::now() + Duration::from_millis(50);
+        assert_eq!(health_from(&store, deadline).await, None);
+        // Past the deadline it is not waited for again.
+        let started = std::time::Instant::now();
+        assert_eq!(health_from(&store, deadline).await, None);
+        assert!(started.elapsed() < Duration::from_millis(40));
+    }
+
+    #[tokio::test(crate = "airunway_api::provider::tokio")]
+    async fn the_verdict_follows_the_watched_deployments() {
+        let (store, mut writer) = reflector::store::<Deployment>();
+        listed(&mut writer, &[]);
+        assert_eq!(
+            health_from(&store, soon()).await,
+            Some(ControllerHealth::Missing)
+        );
+        let not_ready = controller("kaito-workspace", 0);
+        writer.apply_watcher_event(&Event::Apply(not_ready.clone()));
+        assert_eq!(
+            health_from(&store, soon()).await,
+            Some(ControllerHealth::NotReady(
+                "kaito-workspace/kaito-workspace".into()
+            ))
+        );
+        writer.apply_watcher_event(&Event::Apply(controller("kaito-workspace", 1)));
+        assert_eq!(
+            health_from(&store, soon()).await,
+            Some(ControllerHealth::Ready(
+                "kaito-workspace/kaito-workspace".into()
+            ))
+        );
+        // Deleted: missing on the next reconcile, with no lookup of its own.
+        writer.apply_watcher_event(&Event::Delete(not_ready));
+        assert_eq!(
+            health_from(&store, soon()).await,
+            Some(ControllerHealth::Missing)
+        );
+        // A re-list replaces what was there (the AKS add-on's controller in kube-system).
+        listed(&mut writer, &[controller("kube-system", 1)]);
+        assert_eq!(
+            health_from(&store, soon()).await,
+            Some(ControllerHealth::Ready(
+                "kube-system/kaito-workspace".into()
+            ))
+        );
+    }
+
+    #[tokio::test(crate = "airunway_api::provider::tokio")]
+    async fn a_reconcile_waits_for_the_first_list() {
+        let (store, mut writer) = reflector::store::<Deployment>();
+        let lister = tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            listed(&mut writer, &[controller("kaito-workspace", 1)]);
+            writer
+        });
+        assert_eq!(
+            health_from(&store, soon()).await,
+            Some(ControllerHealth::Ready(
+                "kaito-workspace/kaito-workspace".into()
+            ))
+        );
+        lister.await.unwrap();
+    }
+
+    #[test]
+    fn a_watched_controller_keeps_only_what_the_verdict_reads() {
+        let mut deployment = controller("kaito-workspace", 1);
+        trim_controller(&mut deployment);
+        assert_eq!(deployment.spec, None);
+        assert_eq!(deployment.metadata.managed_fields, None);
+        assert_eq!(deployment.metadata.annotations, None);
+        assert_eq!(deployment.metadata.name.as_deref(), Some("kaito-workspace"));
+        assert_eq!(
+            deployment.metadata.namespace.as_deref(),
+            Some("kaito-workspace")
+        );
+        assert_eq!(
+            controller_health(&[deployment]),
+            ControllerHealth::Ready("kaito-workspace/kaito-workspace".into())
+        );
     }
 }
