@@ -114,7 +114,9 @@ pub fn vllm_args(md: &ModelDeployment, component: &Component) -> Vec<String> {
     vllm_args_with(md, component, &ArgsStyle::default())
 }
 
-/// The vLLM command line: `style.leading`, `--model`, `--served-model-name`,
+/// The vLLM command line: `style.leading`, `--model`, `--served-model-name` (only when
+/// `model.servedName` is set: vLLM then serves the model under `model.id`, the name the gateway
+/// routes on, as the Go AI Runway does),
 /// `--max-model-len`, `--trust-remote-code`, `--enable-prefix-caching` or
 /// `--no-enable-prefix-caching`, `--enforce-eager`, `--tensor-parallel-size` (more than one
 /// GPU), the component's arguments, `engine.args` in key order (`""`/`"true"` → `--key`,
@@ -142,8 +144,8 @@ pub fn vllm_args_with(
     if let Some(id) = spec.model.id.as_ref().filter(|id| !id.is_empty()) {
         derived("model", Some(id.clone()));
     }
-    if let Some(name) = md.served_model_name() {
-        derived("served-model-name", Some(name));
+    if let Some(name) = spec.model.served_name.as_ref().filter(|n| !n.is_empty()) {
+        derived("served-model-name", Some(name.clone()));
     }
     if let Some(length) = engine.and_then(|e| e.context_length) {
         derived("max-model-len", Some(length.to_string()));
@@ -416,13 +418,8 @@ mod tests {
         let args = vllm_args(&off, &Component::aggregated(&off));
         assert_eq!(
             args,
-            [
-                "--model",
-                "org/model",
-                "--served-model-name",
-                "model",
-                "--no-enable-prefix-caching"
-            ]
+            ["--model", "org/model", "--no-enable-prefix-caching"],
+            "no --served-model-name without servedName: vLLM serves model.id, as the gateway routes"
         );
     }
 
