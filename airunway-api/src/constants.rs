@@ -178,8 +178,9 @@ pub mod reasons {
     pub const RESOURCE_CONFLICT: &str = "ResourceConflict";
     /// Ready=True.
     pub const DEPLOYMENT_READY: &str = "DeploymentReady";
-    /// Ready=False while the upstream operator works.
-    pub const DEPLOYMENT_PROGRESSING: &str = "DeploymentProgressing";
+    /// Ready=False while the upstream operator works (the Go AI Runway's reason; the message
+    /// says what is awaited).
+    pub const DEPLOYMENT_IN_PROGRESS: &str = "DeploymentInProgress";
     /// Ready=False: the upstream reports an error.
     pub const DEPLOYMENT_FAILED: &str = "DeploymentFailed";
     /// Ready=False: the deployment cannot start (incompatible, schema, CRD missing).

@@ -330,7 +330,21 @@ async fn vllm_preset_named_kaito_and_incompatible_engines() {
 
     // The IPC: ready, version, heartbeat, schema version and fingerprint.
     let ipcs: Api<InferenceProviderConfig> = Api::all(env.client.clone());
-    let status = ipcs.get("kaito").await.unwrap().status.unwrap();
+    let ipc = ipcs.get("kaito").await.unwrap();
+    // llama.cpp ignores `servedName` behind the gateway (the Go AI Runway's registration);
+    // vLLM does not.
+    let spec = serde_json::to_value(&ipc.spec).unwrap();
+    let gateway = |engine: &str| {
+        spec["capabilities"]["engines"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|e| e["name"] == engine)
+            .map(|e| e["gateway"]["ignoresServedName"].clone())
+    };
+    assert_eq!(gateway("llamacpp"), Some(serde_json::json!(true)));
+    assert_eq!(gateway("vllm"), Some(serde_json::Value::Null));
+    let status = ipc.status.unwrap();
     assert_eq!(status.ready, Some(true));
     assert_eq!(status.version.as_deref(), Some("kaito-provider:0.1.0"));
     assert!(status.last_heartbeat.is_some());

@@ -448,6 +448,12 @@ async fn incompatible_deployments_overrides_and_the_registration() {
     let ipcs: Api<InferenceProviderConfig> = Api::all(env.client.clone());
     let ipc = ipcs.get("kuberay").await.unwrap();
     assert!(ipc.spec.selection_rules.as_ref().is_none_or(Vec::is_empty));
+    // Ray Serve LLM's OpenAI app serves chat only, as the Go AI Runway advertises.
+    let spec = serde_json::to_value(&ipc.spec).unwrap();
+    assert_eq!(
+        spec["capabilities"]["engines"][0]["apiFormats"],
+        serde_json::json!(["openai-chat"])
+    );
     let first = ipc.status.unwrap();
     assert_eq!(first.ready, Some(true));
     assert_eq!(first.version.as_deref(), Some("kuberay-provider:0.1.0"));

@@ -348,12 +348,14 @@ async fn aggregated_and_disaggregated_on_simulated_gpu_nodes_drift_switch_and_de
     })
     .await;
 
-    // An identity field (the model) changed: the objects are deleted and created anew.
+    // An identity field (the model) changed: the objects are deleted and created anew. With
+    // `servedName` dropped as well, vLLM gets no `--served-model-name` and serves the model under
+    // `model.id`, the name the gateway routes on (the Go AI Runway's render).
     let old_uid = deployments.get("agg").await.unwrap().metadata.uid;
     mds.patch(
         "agg",
         &PatchParams::default(),
-        &Patch::Merge(json!({"spec": {"model": {"id": "Qwen/Qwen3-1.7B"}}})),
+        &Patch::Merge(json!({"spec": {"model": {"id": "Qwen/Qwen3-1.7B", "servedName": null}}})),
     )
     .await
     .unwrap();
@@ -365,6 +367,11 @@ async fn aggregated_and_disaggregated_on_simulated_gpu_nodes_drift_switch_and_de
         |d| d.metadata.uid != old_uid && args(d).contains(&"Qwen/Qwen3-1.7B".to_string()),
     )
     .await;
+    assert!(
+        !args(&recreated).contains(&"--served-model-name".to_string()),
+        "{:?}",
+        args(&recreated)
+    );
     assert_eq!(recreated.spec.unwrap().replicas, Some(1));
     wait_for(&mds, "agg", WAIT, "Running the new model", |md| {
         md.phase() == Some(Phase::Running)

@@ -472,10 +472,26 @@ async fn runs_on_simulated_gpu_nodes_scales_to_zero_and_back_drift_and_deletion(
     mds.patch(
         "direct",
         &PatchParams::default(),
-        &Patch::Merge(json!({"spec": {"engine": {"image": image_v2}}})),
+        &Patch::Merge(
+            json!({"spec": {"engine": {"image": image_v2}, "model": {"servedName": null}}}),
+        ),
     )
     .await
     .unwrap();
+    // Without `servedName`, no `--served-model-name`: vLLM serves the model under `model.id`,
+    // the name the gateway routes on (the Go AI Runway's render).
+    wait_for(
+        &deployments,
+        "direct",
+        WAIT,
+        "no --served-model-name without servedName",
+        |d| {
+            let args = args(d);
+            !args.contains(&"--served-model-name".to_string())
+                && args.contains(&"Qwen/Qwen3-0.6B".to_string())
+        },
+    )
+    .await;
     wait_for(&mds, "direct", WAIT, "the new image resolved", |md| {
         md.status
             .as_ref()

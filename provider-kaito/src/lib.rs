@@ -152,6 +152,9 @@ impl Provider for KaitoProvider {
                 EngineCapability::new(name, vec![ServingMode::Aggregated], true, cpu_support);
             capability.gateway = Some(GatewayCapability {
                 pool_selector: Some([(WORKSPACE_LABEL.to_string(), "{name}".to_string())].into()),
+                // KAITO's llama.cpp template passes no served name to llama-server, so the
+                // gateway must not route on `servedName` (the Go AI Runway's registration).
+                ignores_served_name: (name == EngineType::Llamacpp).then_some(true),
                 ..Default::default()
             });
             EngineCapabilityEntry::Detailed(capability)

@@ -20,7 +20,7 @@ use airunway_api::provider::{
     primary,
 };
 use airunway_api::v1alpha1::{
-    EngineCapability, EngineCapabilityEntry, EngineType, InferenceProviderConfigSpec,
+    ApiFormat, EngineCapability, EngineCapabilityEntry, EngineType, InferenceProviderConfigSpec,
     ModelDeployment, ProviderCapabilities, ServingMode,
 };
 
@@ -55,14 +55,17 @@ impl Provider for KubeRayProvider {
     fn registration(&self) -> InferenceProviderConfigSpec {
         InferenceProviderConfigSpec {
             capabilities: Some(ProviderCapabilities {
-                engines: Some(vec![EngineCapabilityEntry::Detailed(
-                    EngineCapability::new(
+                engines: Some(vec![EngineCapabilityEntry::Detailed(EngineCapability {
+                    // Ray Serve LLM's OpenAI app serves chat and completions only: no Responses
+                    // or Anthropic Messages API (the Go AI Runway advertises the same).
+                    api_formats: vec![ApiFormat::OpenaiChat],
+                    ..EngineCapability::new(
                         EngineType::Vllm,
                         vec![ServingMode::Aggregated, ServingMode::Disaggregated],
                         true,
                         false,
-                    ),
-                )]),
+                    )
+                })]),
                 ..Default::default()
             }),
             // Explicit-only (design doc §4.5): no selection rule, so the core never picks

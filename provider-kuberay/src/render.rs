@@ -509,15 +509,35 @@ pub fn render(md: &ModelDeployment, schema: &UpstreamSchema) -> Result<Rendered,
         airunway_api::v1alpha1::ModelSource::Custom => "custom",
     };
     let engine = md.resolved_engine().map(|e| e.as_str()).unwrap_or("vllm");
+    // The RayService's own metadata carries the podTemplate's labels and annotations as well
+    // (the Go AI Runway's render), except `airunway.ai/` keys, which stay AI Runway's.
+    let template = spec.pod_template.as_ref().and_then(|t| t.metadata.as_ref());
+    let user_keys = |map: Option<&BTreeMap<String, String>>| -> BTreeMap<String, String> {
+        map.into_iter()
+            .flatten()
+            .filter(|(k, _)| !k.starts_with(airunway_api::constants::labels::PROPAGATED_PREFIX))
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect()
+    };
+    let mut own_labels = user_keys(template.and_then(|m| m.labels.as_ref()));
+    own_labels.extend([
+        (
+            airunway_api::constants::labels::MODEL_DEPLOYMENT.to_string(),
+            name.to_string(),
+        ),
+        (MODEL_SOURCE_LABEL.to_string(), source.to_string()),
+        (ENGINE_TYPE_LABEL.to_string(), engine.to_string()),
+    ]);
+    let mut metadata = json!({"name": name, "labels": own_labels});
+    let own_annotations = user_keys(template.and_then(|m| m.annotations.as_ref()));
+    if !own_annotations.is_empty() {
+        metadata["annotations"] = json!(own_annotations);
+    }
     Ok(Rendered {
         objects: vec![json!({
             "apiVersion": schema.api_version,
             "kind": "RayService",
-            "metadata": {"name": name, "labels": {
-                airunway_api::constants::labels::MODEL_DEPLOYMENT: name,
-                MODEL_SOURCE_LABEL: source,
-                ENGINE_TYPE_LABEL: engine,
-            }},
+            "metadata": metadata,
             "spec": {
                 "serveConfigV2": serve_config_v2,
                 "rayClusterConfig": {

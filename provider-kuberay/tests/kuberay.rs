@@ -106,6 +106,20 @@ fn aggregated_full_object() {
 }
 
 #[test]
+fn pod_template_metadata_reaches_the_rayservice_without_airunway_keys() {
+    // As the Go project renders it; `airunway.ai/` keys stay AI Runway's.
+    let (object, _) = render(&gpu_vllm(json!({"podTemplate": {"metadata": {
+        "labels": {"airunway.ai/model-deployment": "other", "team": "a"},
+        "annotations": {"airunway.ai/spec-hash": "x"}}}})));
+    assert_eq!(object["metadata"]["labels"]["team"], "a");
+    assert_eq!(
+        object["metadata"]["labels"]["airunway.ai/model-deployment"],
+        "m"
+    );
+    assert!(object["metadata"]["annotations"].is_null());
+}
+
+#[test]
 fn engine_arguments_are_typed_and_in_key_order() {
     let (object, _) = render(&gpu_vllm(json!({
         "model": {"id": "Qwen/Qwen3-8B", "servedName": "chat"},

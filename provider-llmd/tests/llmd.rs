@@ -151,8 +151,6 @@ fn aggregated_is_one_deployment_and_one_service_named_after_the_deployment() {
         [
             "--model",
             "Qwen/Qwen3-8B",
-            "--served-model-name",
-            "Qwen3-8B",
             "--max-model-len",
             "8192",
             "--no-enable-prefix-caching",

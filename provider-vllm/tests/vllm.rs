@@ -198,9 +198,7 @@ fn one_deployment_and_one_service_named_after_the_deployment() {
             "--port",
             "8000",
             "--model",
-            "Qwen/Qwen3-8B",
-            "--served-model-name",
-            "Qwen3-8B"
+            "Qwen/Qwen3-8B"
         ]
     );
 }

@@ -214,7 +214,7 @@ impl ProviderStatus {
             _ => DesiredCondition::new(
                 condition_types::READY,
                 false,
-                crate::constants::reasons::DEPLOYMENT_PROGRESSING,
+                crate::constants::reasons::DEPLOYMENT_IN_PROGRESS,
                 translated
                     .message
                     .clone()
@@ -284,7 +284,7 @@ impl ProviderStatus {
 
     /// `Reconciling`/`Stalled` for this status: `Running` is settled, `Failed` is stalled, any
     /// other phase is in progress. The reason is that of the first provider condition that is
-    /// `False` (e.g. `IncompatibleConfiguration`, `DeploymentProgressing`), the message the
+    /// `False` (e.g. `IncompatibleConfiguration`, `DeploymentInProgress`), the message the
     /// phase message (or that condition's when empty).
     pub fn progress(&self) -> Progress {
         let cause = self
@@ -527,7 +527,8 @@ mod tests {
         );
         assert_eq!(
             by_type(&deploying, reconciling).reason,
-            reasons::DEPLOYMENT_PROGRESSING
+            "DeploymentInProgress",
+            "the Go AI Runway's in-progress reason"
         );
         assert_eq!(
             by_type(&deploying, reconciling).message,

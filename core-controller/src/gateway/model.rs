@@ -10,8 +10,9 @@ use serde_json::Value;
 
 /// Most bytes read from `/v1/models`.
 pub const DISCOVERY_MAX_BYTES: usize = 1 << 20;
-/// How long the `/v1/models` request may take.
-pub const DISCOVERY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(3);
+/// How long the `/v1/models` request may take (5 s, as the Go AI Runway: a loaded server's
+/// first answer can be slow).
+pub const DISCOVERY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// Where the model name came from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -82,6 +83,11 @@ pub fn first_model_id(body: &[u8]) -> Option<String> {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn discovery_waits_five_seconds_as_the_go_project() {
+        assert_eq!(DISCOVERY_TIMEOUT, std::time::Duration::from_secs(5));
+    }
 
     fn spec(value: Value) -> ModelDeploymentSpec {
         serde_json::from_value(value).unwrap()

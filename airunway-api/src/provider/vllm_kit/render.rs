@@ -4,7 +4,10 @@
 //!   <component name>}`; pod labels: `podTemplate.metadata.labels`, the component's own labels,
 //!   `airunway.ai/model-deployment: <md>` (what the gateway's InferencePool selects) and the
 //!   two selector labels (re-applied last, so a pod label cannot break the selector); pod
-//!   annotations from `podTemplate.metadata.annotations`; `nodeSelector`, `tolerations`.
+//!   annotations from `podTemplate.metadata.annotations`; `nodeSelector`, `tolerations`. The
+//!   Deployment's own labels: `podTemplate.metadata.labels` without `airunway.ai/` keys, then
+//!   the model-source and engine-type labels; its annotations: `podTemplate.metadata.annotations`
+//!   without `airunway.ai/` keys. The Service carries only the latter two labels.
 //! - Container `vllm`: the image given, port `http` 8000/TCP, GPUs (`<gpu type>: N`) and memory
 //!   as limits and requests, CPU as a request; [`vllm_args`]; HTTP probes on `/health`
 //!   (startup 15 s/10 s/60, liveness 15 s/10 s/3, readiness 15 s/5 s/3: initial delay,
@@ -114,7 +117,9 @@ pub fn vllm_args(md: &ModelDeployment, component: &Component) -> Vec<String> {
     vllm_args_with(md, component, &ArgsStyle::default())
 }
 
-/// The vLLM command line: `style.leading`, `--model`, `--served-model-name`,
+/// The vLLM command line: `style.leading`, `--model`, `--served-model-name` (only when
+/// `model.servedName` is set: vLLM then serves the model under `model.id`, the name the gateway
+/// routes on, as the Go AI Runway does),
 /// `--max-model-len`, `--trust-remote-code`, `--enable-prefix-caching` or
 /// `--no-enable-prefix-caching`, `--enforce-eager`, `--tensor-parallel-size` (more than one
 /// GPU), the component's arguments, `engine.args` in key order (`""`/`"true"` → `--key`,
@@ -142,8 +147,8 @@ pub fn vllm_args_with(
     if let Some(id) = spec.model.id.as_ref().filter(|id| !id.is_empty()) {
         derived("model", Some(id.clone()));
     }
-    if let Some(name) = md.served_model_name() {
-        derived("served-model-name", Some(name));
+    if let Some(name) = spec.model.served_name.as_ref().filter(|n| !n.is_empty()) {
+        derived("served-model-name", Some(name.clone()));
     }
     if let Some(length) = engine.and_then(|e| e.context_length) {
         derived("max-model-len", Some(length.to_string()));
@@ -281,6 +286,11 @@ pub fn deployment_with_args(
     let pod_annotations = template
         .and_then(|m| m.annotations.clone())
         .unwrap_or_default();
+    // The Deployment's own metadata carries the podTemplate's labels and annotations as well
+    // (the Go AI Runway's render), except `airunway.ai/` keys, which stay AI Runway's.
+    let mut own_labels = user_keys_only(template.and_then(|m| m.labels.as_ref()));
+    own_labels.extend(object_labels(md));
+    let own_annotations = user_keys_only(Some(&pod_annotations));
     let mut limits = serde_json::Map::new();
     let mut requests = serde_json::Map::new();
     if component.gpus > 0 {
@@ -341,16 +351,29 @@ pub fn deployment_with_args(
     if !pod_annotations.is_empty() {
         pod_metadata["annotations"] = json!(pod_annotations);
     }
+    let mut metadata = json!({"name": component.name, "labels": own_labels});
+    if !own_annotations.is_empty() {
+        metadata["annotations"] = json!(own_annotations);
+    }
     json!({
         "apiVersion": "apps/v1",
         "kind": "Deployment",
-        "metadata": {"name": component.name, "labels": object_labels(md)},
+        "metadata": metadata,
         "spec": {
             "replicas": component.replicas,
             "selector": {"matchLabels": selector},
             "template": {"metadata": pod_metadata, "spec": pod_spec},
         },
     })
+}
+
+/// The entries of `map` whose keys are not AI Runway's (`airunway.ai/`).
+pub fn user_keys_only(map: Option<&BTreeMap<String, String>>) -> BTreeMap<String, String> {
+    map.into_iter()
+        .flatten()
+        .filter(|(k, _)| !k.starts_with(crate::constants::labels::PROPAGATED_PREFIX))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect()
 }
 
 /// The Service in front of `component`'s pods.
@@ -416,13 +439,8 @@ mod tests {
         let args = vllm_args(&off, &Component::aggregated(&off));
         assert_eq!(
             args,
-            [
-                "--model",
-                "org/model",
-                "--served-model-name",
-                "model",
-                "--no-enable-prefix-caching"
-            ]
+            ["--model", "org/model", "--no-enable-prefix-caching"],
+            "no --served-model-name without servedName: vLLM serves model.id, as the gateway routes"
         );
     }
 
@@ -485,6 +503,27 @@ mod tests {
             spec["template"]["metadata"]["annotations"],
             json!({"n": "v"})
         );
+        assert_eq!(
+            deployment["metadata"],
+            json!({"name": "m",
+                   "labels": {"team": "a", "app": "x", "airunway.ai/model-source": "huggingface",
+                              "airunway.ai/engine-type": "vllm"},
+                   "annotations": {"n": "v"}}),
+            "the podTemplate's metadata on the Deployment too, as the Go project renders it"
+        );
+        let owned = super::tests::md(
+            json!({"model": {"id": "org/model"}, "engine": {"type": "vllm"},
+            "podTemplate": {"metadata": {"labels": {"airunway.ai/deployment": "other", "team": "a"},
+                                         "annotations": {"airunway.ai/spec-hash": "x"}}}}),
+        );
+        let owned = super::deployment(&owned, &Component::aggregated(&owned), "img:1");
+        assert_eq!(owned["metadata"]["labels"]["team"], "a");
+        assert!(owned["metadata"]["labels"]["airunway.ai/deployment"].is_null());
+        assert!(
+            owned["metadata"]["annotations"].is_null(),
+            "airunway.ai/ keys stay ours"
+        );
+        assert!(service(&md, &component)["metadata"]["labels"]["team"].is_null());
         let pod = &spec["template"]["spec"];
         assert_eq!(pod["nodeSelector"], json!({"pool": "gpu"}));
         assert_eq!(pod["tolerations"][0]["key"], "nvidia.com/gpu");
@@ -514,10 +553,6 @@ mod tests {
         assert_eq!(
             container["volumeMounts"],
             json!([{"name": "shm", "mountPath": "/dev/shm"}])
-        );
-        assert_eq!(
-            deployment["metadata"]["labels"],
-            json!({"airunway.ai/model-source": "huggingface", "airunway.ai/engine-type": "vllm"})
         );
 
         let service = service(&md, &component);
