@@ -1,7 +1,7 @@
 //! Parity with the Go AI Runway (issue 32), grouped by component: Go-project-shaped manifests
 //! applied to the real control plane with our core, each case naming its Go source, asserting
 //! either the Go project's outcome (`same`) or a deliberate departure (`departure`, with the
-//! decision's id in /work/parity-decisions.md and docs/migrating.md), so that ending a
+//! decision's id in docs/go-parity-research.md and docs/migrating.md), so that ending a
 //! departure or breaking parity fails here.
 
 use std::time::Duration;
@@ -49,7 +49,7 @@ fn go_vllm(extra: Value) -> Value {
     spec
 }
 
-/// Core validation (parity-decisions §1, and issue 32's bug 1): what the admission webhook
+/// Core validation (docs/go-parity-research.md §1, and issue 32's bug 1): what the admission webhook
 /// answers to Go-shaped manifests, with the core and its shipped webhooks running.
 #[tokio::test]
 async fn core_validation() {
@@ -172,7 +172,7 @@ async fn core_validation() {
     core.terminate(Duration::from_secs(10));
 }
 
-/// KAITO (parity-decisions §4): the Workspace the real provider writes, as its ServiceAccount
+/// KAITO (docs/go-parity-research.md §4): the Workspace the real provider writes, as its ServiceAccount
 /// with the shipped RBAC, for Go-shaped llama.cpp deployments, and what it refuses.
 #[tokio::test]
 async fn kaito() {
@@ -300,7 +300,7 @@ async fn kaito() {
     core.process.terminate(Duration::from_secs(10));
 }
 
-/// llm-d (parity-decisions S7): the `engine.args` the real llm-d provider renders, as its
+/// llm-d (docs/go-parity-research.md S7): the `engine.args` the real llm-d provider renders, as its
 /// ServiceAccount with the shipped RBAC, for a Go-shaped vLLM deployment.
 #[tokio::test]
 async fn llmd() {
