@@ -336,7 +336,13 @@ async fn examples_auto_selection_and_status() {
             0,
         ),
         // Every service counts (frontend and worker, as the Go AI Runway sums them).
-        ("dgd-successful.yaml", Phase::Running, "", 2),
+        // Go's text while Running (parity S1).
+        (
+            "dgd-successful.yaml",
+            Phase::Running,
+            "DynamoGraphDeployment created, pods are ready",
+            2,
+        ),
     ] {
         // The samples name their worker service VllmWorker, as this DGD does.
         let status = paths::upstream_status_sample(file).unwrap();

@@ -134,10 +134,12 @@ async fn cpu_llamacpp_lifecycle_with_the_real_workspace_schema() {
         container["resources"],
         json!({"requests": {"memory": "16Gi", "cpu": "8"}})
     );
+    // The token by reference to the Secret's HF_TOKEN key (Go's form, parity K3).
     assert_eq!(
-        container["envFrom"],
-        json!([{"secretRef": {"name": "hf-token"}}])
+        container["env"],
+        json!([{"name": "HF_TOKEN", "valueFrom": {"secretKeyRef": {"name": "hf-token", "key": "HF_TOKEN"}}}])
     );
+    assert!(container.get("envFrom").is_none());
     let owner = &workspace.metadata.owner_references.as_ref().unwrap()[0];
     assert_eq!(
         (
@@ -181,7 +183,8 @@ async fn cpu_llamacpp_lifecycle_with_the_real_workspace_schema() {
         (
             "workspace-ready.yaml",
             Phase::Running,
-            "",
+            // Go's text (parity S1).
+            "Workspace created, pods are ready",
             ConditionStatus::True,
             1,
         ),
@@ -287,7 +290,8 @@ async fn vllm_preset_named_kaito_and_incompatible_engines() {
     .await;
     let workspace = workspaces(&env).get("phi").await.unwrap();
     let preset = &workspace.data["inference"]["preset"];
-    assert_eq!(preset["name"], "phi-4-mini-instruct");
+    // `model.id` verbatim, as the Go AI Runway (parity K1).
+    assert_eq!(preset["name"], "microsoft/Phi-4-mini-instruct");
     assert_eq!(preset["presetOptions"], json!({"modelAccessSecret": "hf"}));
     assert_eq!(
         preset["accessMode"], "public",

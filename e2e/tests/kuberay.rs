@@ -194,9 +194,10 @@ async fn gpu_vllm_named_kuberay_lifecycle_with_the_real_rayservice_schema() {
         group["template"]["spec"]["nodeSelector"],
         json!({"pool": "gpu"})
     );
+    // `airunway.ai/model-deployment`: the label the gateway's pool selects (parity G5).
     assert_eq!(
         group["template"]["metadata"]["labels"],
-        json!({"airunway.ai/deployment": "qwen", "team": "search"})
+        json!({"airunway.ai/deployment": "qwen", "airunway.ai/model-deployment": "qwen", "team": "search"})
     );
     let owner = &ray_service.metadata.owner_references.as_ref().unwrap()[0];
     assert_eq!(
@@ -238,7 +239,8 @@ async fn gpu_vllm_named_kuberay_lifecycle_with_the_real_rayservice_schema() {
         (
             sample("rayservice-running.yaml"),
             Phase::Running,
-            "",
+            // Go's text (parity S1).
+            "RayService created, pods are ready",
             ConditionStatus::True,
             1,
         ),
@@ -259,7 +261,8 @@ async fn gpu_vllm_named_kuberay_lifecycle_with_the_real_rayservice_schema() {
         (
             sample("rayservice-running.yaml"),
             Phase::Running,
-            "",
+            // Go's text (parity S1).
+            "RayService created, pods are ready",
             ConditionStatus::True,
             1,
         ),
@@ -274,9 +277,7 @@ async fn gpu_vllm_named_kuberay_lifecycle_with_the_real_rayservice_schema() {
                     .status
                     .as_ref()
                     .and_then(|s| s.message.as_deref())
-                    .is_some_and(|m| {
-                        m.starts_with(message) && (!message.is_empty() || m.is_empty())
-                    })
+                    .is_some_and(|m| m.starts_with(message))
         })
         .await;
         let status = md.status.clone().unwrap();

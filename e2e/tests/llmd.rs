@@ -8,7 +8,7 @@
 use std::time::Duration;
 
 use airunway_api::apply_body;
-use airunway_api::constants::{condition_types, labels, messages};
+use airunway_api::constants::{condition_types, labels, messages, reasons};
 use airunway_api::v1alpha1::{ConditionStatus, InferenceProviderConfig, ModelDeployment, Phase};
 use airunway_e2e::stack::{self, FAST_HEALTH, Running};
 use airunway_e2e::wait::{eventually, wait_deleted, wait_for, wait_for_condition};
@@ -131,13 +131,24 @@ async fn aggregated_and_disaggregated_on_simulated_gpu_nodes_drift_switch_and_de
     .unwrap();
     // The pods are Ready at once on KWOK, but count as available only after minReadySeconds
     // (2 s, an override): the Deployment is Progressing meanwhile.
-    let deploying = wait_for(&mds, "agg", WAIT, "Deploying", |md| {
+    // First `Deployments created, waiting for pods to be ready` (Go's text, parity S3) while
+    // the Deployment has no conditions, then the Progressing condition's message, naming the
+    // ReplicaSet.
+    let deploying = wait_for(&mds, "agg", WAIT, "Deploying (Progressing)", |md| {
         md.phase() == Some(Phase::Deploying)
+            && md
+                .status
+                .as_ref()
+                .and_then(|s| s.message.as_deref())
+                .is_some_and(|m| m.contains("\"agg-"))
     })
     .await;
-    let message = deploying.status.unwrap().message.unwrap_or_default();
-    // The Progressing condition's message, naming the ReplicaSet.
-    assert!(message.contains("\"agg-"), "{message}");
+    assert_eq!(
+        deploying
+            .condition(condition_types::READY)
+            .and_then(|c| c.reason.clone()),
+        Some(reasons::DEPLOYMENT_IN_PROGRESS.to_string())
+    );
     let md = wait_for(&mds, "agg", WAIT, "Running", |md| {
         md.phase() == Some(Phase::Running)
     })
@@ -147,6 +158,11 @@ async fn aggregated_and_disaggregated_on_simulated_gpu_nodes_drift_switch_and_de
         started.elapsed().as_secs_f64()
     );
     let status = md.status.clone().unwrap();
+    // Go's text while Running (parity S1).
+    assert_eq!(
+        status.message.as_deref(),
+        Some("Deployments created, pods are ready")
+    );
     let provider_status = status.provider.clone().unwrap();
     assert_eq!(provider_status.name.as_deref(), Some("llmd"));
     assert_eq!(provider_status.resource_name.as_deref(), Some("agg"));

@@ -37,6 +37,7 @@
 
 use airunway_api::constants::event_reasons;
 use airunway_api::provider::overrides::{self, OverrideType};
+use airunway_api::provider::vllm_kit::render::user_flag_keys;
 use airunway_api::provider::{RenderError, RenderWarning, Rendered, UpstreamSchema};
 use airunway_api::resolve::DEFAULT_GPU_TYPE;
 use airunway_api::serde_json::{self, Map, Value, json};
@@ -54,6 +55,10 @@ pub const FRONTEND_PORT: i32 = 8000;
 pub const POOL_NAME_PATTERN: &str = "{name}-pool";
 /// The name of the endpoint picker service in the graph.
 pub const EPP_SERVICE: &str = "Epp";
+/// Endpoint picker variable: route to decode workers when no prefill worker exists.
+pub const EPP_DECODE_FALLBACK_ENV: &str = "DYN_DECODE_FALLBACK";
+/// Endpoint picker variable: require the prefill/decode split.
+pub const EPP_ENFORCE_DISAGG_ENV: &str = "DYN_ENFORCE_DISAGG";
 
 /// The image of Dynamo's endpoint picker (the frontend image carries its `dyn-*` scorers).
 pub fn epp_image() -> String {
@@ -112,15 +117,9 @@ pub const OVERRIDES: &[(&str, OverrideType)] = &[
 const RESERVED_ARGS: &[&str] = &[
     "model",
     "model-path",
-    "served-model-name",
     "disaggregation-mode",
     "is-prefill-worker",
     "is-decode-worker",
-    "max-model-len",
-    "context-length",
-    "trust-remote-code",
-    "tensor-parallel-size",
-    "tp",
 ];
 
 /// Label carrying the model id (as a label value) on the DGD.
@@ -306,6 +305,11 @@ fn worker_args(
 ) -> Result<Vec<String>, RenderError> {
     let spec = &md.spec;
     let model = spec.model.id.clone().unwrap_or_default();
+    // A derived flag the user sets in `engine.args` or `engine.extraArgs` is left out: the
+    // user's value wins (as the Go AI Runway's Dynamo provider and our vLLM provider), e.g.
+    // `tensor-parallel-size` for a multi-node graph.
+    let user_keys = user_flag_keys(md);
+    let user_sets = |keys: &[&str]| user_keys.iter().any(|k| keys.contains(&k.as_str()));
     let mut args: Vec<String> = Vec::new();
     let model_flag = if engine == EngineType::Vllm {
         "--model"
@@ -315,22 +319,29 @@ fn worker_args(
     if !model.is_empty() {
         args.extend([model_flag.to_string(), model]);
     }
-    if let Some(name) = spec.model.served_name.as_ref().filter(|n| !n.is_empty()) {
+    if let Some(name) = spec.model.served_name.as_ref().filter(|n| !n.is_empty())
+        && !user_sets(&["served-model-name"])
+    {
         args.extend(["--served-model-name".to_string(), name.clone()]);
     }
     let engine_spec = spec.engine.as_ref();
-    if let Some(length) = engine_spec.and_then(|e| e.context_length) {
+    if let Some(length) = engine_spec.and_then(|e| e.context_length)
+        && !user_sets(&["max-model-len", "context-length"])
+    {
         match engine {
             EngineType::Vllm => args.extend(["--max-model-len".to_string(), length.to_string()]),
             EngineType::Sglang => args.extend(["--context-length".to_string(), length.to_string()]),
             _ => {}
         }
     }
-    if engine_spec.and_then(|e| e.trust_remote_code) == Some(true) && engine != EngineType::Trtllm {
+    if engine_spec.and_then(|e| e.trust_remote_code) == Some(true)
+        && engine != EngineType::Trtllm
+        && !user_sets(&["trust-remote-code"])
+    {
         args.push("--trust-remote-code".to_string());
     }
     args.extend(features.iter().cloned());
-    if gpus > 1 {
+    if gpus > 1 && !user_sets(&["tensor-parallel-size", "tp"]) {
         let flag = if engine == EngineType::Sglang {
             "--tp"
         } else {
@@ -379,6 +390,17 @@ fn worker_args(
     }
     args.extend(md.spec.extra_args().iter().cloned());
     Ok(args)
+}
+
+/// The endpoint picker's environment, as the Go AI Runway sets it: an aggregated graph falls
+/// back to decode-only routing (without it the picker fails to create its routers, having no
+/// prefill workers); a disaggregated one enforces the prefill/decode split.
+fn epp_env(mode: ServingMode) -> Value {
+    let disaggregated = mode == ServingMode::Disaggregated;
+    json!([
+        {"name": EPP_DECODE_FALLBACK_ENV, "value": (!disaggregated).to_string()},
+        {"name": EPP_ENFORCE_DISAGG_ENV, "value": disaggregated.to_string()},
+    ])
 }
 
 /// Renders the DynamoGraphDeployment for `md` against `schema`.
@@ -556,7 +578,7 @@ pub fn render(md: &ModelDeployment, schema: &UpstreamSchema) -> Result<Rendered,
             with_common(json!({
                 "componentType": "epp",
                 "replicas": 1,
-                "extraPodSpec": {"mainContainer": {"image": epp_image()}},
+                "extraPodSpec": {"mainContainer": {"image": epp_image(), "env": epp_env(spec.serving_mode())}},
                 "eppConfig": {"config": epp_config(spec.serving_mode() == ServingMode::Disaggregated)},
             })),
         );

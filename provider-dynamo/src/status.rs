@@ -41,6 +41,11 @@ fn replicas(dgd: &Value) -> (ReplicaStatus, Vec<String>) {
         .as_object()
         .filter(|s| !s.is_empty());
     let Some(reported) = reported else {
+        let mut counts = ReplicaStatus {
+            desired: None,
+            ready: Some(0),
+            available: Some(0),
+        };
         let desired = sum_replicas(
             dgd["spec"]["services"]
                 .as_object()
@@ -48,14 +53,9 @@ fn replicas(dgd: &Value) -> (ReplicaStatus, Vec<String>) {
                 .flatten()
                 .map(|(_, s)| replica_count(&s["replicas"]).unwrap_or(1)),
         );
-        return (
-            ReplicaStatus {
-                desired: Some(desired),
-                ready: Some(0),
-                available: Some(0),
-            },
-            Vec::new(),
-        );
+        counts.desired = Some(desired);
+        top_level_counts(&dgd["status"], &mut counts);
+        return (counts, Vec::new());
     };
     let count = |s: &Value, field: &str, fallback: &str| -> i32 {
         replica_count(&s[field])
@@ -78,7 +78,22 @@ fn replicas(dgd: &Value) -> (ReplicaStatus, Vec<String>) {
         status.available = status.available.map(|a| a.saturating_add(available));
         summary.push(format!("{name} {ready}/{desired}"));
     }
+    top_level_counts(&dgd["status"], &mut status);
     (status, summary)
+}
+
+/// Top-level `status.desiredReplicas`/`readyReplicas`/`availableReplicas`, when an operator
+/// writes them, win over the per-service sums (as the Go AI Runway reads them).
+fn top_level_counts(status: &Value, counts: &mut ReplicaStatus) {
+    for (field, slot) in [
+        ("desiredReplicas", &mut counts.desired),
+        ("readyReplicas", &mut counts.ready),
+        ("availableReplicas", &mut counts.available),
+    ] {
+        if let Some(count) = replica_count(&status[field]) {
+            *slot = Some(count);
+        }
+    }
 }
 
 /// Translates the DynamoGraphDeployment status.

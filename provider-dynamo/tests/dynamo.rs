@@ -704,6 +704,16 @@ fn gateway_asked_adds_the_endpoint_picker_the_operator_makes_the_pool_for() {
         epp["extraPodSpec"]["mainContainer"]["image"],
         "nvcr.io/nvidia/ai-dynamo/dynamo-frontend:1.1.1"
     );
+    // Go's picker environment (parity D1): decode fallback for an aggregated graph.
+    assert_eq!(
+        epp["extraPodSpec"]["mainContainer"]["env"],
+        json!([{"name": "DYN_DECODE_FALLBACK", "value": "true"}, {"name": "DYN_ENFORCE_DISAGG", "value": "false"}])
+    );
+    let disaggregated = spec(json!({"enabled": true}), "disaggregated");
+    assert_eq!(
+        disaggregated["spec"]["services"]["Epp"]["extraPodSpec"]["mainContainer"]["env"],
+        json!([{"name": "DYN_DECODE_FALLBACK", "value": "false"}, {"name": "DYN_ENFORCE_DISAGG", "value": "true"}])
+    );
     let config = &epp["eppConfig"]["config"];
     assert_eq!(config["schedulingProfiles"].as_array().unwrap().len(), 1);
     assert_eq!(config["schedulingProfiles"][0]["name"], "decode");
@@ -750,4 +760,57 @@ fn gateway_asked_adds_the_endpoint_picker_the_operator_makes_the_pool_for() {
             json!({"managesInferencePool": true, "inferencePoolNamePattern": "{name}-pool"})
         );
     }
+}
+
+/// Go's multi-node manifest sets `engine.args.tensor-parallel-size` with two GPUs (parity D9):
+/// the user's value wins and the derived flag is left out, for each derived flag; the keys that
+/// would break the graph stay refused.
+#[test]
+fn user_engine_args_win_over_derived_flags() {
+    let rendered = DynamoProvider
+        .render(
+            &md(json!({"model": {"id": "Qwen/Qwen3-0.6B", "servedName": "qwen"}, "engine": {"type": "vllm",
+                "contextLength": 4096, "trustRemoteCode": true,
+                "args": {"tensor-parallel-size": "2", "max-model-len": "8192"}},
+                "resources": {"gpu": {"count": 2}}, "secrets": {"huggingFaceToken": "hf"}})),
+            &schema(),
+        )
+        .unwrap();
+    let args: Vec<String> =
+        serde_json::from_value(args_of(&rendered.objects[0], "VllmWorker")).unwrap();
+    let count = |flag: &str| args.iter().filter(|a| a.as_str() == flag).count();
+    assert_eq!(count("--tensor-parallel-size"), 1, "{args:?}");
+    assert_eq!(count("--max-model-len"), 1, "{args:?}");
+    let at = args.iter().position(|a| a == "--max-model-len").unwrap();
+    assert_eq!(args[at + 1], "8192", "the user's value: {args:?}");
+    assert_eq!(count("--served-model-name"), 1, "{args:?}");
+    assert_eq!(count("--trust-remote-code"), 1, "{args:?}");
+    for key in ["model", "disaggregation-mode"] {
+        let error = DynamoProvider
+            .render(
+                &md(json!({"model": {"id": "Qwen/Qwen3-0.6B"}, "engine": {"type": "vllm", "args": {key: "x"}},
+                    "resources": {"gpu": {"count": 1}}})),
+                &schema(),
+            )
+            .unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            format!(
+                "engine.args.{key} is set by the Dynamo provider from the ModelDeployment spec; remove it from engine.args"
+            )
+        );
+    }
+}
+
+/// Top-level replica counts, when the operator writes them, win over the per-service sums
+/// (parity D7).
+#[test]
+fn top_level_replica_counts_win() {
+    let mut dgd = sample("dgd-successful.yaml");
+    dgd.data["status"]["readyReplicas"] = json!(3);
+    dgd.data["status"]["desiredReplicas"] = json!(3);
+    let translated =
+        DynamoProvider.translate_status(&md(json!({"model": {"id": "a/b"}})), &[Some(&dgd)]);
+    let replicas = translated.replicas.unwrap();
+    assert_eq!((replicas.desired, replicas.ready), (Some(3), Some(3)));
 }

@@ -18,6 +18,14 @@ pub fn check(md: &ModelDeployment) -> Result<(), String> {
             "engine.image (or the legacy spec.image) is required for the llamacpp engine on KAITO (a llama.cpp server image, e.g. ghcr.io/sozercan/llama-cpp-runner:latest)"
                 .to_string(),
         ),
+        Some(EngineType::Llamacpp)
+            if spec.engine.as_ref().and_then(|e| e.args.as_ref()).is_some_and(|a| {
+                a.contains_key(crate::render::GGUF_URL_ARG)
+                    && a.contains_key(crate::render::MODEL_FILE_ARG)
+            }) =>
+        {
+            Err("engine.args.ggufUrl and engine.args.model-file both name the model file: set one".to_string())
+        }
         Some(EngineType::Vllm) if !spec.gpu_requested() => {
             Err("KAITO serves vLLM on GPU only (set resources.gpu.count > 0)".to_string())
         }

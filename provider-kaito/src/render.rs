@@ -2,15 +2,17 @@
 //!
 //! - llama.cpp: the template form (design doc §4.2 example 2): one container `model` with the
 //!   image (`engine.image`, else the legacy `spec.image`), the
-//!   `huggingface://<model.id>[/<file>]` argument (the GGUF file from `engine.args.model-file`),
+//!   model argument (none for `source: custom`; `engine.args.ggufUrl` verbatim when set; else
+//!   `huggingface://<model.id>[/<file>]`, the GGUF file from `engine.args.model-file`),
 //!   `--address=:5000`, `--ctx-size`, the other `engine.args`, then `engine.extraArgs`
 //!   verbatim; port 5000, requests from `resources`, limits for GPUs, `env`, the Hugging Face
-//!   token Secret as `envFrom` (a reference; never read), tolerations; the pod template's
+//!   token as `HF_TOKEN` from the Secret's `HF_TOKEN` key (a reference; never read),
+//!   tolerations; the pod template's
 //!   labels are `podTemplate.metadata.labels` plus `airunway.ai/model-deployment: <name>`, its
 //!   annotations `podTemplate.metadata.annotations`. llama.cpp has no switch for
 //!   `engine.enablePrefixCaching: false` or `engine.enforceEager` (warnings).
-//! - vLLM on GPU: the preset form, `inference.preset.name` = the lowercased last segment of
-//!   `model.id` (KAITO's preset naming), `presetOptions.modelAccessSecret` = the token Secret
+//! - vLLM on GPU: the preset form, `inference.preset.name` = `model.id` verbatim (a Hugging
+//!   Face id or a built-in preset name), `presetOptions.modelAccessSecret` = the token Secret
 //!   (v1beta1). KAITO builds the preset's pods itself: settings it cannot take (image, engine
 //!   args and flags, env, tolerations) are reported as warnings, and `podTemplate.metadata`
 //!   reaches the Workspace only (a warning says so).
@@ -25,15 +27,19 @@
 use std::collections::BTreeMap;
 
 use airunway_api::constants::event_reasons;
+use airunway_api::provider::vllm_kit::render::HF_TOKEN_ENV;
 use airunway_api::provider::{RenderError, RenderWarning, Rendered, UpstreamSchema};
 use airunway_api::resolve::DEFAULT_GPU_TYPE;
 use airunway_api::serde_json::{self, Value, json};
-use airunway_api::v1alpha1::{EngineType, ModelDeployment};
+use airunway_api::v1alpha1::{EngineType, ModelDeployment, ModelSource};
 
 /// The llama.cpp server port inside the pod (KAITO's Service maps port 80 to it).
 pub const LLAMACPP_PORT: i32 = 5000;
 /// `engine.args` key naming the GGUF file inside the Hugging Face repository.
 pub const MODEL_FILE_ARG: &str = "model-file";
+/// `engine.args` key naming the GGUF file's URL: the llama.cpp model argument, verbatim (the Go
+/// AI Runway's key).
+pub const GGUF_URL_ARG: &str = "ggufUrl";
 /// Label carrying `model.source` on the Workspace.
 pub const MODEL_SOURCE_LABEL: &str = "airunway.ai/model-source";
 /// Label carrying the engine on the Workspace.
@@ -106,13 +112,10 @@ pub fn render(md: &ModelDeployment, schema: &UpstreamSchema) -> Result<Rendered,
     let inference = match md.resolved_engine() {
         Some(EngineType::Llamacpp) => llamacpp_template(md, secret.as_deref(), &mut warnings)?,
         Some(EngineType::Vllm) => {
-            let preset_name = spec
-                .model
-                .id
-                .as_deref()
-                .and_then(|id| id.rsplit('/').next())
-                .unwrap_or_default()
-                .to_lowercase();
+            // `model.id` verbatim, as the Go AI Runway: KAITO takes a Hugging Face id as a
+            // preset name and builds the preset from the model card (a built-in preset is
+            // named by writing its name as `model.id`).
+            let preset_name = spec.model.id.clone().unwrap_or_default();
             let mut preset = json!({"name": preset_name});
             match (secret, schema.version.as_str()) {
                 (Some(secret), "v1beta1") => {
@@ -230,13 +233,23 @@ fn llamacpp_template(
         .as_ref()
         .and_then(|e| e.args.clone())
         .unwrap_or_default();
-    let mut model = match spec.model.id.as_deref() {
-        Some(id) if !id.is_empty() => format!("huggingface://{id}"),
-        _ => String::new(),
+    // The model argument, as the Go AI Runway: none for a model in the image (`source:
+    // custom`); `engine.args.ggufUrl` verbatim when given; else `huggingface://<model.id>`
+    // (here with the GGUF file of `engine.args.model-file` appended).
+    let model = if spec.model_source() == ModelSource::Custom {
+        String::new()
+    } else if let Some(url) = engine_args.get(GGUF_URL_ARG) {
+        url.clone()
+    } else {
+        let mut model = match spec.model.id.as_deref() {
+            Some(id) if !id.is_empty() => format!("huggingface://{id}"),
+            _ => String::new(),
+        };
+        if let Some(file) = engine_args.get(MODEL_FILE_ARG) {
+            model = format!("{model}/{file}");
+        }
+        model
     };
-    if let Some(file) = engine_args.get(MODEL_FILE_ARG) {
-        model = format!("{model}/{file}");
-    }
     let mut args: Vec<String> = Vec::new();
     if !model.is_empty() {
         args.push(model);
@@ -248,7 +261,7 @@ fn llamacpp_template(
     }
     for (key, value) in engine_args
         .iter()
-        .filter(|(k, _)| k.as_str() != MODEL_FILE_ARG)
+        .filter(|(k, _)| k.as_str() != MODEL_FILE_ARG && k.as_str() != GGUF_URL_ARG)
     {
         args.push(format!("--{key}"));
         args.push(value.clone());
@@ -272,12 +285,21 @@ fn llamacpp_template(
     if spec.gpu_count() > 0 {
         container["resources"]["limits"] = json!({spec.gpu_type(): spec.gpu_count().to_string()});
     }
-    if let Some(env) = spec.env.as_ref().filter(|e| !e.is_empty()) {
-        container["env"] =
-            serde_json::to_value(env).map_err(|e| RenderError::Unsupported(e.to_string()))?;
+    // The user's env, then the token as `HF_TOKEN` from the Secret's `HF_TOKEN` key (a
+    // reference; the Secret's other keys stay out of the model server's environment), which
+    // replaces a user entry of that name (as the Go AI Runway and the vLLM kit).
+    let mut env: Vec<Value> = Vec::new();
+    for entry in spec.env.iter().flatten() {
+        if secret.is_some() && entry.name == HF_TOKEN_ENV {
+            continue;
+        }
+        env.push(serde_json::to_value(entry).map_err(|e| RenderError::Unsupported(e.to_string()))?);
     }
     if let Some(secret) = secret {
-        container["envFrom"] = json!([{"secretRef": {"name": secret}}]);
+        env.push(json!({"name": HF_TOKEN_ENV, "valueFrom": {"secretKeyRef": {"name": secret, "key": HF_TOKEN_ENV}}}));
+    }
+    if !env.is_empty() {
+        container["env"] = Value::Array(env);
     }
     let mut template = json!({"spec": {"containers": [container]}});
     if let Some(tolerations) = spec.tolerations.as_ref().filter(|t| !t.is_empty()) {

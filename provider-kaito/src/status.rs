@@ -87,6 +87,17 @@ pub fn translate(md: &ModelDeployment, workspace: Option<&DynamicObject>) -> Tra
     if workspace_ready {
         return result(Phase::Running, None, true);
     }
+    // `state: Failed` is terminal with or without conditions (as the Go AI Runway).
+    if status["state"] == "Failed" {
+        let message = condition(status, "WorkspaceSucceeded")
+            .and_then(|c| c["message"].as_str())
+            .filter(|m| !m.is_empty())
+            .map_or_else(
+                || format!("KAITO reports Workspace {name} failed"),
+                str::to_string,
+            );
+        return result(Phase::Failed, Some(message), false);
+    }
     if status.is_null() || status["conditions"].as_array().is_none_or(Vec::is_empty) {
         return result(
             Phase::Deploying,
@@ -95,9 +106,7 @@ pub fn translate(md: &ModelDeployment, workspace: Option<&DynamicObject>) -> Tra
         );
     }
     let succeeded = condition(status, "WorkspaceSucceeded");
-    if let Some(failed) =
-        succeeded.filter(|c| c["reason"] == "workspaceFailed" || status["state"] == "Failed")
-    {
+    if let Some(failed) = succeeded.filter(|c| c["reason"] == "workspaceFailed") {
         return result(
             Phase::Failed,
             failed["message"].as_str().map(str::to_string),

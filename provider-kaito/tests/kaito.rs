@@ -76,7 +76,7 @@ fn vllm_on_gpu_renders_the_preset_form() {
     let rendered = KaitoProvider.render(&deployment, &v1beta1()).unwrap();
     assert_eq!(
         rendered.objects[0]["inference"],
-        json!({"preset": {"name": "phi-4-mini-instruct", "presetOptions": {"modelAccessSecret": "hf-token"}}})
+        json!({"preset": {"name": "microsoft/Phi-4-mini-instruct", "presetOptions": {"modelAccessSecret": "hf-token"}}})
     );
     assert_eq!(
         rendered.objects[0]["resource"],
@@ -92,7 +92,7 @@ fn vllm_on_gpu_renders_the_preset_form() {
     assert_eq!(rendered.objects[0]["apiVersion"], "kaito.sh/v1alpha1");
     assert_eq!(
         rendered.objects[0]["inference"],
-        json!({"preset": {"name": "phi-4-mini-instruct"}})
+        json!({"preset": {"name": "microsoft/Phi-4-mini-instruct"}})
     );
     assert_eq!(
         rendered.warnings[0].message,
@@ -145,12 +145,13 @@ fn template_carries_scheduling_pods_env_and_secret_reference() {
         container["resources"],
         json!({"requests": {"memory": "8Gi"}, "limits": {"nvidia.com/gpu": "1"}})
     );
-    assert_eq!(container["env"], json!([{"name": "LOG", "value": "debug"}]));
+    // The token by reference to the Secret's HF_TOKEN key only (Go's form), never its contents.
     assert_eq!(
-        container["envFrom"],
-        json!([{"secretRef": {"name": "hf"}}]),
-        "a Secret reference, never its contents"
+        container["env"],
+        json!([{"name": "LOG", "value": "debug"},
+            {"name": "HF_TOKEN", "valueFrom": {"secretKeyRef": {"name": "hf", "key": "HF_TOKEN"}}}])
     );
+    assert!(container.get("envFrom").is_none());
     assert_eq!(rendered.warnings.len(), 1);
     assert_eq!(rendered.warnings[0].reason, "UnknownOverride");
     assert_eq!(
@@ -293,6 +294,13 @@ fn status_translation_of_every_sample() {
             Phase::Deploying,
             Some("Waiting for KAITO to reconcile Workspace m")
         )
+    );
+    // `state: Failed` without conditions is Failed, as in the Go AI Runway (parity K9).
+    fresh.data["status"] = json!({"state": "Failed"});
+    let translated = KaitoProvider.translate_status(&deployment, &[Some(&fresh)]);
+    assert_eq!(
+        (translated.phase, translated.message.as_deref()),
+        (Phase::Failed, Some("KAITO reports Workspace m failed"))
     );
 }
 
@@ -495,7 +503,7 @@ fn engine_fields_and_pod_metadata_on_a_vllm_preset() {
         .unwrap();
     assert_eq!(
         rendered.objects[0]["inference"],
-        json!({"preset": {"name": "phi-4-mini-instruct"}})
+        json!({"preset": {"name": "microsoft/Phi-4-mini-instruct"}})
     );
     // Pod labels and annotations go where the Workspace lets them: its own metadata (never
     // over the airunway.ai/ labels).
@@ -673,4 +681,38 @@ fn ready_only_while_the_kaito_controller_is() {
     );
     assert!(!ready);
     assert_eq!(condition.reason, "UpstreamCRDNotInstalled");
+}
+
+/// The Go AI Runway's llama.cpp model argument (parity K2): `engine.args.ggufUrl` verbatim and
+/// not as a flag; none for a model in the image; both `ggufUrl` and `model-file` refused.
+#[test]
+fn llamacpp_model_argument_from_gguf_url_or_none_for_custom() {
+    let base = json!({"model": {"id": "o/r"}, "engine": {"type": "llamacpp", "image": "ghcr.io/x/llama:1",
+        "args": {"ggufUrl": "https://huggingface.co/o/r/resolve/main/m.gguf", "threads": "4"}},
+        "resources": {"cpu": "4"}});
+    let rendered = KaitoProvider.render(&md(base.clone()), &v1beta1()).unwrap();
+    assert_eq!(
+        rendered.objects[0]["inference"]["template"]["spec"]["containers"][0]["args"],
+        json!([
+            "https://huggingface.co/o/r/resolve/main/m.gguf",
+            "--address=:5000",
+            "--threads",
+            "4"
+        ])
+    );
+    let mut custom = base.clone();
+    custom["model"]["source"] = json!("custom");
+    custom["engine"]["args"] = json!({});
+    let rendered = KaitoProvider.render(&md(custom), &v1beta1()).unwrap();
+    assert_eq!(
+        rendered.objects[0]["inference"]["template"]["spec"]["containers"][0]["args"],
+        json!(["--address=:5000"])
+    );
+    let mut both = base;
+    both["engine"]["args"]["model-file"] = json!("m.gguf");
+    let incompatible = KaitoProvider.check_compatibility(&md(both)).unwrap_err();
+    assert_eq!(
+        incompatible.to_string(),
+        "engine.args.ggufUrl and engine.args.model-file both name the model file: set one"
+    );
 }

@@ -352,6 +352,9 @@ impl PodCommon {
             pod_labels.extend(metadata.labels.clone().unwrap_or_default());
             annotations.extend(metadata.annotations.clone().unwrap_or_default());
         }
+        // The label the gateway's InferencePool selects (as the Go AI Runway's core labels
+        // the serve Service's pods): every Ray pod runs a Serve proxy on the serve port.
+        pod_labels.insert(labels::MODEL_DEPLOYMENT.to_string(), name.clone());
         pod_labels.insert(labels::DEPLOYMENT.to_string(), name);
         let mut metadata = json!({"labels": pod_labels});
         if !annotations.is_empty() {

@@ -234,7 +234,7 @@ fn replicas_image_and_defaults() {
     assert!(container(worker).get("env").is_none());
     assert_eq!(
         worker["template"]["metadata"],
-        json!({"labels": {"airunway.ai/deployment": "m"}})
+        json!({"labels": {"airunway.ai/deployment": "m", "airunway.ai/model-deployment": "m"}})
     );
     // spec.image replaces the image of every Ray pod.
     let (object, _) = render(&gpu_vllm(

@@ -352,11 +352,14 @@ fn status_follows_the_deployment_conditions() {
     let none = LlmdProvider.translate_status(&md, &[None, None]);
     assert_eq!(none.phase, Phase::Pending);
     let fresh = live(&objects[0], json!({}));
+    // Created, no conditions yet: Deploying with Go's text (parity S3).
+    let created = LlmdProvider.translate_status(&md, &[Some(&fresh), None]);
     assert_eq!(
-        LlmdProvider
-            .translate_status(&md, &[Some(&fresh), None])
-            .phase,
-        Phase::Pending
+        (created.phase, created.message.as_deref()),
+        (
+            Phase::Deploying,
+            Some("Deployments created, waiting for pods to be ready")
+        )
     );
     let progressing = live(
         &objects[0],

@@ -186,6 +186,18 @@ pub struct ProviderStatus {
     pub conditions: Vec<DesiredCondition>,
 }
 
+/// `status.message` while `Running` when the translation gives none, in the Go AI Runway's
+/// words: `<Kind> created, pods are ready`, with `Deployments` for Deployment-based providers
+/// (llm-d and vLLM, which may create several).
+fn running_message(kind: &str) -> String {
+    let noun = if kind == "Deployment" {
+        "Deployments"
+    } else {
+        kind
+    };
+    format!("{noun} created, pods are ready")
+}
+
 impl ProviderStatus {
     /// The status for a translated upstream status on a created resource.
     pub fn from_translation(
@@ -223,7 +235,13 @@ impl ProviderStatus {
         };
         ProviderStatus {
             phase: translated.phase,
-            message: translated.message.clone().unwrap_or_default(),
+            message: translated.message.clone().unwrap_or_else(|| {
+                if translated.phase == Phase::Running {
+                    running_message(&kind)
+                } else {
+                    String::new()
+                }
+            }),
             resource: Some(resource),
             replicas: translated.replicas.clone(),
             endpoint: translated.endpoint.clone(),

@@ -210,9 +210,12 @@ pub async fn reconcile(client: &Client, workspace: &DynamicObject) -> Result<Opt
                 status.ready_replicas.unwrap_or(0),
             )
         } else {
+            // A preset name may be a Hugging Face id (`Qwen/Qwen3-0.6B`): made image-safe.
             let preset = value["inference"]["preset"]["name"]
                 .as_str()
-                .unwrap_or("preset");
+                .unwrap_or("preset")
+                .to_lowercase()
+                .replace('/', "-");
             let gpus = matching
                 .first()
                 .and_then(|n| {

@@ -45,8 +45,9 @@ pub fn deployment_phase(name: &str, live: Option<&DynamicObject>) -> (Phase, Opt
             .filter(|m| !m.is_empty())
             .map(str::to_string)
     };
+    // Created but not yet reporting (no conditions): Deploying, as in the Go AI Runway.
     if conditions.is_empty() {
-        return (Phase::Pending, None);
+        return (Phase::Deploying, None);
     }
     let available = find("Available");
     let progressing = find("Progressing");
@@ -82,8 +83,11 @@ pub fn deployment_phase(name: &str, live: Option<&DynamicObject>) -> (Phase, Opt
     {
         return (Phase::Failed, Some(text));
     }
-    (Phase::Pending, None)
+    (Phase::Deploying, None)
 }
+
+/// `status.message` while Deployments exist but say nothing more specific (Go's text).
+pub const CREATED_WAITING: &str = "Deployments created, waiting for pods to be ready";
 
 fn count(value: &Value) -> i32 {
     replica_count(value).unwrap_or(0)
@@ -121,7 +125,8 @@ pub fn translate(
                     m.clone()
                 }
             })
-        });
+        })
+        .or_else(|| (phase == Phase::Deploying).then(|| CREATED_WAITING.to_string()));
     let (mut desired, mut ready, mut available) = (0, 0, 0);
     for (_, live) in deployments {
         if let Some(live) = live {
@@ -172,7 +177,13 @@ mod tests {
         );
         assert_eq!(
             deployment_phase("d", Some(&live(1, json!({})))),
-            (Phase::Pending, None)
+            (Phase::Deploying, None)
+        );
+        assert_eq!(
+            translate(&[("d", Some(&live(1, json!({}))))], "svc")
+                .message
+                .as_deref(),
+            Some(CREATED_WAITING)
         );
         let progressing = live(
             1,
