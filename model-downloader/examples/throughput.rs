@@ -35,6 +35,9 @@ struct Args {
     /// Rounds of each measurement (the best is reported).
     #[arg(long, default_value_t = 3)]
     rounds: usize,
+    /// List the files without LFS hashes: nothing to verify (and no redirect), for both.
+    #[arg(long)]
+    no_lfs: bool,
     /// Directory for the downloaded files (emptied after each round).
     #[arg(long, default_value = "target/throughput")]
     dir: std::path::PathBuf,
@@ -67,7 +70,7 @@ fn main() -> anyhow::Result<()> {
                 size: args.small_kib << 10,
                 seed: (i % 251) as u8,
             },
-            true,
+            !args.no_lfs,
         ));
     }
     let names: Vec<String> = files.iter().map(|f| f.0.clone()).collect();
@@ -99,6 +102,7 @@ fn main() -> anyhow::Result<()> {
     ] {
         let mut ours = Duration::MAX;
         let mut curl = Duration::MAX;
+        let mut curl_verified = Duration::MAX;
         for _ in 0..args.rounds {
             let dir = args.dir.join("downloader");
             let _ = std::fs::remove_dir_all(&dir);
@@ -133,7 +137,16 @@ fn main() -> anyhow::Result<()> {
                 .iter()
                 .filter(|n| n.starts_with(&include[..include.len() - 1]))
                 .collect();
-            curl = curl.min(run_curl(&server.endpoint, &wanted, &dir, args.parallel)?);
+            let elapsed = run_curl(&server.endpoint, &wanted, &dir, args.parallel)?;
+            curl = curl.min(elapsed);
+            // The same verification the downloader does: the sha256 of every file.
+            let started = Instant::now();
+            let status = std::process::Command::new("sha256sum")
+                .args(wanted.iter().map(|n| dir.join(n.replace('/', "_"))))
+                .stdout(std::process::Stdio::null())
+                .status()?;
+            anyhow::ensure!(status.success(), "sha256sum failed: {status}");
+            curl_verified = curl_verified.min(elapsed + started.elapsed());
             let fetched: u64 = wanted
                 .iter()
                 .map(|n| {
@@ -145,19 +158,24 @@ fn main() -> anyhow::Result<()> {
             anyhow::ensure!(fetched == bytes, "curl fetched {fetched} of {bytes}");
             std::fs::remove_dir_all(&dir)?;
         }
-        let mbs = |d: Duration| bytes as f64 / d.as_secs_f64() / 1e6;
-        rows.push((label, mbs(ours), mbs(curl), ours, curl));
+        let mbs = move |d: Duration| bytes as f64 / d.as_secs_f64() / 1e6;
+        rows.push((label, ours, curl, curl_verified, mbs));
     }
     println!(
-        "{:<18} {:>16} {:>16} {:>8}",
-        "case", "downloader MB/s", "curl MB/s", "ratio"
+        "{:<18} {:>18} {:>18} {:>7} {:>22} {:>7}",
+        "case", "downloader MB/s", "curl MB/s", "ratio", "curl+sha256sum MB/s", "ratio"
     );
-    for (label, ours, curl, d_ours, d_curl) in rows {
+    for (label, ours, curl, verified, mbs) in rows {
         println!(
-            "{label:<18} {ours:>10.0} ({:>4.2}s) {curl:>10.0} ({:>4.2}s) {:>7.0}%",
-            d_ours.as_secs_f64(),
-            d_curl.as_secs_f64(),
-            ours / curl * 100.0
+            "{label:<18} {:>10.0} ({:>5.2}s) {:>10.0} ({:>5.2}s) {:>6.0}% {:>14.0} ({:>5.2}s) {:>6.0}%",
+            mbs(ours),
+            ours.as_secs_f64(),
+            mbs(curl),
+            curl.as_secs_f64(),
+            mbs(ours) / mbs(curl) * 100.0,
+            mbs(verified),
+            verified.as_secs_f64(),
+            mbs(ours) / mbs(verified) * 100.0,
         );
     }
     drop(server);

@@ -16,10 +16,13 @@ use crate::hub::{FileEntry, MAX_LISTING_BYTES};
 use crate::paths::PART_SUFFIX;
 use crate::progress::Progress;
 
-/// Size of the write buffer of a file being written (one system call per this many bytes).
-const WRITE_BUFFER: usize = 1 << 20;
-/// Chunks in flight between the network and the writer thread.
-const CHANNEL_CHUNKS: usize = 64;
+/// Read buffer for hashing a file on disk.
+const READ_BUFFER: usize = 1 << 20;
+/// Bytes received before they are handed to the writer thread as one batch (one wake-up and one
+/// vectored write per batch instead of one per network chunk).
+const WRITE_BATCH: usize = 1 << 20;
+/// Batches in flight between the network and the writer thread.
+const CHANNEL_BATCHES: usize = 8;
 
 /// The access token (from `HF_TOKEN`); its `Debug` never shows it.
 #[derive(Clone)]
@@ -465,7 +468,7 @@ impl Fetcher {
             restarted = true;
         };
 
-        let (tx, mut rx) = tokio::sync::mpsc::channel::<bytes::Bytes>(CHANNEL_CHUNKS);
+        let (tx, mut rx) = tokio::sync::mpsc::channel::<Vec<bytes::Bytes>>(CHANNEL_BATCHES);
         let writer_path = part.to_path_buf();
         let writer =
             tokio::task::spawn_blocking(move || -> Result<(u64, Option<Sha256>), Error> {
@@ -484,16 +487,14 @@ impl Fetcher {
                 }
                 file.seek(std::io::SeekFrom::Start(offset))
                     .map_err(|e| io("seek", e))?;
-                let mut out = std::io::BufWriter::with_capacity(WRITE_BUFFER, file);
                 let mut len = offset;
-                while let Some(chunk) = rx.blocking_recv() {
+                while let Some(batch) = rx.blocking_recv() {
                     if let Some(hasher) = hasher.as_mut() {
-                        hasher.update(&chunk);
+                        batch.iter().for_each(|chunk| hasher.update(chunk));
                     }
-                    out.write_all(&chunk).map_err(|e| io("write", e))?;
-                    len += chunk.len() as u64;
+                    write_batch(&mut file, &batch).map_err(|e| io("write", e))?;
+                    len += batch.iter().map(|c| c.len() as u64).sum::<u64>();
                 }
-                let file = out.into_inner().map_err(|e| io("write", e.into_error()))?;
                 // The bytes reach the disk before the file is renamed into place as complete.
                 file.sync_data().map_err(|e| io("sync", e))?;
                 Ok((len, hasher))
@@ -501,6 +502,8 @@ impl Fetcher {
 
         let mut response = response;
         let mut received = offset;
+        let mut batch = Vec::new();
+        let mut batched = 0;
         let streamed: Result<(), Error> = loop {
             match response.chunk().await {
                 Ok(Some(chunk)) => {
@@ -511,9 +514,14 @@ impl Fetcher {
                             reason: "more bytes than the file's size".into(),
                         });
                     }
-                    if tx.send(chunk).await.is_err() {
-                        // The writer stopped: its error is returned below.
-                        break Ok(());
+                    batched += chunk.len();
+                    batch.push(chunk);
+                    if batched >= WRITE_BATCH {
+                        batched = 0;
+                        if tx.send(std::mem::take(&mut batch)).await.is_err() {
+                            // The writer stopped: its error is returned below.
+                            break Ok(());
+                        }
                     }
                     received += n;
                     state.counted += n;
@@ -523,6 +531,10 @@ impl Fetcher {
                 Err(source) => break Err(Error::transport(what(), source)),
             }
         };
+        // What was received is kept (and resumed from) even when the transfer broke.
+        if !batch.is_empty() {
+            let _ = tx.send(batch).await;
+        }
         drop(tx);
         let (len, hasher) = writer
             .await
@@ -562,8 +574,23 @@ async fn remove(path: &Path) -> Result<(), Error> {
     }
 }
 
+/// Writes every chunk of `batch`, with as few (vectored) system calls as the kernel allows.
+fn write_batch(file: &mut std::fs::File, batch: &[bytes::Bytes]) -> std::io::Result<()> {
+    let mut slices: Vec<std::io::IoSlice<'_>> =
+        batch.iter().map(|c| std::io::IoSlice::new(c)).collect();
+    let mut slices = &mut slices[..];
+    while !slices.is_empty() {
+        let n = file.write_vectored(slices)?;
+        if n == 0 {
+            return Err(std::io::ErrorKind::WriteZero.into());
+        }
+        std::io::IoSlice::advance_slices(&mut slices, n);
+    }
+    Ok(())
+}
+
 fn hash_reader(reader: &mut impl std::io::Read, hasher: &mut Sha256) -> std::io::Result<()> {
-    let mut buffer = vec![0u8; WRITE_BUFFER];
+    let mut buffer = vec![0u8; READ_BUFFER];
     loop {
         let n = reader.read(&mut buffer)?;
         if n == 0 {
