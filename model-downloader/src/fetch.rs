@@ -4,6 +4,7 @@
 use std::io::{Read as _, Seek as _, Write as _};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use reqwest::StatusCode;
@@ -174,19 +175,21 @@ impl Fetcher {
         }
     }
 
-    async fn with_retries<T, F>(&self, what: &str, mut op: F) -> Result<T, Error>
+    /// Runs `op` until it succeeds, fails for good, or fails transiently `attempts` times in a
+    /// row without `moved` (the bytes it received) growing.
+    async fn with_retries<T, F>(&self, what: &str, moved: &AtomicU64, mut op: F) -> Result<T, Error>
     where
         F: AsyncFnMut() -> Result<T, Error>,
     {
         let mut attempt = 0;
         loop {
-            let fetched_before = self.progress.bytes_fetched();
+            let moved_before = moved.load(Ordering::Relaxed);
             match op().await {
                 Ok(value) => return Ok(value),
                 Err(e) if e.is_transient() => {
                     // An attempt that moved the transfer forward starts the count again: a
                     // connection that breaks every few gigabytes still finishes the file.
-                    if self.progress.bytes_fetched() > fetched_before {
+                    if moved.load(Ordering::Relaxed) > moved_before {
                         attempt = 0;
                     }
                     attempt += 1;
@@ -204,7 +207,7 @@ impl Fetcher {
 
     /// The bytes of a small JSON document (the file list), at most [`MAX_LISTING_BYTES`].
     pub async fn get_document(&self, url: &reqwest::Url, what: &str) -> Result<Vec<u8>, Error> {
-        self.with_retries(what, async || {
+        self.with_retries(what, &AtomicU64::new(0), async || {
             let mut response = self
                 .get(url.clone())
                 .send()
@@ -247,6 +250,8 @@ impl Fetcher {
             expected: entry.size,
             ..FileState::default()
         };
+        // Bytes this file received in this run: a retry that moved it forward resets the count.
+        let moved = AtomicU64::new(0);
 
         match tokio::fs::symlink_metadata(&dest).await {
             Ok(meta) if !meta.is_file() => {
@@ -282,8 +287,8 @@ impl Fetcher {
 
         for round in 0..2 {
             let (len, actual) = self
-                .with_retries(&entry.path, async || {
-                    self.transfer(entry, &part, &mut state).await
+                .with_retries(&entry.path, &moved, async || {
+                    self.transfer(entry, &part, &mut state, &moved).await
                 })
                 .await?;
             if let (Some(expected), Some(actual)) = (&entry.sha256, actual)
@@ -355,6 +360,7 @@ impl Fetcher {
         entry: &FileEntry,
         part: &Path,
         state: &mut FileState,
+        moved: &AtomicU64,
     ) -> Result<(u64, Option<String>), Error> {
         let what = || format!("file {} of {}", entry.path, self.subject);
         let mut offset = match tokio::fs::metadata(part).await {
@@ -526,6 +532,7 @@ impl Fetcher {
                     received += n;
                     state.counted += n;
                     self.progress.add_fetched(n);
+                    moved.fetch_add(n, Ordering::Relaxed);
                 }
                 Ok(None) => break Ok(()),
                 Err(source) => break Err(Error::transport(what(), source)),

@@ -635,3 +635,64 @@ async fn a_uri_downloads_one_file_verified_and_resumes() {
     );
     assert!(!err.contains("secret"));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn server_errors_are_retried_and_fail_after_the_retries() {
+    let hub = Hub::new(model_files());
+    hub.fault("config.json", Fault::Status(503));
+    hub.fault("config.json", Fault::Status(502));
+    let server = common::start(hub).await;
+    let dir = tempdir();
+    run(config(&server, dir.path(), None), Vec::new())
+        .await
+        .unwrap();
+    assert_all_verified(&server, dir.path());
+    assert_eq!(server.hub.requests("config.json").len(), 3);
+
+    // Always failing: the attempts (4 here) and then the status, naming the file.
+    let hub = Hub::new(model_files());
+    for _ in 0..10 {
+        hub.fault("config.json", Fault::Status(500));
+    }
+    let server = common::start(hub).await;
+    let dir = tempdir();
+    let err = run(config(&server, dir.path(), None), Vec::new())
+        .await
+        .err()
+        .unwrap();
+    assert_eq!(
+        err.to_string(),
+        "unexpected HTTP 500 for file config.json of org/model"
+    );
+    assert_eq!(err.exit_code(), 7);
+    assert_eq!(server.hub.requests("config.json").len(), 4);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stalled_transfer_times_out_and_resumes_with_reports_meanwhile() {
+    let hub = Hub::new(model_files());
+    hub.fault(
+        "weights/small.safetensors",
+        Fault::StallAfter(2 * common::BLOCK),
+    );
+    let server = common::start(hub).await;
+    let dir = tempdir();
+    let mut c = config(&server, dir.path(), None);
+    c.timeouts.read = Duration::from_millis(1500);
+    let recorder = Recorder::default();
+    run(c, vec![Box::new(recorder.clone())]).await.unwrap();
+    assert_all_verified(&server, dir.path());
+    let requests = server.hub.requests("weights/small.safetensors");
+    assert_eq!(requests.len(), 2, "{requests:?}");
+    assert_eq!(
+        (requests[1].start, requests[1].partial),
+        (2 * common::BLOCK, true)
+    );
+    // Reports kept coming while the transfer stalled (every 100 ms here).
+    let downloading = recorder
+        .all()
+        .iter()
+        .filter(|r| r.phase == Phase::Downloading)
+        .count();
+    assert!(downloading >= 10, "{downloading} reports in 1.5 s");
+}

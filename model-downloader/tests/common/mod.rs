@@ -61,6 +61,8 @@ pub enum Fault {
     ResetAfter(u64),
     /// Send the body with one byte changed.
     Corrupt,
+    /// Answer with this status and no body.
+    Status(u16),
 }
 
 /// One request for a file's bytes, as the server saw it.
@@ -351,6 +353,18 @@ fn serve(hub: Arc<Hub>, path: &str, headers: &HeaderMap) -> Response {
         let list = f.get_mut(path)?;
         (!list.is_empty()).then(|| list.remove(0))
     });
+    if let Some(Fault::Status(code)) = fault {
+        if let Ok(mut log) = hub.log.lock() {
+            log.push(Served {
+                file: path.to_owned(),
+                start: requested.unwrap_or(0),
+                partial: false,
+            });
+        }
+        return StatusCode::from_u16(code)
+            .unwrap_or(StatusCode::INTERNAL_SERVER_ERROR)
+            .into_response();
+    }
     if let Some(start) = requested
         && start >= size
     {
