@@ -20,7 +20,9 @@ pub enum Error {
     /// The server refused the credentials (HTTP 401 or 403).
     #[error(
         "access to model {model} refused (HTTP {status}); {}",
-        if *token_given { "HF_TOKEN was set but is not accepted for this model" } else { "HF_TOKEN is not set: the model may be gated or private" }
+        if *token_given { "HF_TOKEN was set but is not accepted for this model" }
+        else if *token_withheld { "HF_TOKEN is set but is sent only to the Hub's origin (--endpoint), not to this URI" }
+        else { "HF_TOKEN is not set: the model may be gated or private" }
     )]
     Unauthorized {
         /// The model id (or URI) asked for.
@@ -29,6 +31,8 @@ pub enum Error {
         status: u16,
         /// Whether a token was sent.
         token_given: bool,
+        /// Whether a token was set but not sent (a URI on another origin than the Hub's).
+        token_withheld: bool,
     },
     /// The model, its revision or one of its files does not exist (HTTP 404).
     #[error("{what} not found (HTTP 404)")]
@@ -182,6 +186,7 @@ mod tests {
             model: "org/m".into(),
             status: 401,
             token_given: false,
+            token_withheld: false,
         };
         assert_eq!(
             without.to_string(),
@@ -191,6 +196,7 @@ mod tests {
             model: "org/m".into(),
             status: 403,
             token_given: true,
+            token_withheld: false,
         };
         assert!(
             with.to_string()

@@ -95,6 +95,7 @@ impl Default for Timeouts {
 pub struct Fetcher {
     client: reqwest::Client,
     token: Option<Token>,
+    token_withheld: bool,
     subject: String,
     progress: Arc<Progress>,
     retry: RetryPolicy,
@@ -143,10 +144,17 @@ impl Fetcher {
         Ok(Self {
             client,
             token,
+            token_withheld: false,
             subject,
             progress,
             retry,
         })
+    }
+
+    /// Records that a token was set but is not sent (named in a 401/403 error).
+    pub fn token_withheld(mut self, withheld: bool) -> Self {
+        self.token_withheld = withheld;
+        self
     }
 
     fn get(&self, url: reqwest::Url) -> reqwest::RequestBuilder {
@@ -164,6 +172,7 @@ impl Fetcher {
                 model: self.subject.clone(),
                 status: status.as_u16(),
                 token_given: self.token.is_some(),
+                token_withheld: self.token_withheld,
             },
             StatusCode::NOT_FOUND => Error::NotFound {
                 what: what.to_owned(),

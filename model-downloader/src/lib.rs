@@ -42,6 +42,9 @@ pub enum Source {
     Uri {
         /// The URL.
         uri: String,
+        /// The Hub's base URL: the token is sent to the URL only when it has the same origin
+        /// (scheme, host and port), never to another server.
+        endpoint: reqwest::Url,
         /// Its sha256, when known.
         sha256: Option<String>,
     },
@@ -153,13 +156,21 @@ async fn download(config: &Config, progress: Arc<Progress>) -> Result<(u64, u64)
         Source::Hub { model, .. } => model.clone(),
         Source::Uri { uri, .. } => uri_without_query(uri),
     };
+    let token = match &config.source {
+        Source::Hub { .. } => config.token.clone(),
+        Source::Uri { uri, endpoint, .. } => {
+            config.token.clone().filter(|_| same_origin(uri, endpoint))
+        }
+    };
+    let withheld = token.is_none() && config.token.is_some();
     let fetcher = Fetcher::new(
         subject,
-        config.token.clone(),
+        token,
         progress.clone(),
         config.retry,
         config.timeouts,
-    )?;
+    )?
+    .token_withheld(withheld);
     let files: Vec<FileEntry> = match &config.source {
         Source::Hub {
             endpoint,
@@ -172,7 +183,7 @@ async fn download(config: &Config, progress: Arc<Progress>) -> Result<(u64, u64)
             let body = fetcher.get_document(&url, &what).await?;
             hub::parse_listing(&body, endpoint, model, revision, filter)?
         }
-        Source::Uri { uri, sha256 } => vec![hub::uri_entry(uri, sha256.as_deref())?],
+        Source::Uri { uri, sha256, .. } => vec![hub::uri_entry(uri, sha256.as_deref())?],
     };
     tokio::fs::create_dir_all(&config.target_dir)
         .await
@@ -197,6 +208,11 @@ async fn download(config: &Config, progress: Arc<Progress>) -> Result<(u64, u64)
     Ok((files.len() as u64, present.into_inner()))
 }
 
+/// Whether `uri` has the origin (scheme, host, port) of `endpoint`.
+pub fn same_origin(uri: &str, endpoint: &reqwest::Url) -> bool {
+    reqwest::Url::parse(uri).is_ok_and(|u| u.origin() == endpoint.origin())
+}
+
 /// The URI without its query (presigned URLs carry credentials there).
 pub fn uri_without_query(uri: &str) -> String {
     match reqwest::Url::parse(uri) {
@@ -208,5 +224,31 @@ pub fn uri_without_query(uri: &str) -> String {
             url.to_string()
         }
         Err(_) => "the given URI".to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_token_goes_only_to_the_hub_origin() {
+        let hub = reqwest::Url::parse("https://huggingface.co").unwrap();
+        assert!(same_origin(
+            "https://huggingface.co/org/m/resolve/main/x.gguf",
+            &hub
+        ));
+        assert!(!same_origin("https://example.com/x.gguf", &hub));
+        assert!(!same_origin("http://huggingface.co/x.gguf", &hub));
+        assert!(!same_origin("https://huggingface.co:8443/x.gguf", &hub));
+        assert!(!same_origin("not a url", &hub));
+    }
+
+    #[test]
+    fn uri_credentials_are_not_shown() {
+        assert_eq!(
+            uri_without_query("https://user:pw@example.com/a/b.gguf?X-Amz-Signature=s#f"),
+            "https://example.com/a/b.gguf"
+        );
     }
 }

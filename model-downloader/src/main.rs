@@ -128,24 +128,23 @@ fn start(args: Args) -> anyhow::Result<()> {
 }
 
 fn config(args: &Args) -> Result<Config, Error> {
+    let endpoint = reqwest::Url::parse(&args.endpoint)
+        .map_err(|e| Error::Config(format!("--endpoint {:?}: {e}", args.endpoint)))?;
+    if !matches!(endpoint.scheme(), "http" | "https") {
+        return Err(Error::Config("--endpoint must be http or https".into()));
+    }
     let source = match (&args.uri, &args.model_id) {
         (Some(uri), _) => Source::Uri {
             uri: uri.clone(),
+            endpoint,
             sha256: args.sha256.clone(),
         },
-        (None, Some(model)) => {
-            let endpoint = reqwest::Url::parse(&args.endpoint)
-                .map_err(|e| Error::Config(format!("--endpoint {:?}: {e}", args.endpoint)))?;
-            if !matches!(endpoint.scheme(), "http" | "https") {
-                return Err(Error::Config("--endpoint must be http or https".into()));
-            }
-            Source::Hub {
-                endpoint,
-                model: model.clone(),
-                revision: args.revision.clone(),
-                filter: FileFilter::new(&args.include, &args.exclude)?,
-            }
-        }
+        (None, Some(model)) => Source::Hub {
+            endpoint,
+            model: model.clone(),
+            revision: args.revision.clone(),
+            filter: FileFilter::new(&args.include, &args.exclude)?,
+        },
         (None, None) => return Err(Error::Config("--model-id or --uri is required".into())),
     };
     Ok(Config {

@@ -602,6 +602,7 @@ async fn a_uri_downloads_one_file_verified_and_resumes() {
     );
     let mut c = config(&server, dir.path(), None);
     c.source = Source::Uri {
+        endpoint: reqwest::Url::parse(&server.endpoint).unwrap(),
         uri: uri.clone(),
         sha256: Some(sha.clone()),
     };
@@ -619,6 +620,7 @@ async fn a_uri_downloads_one_file_verified_and_resumes() {
 
     // A wrong hash fails naming the file; the signature in the query never shows.
     c.source = Source::Uri {
+        endpoint: reqwest::Url::parse(&server.endpoint).unwrap(),
         uri,
         sha256: Some("0".repeat(64)),
     };
@@ -695,4 +697,46 @@ async fn a_stalled_transfer_times_out_and_resumes_with_reports_meanwhile() {
         .filter(|r| r.phase == Phase::Downloading)
         .count();
     assert!(downloading >= 10, "{downloading} reports in 1.5 s");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_token_goes_to_a_uri_only_on_the_hub_origin() {
+    let mut hub = Hub::new(model_files());
+    hub.token = Some("hf_test_token".into());
+    let server = common::start(hub).await;
+    let uri = format!("{}/files/config.json", server.endpoint);
+    let dir = tempdir();
+    let mut c = config(&server, dir.path(), Some("hf_test_token"));
+    // Another origin as the Hub: the token is withheld, so this server refuses.
+    c.source = Source::Uri {
+        endpoint: reqwest::Url::parse("https://huggingface.co").unwrap(),
+        uri: uri.clone(),
+        sha256: None,
+    };
+    let err = run(c.clone(), Vec::new()).await.err().unwrap();
+    assert!(
+        matches!(
+            err,
+            Error::Unauthorized {
+                token_given: false,
+                token_withheld: true,
+                ..
+            }
+        ),
+        "{err}"
+    );
+    assert!(
+        err.to_string().ends_with(
+            "HF_TOKEN is set but is sent only to the Hub's origin (--endpoint), not to this URI"
+        ),
+        "{err}"
+    );
+    // The same origin: sent.
+    c.source = Source::Uri {
+        endpoint: reqwest::Url::parse(&server.endpoint).unwrap(),
+        uri,
+        sha256: None,
+    };
+    run(c, Vec::new()).await.unwrap();
+    assert!(dir.path().join("config.json").is_file());
 }

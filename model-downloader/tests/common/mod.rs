@@ -325,6 +325,18 @@ async fn resolve(
     }
 }
 
+/// Custom-source files (`--uri`), behind the token when the hub has one.
+async fn files(
+    State(hub): State<Arc<Hub>>,
+    Path(path): Path<String>,
+    headers: HeaderMap,
+) -> Response {
+    if !hub.authorized(&headers) {
+        return (StatusCode::UNAUTHORIZED, "Invalid credentials").into_response();
+    }
+    cdn(State(hub), Path(path), headers).await
+}
+
 async fn cdn(
     State(hub): State<Arc<Hub>>,
     Path(path): Path<String>,
@@ -438,7 +450,7 @@ pub async fn start(hub: Hub) -> Server {
         .route("/api/models/{org}/{name}/revision/{rev}", get(listing))
         .route("/{org}/{name}/resolve/{rev}/{*path}", get(resolve))
         .route("/cdn/{*path}", get(cdn))
-        .route("/files/{*path}", get(cdn))
+        .route("/files/{*path}", get(files))
         .with_state(hub.clone());
     let listener = match tokio::net::TcpListener::bind("127.0.0.1:0").await {
         Ok(l) => l,
