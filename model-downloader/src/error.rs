@@ -49,7 +49,7 @@ pub enum Error {
         status: u16,
     },
     /// The connection failed or broke (after the retries).
-    #[error("transfer of {what} failed: {source}")]
+    #[error("transfer of {what} failed: {}", chain(source))]
     Transport {
         /// What was being fetched.
         what: String,
@@ -112,6 +112,21 @@ pub enum Error {
         /// The client's error.
         source: Box<kube::Error>,
     },
+}
+
+/// An error and its causes, `: `-separated (reqwest's own message is only the outermost one).
+fn chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut cause = error.source();
+    while let Some(e) = cause {
+        let next = e.to_string();
+        if !text.ends_with(&next) {
+            text.push_str(": ");
+            text.push_str(&next);
+        }
+        cause = e.source();
+    }
+    text
 }
 
 impl Error {
