@@ -104,6 +104,9 @@ pub enum Error {
         /// The system's error.
         source: std::io::Error,
     },
+    /// The process was asked to stop (SIGTERM) before the download finished.
+    #[error("interrupted by SIGTERM before the download finished; a restart resumes it")]
+    Interrupted,
     /// The progress could not be written to the object's status.
     #[error("status report to {target}: {source}")]
     Status {
@@ -143,6 +146,7 @@ impl Error {
             Self::SizeMismatch { .. } | Self::HashMismatch { .. } => "integrity",
             Self::Io { .. } => "io",
             Self::Status { .. } => "status",
+            Self::Interrupted => "interrupted",
         }
     }
 
@@ -157,6 +161,8 @@ impl Error {
             Self::HttpStatus { .. } | Self::Transport { .. } => 7,
             Self::Io { .. } => 8,
             Self::Status { .. } => 9,
+            // 128 + SIGTERM, as a shell reports a process ended by it.
+            Self::Interrupted => 143,
         }
     }
 

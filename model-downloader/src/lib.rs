@@ -87,6 +87,17 @@ pub struct Summary {
 /// Runs a download to the end, reporting progress to every sink during it and once at the end
 /// (`Ready`, or `Failed` with the error's message).
 pub async fn run(config: Config, sinks: Vec<Box<dyn ProgressSink>>) -> Result<Summary, Error> {
+    run_until(config, sinks, std::future::pending()).await
+}
+
+/// [`run`], stopped early when `shutdown` completes (a SIGTERM): the transfers stop, what was
+/// received stays in the `.part` files for the next run, and the last report is `Failed` with
+/// [`Error::Interrupted`].
+pub async fn run_until(
+    config: Config,
+    sinks: Vec<Box<dyn ProgressSink>>,
+    shutdown: impl Future<Output = ()>,
+) -> Result<Summary, Error> {
     let started = Instant::now();
     let progress = Arc::new(Progress::new());
     let sinks: Arc<Vec<Box<dyn ProgressSink>>> = Arc::new(sinks);
@@ -109,7 +120,10 @@ pub async fn run(config: Config, sinks: Vec<Box<dyn ProgressSink>>) -> Result<Su
         })
     };
 
-    let result = download(&config, progress.clone()).await;
+    let result = tokio::select! {
+        result = download(&config, progress.clone()) => result,
+        () = shutdown => Err(Error::Interrupted),
+    };
     let _ = stop.send(());
     let _ = reporter.await;
     let last = match &result {

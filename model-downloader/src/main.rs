@@ -9,7 +9,7 @@ use airunway_model_downloader::hub::FileFilter;
 use airunway_model_downloader::progress::{
     JsonLinesSink, KubeStatusSink, ProgressSink, StatusTarget,
 };
-use airunway_model_downloader::{Config, Error, Source, run};
+use airunway_model_downloader::{Config, Error, Source, run_until};
 use anyhow::Context as _;
 use clap::Parser;
 
@@ -116,7 +116,12 @@ fn start(args: Args) -> anyhow::Result<()> {
             let target: StatusTarget = target.parse()?;
             sinks.push(Box::new(KubeStatusSink::new(target).await?));
         }
-        let summary = run(config, sinks).await?;
+        let mut sigterm = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+            .context("SIGTERM handler")?;
+        let shutdown = async move {
+            sigterm.recv().await;
+        };
+        let summary = run_until(config, sinks, shutdown).await?;
         tracing::info!(
             files = summary.files,
             already_present = summary.files_present,

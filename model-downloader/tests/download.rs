@@ -740,3 +740,57 @@ async fn the_token_goes_to_a_uri_only_on_the_hub_origin() {
     run(c, Vec::new()).await.unwrap();
     assert!(dir.path().join("config.json").is_file());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_stops_with_a_failed_report_and_keeps_the_partial_file() {
+    let size = large_size();
+    let hub = Hub::new(model_files());
+    hub.fault(LARGE, Fault::StallAfter(size / 4));
+    let server = common::start(hub).await;
+    let dir = tempdir();
+    let child = tokio::process::Command::new(env!("CARGO_BIN_EXE_airunway-model-downloader"))
+        .args([
+            "--endpoint",
+            &server.endpoint,
+            "--model-id",
+            "org/model",
+            "--target-dir",
+        ])
+        .arg(dir.path())
+        .args(["--termination-log", "/nonexistent/termination-log"])
+        .env_remove("HF_TOKEN")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+    while server.hub.sent(LARGE) < size / 4 {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the download did not reach a quarter"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let pid = child.id().unwrap().to_string();
+    let status = std::process::Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let output = tokio::time::timeout(Duration::from_secs(20), child.wait_with_output())
+        .await
+        .expect("no exit within 20 s of SIGTERM")
+        .unwrap();
+    assert_eq!(output.status.code(), Some(143));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(
+        stderr.lines().last().unwrap_or_default(),
+        "interrupted by SIGTERM before the download finished; a restart resumes it (interrupted)"
+    );
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let last: serde_json::Value =
+        serde_json::from_str(stdout.lines().last().unwrap_or_default()).unwrap();
+    assert_eq!(last["phase"], "Failed");
+    assert!(dir.path().join(format!("{LARGE}.part")).is_file());
+}
