@@ -295,14 +295,19 @@ fn overrides_merge_into_the_deployment_with_the_shared_refusals() {
     assert!(objects[1]["spec"]["minReadySeconds"].is_null());
     let escalating = aggregated(json!({"provider": {"name": "vllm",
         "overrides": {"spec": {"template": {"spec": {"hostNetwork": true}}}}}}));
-    match VllmProvider::default().render(&escalating, &schema()) {
-        Err(RenderError::InvalidOverrides(message)) => {
+    match cycle::checked(
+        &VllmProvider::default(),
+        &escalating,
+        &SchemaDetection::Supported(schema()),
+    ) {
+        Err(held) => {
+            let message = held.status.message;
             assert!(
                 message.contains("provider.overrides.spec.template.spec.hostNetwork"),
                 "{message}"
             )
         }
-        other => panic!("{other:?}"),
+        Ok(checked) => panic!("{:?}", checked.desired),
     }
 }
 

@@ -268,9 +268,8 @@ pub fn served(
 mod tests {
     use super::*;
     use crate::provider::SchemaDetection;
-    use crate::provider::traits::{
-        Incompatible, RenderError, Rendered, TranslatedStatus, UpstreamKind, primary,
-    };
+    use crate::provider::rendered::{RenderError, Rendered};
+    use crate::provider::traits::{Incompatible, TranslatedStatus, UpstreamKind, primary};
     use crate::v1alpha1::{InferenceProviderConfigSpec, Phase};
     use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 

@@ -82,6 +82,7 @@ mod reconcile;
 pub mod registration;
 #[cfg(not(feature = "provider-testing"))]
 mod registration;
+mod rendered;
 mod replica_count;
 mod runner;
 mod schema;
@@ -98,14 +99,17 @@ pub mod vllm_kit;
 pub use tokio;
 
 pub use args::ProviderArgs;
+pub use overrides::{OverrideSchema, OverrideType};
 pub use plan::controller_missing_hold;
+pub use registration::registration_spec;
 pub use registration::{ControllerHealth, controller_health};
+pub use rendered::{RenderError, RenderWarning, Rendered};
 pub use replica_count::{replica_count, sum_replicas};
 pub use runner::{run, run_with_args};
 pub use schema::{BUILTIN_FINGERPRINT, SchemaAdapter};
 pub use traits::{
-    Incompatible, Preparation, Provider, RenderError, RenderWarning, Rendered, SchemaDetection,
-    TranslatedStatus, UpstreamController, UpstreamKind, UpstreamSchema, primary,
+    Incompatible, Preparation, Provider, SchemaDetection, TranslatedStatus, UpstreamController,
+    UpstreamKind, UpstreamSchema, primary,
 };
 
 #[cfg(test)]

@@ -15,9 +15,10 @@ use serde_json::Value;
 use super::checked_render::checked_render;
 use super::desired::{self, DesiredUpstream, ProviderStatus};
 use super::kinds::{KindId, KindTable};
+use super::rendered::RenderWarning;
 use super::staleness::{self, Staleness};
 use super::statuses::{self, Hold, HoldCause};
-use super::traits::{Provider, RenderWarning, SchemaDetection};
+use super::traits::{Provider, SchemaDetection};
 use crate::constants::{condition_types, finalizers, reasons};
 use crate::pod_security;
 use crate::v1alpha1::{ConditionStatus, ModelDeployment};
@@ -585,9 +586,8 @@ mod tests {
 #[cfg(test)]
 mod planner_tests {
     use super::*;
-    use crate::provider::traits::{
-        Incompatible, RenderError, Rendered, TranslatedStatus, UpstreamKind, primary,
-    };
+    use crate::provider::rendered::{RenderError, Rendered};
+    use crate::provider::traits::{Incompatible, TranslatedStatus, UpstreamKind, primary};
     use crate::v1alpha1::{InferenceProviderConfigSpec, Phase};
     use serde_json::json;
 

@@ -244,7 +244,7 @@ fn probe_info<P: Provider>(
     detection: &SchemaDetection,
     controller: Option<&ControllerHealth>,
 ) -> GetInfoResponse {
-    let registration = provider.registration();
+    let registration = registration::registration_spec(provider);
     let named = provider.upstream_controller();
     let (healthy, condition) = registration::upstream_readiness(
         detection,
@@ -367,7 +367,7 @@ pub async fn run_with_args<P: Provider>(provider: P, args: ProviderArgs) -> anyh
     };
 
     // Register (retrying: the core's webhook may not be up yet).
-    let mut spec = provider.registration();
+    let mut spec = registration::registration_spec(&provider);
     spec.probe = Some(ProbeEndpoint {
         endpoint: Some(args.advertised_probe()),
     });
