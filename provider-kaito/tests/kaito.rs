@@ -655,6 +655,8 @@ fn ready_only_while_the_kaito_controller_is() {
     let hold = airunway_api::provider::plan::controller_missing_hold(
         &airunway_provider_kaito::workspace_controller(),
     );
+    assert_eq!(hold.reason, "UpstreamControllerMissing");
+    let hold = hold.message;
     assert!(
         hold.starts_with("The KAITO workspace controller is not running")
             && hold.contains("so nothing is created for this deployment until it is")

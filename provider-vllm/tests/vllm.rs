@@ -613,7 +613,7 @@ mod image_status {
             &Outcome::Failed(Some(parse(image::DEFAULT_IMAGE).unwrap()), "timeout".into()),
         );
         assert_eq!(
-            failed.hold.as_deref(),
+            failed.hold.as_ref().map(|h| h.message.as_str()),
             Some(
                 "failed to resolve default vLLM image \"vllm/vllm-openai:cu130-nightly\": timeout"
             )
@@ -706,7 +706,7 @@ mod image_status {
             &Outcome::Failed(Some(parsed.clone()), "refused".into()),
         );
         assert_eq!(
-            failed.hold.as_deref(),
+            failed.hold.as_ref().map(|h| h.message.as_str()),
             Some(format!("failed to resolve default vLLM image \"{own}\": refused").as_str())
         );
         assert_eq!(status_image(&failed).source.as_deref(), Some("nightly"));

@@ -108,8 +108,8 @@ pub use replica_count::{replica_count, sum_replicas};
 pub use runner::{run, run_with_args};
 pub use schema::{BUILTIN_FINGERPRINT, SchemaAdapter};
 pub use traits::{
-    Incompatible, Preparation, Provider, SchemaDetection, TranslatedStatus, UpstreamController,
-    UpstreamKind, UpstreamSchema, primary,
+    Incompatible, Preparation, PreparationHold, Provider, SchemaDetection, TranslatedStatus,
+    UpstreamController, UpstreamKind, UpstreamSchema, primary,
 };
 
 #[cfg(test)]

@@ -146,9 +146,20 @@ pub struct Preparation {
     pub status: serde_json::Map<String, serde_json::Value>,
     /// Provider-specific conditions (e.g. `ImageResolved`), written with them.
     pub conditions: Vec<crate::conditions::DesiredCondition>,
-    /// A fatal problem: nothing is rendered or applied; phase `Failed` with this message (the
+    /// A fatal problem: nothing is rendered or applied; phase `Failed` with its message (the
     /// reconcile retries at the resync interval).
-    pub hold: Option<String>,
+    pub hold: Option<PreparationHold>,
+}
+
+/// Why a [`Preparation`] holds a deployment: phase `Failed` with the message, and
+/// `ResourceCreated=False` and `Ready=False` with the reason and the message.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PreparationHold {
+    /// The reason, a constant of `airunway_api::constants::reasons` (e.g.
+    /// `UpstreamControllerMissing`, `ImageResolutionFailed`).
+    pub reason: &'static str,
+    /// What the user reads.
+    pub message: String,
 }
 
 /// A provider shim: a set of pure functions. The SDK ([`super::run`]) does registration, the
