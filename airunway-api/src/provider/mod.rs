@@ -99,7 +99,7 @@ pub use registration::registration_spec;
 pub use registration::{ControllerHealth, controller_health};
 pub use rendered::{RenderError, RenderWarning, Rendered};
 pub use replica_count::{replica_count, sum_replicas};
-pub use runner::{run, run_with_args};
+pub use runner::{RunError, run, run_with_args};
 pub use schema::{BUILTIN_FINGERPRINT, SchemaAdapter};
 pub use traits::{
     Incompatible, Preparation, PreparationHold, Provider, SchemaDetection, TranslatedStatus,
