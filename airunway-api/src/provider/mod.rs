@@ -83,6 +83,8 @@ mod schema;
 mod staleness;
 mod status_write;
 mod statuses;
+#[cfg(test)]
+mod test_support;
 #[cfg(feature = "testing")]
 pub mod testing;
 mod traits;

@@ -582,7 +582,8 @@ mod tests {
 mod planner_tests {
     use super::*;
     use crate::provider::rendered::{RenderError, Rendered};
-    use crate::provider::traits::{Incompatible, TranslatedStatus, UpstreamKind, primary};
+    use crate::provider::test_support::{compatibility, deployment, kind, translated};
+    use crate::provider::traits::{Incompatible, TranslatedStatus, UpstreamKind};
     use crate::v1alpha1::{InferenceProviderConfigSpec, Phase};
     use serde_json::json;
 
@@ -591,16 +592,6 @@ mod planner_tests {
     /// Pair's detection: its kinds are built-in.
     fn builtin() -> SchemaDetection {
         Pair.detect_schema(None)
-    }
-
-    fn kind(group: &str, kind: &str, plural: &str, version: &str) -> UpstreamKind {
-        UpstreamKind {
-            group: group.into(),
-            kind: kind.into(),
-            plural: plural.into(),
-            default_version: version.into(),
-            from_crd: false,
-        }
     }
 
     /// Pair's operator, for the controller-missing hold.
@@ -636,12 +627,7 @@ mod planner_tests {
             vec![kind("", "Service", "services", "v1")]
         }
         fn check_compatibility(&self, md: &ModelDeployment) -> Result<(), Incompatible> {
-            match md.spec.model.id.as_deref() {
-                Some("refused/model") => {
-                    Err(Incompatible::new("Pair does not serve refused/model"))
-                }
-                _ => Ok(()),
-            }
+            compatibility("Pair", md)
         }
         fn render(
             &self,
@@ -682,29 +668,8 @@ mod planner_tests {
             _: &ModelDeployment,
             live: &[Option<&DynamicObject>],
         ) -> TranslatedStatus {
-            let ready =
-                primary(live).is_some_and(|l| l.data["status"]["readyReplicas"] == json!(1));
-            TranslatedStatus {
-                phase: if ready {
-                    Phase::Running
-                } else {
-                    Phase::Deploying
-                },
-                message: None,
-                replicas: None,
-                endpoint: None,
-                ready,
-            }
+            translated(live, "readyReplicas", json!(1))
         }
-    }
-
-    fn deployment(model: &str) -> ModelDeployment {
-        serde_json::from_value(
-            json!({"apiVersion": "airunway.ai/v1alpha1", "kind": "ModelDeployment",
-            "metadata": {"name": "m", "namespace": "ns", "uid": "u", "generation": 1},
-            "spec": {"model": {"id": model}}}),
-        )
-        .unwrap()
     }
 
     fn table() -> KindTable {
