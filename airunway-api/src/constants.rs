@@ -208,8 +208,12 @@ pub mod reasons {
     pub const PROBE_FAILED: &str = "ProbeFailed";
     /// IPC Available=False: the provider reports `ready: false`.
     pub const NOT_READY: &str = "NotReady";
-    /// IPC UpstreamAvailable=False: no Deployment of the upstream operator exists.
+    /// IPC UpstreamAvailable=False: no Deployment of the upstream operator exists (also the
+    /// `ResourceCreated=False`/`Ready=False` reason of the deployments a provider holds then).
     pub const UPSTREAM_CONTROLLER_MISSING: &str = "UpstreamControllerMissing";
+    /// `ImageResolved=False`, and `ResourceCreated=False`/`Ready=False` of a deployment the
+    /// direct vLLM provider holds: its default image could not be resolved to a digest.
+    pub const IMAGE_RESOLUTION_FAILED: &str = "ImageResolutionFailed";
     /// IPC UpstreamAvailable=False: the upstream operator's Deployment has no ready replica.
     pub const UPSTREAM_CONTROLLER_NOT_READY: &str = "UpstreamControllerNotReady";
     /// A provider's not-ready heartbeat: one of its watches keeps failing.

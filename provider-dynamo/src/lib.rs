@@ -11,11 +11,11 @@ pub mod schema;
 pub mod status;
 
 use airunway_api::kube::core::DynamicObject;
-use airunway_api::provider::SchemaAdapter;
 use airunway_api::provider::{
     Incompatible, Provider, RenderError, Rendered, TranslatedStatus, UpstreamKind, UpstreamSchema,
     primary,
 };
+use airunway_api::provider::{OverrideSchema, SchemaAdapter};
 use airunway_api::v1alpha1::{
     EngineCapability, EngineCapabilityEntry, EngineType, GatewayCapability,
     InferenceProviderConfigSpec, ModelDeployment, ProviderCapabilities, SelectionRule, ServingMode,
@@ -85,8 +85,8 @@ impl Provider for DynamoProvider {
             documentation: Some(
                 "https://github.com/airunway/airunway/blob/main/docs/providers/dynamo.md".into(),
             ),
-            probe: None,
-            override_paths: Some(override_paths(render::OVERRIDES, "")),
+            // The SDK adds the probe endpoint and the override paths (`overrides`).
+            ..Default::default()
         }
     }
 
@@ -102,6 +102,10 @@ impl Provider for DynamoProvider {
 
     fn schema_adapters(&self) -> &'static [SchemaAdapter] {
         schema::ADAPTERS
+    }
+
+    fn overrides(&self) -> OverrideSchema {
+        render::OVERRIDES
     }
 
     fn check_compatibility(&self, deployment: &ModelDeployment) -> Result<(), Incompatible> {
@@ -125,23 +129,20 @@ impl Provider for DynamoProvider {
     }
 }
 
-/// The dot-separated paths of an override specification (the registration's `overridePaths`).
-fn override_paths(
-    spec: &[(&str, airunway_api::provider::overrides::OverrideType)],
-    prefix: &str,
-) -> Vec<String> {
-    use airunway_api::provider::overrides::OverrideType;
-    spec.iter()
-        .flat_map(|(key, kind)| {
-            let path = if prefix.is_empty() {
-                (*key).to_string()
-            } else {
-                format!("{prefix}.{key}")
-            };
-            match kind {
-                OverrideType::Object(inner) => override_paths(inner, &path),
-                _ => vec![path],
-            }
-        })
-        .collect()
+#[cfg(test)]
+mod docs_tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    /// The page shows the declared overrides exactly as the SDK renders them.
+    #[test]
+    fn the_docs_show_the_declared_overrides() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/providers/dynamo.md");
+        let page = std::fs::read_to_string(path).unwrap();
+        let table = DynamoProvider.overrides().markdown();
+        assert!(
+            page.contains(&table),
+            "docs/providers/dynamo.md must contain the declared overrides:\n{table}"
+        );
+    }
 }

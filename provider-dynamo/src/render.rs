@@ -36,7 +36,7 @@
 //! `airunway.ai/model-id` (the model id made a label value) and `airunway.ai/engine-type`.
 
 use airunway_api::constants::event_reasons;
-use airunway_api::provider::overrides::{self, OverrideType};
+use airunway_api::provider::overrides::{self, OverrideSchema, OverrideType};
 use airunway_api::provider::vllm_kit::render::user_flag_keys;
 use airunway_api::provider::{RenderError, RenderWarning, Rendered, UpstreamSchema};
 use airunway_api::resolve::DEFAULT_GPU_TYPE;
@@ -93,7 +93,7 @@ pub fn epp_config(disaggregated: bool) -> Value {
 }
 
 /// The overrides Dynamo understands (design doc §4.15).
-pub const OVERRIDES: &[(&str, OverrideType)] = &[
+pub const OVERRIDES: OverrideSchema = OverrideSchema::keys(&[
     (
         "routerMode",
         OverrideType::OneOf(&["kv", "round-robin", "none"]),
@@ -111,7 +111,7 @@ pub const OVERRIDES: &[(&str, OverrideType)] = &[
             ),
         ]),
     ),
-];
+]);
 
 /// Flags the provider sets itself; `engine.args` may not set them.
 const RESERVED_ARGS: &[&str] = &[
@@ -412,21 +412,8 @@ pub fn render(md: &ModelDeployment, schema: &UpstreamSchema) -> Result<Rendered,
         .ok_or_else(|| RenderError::Unsupported("No engine selected yet".into()))?;
     let overrides_map: Option<&Map<String, Value>> =
         spec.provider.as_ref().and_then(|p| p.overrides.as_ref());
-    let checked = overrides::check(overrides_map, OVERRIDES);
-    if !checked.errors.is_empty() {
-        return Err(RenderError::InvalidOverrides(format!(
-            "invalid provider.overrides: {}",
-            checked.errors.join("; ")
-        )));
-    }
-    let mut warnings: Vec<RenderWarning> = checked
-        .unknown
-        .iter()
-        .map(|path| RenderWarning {
-            reason: event_reasons::UNKNOWN_OVERRIDE,
-            message: format!("unknown key {path} is ignored (Dynamo supports routerMode, frontend.replicas, frontend.resources.cpu, frontend.resources.memory)"),
-        })
-        .collect();
+    // `provider.overrides` was checked against [`OVERRIDES`] by the SDK.
+    let mut warnings: Vec<RenderWarning> = Vec::new();
     if engine == EngineType::Trtllm {
         let engine_spec = spec.engine.as_ref();
         if engine_spec.and_then(|e| e.context_length).is_some() {

@@ -5,7 +5,9 @@
 use airunway_api::k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use airunway_api::kube::core::DynamicObject;
 use airunway_api::provider::Incompatible;
-use airunway_api::provider::{Provider, RenderError, SchemaDetection, UpstreamSchema, testing};
+use airunway_api::provider::{
+    Provider, RenderError, SchemaDetection, UpstreamSchema, cycle, registration_spec, testing,
+};
 use airunway_api::serde_json::{self, Value, json};
 use airunway_api::v1alpha1::{ModelDeployment, Phase};
 use airunway_provider_dynamo::DynamoProvider;
@@ -224,13 +226,14 @@ fn override_rules() {
             .get("envs")
             .is_none()
     );
-    // Unknown keys at any depth are warnings naming the path.
-    let rendered = DynamoProvider
-        .render(
-            &base(json!({"routrMode": "kv", "frontend": {"replicsa": 3}})),
-            &schema(),
-        )
-        .unwrap();
+    // Unknown keys at any depth are warnings naming the path (the SDK checks the declared
+    // overrides before the render).
+    let rendered = cycle::checked(
+        &DynamoProvider,
+        &base(json!({"routrMode": "kv", "frontend": {"replicsa": 3}})),
+        &SchemaDetection::Supported(schema()),
+    )
+    .unwrap();
     let messages: Vec<&str> = rendered
         .warnings
         .iter()
@@ -270,10 +273,14 @@ fn override_rules() {
             "invalid provider.overrides: provider.overrides.frontend must be an object, got \"big\"",
         ),
     ] {
-        assert_eq!(
-            DynamoProvider.render(&base(overrides), &schema()),
-            Err(RenderError::InvalidOverrides(message.into()))
-        );
+        let held = cycle::checked(
+            &DynamoProvider,
+            &base(overrides),
+            &SchemaDetection::Supported(schema()),
+        )
+        .unwrap_err();
+        assert_eq!(held.status.message, message);
+        assert_eq!(held.status.phase, Phase::Failed);
     }
 }
 
@@ -428,7 +435,7 @@ fn schema_detection_and_registration() {
         "../core-controller/tests/fixtures/shipped-providers/dynamo.yaml",
     ));
     assert_eq!(
-        serde_json::to_value(DynamoProvider.registration()).unwrap(),
+        serde_json::to_value(registration_spec(&DynamoProvider)).unwrap(),
         fixture["spec"]
     );
 }

@@ -17,9 +17,9 @@ use airunway_api::kube::api::Api;
 use airunway_api::kube::core::DynamicObject;
 use airunway_api::kube::runtime::{WatchStreamExt, reflector, watcher};
 use airunway_api::provider::{
-    ControllerHealth, Incompatible, Preparation, Provider, RenderError, Rendered, SchemaAdapter,
-    TranslatedStatus, UpstreamController, UpstreamKind, UpstreamSchema, controller_health,
-    controller_missing_hold, primary, tokio,
+    ControllerHealth, Incompatible, OverrideSchema, Preparation, Provider, RenderError, Rendered,
+    SchemaAdapter, TranslatedStatus, UpstreamController, UpstreamKind, UpstreamSchema,
+    controller_health, controller_missing_hold, primary, tokio,
 };
 use airunway_api::runtime::WatchBackoff;
 use airunway_api::v1alpha1::{
@@ -182,9 +182,8 @@ impl Provider for KaitoProvider {
             documentation: Some(
                 "https://github.com/airunway/airunway/blob/main/docs/providers/kaito.md".into(),
             ),
-            probe: None,
-            // KAITO takes no overrides: everything in provider.overrides is reported unused.
-            override_paths: Some(Vec::new()),
+            // The SDK adds the probe endpoint and the override paths (`overrides`).
+            ..Default::default()
         }
     }
 
@@ -220,6 +219,11 @@ impl Provider for KaitoProvider {
 
     fn schema_adapters(&self) -> &'static [SchemaAdapter] {
         schema::ADAPTERS
+    }
+
+    fn overrides(&self) -> OverrideSchema {
+        // KAITO takes no overrides: every key of provider.overrides is reported unused.
+        OverrideSchema::NONE
     }
 
     fn check_compatibility(&self, deployment: &ModelDeployment) -> Result<(), Incompatible> {
@@ -357,6 +361,24 @@ mod tests {
         assert_eq!(
             controller_health(&[deployment]),
             ControllerHealth::Ready("kaito-workspace/kaito-workspace".into())
+        );
+    }
+}
+
+#[cfg(test)]
+mod docs_tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    /// The page shows the declared overrides exactly as the SDK renders them.
+    #[test]
+    fn the_docs_show_the_declared_overrides() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/providers/kaito.md");
+        let page = std::fs::read_to_string(path).unwrap();
+        let table = KaitoProvider.overrides().markdown();
+        assert!(
+            page.contains(&table),
+            "docs/providers/kaito.md must contain the declared overrides:\n{table}"
         );
     }
 }

@@ -89,17 +89,8 @@ fn warn(message: impl Into<String>) -> RenderWarning {
 pub fn render(md: &ModelDeployment, schema: &UpstreamSchema) -> Result<Rendered, RenderError> {
     let spec = &md.spec;
     let name = md.metadata.name.clone().unwrap_or_default();
-    let mut warnings: Vec<RenderWarning> = spec
-        .provider
-        .as_ref()
-        .and_then(|p| p.overrides.as_ref())
-        .into_iter()
-        .flat_map(|o| o.keys())
-        .map(|key| RenderWarning {
-            reason: event_reasons::UNKNOWN_OVERRIDE,
-            message: format!("unknown key provider.overrides.{key} is ignored: KAITO currently has no supported overrides"),
-        })
-        .collect();
+    // `provider.overrides` (KAITO has none) is reported by the SDK.
+    let mut warnings: Vec<RenderWarning> = Vec::new();
 
     let match_labels = node_labels(md, &mut warnings);
     let resource =

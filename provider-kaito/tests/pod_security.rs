@@ -6,7 +6,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use airunway_api::provider::testing::hostile::{self, Outcome};
-use airunway_api::provider::{Provider, SchemaDetection, UpstreamSchema};
+use airunway_api::provider::{Provider, SchemaDetection, UpstreamSchema, cycle};
 use airunway_api::serde_json::{self, Value, json};
 use airunway_api::v1alpha1::ModelDeployment;
 use airunway_provider_kaito::KaitoProvider;
@@ -86,7 +86,8 @@ fn the_ignored_override_is_reported_by_path() {
         json!({"inference": {"template": {"spec": {"HostNetwork": true}}}})
             .as_object()
             .cloned();
-    let rendered = KaitoProvider.render(&base, &schema()).unwrap();
+    let rendered =
+        cycle::checked(&KaitoProvider, &base, &SchemaDetection::Supported(schema())).unwrap();
     assert!(
         rendered
             .warnings

@@ -14,11 +14,11 @@ pub mod schema;
 pub mod status;
 
 use airunway_api::kube::core::DynamicObject;
-use airunway_api::provider::SchemaAdapter;
 use airunway_api::provider::{
     Incompatible, Provider, RenderError, Rendered, TranslatedStatus, UpstreamKind, UpstreamSchema,
     primary,
 };
+use airunway_api::provider::{OverrideSchema, SchemaAdapter};
 use airunway_api::v1alpha1::{
     ApiFormat, EngineCapability, EngineCapabilityEntry, EngineType, InferenceProviderConfigSpec,
     ModelDeployment, ProviderCapabilities, ServingMode,
@@ -74,13 +74,8 @@ impl Provider for KubeRayProvider {
             documentation: Some(
                 "https://github.com/airunway/airunway/blob/main/docs/providers/kuberay.md".into(),
             ),
-            probe: None,
-            override_paths: Some(
-                overrides::SUPPORTED
-                    .split(", ")
-                    .map(str::to_string)
-                    .collect(),
-            ),
+            // The SDK adds the probe endpoint and the override paths (`overrides`).
+            ..Default::default()
         }
     }
 
@@ -96,6 +91,10 @@ impl Provider for KubeRayProvider {
 
     fn schema_adapters(&self) -> &'static [SchemaAdapter] {
         schema::ADAPTERS
+    }
+
+    fn overrides(&self) -> OverrideSchema {
+        overrides::SCHEMA
     }
 
     fn check_compatibility(&self, deployment: &ModelDeployment) -> Result<(), Incompatible> {
@@ -116,5 +115,23 @@ impl Provider for KubeRayProvider {
         upstream: &[Option<&DynamicObject>],
     ) -> TranslatedStatus {
         status::translate(deployment, primary(upstream))
+    }
+}
+
+#[cfg(test)]
+mod docs_tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    /// The page shows the declared overrides exactly as the SDK renders them.
+    #[test]
+    fn the_docs_show_the_declared_overrides() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/providers/kuberay.md");
+        let page = std::fs::read_to_string(path).unwrap();
+        let table = KubeRayProvider.overrides().markdown();
+        assert!(
+            page.contains(&table),
+            "docs/providers/kuberay.md must contain the declared overrides:\n{table}"
+        );
     }
 }

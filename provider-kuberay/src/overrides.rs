@@ -5,16 +5,15 @@
 //! The overrides are deep-merged onto the provider's defaults: a value replaces the default, a
 //! JSON `null` deletes it (e.g. `head: {rayStartParams: {dashboard-host: null}}` drops the
 //! default `dashboard-host`; `head: {resources: null}` leaves the head without CPU and memory
-//! settings). Unknown keys at any depth are reported as warnings and ignored; a value of the
-//! wrong type fails the render naming the path; a key that would escalate the privileges of the
-//! Ray pods (e.g. `securityContext`, `hostNetwork`) fails the render wherever it appears, even
-//! if the core's admission webhook was bypassed.
+//! settings). The SDK checks them against [`SCHEMA`] before the render: unknown keys at any
+//! depth are reported as warnings and ignored; a value of the wrong type fails the render
+//! naming the path; a key that would escalate the privileges of the Ray pods (e.g.
+//! `securityContext`, `hostNetwork`) fails the render wherever it appears, even if the core's
+//! admission webhook was bypassed.
 
 use std::collections::BTreeMap;
 
-use airunway_api::constants::event_reasons;
-use airunway_api::provider::overrides::{self, OverrideType};
-use airunway_api::provider::{RenderError, RenderWarning};
+use airunway_api::provider::overrides::{self, OverrideSchema, OverrideType};
 use airunway_api::serde_json::{Map, Value};
 
 /// Override keys refused anywhere: they would let a user who may only create ModelDeployments
@@ -38,11 +37,11 @@ const GROUP: OverrideType = OverrideType::Object(&[
     ("rayStartParams", OverrideType::StringMap),
 ]);
 
-/// The overrides KubeRay understands.
-pub const SCHEMA: &[(&str, OverrideType)] = &[(HEAD, GROUP), (WORKER, GROUP)];
-
-/// The supported keys, for messages.
-pub const SUPPORTED: &str = "head.resources.cpu, head.resources.memory, head.rayStartParams, worker.resources.cpu, worker.resources.memory, worker.rayStartParams";
+/// The overrides KubeRay understands, declared once (see [`crate::KubeRayProvider`]'s
+/// `overrides`): a `null` deletes a default; privilege-escalating keys are refused anywhere.
+pub const SCHEMA: OverrideSchema = OverrideSchema::keys(&[(HEAD, GROUP), (WORKER, GROUP)])
+    .nulls_delete_defaults()
+    .refusing_anywhere(&[ESCALATING_KEYS], "the Ray pods");
 
 /// One overridable value.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -127,31 +126,13 @@ impl GroupOverrides {
     }
 }
 
-/// The parsed overrides and the warnings about them.
+/// The parsed overrides.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct KubeRayOverrides {
     /// The head group.
     pub head: GroupOverrides,
     /// Every worker group.
     pub worker: GroupOverrides,
-    /// Unknown keys (ignored).
-    pub warnings: Vec<RenderWarning>,
-}
-
-fn escalating(path: &str, value: &Value, found: &mut Vec<String>) {
-    if let Value::Object(map) = value {
-        for (key, child) in map {
-            let here = format!("{path}.{key}");
-            if ESCALATING_KEYS.contains(&key.as_str()) {
-                found.push(here.clone());
-            }
-            escalating(&here, child, found);
-        }
-    } else if let Value::Array(items) = value {
-        for (index, child) in items.iter().enumerate() {
-            escalating(&format!("{path}[{index}]"), child, found);
-        }
-    }
 }
 
 /// `map` without its `null` values (at any depth), and the dotted paths of those.
@@ -179,13 +160,6 @@ fn without_nulls(
     (kept, nulls)
 }
 
-fn unknown(path: &str) -> RenderWarning {
-    RenderWarning {
-        reason: event_reasons::UNKNOWN_OVERRIDE,
-        message: format!("unknown key {path} is ignored (KubeRay supports {SUPPORTED})"),
-    }
-}
-
 fn strings(value: Option<&Value>) -> BTreeMap<String, String> {
     value
         .and_then(Value::as_object)
@@ -195,46 +169,24 @@ fn strings(value: Option<&Value>) -> BTreeMap<String, String> {
         .collect()
 }
 
-/// Parses `provider.overrides`.
-pub fn parse(map: Option<&Map<String, Value>>) -> Result<KubeRayOverrides, RenderError> {
+/// Parses `provider.overrides`, already checked against [`SCHEMA`] by the SDK (unknown keys
+/// reported, types and refused keys checked): the `null`s become deletions, the values
+/// settings.
+pub fn parse(map: Option<&Map<String, Value>>) -> KubeRayOverrides {
     let mut out = KubeRayOverrides::default();
     let Some(map) = map else {
-        return Ok(out);
+        return out;
     };
-    let mut refused = Vec::new();
-    escalating(
-        "provider.overrides",
-        &Value::Object(map.clone()),
-        &mut refused,
-    );
-    if !refused.is_empty() {
-        return Err(RenderError::InvalidOverrides(format!(
-            "invalid provider.overrides: {} would escalate the privileges of the Ray pods and is not allowed",
-            refused.join(", ")
-        )));
-    }
     let (kept, nulls) = without_nulls(map, &[]);
     for path in nulls {
         let parts: Vec<&str> = path.iter().map(String::as_str).collect();
-        let handled = match parts.split_first() {
+        // A null the schema does not declare was reported by the SDK and is ignored.
+        match parts.split_first() {
             Some((&HEAD, rest)) => out.head.delete(rest),
             Some((&WORKER, rest)) => out.worker.delete(rest),
             _ => false,
         };
-        if !handled {
-            out.warnings
-                .push(unknown(&format!("provider.overrides.{}", parts.join("."))));
-        }
     }
-    let checked = overrides::check(Some(&kept), SCHEMA);
-    if !checked.errors.is_empty() {
-        return Err(RenderError::InvalidOverrides(format!(
-            "invalid provider.overrides: {}",
-            checked.errors.join("; ")
-        )));
-    }
-    out.warnings
-        .extend(checked.unknown.iter().map(|path| unknown(path)));
     for (key, group) in [(HEAD, &mut out.head), (WORKER, &mut out.worker)] {
         let kept = Some(&kept);
         for (field, setting) in [("cpu", &mut group.cpu), ("memory", &mut group.memory)] {
@@ -248,5 +200,5 @@ pub fn parse(map: Option<&Map<String, Value>>) -> Result<KubeRayOverrides, Rende
             group.params.insert(param, Some(value));
         }
     }
-    Ok(out)
+    out
 }

@@ -477,8 +477,8 @@ fn unmapped(md: &ModelDeployment, warnings: &mut Vec<RenderWarning>) {
 pub fn render(md: &ModelDeployment, schema: &UpstreamSchema) -> Result<Rendered, RenderError> {
     let spec = &md.spec;
     let name = md.metadata.name.clone().unwrap_or_default();
-    let parsed = overrides::parse(spec.provider.as_ref().and_then(|p| p.overrides.as_ref()))?;
-    let mut warnings = parsed.warnings.clone();
+    let parsed = overrides::parse(spec.provider.as_ref().and_then(|p| p.overrides.as_ref()));
+    let mut warnings = Vec::new();
     unmapped(md, &mut warnings);
     let serve_config_v2 = serve_config(md, &mut warnings)?;
     let common = PodCommon::new(md)?;

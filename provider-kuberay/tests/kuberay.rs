@@ -7,7 +7,9 @@
 use airunway_api::k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use airunway_api::kube::core::DynamicObject;
 use airunway_api::provider::Incompatible;
-use airunway_api::provider::{Provider, RenderError, SchemaDetection, UpstreamSchema, testing};
+use airunway_api::provider::{
+    Provider, RenderError, SchemaDetection, UpstreamSchema, cycle, registration_spec, testing,
+};
 use airunway_api::serde_json::{self, Value, json};
 use airunway_api::v1alpha1::{ModelDeployment, Phase};
 use airunway_provider_kuberay::KubeRayProvider;
@@ -36,14 +38,26 @@ fn gpu_vllm(extra: Value) -> ModelDeployment {
     md(spec)
 }
 
+/// The rendered RayService and the warnings of the checked render (the SDK's override check,
+/// then the render's own).
 fn render(md: &ModelDeployment) -> (Value, Vec<(String, String)>) {
     let rendered = KubeRayProvider.render(md, &schema()).unwrap();
-    let warnings = rendered
+    let checked =
+        cycle::checked(&KubeRayProvider, md, &SchemaDetection::Supported(schema())).unwrap();
+    let warnings = checked
         .warnings
         .iter()
         .map(|w| (w.reason.to_string(), w.message.clone()))
         .collect();
     (rendered.objects[0].clone(), warnings)
+}
+
+/// The message of the hold the checked render shows instead of rendering `md`.
+fn held(md: &ModelDeployment) -> String {
+    let held =
+        cycle::checked(&KubeRayProvider, md, &SchemaDetection::Supported(schema())).unwrap_err();
+    assert_eq!(held.status.phase, Phase::Failed);
+    held.status.message
 }
 
 fn fixture(name: &str) -> Value {
@@ -433,8 +447,8 @@ fn override_rules() {
         messages,
         [
             "unknown key provider.overrides.head.resources.gpu is ignored (KubeRay supports head.resources.cpu, head.resources.memory, head.rayStartParams, worker.resources.cpu, worker.resources.memory, worker.rayStartParams)",
-            "unknown key provider.overrides.haed is ignored (KubeRay supports head.resources.cpu, head.resources.memory, head.rayStartParams, worker.resources.cpu, worker.resources.memory, worker.rayStartParams)",
             "unknown key provider.overrides.head.replicsa is ignored (KubeRay supports head.resources.cpu, head.resources.memory, head.rayStartParams, worker.resources.cpu, worker.resources.memory, worker.rayStartParams)",
+            "unknown key provider.overrides.haed is ignored (KubeRay supports head.resources.cpu, head.resources.memory, head.rayStartParams, worker.resources.cpu, worker.resources.memory, worker.rayStartParams)",
         ]
     );
     assert!(
@@ -457,10 +471,7 @@ fn override_rules() {
             "invalid provider.overrides: provider.overrides.worker must be an object, got \"big\"",
         ),
     ] {
-        assert_eq!(
-            KubeRayProvider.render(&with(overrides), &schema()),
-            Err(RenderError::InvalidOverrides(message.into()))
-        );
+        assert_eq!(held(&with(overrides)), message);
     }
     // Privilege-escalating keys are refused wherever they are.
     for (overrides, path) in [
@@ -478,10 +489,10 @@ fn override_rules() {
         ),
     ] {
         assert_eq!(
-            KubeRayProvider.render(&with(overrides), &schema()),
-            Err(RenderError::InvalidOverrides(format!(
+            held(&with(overrides)),
+            format!(
                 "invalid provider.overrides: {path} would escalate the privileges of the Ray pods and is not allowed"
-            )))
+            )
         );
     }
 }
@@ -826,7 +837,7 @@ fn registration_is_explicit_only() {
         .as_ref(),
     )
     .unwrap();
-    let registration = serde_json::to_value(KubeRayProvider.registration()).unwrap();
+    let registration = serde_json::to_value(registration_spec(&KubeRayProvider)).unwrap();
     assert_eq!(registration, fixture["spec"]);
     assert!(registration.get("selectionRules").is_none());
     assert_eq!(KubeRayProvider.upstream().crd_name(), "rayservices.ray.io");

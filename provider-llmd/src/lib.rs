@@ -19,7 +19,8 @@ pub mod status;
 use airunway_api::kube::core::DynamicObject;
 use airunway_api::provider::vllm_kit;
 use airunway_api::provider::{
-    Incompatible, Provider, RenderError, Rendered, TranslatedStatus, UpstreamKind, UpstreamSchema,
+    Incompatible, OverrideSchema, Provider, RenderError, Rendered, TranslatedStatus, UpstreamKind,
+    UpstreamSchema,
 };
 use airunway_api::v1alpha1::{
     EndpointPicker, EngineCapability, EngineCapabilityEntry, EngineType, GatewayCapability,
@@ -92,8 +93,8 @@ impl Provider for LlmdProvider {
             documentation: Some(
                 "https://github.com/airunway/airunway/blob/main/docs/providers/llmd.md".into(),
             ),
-            probe: None,
-            override_paths: None,
+            // The SDK adds the probe endpoint and the override paths (`overrides`).
+            ..Default::default()
         }
     }
 
@@ -103,6 +104,10 @@ impl Provider for LlmdProvider {
 
     fn secondary_kinds(&self) -> Vec<UpstreamKind> {
         vec![vllm_kit::service_kind()]
+    }
+
+    fn overrides(&self) -> OverrideSchema {
+        vllm_kit::overrides::SCHEMA
     }
 
     fn check_compatibility(&self, deployment: &ModelDeployment) -> Result<(), Incompatible> {
@@ -123,5 +128,23 @@ impl Provider for LlmdProvider {
         upstream: &[Option<&DynamicObject>],
     ) -> TranslatedStatus {
         status::translate(deployment, upstream)
+    }
+}
+
+#[cfg(test)]
+mod docs_tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    /// The page shows the declared overrides exactly as the SDK renders them.
+    #[test]
+    fn the_docs_show_the_declared_overrides() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/providers/llmd.md");
+        let page = std::fs::read_to_string(path).unwrap();
+        let table = LlmdProvider.overrides().markdown();
+        assert!(
+            page.contains(&table),
+            "docs/providers/llmd.md must contain the declared overrides:\n{table}"
+        );
     }
 }

@@ -2,6 +2,4 @@
 //! with the refusals of the SDK's [`vllm_kit::overrides`](airunway_api::provider::vllm_kit::overrides)
 //! (the same for the direct vLLM provider).
 
-pub use airunway_api::provider::vllm_kit::overrides::{
-    ALSO_ESCALATING, RESERVED_ROOT, apply, check,
-};
+pub use airunway_api::provider::vllm_kit::overrides::{ALSO_ESCALATING, SCHEMA, apply};

@@ -89,7 +89,6 @@ pub fn components(md: &ModelDeployment) -> Vec<Component> {
 /// Every object of `md`: the Deployments (primary first), then the Services.
 pub fn render(md: &ModelDeployment) -> Result<Rendered, RenderError> {
     let overrides_map = md.spec.provider.as_ref().and_then(|p| p.overrides.as_ref());
-    overrides::check(overrides_map)?;
     let components = components(md);
     let image = image(md);
     let mut objects: Vec<Value> = components

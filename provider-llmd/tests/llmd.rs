@@ -8,7 +8,7 @@ use airunway_api::kube::core::DynamicObject;
 use airunway_api::provider::BUILTIN_FINGERPRINT;
 use airunway_api::provider::Incompatible;
 use airunway_api::provider::plan::{self, Write};
-use airunway_api::provider::{Provider, RenderError, SchemaDetection, UpstreamSchema, cycle};
+use airunway_api::provider::{Provider, SchemaDetection, UpstreamSchema, cycle};
 use airunway_api::serde_json::{self, Value, json};
 use airunway_api::v1alpha1::{EngineCapabilityEntry, ModelDeployment, Phase};
 use airunway_provider_llmd::{ENDPOINT_PICKER_IMAGE, LlmdProvider, compat};
@@ -70,10 +70,12 @@ fn args(deployment: &Value) -> Vec<String> {
     serde_json::from_value(container(deployment)["args"].clone()).unwrap()
 }
 
+/// The message of the hold the checked render (the SDK's override check, then the render)
+/// shows for `md`.
 fn render_error(md: &ModelDeployment) -> String {
-    match LlmdProvider.render(md, &schema()) {
-        Err(RenderError::InvalidOverrides(message)) => message,
-        other => panic!("{other:?}"),
+    match cycle::checked(&LlmdProvider, md, &schema_detection()) {
+        Err(held) => held.status.message,
+        Ok(checked) => panic!("{:?}", checked.desired),
     }
 }
 

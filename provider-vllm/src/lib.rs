@@ -22,8 +22,8 @@ use std::sync::OnceLock;
 use airunway_api::kube::core::DynamicObject;
 use airunway_api::provider::vllm_kit::{self, status};
 use airunway_api::provider::{
-    Incompatible, Preparation, Provider, RenderError, Rendered, TranslatedStatus, UpstreamKind,
-    UpstreamSchema, primary,
+    Incompatible, OverrideSchema, Preparation, Provider, RenderError, Rendered, TranslatedStatus,
+    UpstreamKind, UpstreamSchema, primary,
 };
 use airunway_api::v1alpha1::{
     EngineCapability, EngineCapabilityEntry, EngineType, InferenceProviderConfigSpec,
@@ -129,8 +129,8 @@ impl Provider for VllmProvider {
             // Explicit-only: no selection rule, so the core never picks vLLM on its own.
             selection_rules: None,
             documentation: Some(DOCUMENTATION.into()),
-            probe: None,
-            override_paths: None,
+            // The SDK adds the probe endpoint and the override paths (`overrides`).
+            ..Default::default()
         }
     }
 
@@ -140,6 +140,10 @@ impl Provider for VllmProvider {
 
     fn secondary_kinds(&self) -> Vec<UpstreamKind> {
         vec![vllm_kit::service_kind()]
+    }
+
+    fn overrides(&self) -> OverrideSchema {
+        vllm_kit::overrides::SCHEMA
     }
 
     fn check_compatibility(&self, deployment: &ModelDeployment) -> Result<(), Incompatible> {
@@ -168,5 +172,23 @@ impl Provider for VllmProvider {
     ) -> TranslatedStatus {
         let name = deployment.metadata.name.as_deref().unwrap_or_default();
         status::translate(&[(name, primary(upstream))], name)
+    }
+}
+
+#[cfg(test)]
+mod docs_tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    /// The page shows the declared overrides exactly as the SDK renders them.
+    #[test]
+    fn the_docs_show_the_declared_overrides() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/providers/vllm.md");
+        let page = std::fs::read_to_string(path).unwrap();
+        let table = VllmProvider::default().overrides().markdown();
+        assert!(
+            page.contains(&table),
+            "docs/providers/vllm.md must contain the declared overrides:\n{table}"
+        );
     }
 }

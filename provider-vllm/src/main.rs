@@ -1,7 +1,6 @@
 //! `airunway-provider-vllm`: the direct vLLM provider shim.
 
 use airunway_api::provider::{ProviderArgs, run_with_args};
-use airunway_api::runtime::{init_telemetry, install_crypto_provider};
 use airunway_provider_vllm::{VllmProvider, image};
 use clap::Parser;
 
@@ -27,12 +26,7 @@ async fn main() -> std::process::ExitCode {
         return std::process::ExitCode::FAILURE;
     }
     let provider = VllmProvider::with_default_image(args.default_image);
-    let started = async {
-        install_crypto_provider()?;
-        let _telemetry = init_telemetry("vllm-provider", args.sdk.common.log_format)?;
-        run_with_args(provider, args.sdk).await
-    };
-    match started.await {
+    match run_with_args(provider, args.sdk).await {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(error) => {
             eprintln!("error: {error:#}");

@@ -14,8 +14,8 @@
 //!   `failed to resolve default vLLM image "<image>": <error>`.
 
 use airunway_api::conditions::DesiredCondition;
-use airunway_api::constants::condition_types;
-use airunway_api::provider::Preparation;
+use airunway_api::constants::{condition_types, reasons};
+use airunway_api::provider::{Preparation, PreparationHold};
 use airunway_api::serde_json::{self, Value};
 use airunway_api::v1alpha1::{ConditionStatus, ImageStatus, ModelDeployment};
 
@@ -169,16 +169,19 @@ pub fn preparation(md: &ModelDeployment, default_image: &str, outcome: &Outcome)
                 "Failed to resolve Direct vLLM image \"{requested}\" {selection}: {error}."
             );
             if is_default(md) {
-                hold = Some(format!(
-                    "failed to resolve default vLLM image \"{requested}\": {error}"
-                ));
+                hold = Some(PreparationHold {
+                    reason: reasons::IMAGE_RESOLUTION_FAILED,
+                    message: format!(
+                        "failed to resolve default vLLM image \"{requested}\": {error}"
+                    ),
+                });
             } else {
                 message.push_str(" Continuing with the user-specified image reference.");
             }
             conditions.push(DesiredCondition::new(
                 condition_types::IMAGE_RESOLVED,
                 false,
-                "ImageResolutionFailed",
+                reasons::IMAGE_RESOLUTION_FAILED,
                 message,
             ));
             ImageStatus {

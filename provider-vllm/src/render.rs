@@ -79,7 +79,6 @@ pub fn check_networking(md: &ModelDeployment) -> Result<(), RenderError> {
 pub fn render(md: &ModelDeployment, image: &str) -> Result<Rendered, RenderError> {
     check_networking(md)?;
     let overrides_map = md.spec.provider.as_ref().and_then(|p| p.overrides.as_ref());
-    overrides::check(overrides_map)?;
     let component = Component::aggregated(md);
     let args = vllm_args_with(md, &component, &args_style());
     let mut deployment = workload::deployment_with_args(md, &component, image, args);

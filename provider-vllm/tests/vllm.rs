@@ -295,14 +295,19 @@ fn overrides_merge_into_the_deployment_with_the_shared_refusals() {
     assert!(objects[1]["spec"]["minReadySeconds"].is_null());
     let escalating = aggregated(json!({"provider": {"name": "vllm",
         "overrides": {"spec": {"template": {"spec": {"hostNetwork": true}}}}}}));
-    match VllmProvider::default().render(&escalating, &schema()) {
-        Err(RenderError::InvalidOverrides(message)) => {
+    match cycle::checked(
+        &VllmProvider::default(),
+        &escalating,
+        &SchemaDetection::Supported(schema()),
+    ) {
+        Err(held) => {
+            let message = held.status.message;
             assert!(
                 message.contains("provider.overrides.spec.template.spec.hostNetwork"),
                 "{message}"
             )
         }
-        other => panic!("{other:?}"),
+        Ok(checked) => panic!("{:?}", checked.desired),
     }
 }
 
@@ -608,7 +613,7 @@ mod image_status {
             &Outcome::Failed(Some(parse(image::DEFAULT_IMAGE).unwrap()), "timeout".into()),
         );
         assert_eq!(
-            failed.hold.as_deref(),
+            failed.hold.as_ref().map(|h| h.message.as_str()),
             Some(
                 "failed to resolve default vLLM image \"vllm/vllm-openai:cu130-nightly\": timeout"
             )
@@ -701,7 +706,7 @@ mod image_status {
             &Outcome::Failed(Some(parsed.clone()), "refused".into()),
         );
         assert_eq!(
-            failed.hold.as_deref(),
+            failed.hold.as_ref().map(|h| h.message.as_str()),
             Some(format!("failed to resolve default vLLM image \"{own}\": refused").as_str())
         );
         assert_eq!(status_image(&failed).source.as_deref(), Some("nightly"));

@@ -1,10 +1,11 @@
-//! The checked render (pure): compatibility, the upstream schema, the provider's render of
-//! the whole set, and the Pod Security check of every rendered object. Either the desired
+//! The checked render (pure): compatibility, the upstream schema, the provider's declared
+//! overrides, the provider's render of the whole set, and the Pod Security check of every rendered object. Either the desired
 //! objects (completed with owner reference, labels and hashes) or the [`Hold`] to show.
 
 use super::desired::{self, DesiredUpstream};
+use super::rendered::{RenderError, RenderWarning};
 use super::statuses::{Hold, HoldCause, compatible, hold, hold_incompatible};
-use super::traits::{Provider, RenderError, RenderWarning, SchemaDetection, UpstreamSchema};
+use super::traits::{Provider, SchemaDetection, UpstreamSchema};
 use crate::constants::{condition_types, messages, reasons};
 use crate::pod_security;
 use crate::v1alpha1::{ModelDeployment, Phase};
@@ -18,7 +19,7 @@ pub struct Checked {
     pub warnings: Vec<RenderWarning>,
 }
 
-/// Compatibility, schema, render, and the Pod Security check of every rendered object
+/// Compatibility, schema, overrides, render, and the Pod Security check of every rendered object
 /// (`policy`): the objects to apply, or the hold to show instead (nothing of a set is applied
 /// when one object breaks the policy).
 pub fn checked_render<P: Provider>(
@@ -48,8 +49,17 @@ pub fn checked_render<P: Provider>(
         return Err(Box::new(held));
     }
     let schema = usable_schema(provider, detection)?;
-    let rendered = match provider.render(md, &schema) {
-        Ok(rendered) if !rendered.objects.is_empty() => rendered,
+    let overrides = md.spec.provider.as_ref().and_then(|p| p.overrides.as_ref());
+    let checked = provider
+        .overrides()
+        .check(overrides, provider.display_name())
+        .and_then(|warnings| Ok((warnings, provider.render(md, &schema)?)));
+    let rendered = match checked {
+        Ok((mut warnings, mut rendered)) if !rendered.objects.is_empty() => {
+            warnings.append(&mut rendered.warnings);
+            rendered.warnings = warnings;
+            rendered
+        }
         Ok(_) => {
             return Err(Box::new(hold_incompatible(
                 HoldCause::Render("unsupported"),

@@ -268,9 +268,9 @@ pub fn served(
 mod tests {
     use super::*;
     use crate::provider::SchemaDetection;
-    use crate::provider::traits::{
-        Incompatible, RenderError, Rendered, TranslatedStatus, UpstreamKind, primary,
-    };
+    use crate::provider::rendered::{RenderError, Rendered};
+    use crate::provider::test_support::{compatibility, deployment, kind, translated};
+    use crate::provider::traits::{Incompatible, TranslatedStatus, UpstreamKind};
     use crate::v1alpha1::{InferenceProviderConfigSpec, Phase};
     use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 
@@ -291,24 +291,13 @@ mod tests {
             InferenceProviderConfigSpec::default()
         }
         fn upstream(&self) -> UpstreamKind {
-            UpstreamKind {
-                group: String::new(),
-                kind: "ConfigMap".into(),
-                plural: "configmaps".into(),
-                default_version: "v1".into(),
-                from_crd: false,
-            }
+            kind("", "ConfigMap", "configmaps", "v1")
         }
         fn detect_schema(&self, _: Option<&CustomResourceDefinition>) -> SchemaDetection {
             SchemaDetection::Supported(schema())
         }
         fn check_compatibility(&self, md: &ModelDeployment) -> Result<(), Incompatible> {
-            match md.spec.model.id.as_deref() {
-                Some("refused/model") => {
-                    Err(Incompatible::new("Echo does not serve refused/model"))
-                }
-                _ => Ok(()),
-            }
+            compatibility("Echo", md)
         }
         fn render(
             &self,
@@ -325,18 +314,7 @@ mod tests {
             _: &ModelDeployment,
             live: &[Option<&DynamicObject>],
         ) -> TranslatedStatus {
-            let ready = primary(live).is_some_and(|l| l.data["status"]["ready"] == json!(true));
-            TranslatedStatus {
-                phase: if ready {
-                    Phase::Running
-                } else {
-                    Phase::Deploying
-                },
-                message: None,
-                replicas: None,
-                endpoint: None,
-                ready,
-            }
+            translated(live, "ready", json!(true))
         }
     }
 
@@ -349,12 +327,7 @@ mod tests {
     }
 
     fn md(model: &str) -> ModelDeployment {
-        serde_json::from_value(
-            json!({"apiVersion": "airunway.ai/v1alpha1", "kind": "ModelDeployment",
-            "metadata": {"name": "m", "namespace": "ns", "uid": "u", "generation": 1},
-            "spec": {"model": {"id": model}}}),
-        )
-        .unwrap()
+        deployment(model)
     }
 
     fn now() -> Time {

@@ -49,7 +49,7 @@ pub(crate) fn identity_hash(md: &ModelDeployment) -> String {
     short_hash(md.identity().to_string().as_bytes())
 }
 
-/// Completes one `rendered` object of a [`Rendered`](super::traits::Rendered) set into the
+/// Completes one `rendered` object of a [`Rendered`](super::rendered::Rendered) set into the
 /// object to apply: its rendered name (the deployment's when it has none) and the deployment's
 /// namespace, a controller owner reference (`blockOwnerDeletion`), the deployment's
 /// `airunway.ai/` labels, `airunway.ai/managed-by: airunway`, `airunway.ai/deployment: <name>`,

@@ -43,7 +43,7 @@
 //!
 //! **Public surface**: the contract ([`Provider`] and the types it takes and returns,
 //! [`SchemaAdapter`], [`overrides`] for typed override keys), [`run`] / [`run_with_args`] with
-//! [`ProviderArgs`], and the kits ([`vllm_kit`]). With the feature `provider-testing` (for
+//! [`ProviderArgs`], and the kits ([`vllm_kit`]). With the feature `testing` (for
 //! `[dev-dependencies]`) tests and benches also get the offline cycle (`cycle`), the planner
 //! (`plan`), the desired objects and status (`desired`), the registration helpers
 //! (`registration`) and the upstream test material (`testing`). Everything else is internal.
@@ -51,44 +51,41 @@
 mod args;
 mod checked_render;
 mod context;
-#[cfg(any(test, feature = "provider-testing"))]
+#[cfg(any(test, feature = "testing"))]
 pub mod cycle;
-#[cfg(feature = "provider-testing")]
+#[cfg(feature = "testing")]
 pub mod desired;
-#[cfg(not(feature = "provider-testing"))]
-#[allow(
-    dead_code,
-    reason = "public, and used, only with the feature provider-testing"
-)]
+#[cfg(not(feature = "testing"))]
+#[allow(dead_code, reason = "public, and used, only with the feature testing")]
 mod desired;
 mod error;
 mod finalizer;
 mod kinds;
 mod metrics;
 pub mod overrides;
-#[cfg(feature = "provider-testing")]
+#[cfg(feature = "testing")]
 pub mod plan;
-#[cfg(not(feature = "provider-testing"))]
-#[allow(
-    dead_code,
-    reason = "public, and used, only with the feature provider-testing"
-)]
+#[cfg(not(feature = "testing"))]
+#[allow(dead_code, reason = "public, and used, only with the feature testing")]
 mod plan;
 mod preparation;
 mod probe_server;
 mod read_your_writes;
 mod reconcile;
-#[cfg(feature = "provider-testing")]
+#[cfg(feature = "testing")]
 pub mod registration;
-#[cfg(not(feature = "provider-testing"))]
+#[cfg(not(feature = "testing"))]
 mod registration;
+mod rendered;
 mod replica_count;
 mod runner;
 mod schema;
 mod staleness;
 mod status_write;
 mod statuses;
-#[cfg(feature = "provider-testing")]
+#[cfg(test)]
+mod test_support;
+#[cfg(feature = "testing")]
 pub mod testing;
 mod traits;
 pub mod vllm_kit;
@@ -98,14 +95,17 @@ pub mod vllm_kit;
 pub use tokio;
 
 pub use args::ProviderArgs;
+pub use overrides::{OverrideSchema, OverrideType};
 pub use plan::controller_missing_hold;
+pub use registration::registration_spec;
 pub use registration::{ControllerHealth, controller_health};
+pub use rendered::{RenderError, RenderWarning, Rendered};
 pub use replica_count::{replica_count, sum_replicas};
-pub use runner::{run, run_with_args};
+pub use runner::{RunError, run, run_with_args};
 pub use schema::{BUILTIN_FINGERPRINT, SchemaAdapter};
 pub use traits::{
-    Incompatible, Preparation, Provider, RenderError, RenderWarning, Rendered, SchemaDetection,
-    TranslatedStatus, UpstreamController, UpstreamKind, UpstreamSchema, primary,
+    Incompatible, Preparation, PreparationHold, Provider, SchemaDetection, TranslatedStatus,
+    UpstreamController, UpstreamKind, UpstreamSchema, primary,
 };
 
 #[cfg(test)]

@@ -15,9 +15,10 @@ use serde_json::Value;
 use super::checked_render::checked_render;
 use super::desired::{self, DesiredUpstream, ProviderStatus};
 use super::kinds::{KindId, KindTable};
+use super::rendered::RenderWarning;
 use super::staleness::{self, Staleness};
 use super::statuses::{self, Hold, HoldCause};
-use super::traits::{Provider, RenderWarning, SchemaDetection};
+use super::traits::{PreparationHold, Provider, SchemaDetection};
 use crate::constants::{condition_types, finalizers, reasons};
 use crate::pod_security;
 use crate::v1alpha1::{ConditionStatus, ModelDeployment};
@@ -127,7 +128,7 @@ pub struct Observed<'a> {
     /// The provider's kinds.
     pub kinds: &'a KindTable,
     /// The hold [`Provider::prepare`] returned, if any.
-    pub prepare_hold: Option<&'a str>,
+    pub prepare_hold: Option<&'a PreparationHold>,
     /// The objects that may be the deployment's: with secondary kinds every cached object
     /// labelled for it, else its one upstream object of its name; and the fresh reads.
     pub objects: &'a [Seen],
@@ -229,17 +230,10 @@ enum Comparison {
 /// write are first [confirmed](Plan::Confirm).
 pub fn plan<P: Provider>(provider: &P, observed: &Observed<'_>) -> Plan {
     let md = observed.deployment;
-    if let Some(message) = observed.prepare_hold {
-        let mut status = statuses::prepare_held(provider, message);
-        if provider
-            .upstream_controller()
-            .is_some_and(|c| controller_missing_hold(&c) == message)
-        {
-            with_reason(&mut status, reasons::UPSTREAM_CONTROLLER_MISSING);
-        }
+    if let Some(hold) = observed.prepare_hold {
         return Plan::Hold(Hold {
             cause: HoldCause::Prepare,
-            status,
+            status: statuses::prepare_held(provider, hold),
         });
     }
     let checked = match checked_render(provider, md, observed.detection, observed.policy) {
@@ -441,16 +435,18 @@ fn with_reason(status: &mut ProviderStatus, reason: &str) {
     }
 }
 
-/// The hold message of a provider whose upstream operator is not running: a
-/// [`Provider::prepare`] that looked the operator up and found no Deployment of it holds the
-/// deployment with exactly this message (nothing is created that nobody would reconcile), and
-/// the hold's `ResourceCreated` and `Ready` then carry the reason `UpstreamControllerMissing`
-/// (the Go AI Runway's refuse-fast path).
-pub fn controller_missing_hold(controller: &super::traits::UpstreamController) -> String {
-    format!(
-        "The {} is not running (no Deployment labelled {} in any namespace), so nothing is created for this deployment until it is. {}",
-        controller.description, controller.label_selector, controller.install_hint
-    )
+/// The hold of a provider whose upstream operator is not running: a [`Provider::prepare`]
+/// that looked the operator up and found no Deployment of it holds the deployment with it
+/// (nothing is created that nobody would reconcile): reason `UpstreamControllerMissing` (the
+/// Go AI Runway's refuse-fast path) and a message with the install hint.
+pub fn controller_missing_hold(controller: &super::traits::UpstreamController) -> PreparationHold {
+    PreparationHold {
+        reason: reasons::UPSTREAM_CONTROLLER_MISSING,
+        message: format!(
+            "The {} is not running (no Deployment labelled {} in any namespace), so nothing is created for this deployment until it is. {}",
+            controller.description, controller.label_selector, controller.install_hint
+        ),
+    }
 }
 
 /// The objects of `owned` (kind and name: what the provider created for a deployment) that
@@ -585,9 +581,9 @@ mod tests {
 #[cfg(test)]
 mod planner_tests {
     use super::*;
-    use crate::provider::traits::{
-        Incompatible, RenderError, Rendered, TranslatedStatus, UpstreamKind, primary,
-    };
+    use crate::provider::rendered::{RenderError, Rendered};
+    use crate::provider::test_support::{compatibility, deployment, kind, translated};
+    use crate::provider::traits::{Incompatible, TranslatedStatus, UpstreamKind};
     use crate::v1alpha1::{InferenceProviderConfigSpec, Phase};
     use serde_json::json;
 
@@ -596,16 +592,6 @@ mod planner_tests {
     /// Pair's detection: its kinds are built-in.
     fn builtin() -> SchemaDetection {
         Pair.detect_schema(None)
-    }
-
-    fn kind(group: &str, kind: &str, plural: &str, version: &str) -> UpstreamKind {
-        UpstreamKind {
-            group: group.into(),
-            kind: kind.into(),
-            plural: plural.into(),
-            default_version: version.into(),
-            from_crd: false,
-        }
     }
 
     /// Pair's operator, for the controller-missing hold.
@@ -641,12 +627,7 @@ mod planner_tests {
             vec![kind("", "Service", "services", "v1")]
         }
         fn check_compatibility(&self, md: &ModelDeployment) -> Result<(), Incompatible> {
-            match md.spec.model.id.as_deref() {
-                Some("refused/model") => {
-                    Err(Incompatible::new("Pair does not serve refused/model"))
-                }
-                _ => Ok(()),
-            }
+            compatibility("Pair", md)
         }
         fn render(
             &self,
@@ -687,29 +668,8 @@ mod planner_tests {
             _: &ModelDeployment,
             live: &[Option<&DynamicObject>],
         ) -> TranslatedStatus {
-            let ready =
-                primary(live).is_some_and(|l| l.data["status"]["readyReplicas"] == json!(1));
-            TranslatedStatus {
-                phase: if ready {
-                    Phase::Running
-                } else {
-                    Phase::Deploying
-                },
-                message: None,
-                replicas: None,
-                endpoint: None,
-                ready,
-            }
+            translated(live, "readyReplicas", json!(1))
         }
-    }
-
-    fn deployment(model: &str) -> ModelDeployment {
-        serde_json::from_value(
-            json!({"apiVersion": "airunway.ai/v1alpha1", "kind": "ModelDeployment",
-            "metadata": {"name": "m", "namespace": "ns", "uid": "u", "generation": 1},
-            "spec": {"model": {"id": model}}}),
-        )
-        .unwrap()
     }
 
     fn table() -> KindTable {
@@ -732,7 +692,7 @@ mod planner_tests {
         objects: &[Seen],
         authoritative: bool,
         detection: &SchemaDetection,
-        prepare_hold: Option<&str>,
+        prepare_hold: Option<&PreparationHold>,
     ) -> Plan {
         plan(
             &Pair,
@@ -954,6 +914,10 @@ mod planner_tests {
 
     #[test]
     fn holds_say_why_nothing_is_applied() {
+        let no_image = PreparationHold {
+            reason: reasons::IMAGE_RESOLUTION_FAILED,
+            message: "no image".into(),
+        };
         let cases = [
             (
                 deployment("refused/model"),
@@ -965,7 +929,7 @@ mod planner_tests {
             (
                 deployment("a/b"),
                 builtin(),
-                Some("no image"),
+                Some(&no_image),
                 HoldCause::Prepare,
                 "no image",
             ),
@@ -1019,7 +983,8 @@ mod planner_tests {
     /// AI Runway gives (`UpstreamControllerMissing`) and the install hint; nothing is applied.
     #[test]
     fn a_missing_operator_holds_with_its_reason() {
-        let message = controller_missing_hold(&pair_operator());
+        let hold = controller_missing_hold(&pair_operator());
+        let message = hold.message.clone();
         assert_eq!(
             message,
             "The pair operator is not running (no Deployment labelled app=pair-operator in any namespace), so nothing is created for this deployment until it is. Install it with the pair chart."
@@ -1029,7 +994,7 @@ mod planner_tests {
             &[],
             true,
             &builtin(),
-            Some(&message),
+            Some(&hold),
         ));
         assert_eq!(held.cause, HoldCause::Prepare);
         assert_eq!(held.status.message, message);
@@ -1047,21 +1012,26 @@ mod planner_tests {
             );
             assert_eq!(condition.message, message, "{t}");
         }
-        // Any other preparation hold keeps its reasons.
+        // Any other preparation hold carries its own reason on the same conditions.
         let other = hold_of(plan_with(
             &deployment("a/b"),
             &[],
             true,
             &builtin(),
-            Some("no image"),
+            Some(&PreparationHold {
+                reason: reasons::IMAGE_RESOLUTION_FAILED,
+                message: "no image".into(),
+            }),
         ));
-        assert!(
-            other
+        for t in [condition_types::RESOURCE_CREATED, condition_types::READY] {
+            let condition = other
                 .status
                 .conditions
                 .iter()
-                .all(|c| c.reason != reasons::UPSTREAM_CONTROLLER_MISSING)
-        );
+                .find(|c| c.type_ == t)
+                .unwrap();
+            assert_eq!(condition.reason, reasons::IMAGE_RESOLUTION_FAILED, "{t}");
+        }
     }
 
     #[test]

@@ -19,10 +19,11 @@ use super::error::{ReconcileError, api_error};
 use super::finalizer;
 use super::plan::{self, Observed, Plan, Rollout, Seen, Triage, Write};
 use super::preparation;
+use super::rendered::RenderWarning;
 use super::staleness;
 use super::status_write;
 use super::statuses::{self, Hold};
-use super::traits::{Provider, RenderWarning};
+use super::traits::{PreparationHold, Provider};
 use crate::apply_body;
 use crate::constants::{event_actions, event_reasons};
 use crate::kube_error::ErrorClass;
@@ -107,7 +108,7 @@ async fn deploy<P: Provider>(
                 detection: &detection,
                 policy: &ctx.pod_security,
                 kinds: ctx.kinds.table(),
-                prepare_hold: prepare_hold.as_deref(),
+                prepare_hold: prepare_hold.as_ref(),
                 objects,
                 authoritative: false,
             },
@@ -136,7 +137,7 @@ async fn deploy<P: Provider>(
 async fn prepare<P: Provider>(
     md: &ModelDeployment,
     ctx: &Context<P>,
-) -> Result<(ModelDeployment, Option<String>), ReconcileError> {
+) -> Result<(ModelDeployment, Option<PreparationHold>), ReconcileError> {
     let provider = ctx.provider.as_ref();
     if provider.check_compatibility(md).is_err() {
         return Ok((md.clone(), None));

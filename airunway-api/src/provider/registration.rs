@@ -15,11 +15,21 @@ use serde_json::{Value, json};
 
 use k8s_openapi::api::apps::v1::Deployment;
 
-use super::traits::{SchemaDetection, UpstreamController};
+use super::traits::{Provider, SchemaDetection, UpstreamController};
 use crate::conditions::{self, DesiredCondition};
 use crate::constants::{API_VERSION, condition_types, field_managers, reasons};
 use crate::runtime::watch_health::Stalled;
 use crate::v1alpha1::{InferenceProviderConfig, InferenceProviderConfigSpec};
+
+/// The registration the SDK applies (without the probe endpoint, added at run time): the
+/// provider's [`registration`](Provider::registration) with the `overridePaths` derived from
+/// its [override declaration](Provider::overrides).
+pub fn registration_spec<P: Provider>(provider: &P) -> InferenceProviderConfigSpec {
+    InferenceProviderConfigSpec {
+        override_paths: provider.overrides().paths(),
+        ..provider.registration()
+    }
+}
 
 /// A registration or heartbeat failure.
 #[derive(Debug, thiserror::Error)]

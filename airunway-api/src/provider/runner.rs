@@ -28,7 +28,7 @@ use crate::constants::{field_managers, labels};
 use crate::probe::v1::{EngineCapability, GetInfoResponse, UpstreamHealth, upstream_health};
 use crate::runtime::watch_health::{Progress, Stalled, WatchBackoff};
 use crate::runtime::{
-    EventPublisher, LeaderElection, Started, default_identity, init_telemetry,
+    EventPublisher, LeaderElection, LeaderError, Started, default_identity, init_telemetry,
     install_crypto_provider, serve_metrics, start,
 };
 use crate::v1alpha1::{ModelDeployment, ProbeEndpoint};
@@ -175,13 +175,41 @@ fn watch_owned(
     (live, changes)
 }
 
+/// Why [`run`] stopped with an error: the provider could not start, or lost its leadership
+/// (on SIGTERM it stops without an error).
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    /// The process could not start: the TLS crypto provider, telemetry, the Kubernetes
+    /// client, the AI Runway CRDs or the signal handlers.
+    #[error("starting: {0}")]
+    Start(String),
+    /// The metrics and health endpoint or the probe could not listen.
+    #[error("serving: {0}")]
+    Serve(String),
+    /// Leader election could not start, or leadership was lost while running.
+    #[error("{0}")]
+    Leadership(LeaderError),
+}
+
+impl RunError {
+    /// A short, static label for logs and metrics.
+    pub fn category(&self) -> &'static str {
+        match self {
+            RunError::Start(_) => "start",
+            RunError::Serve(_) => "serve",
+            RunError::Leadership(_) => "leadership",
+        }
+    }
+}
+
+/// The text of a plumbing error with its causes, for a [`RunError`].
+fn chain(error: &anyhow::Error) -> String {
+    format!("{error:#}")
+}
+
 /// Parses the command line and runs `provider` until SIGTERM.
-pub async fn run<P: Provider>(provider: P) -> anyhow::Result<()> {
-    let args = ProviderArgs::parse();
-    install_crypto_provider()?;
-    let service: &'static str = Box::leak(format!("{}-provider", provider.name()).into_boxed_str());
-    let _telemetry = init_telemetry(service, args.common.log_format)?;
-    run_with_args(provider, args).await
+pub async fn run<P: Provider>(provider: P) -> Result<(), RunError> {
+    run_with_args(provider, ProviderArgs::parse()).await
 }
 
 /// The upstream detection and the CRD `resourceVersion` it was computed from.
@@ -244,7 +272,7 @@ fn probe_info<P: Provider>(
     detection: &SchemaDetection,
     controller: Option<&ControllerHealth>,
 ) -> GetInfoResponse {
-    let registration = provider.registration();
+    let registration = registration::registration_spec(provider);
     let named = provider.upstream_controller();
     let (healthy, condition) = registration::upstream_readiness(
         detection,
@@ -296,14 +324,21 @@ fn probe_info<P: Provider>(
     }
 }
 
-/// Runs `provider` with `args` until SIGTERM (or lost leadership, an error).
-pub async fn run_with_args<P: Provider>(provider: P, args: ProviderArgs) -> anyhow::Result<()> {
+/// Runs `provider` with `args` (e.g. parsed as part of a provider's own command line) until
+/// SIGTERM or lost leadership; installs the TLS crypto provider and telemetry first.
+pub async fn run_with_args<P: Provider>(provider: P, args: ProviderArgs) -> Result<(), RunError> {
+    install_crypto_provider().map_err(|e| RunError::Start(chain(&e)))?;
+    let service: &'static str = Box::leak(format!("{}-provider", provider.name()).into_boxed_str());
+    let _telemetry =
+        init_telemetry(service, args.common.log_format).map_err(|e| RunError::Start(chain(&e)))?;
     let name = provider.name().to_string();
     let Started {
         client,
         shutdown,
         health,
-    } = start(&args.common).await?;
+    } = start(&args.common)
+        .await
+        .map_err(|e| RunError::Start(chain(&e)))?;
     let mut registry = Registry::with_prefix("airunway");
     let metrics = ProviderMetrics::register(&mut registry, &name);
     serve_metrics(
@@ -311,7 +346,8 @@ pub async fn run_with_args<P: Provider>(provider: P, args: ProviderArgs) -> anyh
         Arc::new(registry),
         shutdown.clone(),
     )
-    .await?;
+    .await
+    .map_err(|e| RunError::Serve(chain(&e)))?;
 
     let upstream = provider.upstream();
     let first = detect(
@@ -342,7 +378,8 @@ pub async fn run_with_args<P: Provider>(provider: P, args: ProviderArgs) -> anyh
         stalled_rx.clone(),
         shutdown.clone(),
     )
-    .await?;
+    .await
+    .map_err(|e| RunError::Serve(chain(&e)))?;
     health.set_ready(true);
 
     let mut leader = if args.common.leader_elect {
@@ -357,7 +394,8 @@ pub async fn run_with_args<P: Provider>(provider: P, args: ProviderArgs) -> anyh
             &default_identity(),
             args.common.leader_election_lease_duration,
         )
-        .await?;
+        .await
+        .map_err(RunError::Leadership)?;
         if !election.acquire(&shutdown).await {
             return Ok(());
         }
@@ -367,7 +405,7 @@ pub async fn run_with_args<P: Provider>(provider: P, args: ProviderArgs) -> anyh
     };
 
     // Register (retrying: the core's webhook may not be up yet).
-    let mut spec = provider.registration();
+    let mut spec = registration::registration_spec(&provider);
     spec.probe = Some(ProbeEndpoint {
         endpoint: Some(args.advertised_probe()),
     });
@@ -639,7 +677,7 @@ pub async fn run_with_args<P: Provider>(provider: P, args: ProviderArgs) -> anyh
     stop_controller.cancel();
     let _ = controller_task.await;
     match lost {
-        Some(error) => Err(error.into()),
+        Some(error) => Err(RunError::Leadership(error)),
         None => {
             tracing::info!("stopped");
             Ok(())

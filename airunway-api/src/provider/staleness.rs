@@ -35,7 +35,7 @@ use crate::v1alpha1::{Condition, ModelDeployment};
 
 /// The spec's staleness threshold: 5 minutes (the default of `--stale-status-threshold`; the
 /// offline cycle and the tests use it).
-#[cfg(any(test, feature = "provider-testing"))]
+#[cfg(any(test, feature = "testing"))]
 pub const DEFAULT_THRESHOLD: Duration = Duration::from_secs(5 * 60);
 
 /// At most this many status conditions are read for their `observedGeneration`.

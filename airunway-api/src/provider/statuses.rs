@@ -5,7 +5,7 @@
 use kube::core::DynamicObject;
 
 use super::desired::{DesiredUpstream, ProviderStatus};
-use super::traits::Provider;
+use super::traits::{PreparationHold, Provider};
 use crate::constants::{condition_types, reasons};
 use crate::v1alpha1::{ModelDeployment, Phase};
 
@@ -139,13 +139,19 @@ pub fn recreating<P: Provider>(provider: &P, kind: &str, name: &str) -> Provider
 
 /// The status of a deployment [`Provider::prepare`] held: `Failed` with `message`, compatible,
 /// nothing created.
-pub fn prepare_held<P: Provider>(provider: &P, message: &str) -> ProviderStatus {
-    ProviderStatus::not_deployed(
+pub fn prepare_held<P: Provider>(provider: &P, hold: &PreparationHold) -> ProviderStatus {
+    let mut status = ProviderStatus::not_deployed(
         Phase::Failed,
-        message.to_string(),
+        hold.message.clone(),
         compatible(provider),
-        (condition_types::RESOURCE_CREATED, message.to_string()),
-    )
+        (hold.reason, hold.message.clone()),
+    );
+    for condition in &mut status.conditions {
+        if condition.type_ == condition_types::READY {
+            condition.reason = hold.reason.to_string();
+        }
+    }
+    status
 }
 
 /// The provider-owned status translated from the live (or just applied) objects of a set, in

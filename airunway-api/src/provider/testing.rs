@@ -1,4 +1,4 @@
-//! Test and benchmark support for providers (feature `provider-testing`): the upstream CRD
+//! Test and benchmark support for providers (feature `testing`): the upstream CRD
 //! material (the real CRDs and the status the real operators write) read as values, and a
 //! CRD as the API server reports it once established. Use it from `[dev-dependencies]`.
 

@@ -3,6 +3,8 @@
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::core::DynamicObject;
 
+use super::overrides::OverrideSchema;
+use super::rendered::{RenderError, Rendered};
 use super::schema::SchemaAdapter;
 use crate::v1alpha1::{
     EndpointStatus, InferenceProviderConfigSpec, ModelDeployment, Phase, ReplicaStatus,
@@ -99,39 +101,6 @@ impl SchemaDetection {
     }
 }
 
-/// A provider-specific note on a rendered deployment (an event on the deployment).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct RenderWarning {
-    /// Event reason, e.g. `UnknownOverride`.
-    pub reason: &'static str,
-    /// Message, e.g. `unknown key provider.overrides.routrMode is ignored`.
-    pub message: String,
-}
-
-/// The desired upstream objects of a deployment: one, or a set (e.g. llm-d's Deployments and
-/// Services).
-#[derive(Clone, Debug, PartialEq)]
-pub struct Rendered {
-    /// The objects as JSON (`apiVersion`, `kind`, `metadata.name` and the kind's fields), each
-    /// of the provider's [upstream kind](Provider::upstream) or one of its
-    /// [secondary kinds](Provider::secondary_kinds). The first is the primary object: the one
-    /// `status.provider.resourceName`/`resourceKind` name. Names must be unique per kind. The
-    /// SDK adds the namespace, owner reference, labels and annotations.
-    pub objects: Vec<serde_json::Value>,
-    /// Notes for the user (unknown override keys, ignored settings).
-    pub warnings: Vec<RenderWarning>,
-}
-
-impl Rendered {
-    /// A set of one object, without notes.
-    pub fn one(object: serde_json::Value) -> Self {
-        Rendered {
-            objects: vec![object],
-            warnings: Vec::new(),
-        }
-    }
-}
-
 /// Why a provider cannot serve a deployment (`ProviderCompatible=False`, phase `Failed`): the
 /// message the user reads, e.g. `KAITO does not support sglang engine`.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -151,27 +120,6 @@ impl Incompatible {
     /// The user-facing message.
     pub fn message(&self) -> &str {
         &self.message
-    }
-}
-
-/// Why a deployment cannot be rendered.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-pub enum RenderError {
-    /// `provider.overrides` has a value of the wrong type.
-    #[error("{0}")]
-    InvalidOverrides(String),
-    /// A required setting is missing or cannot be expressed upstream.
-    #[error("{0}")]
-    Unsupported(String),
-}
-
-impl RenderError {
-    /// A short, static label for metrics.
-    pub fn category(&self) -> &'static str {
-        match self {
-            RenderError::InvalidOverrides(_) => "invalid_overrides",
-            RenderError::Unsupported(_) => "unsupported",
-        }
     }
 }
 
@@ -198,9 +146,20 @@ pub struct Preparation {
     pub status: serde_json::Map<String, serde_json::Value>,
     /// Provider-specific conditions (e.g. `ImageResolved`), written with them.
     pub conditions: Vec<crate::conditions::DesiredCondition>,
-    /// A fatal problem: nothing is rendered or applied; phase `Failed` with this message (the
+    /// A fatal problem: nothing is rendered or applied; phase `Failed` with its message (the
     /// reconcile retries at the resync interval).
-    pub hold: Option<String>,
+    pub hold: Option<PreparationHold>,
+}
+
+/// Why a [`Preparation`] holds a deployment: phase `Failed` with the message, and
+/// `ResourceCreated=False` and `Ready=False` with the reason and the message.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PreparationHold {
+    /// The reason, a constant of `airunway_api::constants::reasons` (e.g.
+    /// `UpstreamControllerMissing`, `ImageResolutionFailed`).
+    pub reason: &'static str,
+    /// What the user reads.
+    pub message: String,
 }
 
 /// A provider shim: a set of pure functions. The SDK ([`super::run`]) does registration, the
@@ -217,7 +176,8 @@ pub trait Provider: Send + Sync + 'static {
     fn version(&self) -> &str;
 
     /// The registration: capabilities, selection rules, documentation (the SDK adds the probe
-    /// endpoint).
+    /// endpoint and the `overridePaths` of [`overrides`](Provider::overrides), see
+    /// [`registration`](super::registration())).
     fn registration(&self) -> InferenceProviderConfigSpec;
 
     /// The upstream kind.
@@ -252,6 +212,15 @@ pub trait Provider: Send + Sync + 'static {
     /// built-in kind is always supported at its `default_version`.
     fn detect_schema(&self, crd: Option<&CustomResourceDefinition>) -> SchemaDetection {
         super::schema::detect(&self.upstream(), crd, self.schema_adapters())
+    }
+
+    /// How the provider reads `spec.provider.overrides`, declared once: the SDK derives the
+    /// registration's `overridePaths`, checks every deployment's overrides before
+    /// [`render`](Provider::render) (unknown keys: `UnknownOverride` warnings; wrong types and
+    /// refused keys: `InvalidOverrides`, nothing rendered) and the docs' table
+    /// ([`OverrideSchema::markdown`]) from it. Default: [`OverrideSchema::UNDECLARED`].
+    fn overrides(&self) -> OverrideSchema {
+        OverrideSchema::UNDECLARED
     }
 
     /// Whether this provider can serve the deployment; the failure carries the user-facing

@@ -60,8 +60,8 @@ impl Provider for ConfigMapProvider {
                 "https://github.com/airunway/airunway/tree/main/examples/configmap-provider"
                     .to_string(),
             ),
-            probe: None,
-            override_paths: None,
+            // The SDK adds the probe endpoint and the override paths (`overrides`).
+            ..Default::default()
         }
     }
 

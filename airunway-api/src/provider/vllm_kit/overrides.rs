@@ -6,8 +6,9 @@
 //!   `spec.template.spec` given as anything but an object (`null` included), or
 //!   `spec.template.spec.containers`/`initContainers` (a list replaces the container the
 //!   provider renders);
-//! - any other key of the pod spec (`spec.template.spec.<key>`) but the scheduling ones in
-//!   [`OPEN_POD_SPEC_KEYS`]: `volumes` (a list replaces the volumes the container mounts),
+//! - any other key of the pod spec (`spec.template.spec.<key>`) but the scheduling ones
+//!   (`affinity`, `nodeSelector`, `schedulerName`, `terminationGracePeriodSeconds`,
+//!   `tolerations`, `topologySpreadConstraints`): `volumes` (a list replaces the volumes the container mounts),
 //!   `hostAliases`, `dnsConfig`, `restartPolicy`, ... (`overriding "spec.template.spec.<key>" is
 //!   not allowed`, as the Go project refuses `spec.template.spec`). The open keys say only where
 //!   the pods run and how long they take to stop; what they merge into is still checked
@@ -27,100 +28,71 @@ use serde_json::{Map, Value};
 
 use crate::constants::ESCALATING_OVERRIDE_KEYS;
 use crate::provider::RenderError;
-use crate::provider::overrides::{deep_merge, find_keys};
+use crate::provider::overrides::{OverrideSchema, OverrideType, deep_merge};
 
 /// Keys refused at any depth besides [`ESCALATING_OVERRIDE_KEYS`].
 pub const ALSO_ESCALATING: [&str; 3] = ["hostPath", "privileged", "capabilities"];
 
-/// Root keys that are not the Deployment's to override.
-pub const RESERVED_ROOT: [&str; 4] = ["apiVersion", "kind", "metadata", "status"];
+const SET_BY_PROVIDER: OverrideType = OverrideType::Refused("is set by the provider");
+const WHOLESALE: &str = "would replace the pod spec wholesale";
+const CONTAINER: OverrideType = OverrideType::Refused("would replace the vLLM container wholesale");
 
-/// The keys of the pod spec (`spec.template.spec`) an override may set: scheduling and
-/// termination only. Every other pod spec key is refused naming it.
-pub const OPEN_POD_SPEC_KEYS: [&str; 6] = [
-    "affinity",
-    "nodeSelector",
-    "schedulerName",
-    "terminationGracePeriodSeconds",
-    "tolerations",
-    "topologySpreadConstraints",
-];
-
-fn refused(path: &str, why: &str) -> RenderError {
-    RenderError::InvalidOverrides(format!(
-        "invalid provider.overrides: {path} {why} and is not allowed"
-    ))
-}
-
-/// Checks `overrides` (an error names the first refused key).
-pub fn check(overrides: Option<&Map<String, Value>>) -> Result<(), RenderError> {
-    let Some(map) = overrides else {
-        return Ok(());
-    };
-    let keys: Vec<&str> = ESCALATING_OVERRIDE_KEYS
-        .iter()
-        .chain(ALSO_ESCALATING.iter())
-        .copied()
-        .collect();
-    let escalating = find_keys(map, &keys);
-    if !escalating.is_empty() {
-        return Err(refused(
-            &escalating.join(", "),
-            "would escalate the privileges of the vLLM pods",
-        ));
-    }
-    for key in RESERVED_ROOT {
-        if map.contains_key(key) {
-            return Err(refused(
-                &format!("provider.overrides.{key}"),
-                "is set by the provider",
-            ));
-        }
-    }
-    let mut node = map;
-    let mut path = String::from("provider.overrides");
-    for key in ["spec", "template", "spec"] {
-        path.push('.');
-        path.push_str(key);
-        match node.get(key) {
-            None => return Ok(()),
-            Some(Value::Object(inner)) => {
-                if path == "provider.overrides.spec" && inner.contains_key("selector") {
-                    return Err(refused(
-                        "provider.overrides.spec.selector",
-                        "would detach the pods from their Service",
-                    ));
-                }
-                node = inner;
-            }
-            Some(_) => return Err(refused(&path, "would replace the pod spec wholesale")),
-        }
-    }
-    for key in ["containers", "initContainers"] {
-        if node.contains_key(key) {
-            return Err(refused(
-                &format!("{path}.{key}"),
-                "would replace the vLLM container wholesale",
-            ));
-        }
-    }
-    if let Some(key) = node
-        .keys()
-        .find(|key| !OPEN_POD_SPEC_KEYS.contains(&key.as_str()))
-    {
-        return Err(RenderError::InvalidOverrides(format!(
-            "invalid provider.overrides: overriding \"spec.template.spec.{key}\" is not allowed: only {} of the pod spec may be overridden",
-            OPEN_POD_SPEC_KEYS.join(", ")
-        )));
-    }
-    Ok(())
-}
+/// The vLLM Deployments' overrides, declared once (both providers'
+/// [`Provider::overrides`](crate::provider::Provider::overrides)): any Deployment field is
+/// taken as given (then [`apply`]), but the object's identity and status, the selector, the
+/// containers and the pod spec keys other than the scheduling ones are refused, and so are the
+/// privilege-escalating keys at any depth.
+pub const SCHEMA: OverrideSchema = OverrideSchema::open(&[
+    ("apiVersion", SET_BY_PROVIDER),
+    ("kind", SET_BY_PROVIDER),
+    ("metadata", SET_BY_PROVIDER),
+    ("status", SET_BY_PROVIDER),
+    (
+        "spec",
+        OverrideType::Open {
+            keys: &[
+                (
+                    "selector",
+                    OverrideType::Refused("would detach the pods from their Service"),
+                ),
+                (
+                    "template",
+                    OverrideType::Open {
+                        keys: &[(
+                            "spec",
+                            OverrideType::Closed {
+                                keys: &[
+                                    ("containers", CONTAINER),
+                                    ("initContainers", CONTAINER),
+                                    ("affinity", OverrideType::Any),
+                                    ("nodeSelector", OverrideType::Any),
+                                    ("schedulerName", OverrideType::Any),
+                                    ("terminationGracePeriodSeconds", OverrideType::Any),
+                                    ("tolerations", OverrideType::Any),
+                                    ("topologySpreadConstraints", OverrideType::Any),
+                                ],
+                                what: "the pod spec",
+                                whole: WHOLESALE,
+                            },
+                        )],
+                        whole: WHOLESALE,
+                    },
+                ),
+            ],
+            whole: WHOLESALE,
+        },
+    ),
+])
+.refusing_anywhere(
+    &[&ESCALATING_OVERRIDE_KEYS, &ALSO_ESCALATING],
+    "the vLLM pods",
+);
 
 /// Deepest level of the merged Deployment compared with its typed form; deeper levels are
 /// left to the API server (admission already bounds the overrides' nesting far below this).
 const MAX_COMPARED_DEPTH: usize = 64;
 
-/// Merges `overrides` (already [checked](check)) into `deployment`, then checks the result is an
+/// Merges `overrides` (already checked against [`SCHEMA`] by the SDK) into `deployment`, then checks the result is an
 /// `apps/v1 Deployment` field by field (an error names the first undeclared key or mistyped
 /// value as a `provider.overrides` path).
 pub fn apply(
@@ -209,7 +181,9 @@ mod tests {
             panic!("overrides must be an object")
         };
         let mut d = deployment();
-        check(Some(&map)).map_err(|e| e.to_string())?;
+        SCHEMA
+            .check(Some(&map), "vLLM")
+            .map_err(|e| e.to_string())?;
         apply(&mut d, Some(&map)).map_err(|e| e.to_string())?;
         Ok(d)
     }
@@ -265,7 +239,14 @@ mod tests {
             error.contains("\"spec.template.spec.hostAliases\""),
             "{error}"
         );
-        for key in OPEN_POD_SPEC_KEYS {
+        for key in [
+            "affinity",
+            "nodeSelector",
+            "schedulerName",
+            "terminationGracePeriodSeconds",
+            "tolerations",
+            "topologySpreadConstraints",
+        ] {
             let value = match key {
                 "schedulerName" => json!("default-scheduler"),
                 "terminationGracePeriodSeconds" => json!(30),
