@@ -168,7 +168,211 @@ async fn core_validation() {
         &message,
     );
 
+    // ---- Reconcile-time validation and selection, the webhook bypassed (as a Go user's
+    // objects stored while the webhook was away, or under the Go project, reach the core) ----
     remove_webhooks(&env.client).await;
+    let store = |name: &str, spec: Value| {
+        let client = env.client.clone();
+        let namespace = env.namespace.clone();
+        let object = deployment(name, spec);
+        async move {
+            eventually("the webhook to stop acting", WAIT, || async {
+                let (code, _, body) = create_raw(&client, &namespace, &object).await;
+                if code == 201 {
+                    Ok(())
+                } else {
+                    Err(format!("{code}: {body}"))
+                }
+            })
+            .await
+        }
+    };
+    let message_of = |md: &ModelDeployment| {
+        md.status
+            .as_ref()
+            .and_then(|s| s.message.clone())
+            .unwrap_or_default()
+    };
+
+    // V4 (same). Go: `controller/internal/controller/modeldeployment_controller.go` Reconcile,
+    // step 6: `validateSpec` fails → `Validated=False/ValidationFailed/<err>`, phase `Failed`,
+    // `status.message = "Validation failed: " + err`. Here an env entry the API server would
+    // refuse in a container (issue 32 bug 1) stands for any reconcile-time validation error.
+    store(
+        "invalid",
+        go_vllm(json!({"env": [{"name": "HF_TOKEN", "value": "x",
+            "valueFrom": {"secretKeyRef": {"name": "hf", "key": "token"}}}]})),
+    )
+    .await;
+    let md = wait_for(&api, "invalid", WAIT, "Validated=False", |md| {
+        md.condition(condition_types::VALIDATED)
+            .is_some_and(|c| !c.is_true())
+    })
+    .await;
+    let validated = md.condition(condition_types::VALIDATED).cloned();
+    same(
+        "V4 (phase Failed, `Validation failed: ` and the reason)",
+        md.phase() == Some(Phase::Failed)
+            && message_of(&md).starts_with("Validation failed: spec.env[0].valueFrom: ")
+            && validated.as_ref().and_then(|c| c.reason.as_deref()) == Some("ValidationFailed"),
+        &format!("{:?}", md.status),
+    );
+
+    // V1 (same). Go: modeldeployment_controller.go `validateSpec` →
+    // `controller/internal/validation/compatibility.go` CheckProviderCompatibility, with the
+    // named provider's InferenceProviderConfig (ready or not): `provider kaito does not support
+    // engine sglang`, phase `Failed`. No KAITO provider process runs here: the core decides.
+    store(
+        "kaito-sglang",
+        go_vllm(json!({"engine": {"type": "sglang"}, "provider": {"name": "kaito"}})),
+    )
+    .await;
+    let md = wait_for(&api, "kaito-sglang", WAIT, "Failed", |md| {
+        md.phase() == Some(Phase::Failed)
+    })
+    .await;
+    let message = message_of(&md);
+    same(
+        "V1 (a named provider's capabilities, at reconcile)",
+        message.starts_with("Validation failed: ")
+            && message.ends_with("provider kaito does not support engine sglang")
+            && md
+                .condition(condition_types::VALIDATED)
+                .is_some_and(|c| !c.is_true()),
+        &message,
+    );
+    // V1 (departure on the text): ours names the field to change before Go's words.
+    departure(
+        "V1 (field path)",
+        message
+            == "Validation failed: spec.engine.type: provider kaito does not support engine sglang",
+        "Validation failed: provider kaito does not support engine sglang",
+        &message,
+    );
+
+    // V8 (same head, our details after it). Go: modeldeployment_controller.go selectProvider:
+    // `no compatible provider found for this configuration`; Reconcile step 8: condition
+    // `ProviderSelected=False/SelectionFailed/<err>`, `status.message = "Provider selection
+    // failed: " + err`, phase stays Pending. KAITO serves no disaggregated vLLM.
+    let gpu = json!({"gpu": {"count": 1}});
+    store(
+        "no-fit",
+        json!({"model": {"id": "Qwen/Qwen3-0.6B"}, "engine": {"type": "vllm"},
+            "serving": {"mode": "disaggregated"},
+            "scaling": {"prefill": gpu, "decode": gpu}}),
+    )
+    .await;
+    let (md, condition) = wait_for_condition(
+        &api,
+        "no-fit",
+        WAIT,
+        condition_types::PROVIDER_SELECTED,
+        ConditionStatus::False,
+    )
+    .await;
+    let message = message_of(&md);
+    let go_text = "no compatible provider found for this configuration";
+    same(
+        "V8 (provider selection failure)",
+        md.phase() == Some(Phase::Pending)
+            && condition.reason.as_deref() == Some("SelectionFailed")
+            && condition
+                .message
+                .as_deref()
+                .is_some_and(|m| m.starts_with(go_text))
+            && message.starts_with(&format!("Provider selection failed: {go_text}")),
+        &format!("{message} / {condition:?}"),
+    );
+    departure(
+        "V8 (why each provider was passed over)",
+        message.starts_with(&format!("Provider selection failed: {go_text}: kaito: ")),
+        "nothing after the text",
+        &message,
+    );
+
+    // V8 (same). Go: modeldeployment_controller.go selectEngine: `no engines available from
+    // registered providers (hasGPU=%v, servingMode=%s, advertised=%v)` with Go's map format;
+    // Reconcile step 4: `status.message = "Engine selection failed: " + err`, phase Pending.
+    store(
+        "no-engine",
+        json!({"model": {"id": "Qwen/Qwen3-0.6B"}, "serving": {"mode": "disaggregated"},
+            "scaling": {"prefill": gpu, "decode": gpu}}),
+    )
+    .await;
+    let (md, condition) = wait_for_condition(
+        &api,
+        "no-engine",
+        WAIT,
+        condition_types::ENGINE_SELECTED,
+        ConditionStatus::False,
+    )
+    .await;
+    let go_text = "no engines available from registered providers (hasGPU=true, servingMode=disaggregated, advertised=map[kaito:[vllm llamacpp]])";
+    same(
+        "V8 (engine selection failure)",
+        md.phase() == Some(Phase::Pending)
+            && condition.reason.as_deref() == Some("SelectionFailed")
+            && condition.message.as_deref() == Some(go_text)
+            && message_of(&md) == format!("Engine selection failed: {go_text}"),
+        &format!("{:?} / {condition:?}", md.status),
+    );
+
+    // V9. Go: `controller/internal/webhook/v1alpha1/modeldeployment_webhook.go` checks the name
+    // on create only (its test `Should allow updates on existing resources with dots in name`).
+    // A deployment stored with a 46-character name (under Go, or with the webhook away) ...
+    let long = format!("m{}", "x".repeat(45));
+    store(&long, go_vllm(json!({}))).await;
+    // ... is held at reconcile (departure: Go would run it; providers derive Service names such
+    // as `<name>-epp` from it, which would exceed 63 characters), saying how to get a usable one.
+    let md = wait_for(&api, &long, WAIT, "Failed", |md| {
+        md.phase() == Some(Phase::Failed)
+    })
+    .await;
+    let message = message_of(&md);
+    departure(
+        "V9 (reconcile)",
+        message.starts_with("Validation failed: metadata.name: must be at most 45 characters")
+            && message.contains("delete the ModelDeployment and create it again"),
+        "a long name runs (and its derived names fail later)",
+        &message,
+    );
+    // With the webhook back (the core injects its CA bundle when it starts), an update of its
+    // spec is admitted (same as Go).
+    core.terminate(Duration::from_secs(10));
+    install_webhooks(&env, port).await;
+    let core = start_core(&env, &kubeconfig, port, &[]).await;
+    wait_webhook_active(&env).await;
+    let patched = api
+        .patch(
+            &long,
+            &kube::api::PatchParams::default(),
+            &kube::api::Patch::Merge(json!({"spec": {"scaling": {"replicas": 2}}})),
+        )
+        .await;
+    same(
+        "V9 (an update of a stored long name is admitted)",
+        patched.is_ok(),
+        &format!("{patched:?}"),
+    );
+    // A create under such a name is still refused (V5 above).
+    let (message, _) = rejection(&api, deployment(&format!("{long}y"), go_vllm(json!({})))).await;
+    same(
+        "V9 (create still checks the name)",
+        message.contains("metadata.name"),
+        &message,
+    );
+
+    remove_webhooks(&env.client).await;
+    for name in [
+        "ghost",
+        "invalid",
+        "kaito-sglang",
+        "no-fit",
+        "no-engine",
+        long.as_str(),
+    ] {
+        let _ = api.delete(name, &DeleteParams::default()).await;
+    }
     core.terminate(Duration::from_secs(10));
 }
 
