@@ -376,6 +376,225 @@ async fn core_validation() {
     core.terminate(Duration::from_secs(10));
 }
 
+/// Gateway (docs/go-parity-research.md §3): the objects the core's gateway integration writes
+/// for a Go-shaped llm-d deployment behind an Istio Gateway, as the core's ServiceAccount with
+/// the shipped RBAC, with Istio's real DestinationRule CRD (e2e/fixtures/upstream-crds/istio).
+#[tokio::test]
+async fn gateway() {
+    use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+    use kube::api::{ObjectMeta, Patch, PatchParams, PostParams};
+    let _lock = cluster_lock().await;
+    let env = TestEnv::new("parity-gateway").await;
+    delete_all(&env.client).await;
+    let ns = env.namespace.clone();
+    let resource = |group: &str, version: &str, kind: &str, plural: &str| ApiResource {
+        group: group.into(),
+        version: version.into(),
+        api_version: format!("{group}/{version}"),
+        kind: kind.into(),
+        plural: plural.into(),
+    };
+    let gateways: Api<DynamicObject> = Api::namespaced_with(
+        env.client.clone(),
+        &ns,
+        &resource("gateway.networking.k8s.io", "v1", "Gateway", "gateways"),
+    );
+    let rules: Api<DynamicObject> = Api::namespaced_with(
+        env.client.clone(),
+        &ns,
+        &resource(
+            "networking.istio.io",
+            "v1beta1",
+            "DestinationRule",
+            "destinationrules",
+        ),
+    );
+    let pools: Api<DynamicObject> = Api::namespaced_with(
+        env.client.clone(),
+        &ns,
+        &resource(
+            "inference.networking.k8s.io",
+            "v1",
+            "InferencePool",
+            "inferencepools",
+        ),
+    );
+    // An Istio Gateway in the deployments' namespace (the Go project's `docs/gateway.md` setup).
+    let gateway: DynamicObject = serde_json::from_value(json!({
+        "apiVersion": "gateway.networking.k8s.io/v1", "kind": "Gateway",
+        "metadata": {"name": "inference-gateway", "namespace": ns},
+        "spec": {"gatewayClassName": "istio",
+                 "listeners": [{"name": "http", "port": 80, "protocol": "HTTP"}]},
+    }))
+    .unwrap_or_else(|e| panic!("the Gateway: {e}"));
+    gateways
+        .create(&PostParams::default(), &gateway)
+        .await
+        .unwrap_or_else(|e| panic!("creating the Gateway: {e}"));
+    let core_identity =
+        stack::service_account_identity(&env, "deploy/core/rbac.yaml", "airunway-core").await;
+    let gateway_flags = [
+        "--gateway-name=inference-gateway".to_string(),
+        format!("--gateway-namespace={ns}"),
+    ];
+    let mut core_args: Vec<&str> = FAST_HEALTH.to_vec();
+    core_args.extend(gateway_flags.iter().map(String::as_str));
+    let core = stack::start_core(&env, &core_identity, &core_args, "core-gateway").await;
+    let provider_identity = stack::service_account_identity(
+        &env,
+        "deploy/providers/llmd/rbac.yaml",
+        "airunway-provider-llmd",
+    )
+    .await;
+    let provider = stack::start_provider(
+        &env,
+        "airunway-provider-llmd",
+        &provider_identity,
+        &["--heartbeat-interval=1s"],
+        "llmd-gateway",
+    )
+    .await;
+    let api: Api<ModelDeployment> = Api::namespaced(env.client.clone(), &ns);
+    let create = |name: &str| {
+        let api = api.clone();
+        let object: ModelDeployment = serde_json::from_value(deployment(
+            name,
+            go_vllm(json!({"provider": {"name": "llmd"}, "gateway": {"enabled": true}})),
+        ))
+        .unwrap_or_else(|e| panic!("{name}: {e}"));
+        async move {
+            api.create(&Default::default(), &object)
+                .await
+                .unwrap_or_else(|e| {
+                    panic!("creating {}: {e}", object.metadata.name.unwrap_or_default())
+                })
+        }
+    };
+    let expected_spec = |name: &str| {
+        json!({"host": format!("{name}-epp.{ns}.svc.cluster.local"),
+               "trafficPolicy": {"tls": {"mode": "SIMPLE", "insecureSkipVerify": true}}})
+    };
+
+    // G4 (same). Go: `controller/internal/controller/gateway_reconciler.go`
+    // reconcileEPPDestinationRule: when `networking.istio.io` DestinationRule is mapped, a
+    // `v1beta1` DestinationRule named `<name>-epp`, host `<name>-epp.<ns>.svc.cluster.local`,
+    // `trafficPolicy.tls {mode: SIMPLE, insecureSkipVerify: true}`, controlled by the deployment.
+    let md = create("istio").await;
+    let uid = md.metadata.uid.clone().unwrap_or_default();
+    let rule = eventually(
+        "the DestinationRule istio-epp",
+        Duration::from_secs(90),
+        || async {
+            rules
+                .get_opt("istio-epp")
+                .await
+                .map_err(|e| e.to_string())?
+                .ok_or_else(|| "none yet".to_string())
+        },
+    )
+    .await;
+    let owner = rule.metadata.owner_references.clone().unwrap_or_default();
+    same(
+        "G4 (the DestinationRule of the endpoint picker)",
+        rule.data["spec"] == expected_spec("istio")
+            && owner
+                .iter()
+                .any(|o| o.uid == uid && o.kind == "ModelDeployment" && o.controller == Some(true)),
+        &format!("{:?} {owner:?}", rule.data),
+    );
+
+    // Without Istio's CRD: routing goes on and no DestinationRule is written; once the CRD is
+    // back (a watch, no restart) the endpoint pickers get theirs.
+    let crds: Api<CustomResourceDefinition> = Api::all(env.client.clone());
+    let crd_name = "destinationrules.networking.istio.io";
+    let mut saved = crds
+        .get(crd_name)
+        .await
+        .unwrap_or_else(|e| panic!("reading {crd_name}: {e}"));
+    crds.delete(crd_name, &DeleteParams::default())
+        .await
+        .unwrap_or_else(|e| panic!("deleting {crd_name}: {e}"));
+    airunway_e2e::wait::wait_deleted(&crds, crd_name, WAIT).await;
+    create("plain").await;
+    wait_for(
+        &pools,
+        "plain",
+        Duration::from_secs(90),
+        "the pool of `plain`",
+        |_| true,
+    )
+    .await;
+    // Routed: the route is written and waits for the Gateway to accept it (no Gateway
+    // implementation runs here), with no error from the missing kind.
+    let routed = |md: &ModelDeployment| {
+        md.condition(condition_types::GATEWAY_READY)
+            .and_then(|c| c.reason.clone())
+            .is_some_and(|r| r == "RoutePending" || r == "GatewayConfigured")
+    };
+    let md = wait_for(&api, "plain", Duration::from_secs(90), "routed", |md| {
+        routed(md)
+    })
+    .await;
+    same(
+        "G4 (no Istio: routed, no error)",
+        // (The kind is not served now: reading it fails, as Go's RESTMapper lookup does.)
+        routed(&md) && !matches!(rules.get_opt("plain-epp").await, Ok(Some(_))),
+        &format!("{:?}", md.condition(condition_types::GATEWAY_READY)),
+    );
+    saved.metadata = ObjectMeta {
+        name: Some(crd_name.to_string()),
+        labels: saved.metadata.labels.clone(),
+        annotations: saved.metadata.annotations.clone(),
+        ..Default::default()
+    };
+    saved.status = None;
+    crds.create(&PostParams::default(), &saved)
+        .await
+        .unwrap_or_else(|e| panic!("creating {crd_name} again: {e}"));
+    for name in ["istio", "plain"] {
+        let rule = eventually(
+            &format!("the DestinationRule {name}-epp after the CRD returned"),
+            Duration::from_secs(90),
+            || async {
+                rules
+                    .get_opt(&format!("{name}-epp"))
+                    .await
+                    .map_err(|e| e.to_string())?
+                    .ok_or_else(|| "none yet".to_string())
+            },
+        )
+        .await;
+        same(
+            "G4 (Istio installed later)",
+            rule.data["spec"] == expected_spec(name),
+            &format!("{:?}", rule.data),
+        );
+    }
+
+    // Removed with the other gateway objects (Go: cleanupGatewayResources deletes the EPP
+    // objects with their DestinationRule).
+    api.patch(
+        "istio",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"spec": {"gateway": {"enabled": false}}})),
+    )
+    .await
+    .unwrap_or_else(|e| panic!("disabling the gateway of istio: {e}"));
+    airunway_e2e::wait::wait_deleted(&rules, "istio-epp", WAIT).await;
+
+    for name in ["istio", "plain"] {
+        let _ = api.delete(name, &DeleteParams::default()).await;
+    }
+    for name in ["istio", "plain"] {
+        airunway_e2e::wait::wait_deleted(&api, name, WAIT).await;
+    }
+    let _ = gateways
+        .delete("inference-gateway", &DeleteParams::default())
+        .await;
+    provider.process.terminate(Duration::from_secs(10));
+    core.process.terminate(Duration::from_secs(10));
+}
+
 /// KAITO (docs/go-parity-research.md §4): the Workspace the real provider writes, as its ServiceAccount
 /// with the shipped RBAC, for Go-shaped llama.cpp deployments, and what it refuses.
 #[tokio::test]
