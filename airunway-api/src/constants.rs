@@ -422,4 +422,17 @@ pub mod messages {
     pub fn provider_crd_not_installed(name: &str) -> String {
         format!("Provider '{name}' CRD not installed in cluster")
     }
+    /// Prefix of `status.message` when reconcile-time validation fails (the Go AI Runway's).
+    pub const VALIDATION_FAILED_PREFIX: &str = "Validation failed: ";
+    /// Prefix of `status.message` when engine selection fails (the Go AI Runway's).
+    pub const ENGINE_SELECTION_FAILED_PREFIX: &str = "Engine selection failed: ";
+    /// Prefix of `status.message` when provider selection fails (the Go AI Runway's).
+    pub const PROVIDER_SELECTION_FAILED_PREFIX: &str = "Provider selection failed: ";
+    /// Ready providers, none of which fits (the Go AI Runway's text; ours adds why, per provider).
+    pub const NO_COMPATIBLE_PROVIDER: &str = "no compatible provider found for this configuration";
+    /// No registered provider offers an engine the deployment can use (the Go AI Runway's text).
+    pub const NO_ENGINES_AVAILABLE: &str = "no engines available from registered providers";
+    /// No InferenceProviderConfig at all when an engine is to be chosen (the Go AI Runway's text).
+    pub const NO_PROVIDERS_REGISTERED: &str =
+        "no providers registered (InferenceProviderConfig resources not found)";
 }

@@ -9,7 +9,7 @@
 //! never writes `status.provider.name` (nor `ProviderSelected`) that another selector set.
 
 use airunway_api::conditions::{self, DesiredCondition, Progress};
-use airunway_api::constants::{condition_types, field_managers, reasons};
+use airunway_api::constants::{condition_types, field_managers, messages, reasons};
 use airunway_api::v1alpha1::{EngineType, ModelDeployment, Phase};
 use jiff::Timestamp;
 use serde_json::{Value, json};
@@ -26,10 +26,11 @@ use airunway_api::managed_fields::OwnedFields;
 /// Everything the core decided for a deployment.
 #[derive(Clone, Debug)]
 pub struct CoreDecision {
-    /// Validation errors (empty when valid).
+    /// Validation errors (empty when valid), including a named provider's capability check:
+    /// the phase is then `Failed` with `Validation failed: <errors>`, as in the Go AI Runway.
     pub validation_errors: Vec<FieldError>,
-    /// Why the deployment cannot start whatever happens next (conflicting image fields): the
-    /// phase is then `Failed`.
+    /// Conflicting image fields (also among the validation errors): the phase's message is then
+    /// the Go AI Runway's exact `Validation failed: <conflict>`.
     pub failure: Option<String>,
     /// The engine decision; `None` while the spec is invalid and no engine is known.
     pub engine: Option<EngineDecision>,
@@ -50,13 +51,12 @@ pub fn decide(
     selector_enabled: bool,
     rules: &RuleSet,
 ) -> CoreDecision {
-    let validation_errors = validation::validate(md);
-    // Conflicting image fields cannot be fixed by waiting: `Failed`, as in the Go AI Runway. (A
-    // named provider that does not fit is refused at admission with the Go texts; at reconcile
-    // time the provider's own compatibility check reports it with the spec's texts.)
+    let mut validation_errors = validation::validate(md);
+    // Conflicting image fields cannot be fixed by waiting: `Failed`, as in the Go AI Runway.
     let failure = validation::image_conflict(&md.spec);
-    let valid = validation_errors.is_empty();
     let engine_decision = select_engine(md, providers, selector_enabled);
+    validation_errors.extend(named_provider_mismatch(md, &engine_decision, providers));
+    let valid = validation_errors.is_empty();
     let engine = match (&engine_decision, valid) {
         (_, true) | (EngineDecision::Explicit(_), false) => Some(engine_decision.clone()),
         // Invalid spec: keep an engine chosen earlier, select nothing new.
@@ -102,6 +102,24 @@ pub fn decide(
         rule_errors,
         rules_evaluated,
     }
+}
+
+/// A named provider's capability check at reconcile (the Go AI Runway's `validateSpec`, with
+/// its texts): when `spec.provider.name` names a registered provider, ready or not, that lists
+/// capabilities, the resolved engine must be among them with the serving mode and, without
+/// GPUs, CPU support. The same check as at admission, for deployments the webhook never saw.
+fn named_provider_mismatch(
+    md: &ModelDeployment,
+    engine: &EngineDecision,
+    providers: &[ProviderView],
+) -> Option<FieldError> {
+    let provider = md.spec.explicit_provider()?;
+    let engine = engine.engine()?;
+    let view = providers.iter().find(|p| p.name == provider)?;
+    if view.engines.is_empty() {
+        return None;
+    }
+    validation::pinned_provider_mismatch(&md.spec, provider, engine, &view.engines)
 }
 
 fn recorded_engine(md: &ModelDeployment) -> Option<EngineType> {
@@ -157,6 +175,9 @@ pub fn unhealthy_message(
 struct Verdict {
     condition: DesiredCondition,
     holds: Option<Progress>,
+    /// Put before the message in `status.message` when this verdict gives the phase (the Go
+    /// AI Runway's `Validation failed: `, `Engine selection failed: `, ...).
+    phase_prefix: &'static str,
 }
 
 impl Verdict {
@@ -164,6 +185,7 @@ impl Verdict {
         Verdict {
             condition: DesiredCondition::new(type_, true, reason, message),
             holds: None,
+            phase_prefix: "",
         }
     }
 
@@ -172,6 +194,7 @@ impl Verdict {
         Verdict {
             condition: DesiredCondition::new(type_, false, reason, message),
             holds: None,
+            phase_prefix: "",
         }
     }
 
@@ -180,6 +203,7 @@ impl Verdict {
         Verdict {
             holds: Some(stalled(reason, &message)),
             condition: DesiredCondition::new(type_, false, reason, message),
+            phase_prefix: "",
         }
     }
 
@@ -188,6 +212,15 @@ impl Verdict {
         Verdict {
             holds: Some(in_progress(reason, &message)),
             condition: DesiredCondition::new(type_, false, reason, message),
+            phase_prefix: "",
+        }
+    }
+
+    /// The same verdict, with `prefix` before its message in `status.message`.
+    fn phase_prefixed(self, prefix: &'static str) -> Verdict {
+        Verdict {
+            phase_prefix: prefix,
+            ..self
         }
     }
 }
@@ -214,6 +247,7 @@ fn validated(decision: &CoreDecision) -> Verdict {
     } else {
         let message = validation::describe(&decision.validation_errors);
         Verdict::stalls(t, reasons::VALIDATION_FAILED, message)
+            .phase_prefixed(messages::VALIDATION_FAILED_PREFIX)
     }
 }
 
@@ -238,7 +272,8 @@ fn engine_selected(decision: &CoreDecision) -> (Verdict, Option<(EngineType, Str
             Some((*engine, reason.clone())),
         ),
         Some(EngineDecision::Unavailable { message }) => (
-            Verdict::stalls(t, reasons::SELECTION_FAILED, message.clone()),
+            Verdict::stalls(t, reasons::SELECTION_FAILED, message.clone())
+                .phase_prefixed(messages::ENGINE_SELECTION_FAILED_PREFIX),
             None,
         ),
         None => (
@@ -313,8 +348,14 @@ fn provider_selected(
             let message = failed.failure_message().unwrap_or_default();
             // No provider is ready yet: that changes by itself (a provider registers or
             // recovers and selection runs again). Anything else needs a change.
+            // `status.message` carries the Go AI Runway's prefix when no provider fits; the
+            // spec gives the bare texts for no ready provider and the disabled selector.
             let verdict = match failed {
                 ProviderDecision::NoHealthyProviders => Verdict::in_progress(t, reason, message),
+                ProviderDecision::NoCompatibleProvider { .. } => {
+                    Verdict::stalls(t, reason, message)
+                        .phase_prefixed(messages::PROVIDER_SELECTION_FAILED_PREFIX)
+                }
                 _ => Verdict::stalls(t, reason, message),
             };
             (Some(verdict), None)
@@ -342,6 +383,7 @@ fn provider_healthy(decision: &CoreDecision) -> Option<Verdict> {
                 reasons::WAITING_FOR_PROVIDER,
                 &format!("Waiting for provider {name} to reconcile"),
             )),
+            phase_prefix: "",
             ..Verdict::passes(
                 t,
                 reasons::PROVIDER_AVAILABLE,
@@ -352,23 +394,31 @@ fn provider_healthy(decision: &CoreDecision) -> Option<Verdict> {
     })
 }
 
-/// The phase the core holds the deployment in, and why, while no provider took the phase:
-/// `Failed` for what waiting cannot fix (as in the Go AI Runway), else `Pending` for the first
-/// condition that holds it back.
+/// The phase the core holds the deployment in, its message, and why, while no provider took the
+/// phase: `Failed` for a spec that fails validation (as in the Go AI Runway: it cannot run
+/// without a change), else `Pending` for the first condition that holds it back. The message is
+/// the holding condition's, after the Go AI Runway's prefix (`Validation failed: `, ...).
 fn held(
     md: &ModelDeployment,
     decision: &CoreDecision,
-    holds: Option<Progress>,
-) -> Option<(Phase, Progress)> {
+    holds: Option<(Progress, &'static str)>,
+) -> Option<(Phase, String, Progress)> {
     let others = OwnedFields::of_others(&md.metadata, field_managers::CORE);
     if others.owns(&["status", "phase"]) {
         return None;
     }
+    let (progress, prefix) = holds?;
+    let cause = progress.cause().map(|(_, m)| m).unwrap_or_default();
     if let Some(failure) = &decision.failure {
-        let message = format!("Validation failed: {failure}");
-        return Some((Phase::Failed, stalled(reasons::VALIDATION_FAILED, &message)));
+        let message = format!("{}{failure}", messages::VALIDATION_FAILED_PREFIX);
+        return Some((Phase::Failed, message, progress));
     }
-    holds.map(|progress| (Phase::Pending, progress))
+    let message = format!("{prefix}{cause}");
+    if decision.validation_errors.is_empty() {
+        Some((Phase::Pending, message, progress))
+    } else {
+        Some((Phase::Failed, message, progress))
+    }
 }
 
 /// Computes the core's desired status for `md` from `decision`: its conditions in order
@@ -387,14 +437,15 @@ pub fn desired_status(md: &ModelDeployment, decision: &CoreDecision) -> DesiredC
     .into_iter()
     .flatten()
     .collect();
-    let holds = verdicts.iter().find_map(|v| v.holds.clone());
+    let holds = verdicts
+        .iter()
+        .find_map(|v| v.holds.clone().map(|p| (p, v.phase_prefix)));
     let mut conditions: Vec<DesiredCondition> = verdicts.into_iter().map(|v| v.condition).collect();
     let held = held(md, decision, holds);
-    let phase = held.as_ref().map(|(phase, progress)| {
-        let message = progress.cause().map(|(_, m)| m).unwrap_or_default();
-        (*phase, message.to_string())
-    });
-    if let Some((_, progress)) = &held {
+    let phase = held
+        .as_ref()
+        .map(|(phase, message, _)| (*phase, message.clone()));
+    if let Some((_, _, progress)) = &held {
         conditions.extend(progress.conditions());
     }
     DesiredCoreStatus {

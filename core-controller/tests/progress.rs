@@ -112,8 +112,23 @@ fn what_needs_a_change_is_stalled() {
         &providers,
         true,
     );
-    assert_eq!(d.phase.as_ref().unwrap().0, Phase::Pending);
+    // Failed, with the Go AI Runway's prefix (V4); the condition keeps the bare message.
+    let (phase, message) = d.phase.clone().unwrap();
+    assert_eq!(phase, Phase::Failed);
+    assert_eq!(
+        message,
+        "Validation failed: spec.resources.gpu.count: vLLM engine requires GPU (set resources.gpu.count > 0)"
+    );
     assert_eq!(progress(&d), stalled(reasons::VALIDATION_FAILED));
+    let stalled_message = d
+        .conditions
+        .iter()
+        .find(|c| c.type_ == condition_types::STALLED)
+        .map(|c| c.message.clone());
+    assert_eq!(
+        stalled_message.as_deref(),
+        Some("spec.resources.gpu.count: vLLM engine requires GPU (set resources.gpu.count > 0)")
+    );
     // Conflicting image fields: Failed.
     let d = desired(
         &md(json!({"model": {"id": "a/b"}, "image": "a:1",
@@ -140,6 +155,57 @@ fn what_needs_a_change_is_stalled() {
     );
     assert_eq!(progress(&d), stalled(reasons::SELECTION_FAILED));
     assert_eq!(d.observed_generation, Some(3));
+    // Pending (as in the Go AI Runway), with its prefix and text before our reasons (V8).
+    let (phase, message) = d.phase.unwrap();
+    assert_eq!(phase, Phase::Pending);
+    assert!(
+        message.starts_with(
+            "Provider selection failed: no compatible provider found for this configuration: kaito: "
+        ),
+        "{message}"
+    );
+}
+
+#[test]
+fn a_named_provider_that_does_not_fit_fails_validation_at_reconcile() {
+    // V1: the Go AI Runway's `validateSpec` checks the named provider's registered capabilities
+    // at reconcile, ready or not; so does the core now, with its texts.
+    for ready in [true, false] {
+        let d = desired(
+            &md(json!({"model": {"id": "a/b"}, "engine": {"type": "sglang"},
+                "resources": {"gpu": {"count": 1}}, "provider": {"name": "kaito"}})),
+            &views(&[kaito(ready)]),
+            true,
+        );
+        let (phase, message) = d.phase.clone().unwrap();
+        assert_eq!(phase, Phase::Failed);
+        assert_eq!(
+            message,
+            "Validation failed: spec.engine.type: provider kaito does not support engine sglang"
+        );
+        assert_eq!(progress(&d), stalled(reasons::VALIDATION_FAILED));
+        let validated = d
+            .conditions
+            .iter()
+            .find(|c| c.type_ == condition_types::VALIDATED)
+            .unwrap();
+        assert_eq!(validated.status, ConditionStatus::False);
+        assert_eq!(
+            validated.message,
+            "spec.engine.type: provider kaito does not support engine sglang"
+        );
+    }
+    // Fits: nothing held by validation. Not registered: nothing to check against (it waits).
+    let fits = json!({"model": {"id": "a/b"}, "engine": {"type": "llamacpp"}, "provider": {"name": "kaito"}});
+    let d = desired(&md(fits.clone()), &views(&[kaito(true)]), true);
+    assert_eq!(d.phase.unwrap().0, Phase::Pending);
+    let d = desired(
+        &md(json!({"model": {"id": "a/b"}, "engine": {"type": "sglang"},
+            "resources": {"gpu": {"count": 1}}, "provider": {"name": "kaito"}})),
+        &views(&[]),
+        true,
+    );
+    assert_eq!(progress(&d), in_progress(reasons::PROVIDER_NOT_REGISTERED));
 }
 
 /// `md` as it reads after the core wrote `d`, then a provider took the phase with `provider`

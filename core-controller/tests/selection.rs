@@ -142,7 +142,10 @@ fn kuberay_and_llmd_only_when_named() {
     let gpu = json!({"model": {"id": "a/b"}, "engine": {"type": "vllm"}, "resources": {"gpu": {"count": 1}}});
     let (_, decision) = select(&md(gpu.clone()), &providers);
     let message = decision.failure_message().unwrap();
-    assert!(message.starts_with("No compatible provider: "), "{message}");
+    assert!(
+        message.starts_with(&format!("{}: ", messages::NO_COMPATIBLE_PROVIDER)),
+        "{message}"
+    );
     assert!(
         message.contains("kuberay: no selection rule matched"),
         "{message}"
@@ -303,10 +306,36 @@ fn selector_disabled_and_engine_required() {
     match select_engine(&nothing, &providers, true) {
         EngineDecision::Unavailable { message } => assert_eq!(
             message,
-            "engine.type is required: no ready provider offers an engine for gpu=false, mode=disaggregated"
+            "no engines available from registered providers (hasGPU=false, servingMode=disaggregated, advertised=map[dynamo:[vllm sglang trtllm] kaito:[vllm llamacpp] kuberay:[vllm] llmd:[vllm]])"
         ),
         other => panic!("{other:?}"),
     }
+    // The Go AI Runway's texts: none registered; a named provider says it is the one.
+    match select_engine(&nothing, &[], true) {
+        EngineDecision::Unavailable { message } => {
+            assert_eq!(message, messages::NO_PROVIDERS_REGISTERED)
+        }
+        other => panic!("{other:?}"),
+    }
+    let mut named = nothing.clone();
+    named.spec.provider = Some(serde_json::from_value(json!({"name": "kaito"})).unwrap());
+    match select_engine(&named, &providers, true) {
+        EngineDecision::Unavailable { message } => assert_eq!(
+            message,
+            "no engines available from registered providers (hasGPU=false, servingMode=disaggregated, advertised=map[kaito:[vllm llamacpp]]): provider kaito (spec.provider.name) offers no engine for them; set spec.engine.type or name another provider"
+        ),
+        other => panic!("{other:?}"),
+    }
+    // A valid CPU deployment and only Dynamo (GPU engines): Pending, with Go's prefix.
+    let cpu = md(json!({"model": {"id": "a/b"}, "resources": {"cpu": "1"}}));
+    let dynamo = views(&[shipped("dynamo", true)]);
+    let desired = desired_status(&cpu, &decide(&cpu, &dynamo, true, &RuleSet::default()));
+    let (phase, message) = desired.phase.unwrap();
+    assert_eq!(phase, Phase::Pending);
+    assert_eq!(
+        message,
+        "Engine selection failed: no engines available from registered providers (hasGPU=false, servingMode=aggregated, advertised=map[dynamo:[vllm sglang trtllm]])"
+    );
 }
 
 #[test]
@@ -398,10 +427,13 @@ fn desired_status_for_an_invalid_spec() {
     );
     let desired = desired_status(&deployment, &decision);
     let (phase, message) = desired.phase.unwrap();
-    assert_eq!(phase, Phase::Pending);
+    assert_eq!(phase, Phase::Failed);
     assert_eq!(
         message,
-        format!("spec.resources.gpu.count: {}", messages::VLLM_REQUIRES_GPU)
+        format!(
+            "Validation failed: spec.resources.gpu.count: {}",
+            messages::VLLM_REQUIRES_GPU
+        )
     );
     let validated = desired
         .conditions

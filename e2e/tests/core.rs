@@ -563,7 +563,11 @@ async fn no_healthy_providers_then_a_provider_appears() {
             md.status
                 .as_ref()
                 .and_then(|s| s.message.as_deref())
-                .is_some_and(|m| m.starts_with("No compatible provider"))
+                .is_some_and(|m| {
+                    m.starts_with(
+                        "Provider selection failed: no compatible provider found for this configuration",
+                    )
+                })
         },
     )
     .await;
@@ -630,15 +634,19 @@ async fn reconcile_time_validation_keeps_invalid_deployments_pending() {
     )
     .await;
     let status = md.status.as_ref().unwrap();
-    assert_eq!(status.phase, Some(Phase::Pending));
+    // Failed, with the Go AI Runway's prefix (issue 32, V4).
+    assert_eq!(status.phase, Some(Phase::Failed));
     let message = status.message.clone().unwrap();
     assert!(
         message.starts_with(
-            "spec.provider.overrides.frontend.securityContext: key 'securityContext' is not allowed"
+            "Validation failed: spec.provider.overrides.frontend.securityContext: key 'securityContext' is not allowed"
         ),
         "{message}"
     );
-    assert_eq!(validated.message.as_deref(), Some(message.as_str()));
+    assert_eq!(
+        validated.message.as_deref(),
+        message.strip_prefix("Validation failed: ")
+    );
     assert!(
         md.selected_provider().is_none(),
         "an invalid deployment is not sent to a provider"

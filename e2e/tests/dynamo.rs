@@ -494,17 +494,19 @@ async fn overrides_drift_mode_switch_deletion_and_incompatibility() {
     )
     .await
     .unwrap();
-    let (_, compatible) = wait_for_condition(
+    // The core checks Dynamo's registered capabilities at reconcile, as the Go AI Runway does
+    // (issue 32, V1); the provider's own check is its second line (unit-tested).
+    let (_, validated) = wait_for_condition(
         &mds,
         "gguf",
         WAIT,
-        condition_types::PROVIDER_COMPATIBLE,
+        condition_types::VALIDATED,
         ConditionStatus::False,
     )
     .await;
     assert_eq!(
-        compatible.message.as_deref(),
-        Some("Dynamo does not support llamacpp engine")
+        validated.message.as_deref(),
+        Some("spec.engine.type: provider dynamo does not support engine llamacpp")
     );
     assert!(dgd.get_opt("gguf").await.unwrap().is_none());
     stack.stop();

@@ -312,7 +312,8 @@ async fn argo_cd_health_and_kstatus_for_every_phase() {
                         "decode": {"replicas": 1, "gpu": {"count": 1}}}}),
     )
     .await;
-    // Failed: KAITO is named but cannot serve SGLang (its own compatibility check).
+    // Failed: KAITO is named but cannot serve SGLang (the core's check of its registered
+    // capabilities at reconcile, as in the Go AI Runway; issue 32, V1).
     create(
         "incompatible",
         json!({"model": {"id": "a/b"}, "engine": {"type": "sglang"},
@@ -361,10 +362,7 @@ async fn argo_cd_health_and_kstatus_for_every_phase() {
     )
     .await;
     assert_eq!(incompatible.phase(), Some(Phase::Failed));
-    assert_eq!(
-        stalled.reason.as_deref(),
-        Some(reasons::INCOMPATIBLE_CONFIGURATION)
-    );
+    assert_eq!(stalled.reason.as_deref(), Some(reasons::VALIDATION_FAILED));
 
     // The upstream operators' own statuses on the objects the providers created.
     for (api, name, sample) in [
@@ -430,9 +428,10 @@ async fn argo_cd_health_and_kstatus_for_every_phase() {
             Some(ConditionStatus::False),
             Some(ConditionStatus::True),
         ),
+        // Held by the core's validation (no provider acted, as for `nofit`): no `Ready`.
         (
             &incompatible,
-            Some(ConditionStatus::False),
+            None,
             Some(ConditionStatus::False),
             Some(ConditionStatus::True),
         ),
@@ -586,13 +585,13 @@ async fn argo_cd_health_and_kstatus_for_every_phase() {
     assert!(
         health[1]
             .1
-            .starts_with("SelectionFailed: No compatible provider"),
+            .starts_with("SelectionFailed: no compatible provider found for this configuration"),
         "{:?}",
         health[1]
     );
     assert_eq!(
         health[4].1,
-        "IncompatibleConfiguration: KAITO does not support sglang engine"
+        "ValidationFailed: spec.engine.type: provider kaito does not support engine sglang"
     );
     assert!(
         health[5]
@@ -605,7 +604,10 @@ async fn argo_cd_health_and_kstatus_for_every_phase() {
         computed[7].1,
         "ModelDeployment generation is 2, but latest observed generation is 1"
     );
-    assert_eq!(computed[4].1, "KAITO does not support sglang engine");
+    assert_eq!(
+        computed[4].1,
+        "spec.engine.type: provider kaito does not support engine sglang"
+    );
 
     provider.process.terminate(Duration::from_secs(10));
     dynamo.process.terminate(Duration::from_secs(10));

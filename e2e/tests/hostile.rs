@@ -50,7 +50,7 @@ fn overrides(o: Value) -> Value {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum By {
     /// The core's validation: the webhook at admission, else the CRD or the core's
-    /// reconcile-time validation (Validated=False, Pending, nothing selected).
+    /// reconcile-time validation (Validated=False, Failed, nothing selected).
     Core,
     /// The provider at reconcile time (ProviderCompatible=False, nothing applied), with or
     /// without the webhook.
@@ -270,7 +270,7 @@ async fn held_message(api: &Api<ModelDeployment>, name: &str, by: By) -> String 
     })
     .await;
     if by == By::Core {
-        assert_eq!(stored.phase(), Some(Phase::Pending), "{name}");
+        assert_eq!(stored.phase(), Some(Phase::Failed), "{name}");
     }
     stored
         .condition(condition)

@@ -302,7 +302,9 @@ async fn vllm_preset_named_kaito_and_incompatible_engines() {
         json!({"matchLabels": {"kubernetes.io/os": "linux", "nvidia.com/gpu.present": "true"}})
     );
 
-    // sglang named on kaito: ProviderCompatible=False with the spec's message, no Workspace.
+    // sglang named on kaito: the core checks KAITO's registered capabilities at reconcile, as
+    // the Go AI Runway does (issue 32, V1): Validated=False with Go's text, Failed, no Workspace
+    // (the provider's own check, with the spec's text, is its second line, unit-tested).
     mds.create(
         &PostParams::default(),
         &deployment(
@@ -313,24 +315,20 @@ async fn vllm_preset_named_kaito_and_incompatible_engines() {
     )
     .await
     .unwrap();
-    let (md, compatible) = wait_for_condition(
+    let (md, validated) = wait_for_condition(
         &mds,
         "sgl",
         WAIT,
-        condition_types::PROVIDER_COMPATIBLE,
+        condition_types::VALIDATED,
         ConditionStatus::False,
     )
     .await;
-    assert_eq!(
-        compatible.message.as_deref(),
-        Some("KAITO does not support sglang engine")
-    );
+    let message = "spec.engine.type: provider kaito does not support engine sglang";
+    assert_eq!(validated.message.as_deref(), Some(message));
     assert_eq!(md.phase(), Some(Phase::Failed));
     assert!(workspaces(&env).get_opt("sgl").await.unwrap().is_none());
-    env.wait_for_event("ProviderIncompatible", |n| {
-        n == "KAITO does not support sglang engine"
-    })
-    .await;
+    env.wait_for_event("ValidationFailed", |n| n == message)
+        .await;
 
     // The IPC: ready, version, heartbeat, schema version and fingerprint.
     let ipcs: Api<InferenceProviderConfig> = Api::all(env.client.clone());

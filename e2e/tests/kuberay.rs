@@ -361,34 +361,36 @@ async fn incompatible_deployments_overrides_and_the_registration() {
         (
             "gguf",
             json!({"model": {"id": "a/b"}, "engine": {"type": "llamacpp"}, "image": "i", "resources": {"gpu": {"count": 1}}, "provider": {"name": "kuberay"}}),
-            "KubeRay does not support llamacpp engine",
+            "spec.engine.type: provider kuberay does not support engine llamacpp",
         ),
         (
             "sgl",
             json!({"model": {"id": "a/b"}, "engine": {"type": "sglang"}, "resources": {"gpu": {"count": 1}}, "provider": {"name": "kuberay"}}),
-            "KubeRay does not support sglang engine",
+            "spec.engine.type: provider kuberay does not support engine sglang",
         ),
         (
             "trt",
             json!({"model": {"id": "a/b"}, "engine": {"type": "trtllm"}, "resources": {"gpu": {"count": 1}}, "provider": {"name": "kuberay"}}),
-            "KubeRay does not support trtllm engine",
+            "spec.engine.type: provider kuberay does not support engine trtllm",
         ),
     ] {
         mds.create(&PostParams::default(), &deployment(name, spec))
             .await
             .unwrap();
-        let (md, compatible) = wait_for_condition(
+        // The core checks KubeRay's registered capabilities at reconcile, as the Go AI Runway
+        // does (issue 32, V1); the provider's own texts are its second line (unit-tested).
+        let (md, validated) = wait_for_condition(
             &mds,
             name,
             WAIT,
-            condition_types::PROVIDER_COMPATIBLE,
+            condition_types::VALIDATED,
             ConditionStatus::False,
         )
         .await;
-        assert_eq!(compatible.message.as_deref(), Some(message), "{name}");
+        assert_eq!(validated.message.as_deref(), Some(message), "{name}");
         assert_eq!(md.phase(), Some(Phase::Failed), "{name}");
         assert!(rs.get_opt(name).await.unwrap().is_none(), "{name}");
-        env.wait_for_event("ProviderIncompatible", |n| n == message)
+        env.wait_for_event("ValidationFailed", |n| n == message)
             .await;
     }
     // vLLM without GPUs never reaches the provider: the API server refuses it with the CRD's

@@ -478,27 +478,29 @@ async fn selection_compatibility_deadline_and_registration() {
     })
     .await;
 
-    // The spec's compatibility messages.
+    // An engine llm-d does not register: the core checks its registered capabilities at
+    // reconcile, as the Go AI Runway does (issue 32, V1); the provider's own text ("llm-d only
+    // supports vllm engine") is its second line (unit-tested).
     for (name, spec, message) in [(
         "sgl",
         json!({"model": {"id": "a/b"}, "engine": {"type": "sglang"}, "resources": {"gpu": {"count": 1}}, "provider": {"name": "llmd"}}),
-        "llm-d only supports vllm engine",
+        "spec.engine.type: provider llmd does not support engine sglang",
     )] {
         mds.create(&PostParams::default(), &deployment(name, spec))
             .await
             .unwrap();
-        let (md, compatible) = wait_for_condition(
+        let (md, validated) = wait_for_condition(
             &mds,
             name,
             WAIT,
-            condition_types::PROVIDER_COMPATIBLE,
+            condition_types::VALIDATED,
             ConditionStatus::False,
         )
         .await;
-        assert_eq!(compatible.message.as_deref(), Some(message), "{name}");
+        assert_eq!(validated.message.as_deref(), Some(message), "{name}");
         assert_eq!(md.phase(), Some(Phase::Failed), "{name}");
         assert!(labelled(&deployments, name).await.is_empty(), "{name}");
-        env.wait_for_event("ProviderIncompatible", |n| n == message)
+        env.wait_for_event("ValidationFailed", |n| n == message)
             .await;
     }
     // vLLM without GPUs never reaches the provider: the API server refuses it with the CRD's

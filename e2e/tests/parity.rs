@@ -168,8 +168,431 @@ async fn core_validation() {
         &message,
     );
 
+    // ---- Reconcile-time validation and selection, the webhook bypassed (as a Go user's
+    // objects stored while the webhook was away, or under the Go project, reach the core) ----
     remove_webhooks(&env.client).await;
+    let store = |name: &str, spec: Value| {
+        let client = env.client.clone();
+        let namespace = env.namespace.clone();
+        let object = deployment(name, spec);
+        async move {
+            eventually("the webhook to stop acting", WAIT, || async {
+                let (code, _, body) = create_raw(&client, &namespace, &object).await;
+                if code == 201 {
+                    Ok(())
+                } else {
+                    Err(format!("{code}: {body}"))
+                }
+            })
+            .await
+        }
+    };
+    let message_of = |md: &ModelDeployment| {
+        md.status
+            .as_ref()
+            .and_then(|s| s.message.clone())
+            .unwrap_or_default()
+    };
+
+    // V4 (same). Go: `controller/internal/controller/modeldeployment_controller.go` Reconcile,
+    // step 6: `validateSpec` fails → `Validated=False/ValidationFailed/<err>`, phase `Failed`,
+    // `status.message = "Validation failed: " + err`. Here an env entry the API server would
+    // refuse in a container (issue 32 bug 1) stands for any reconcile-time validation error.
+    store(
+        "invalid",
+        go_vllm(json!({"env": [{"name": "HF_TOKEN", "value": "x",
+            "valueFrom": {"secretKeyRef": {"name": "hf", "key": "token"}}}]})),
+    )
+    .await;
+    let md = wait_for(&api, "invalid", WAIT, "Validated=False", |md| {
+        md.condition(condition_types::VALIDATED)
+            .is_some_and(|c| !c.is_true())
+    })
+    .await;
+    let validated = md.condition(condition_types::VALIDATED).cloned();
+    same(
+        "V4 (phase Failed, `Validation failed: ` and the reason)",
+        md.phase() == Some(Phase::Failed)
+            && message_of(&md).starts_with("Validation failed: spec.env[0].valueFrom: ")
+            && validated.as_ref().and_then(|c| c.reason.as_deref()) == Some("ValidationFailed"),
+        &format!("{:?}", md.status),
+    );
+
+    // V1 (same). Go: modeldeployment_controller.go `validateSpec` →
+    // `controller/internal/validation/compatibility.go` CheckProviderCompatibility, with the
+    // named provider's InferenceProviderConfig (ready or not): `provider kaito does not support
+    // engine sglang`, phase `Failed`. No KAITO provider process runs here: the core decides.
+    store(
+        "kaito-sglang",
+        go_vllm(json!({"engine": {"type": "sglang"}, "provider": {"name": "kaito"}})),
+    )
+    .await;
+    let md = wait_for(&api, "kaito-sglang", WAIT, "Failed", |md| {
+        md.phase() == Some(Phase::Failed)
+    })
+    .await;
+    let message = message_of(&md);
+    same(
+        "V1 (a named provider's capabilities, at reconcile)",
+        message.starts_with("Validation failed: ")
+            && message.ends_with("provider kaito does not support engine sglang")
+            && md
+                .condition(condition_types::VALIDATED)
+                .is_some_and(|c| !c.is_true()),
+        &message,
+    );
+    // V1 (departure on the text): ours names the field to change before Go's words.
+    departure(
+        "V1 (field path)",
+        message
+            == "Validation failed: spec.engine.type: provider kaito does not support engine sglang",
+        "Validation failed: provider kaito does not support engine sglang",
+        &message,
+    );
+
+    // V8 (same head, our details after it). Go: modeldeployment_controller.go selectProvider:
+    // `no compatible provider found for this configuration`; Reconcile step 8: condition
+    // `ProviderSelected=False/SelectionFailed/<err>`, `status.message = "Provider selection
+    // failed: " + err`, phase stays Pending. KAITO serves no disaggregated vLLM.
+    let gpu = json!({"gpu": {"count": 1}});
+    store(
+        "no-fit",
+        json!({"model": {"id": "Qwen/Qwen3-0.6B"}, "engine": {"type": "vllm"},
+            "serving": {"mode": "disaggregated"},
+            "scaling": {"prefill": gpu, "decode": gpu}}),
+    )
+    .await;
+    let (md, condition) = wait_for_condition(
+        &api,
+        "no-fit",
+        WAIT,
+        condition_types::PROVIDER_SELECTED,
+        ConditionStatus::False,
+    )
+    .await;
+    let message = message_of(&md);
+    let go_text = "no compatible provider found for this configuration";
+    same(
+        "V8 (provider selection failure)",
+        md.phase() == Some(Phase::Pending)
+            && condition.reason.as_deref() == Some("SelectionFailed")
+            && condition
+                .message
+                .as_deref()
+                .is_some_and(|m| m.starts_with(go_text))
+            && message.starts_with(&format!("Provider selection failed: {go_text}")),
+        &format!("{message} / {condition:?}"),
+    );
+    departure(
+        "V8 (why each provider was passed over)",
+        message.starts_with(&format!("Provider selection failed: {go_text}: kaito: ")),
+        "nothing after the text",
+        &message,
+    );
+
+    // V8 (same). Go: modeldeployment_controller.go selectEngine: `no engines available from
+    // registered providers (hasGPU=%v, servingMode=%s, advertised=%v)` with Go's map format;
+    // Reconcile step 4: `status.message = "Engine selection failed: " + err`, phase Pending.
+    store(
+        "no-engine",
+        json!({"model": {"id": "Qwen/Qwen3-0.6B"}, "serving": {"mode": "disaggregated"},
+            "scaling": {"prefill": gpu, "decode": gpu}}),
+    )
+    .await;
+    let (md, condition) = wait_for_condition(
+        &api,
+        "no-engine",
+        WAIT,
+        condition_types::ENGINE_SELECTED,
+        ConditionStatus::False,
+    )
+    .await;
+    let go_text = "no engines available from registered providers (hasGPU=true, servingMode=disaggregated, advertised=map[kaito:[vllm llamacpp]])";
+    same(
+        "V8 (engine selection failure)",
+        md.phase() == Some(Phase::Pending)
+            && condition.reason.as_deref() == Some("SelectionFailed")
+            && condition.message.as_deref() == Some(go_text)
+            && message_of(&md) == format!("Engine selection failed: {go_text}"),
+        &format!("{:?} / {condition:?}", md.status),
+    );
+
+    // V9. Go: `controller/internal/webhook/v1alpha1/modeldeployment_webhook.go` checks the name
+    // on create only (its test `Should allow updates on existing resources with dots in name`).
+    // A deployment stored with a 46-character name (under Go, or with the webhook away) ...
+    let long = format!("m{}", "x".repeat(45));
+    store(&long, go_vllm(json!({}))).await;
+    // ... is held at reconcile (departure: Go would run it; providers derive Service names such
+    // as `<name>-epp` from it, which would exceed 63 characters), saying how to get a usable one.
+    let md = wait_for(&api, &long, WAIT, "Failed", |md| {
+        md.phase() == Some(Phase::Failed)
+    })
+    .await;
+    let message = message_of(&md);
+    departure(
+        "V9 (reconcile)",
+        message.starts_with("Validation failed: metadata.name: must be at most 45 characters")
+            && message.contains("delete the ModelDeployment and create it again"),
+        "a long name runs (and its derived names fail later)",
+        &message,
+    );
+    // With the webhook back (the core injects its CA bundle when it starts), an update of its
+    // spec is admitted (same as Go).
     core.terminate(Duration::from_secs(10));
+    install_webhooks(&env, port).await;
+    let core = start_core(&env, &kubeconfig, port, &[]).await;
+    wait_webhook_active(&env).await;
+    let patched = api
+        .patch(
+            &long,
+            &kube::api::PatchParams::default(),
+            &kube::api::Patch::Merge(json!({"spec": {"scaling": {"replicas": 2}}})),
+        )
+        .await;
+    same(
+        "V9 (an update of a stored long name is admitted)",
+        patched.is_ok(),
+        &format!("{patched:?}"),
+    );
+    // A create under such a name is still refused (V5 above).
+    let (message, _) = rejection(&api, deployment(&format!("{long}y"), go_vllm(json!({})))).await;
+    same(
+        "V9 (create still checks the name)",
+        message.contains("metadata.name"),
+        &message,
+    );
+
+    remove_webhooks(&env.client).await;
+    for name in [
+        "ghost",
+        "invalid",
+        "kaito-sglang",
+        "no-fit",
+        "no-engine",
+        long.as_str(),
+    ] {
+        let _ = api.delete(name, &DeleteParams::default()).await;
+    }
+    core.terminate(Duration::from_secs(10));
+}
+
+/// Gateway (docs/go-parity-research.md §3): the objects the core's gateway integration writes
+/// for a Go-shaped llm-d deployment behind an Istio Gateway, as the core's ServiceAccount with
+/// the shipped RBAC, with Istio's real DestinationRule CRD (e2e/fixtures/upstream-crds/istio).
+#[tokio::test]
+async fn gateway() {
+    use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+    use kube::api::{ObjectMeta, Patch, PatchParams, PostParams};
+    let _lock = cluster_lock().await;
+    let env = TestEnv::new("parity-gateway").await;
+    delete_all(&env.client).await;
+    let ns = env.namespace.clone();
+    let resource = |group: &str, version: &str, kind: &str, plural: &str| ApiResource {
+        group: group.into(),
+        version: version.into(),
+        api_version: format!("{group}/{version}"),
+        kind: kind.into(),
+        plural: plural.into(),
+    };
+    let gateways: Api<DynamicObject> = Api::namespaced_with(
+        env.client.clone(),
+        &ns,
+        &resource("gateway.networking.k8s.io", "v1", "Gateway", "gateways"),
+    );
+    let rules: Api<DynamicObject> = Api::namespaced_with(
+        env.client.clone(),
+        &ns,
+        &resource(
+            "networking.istio.io",
+            "v1beta1",
+            "DestinationRule",
+            "destinationrules",
+        ),
+    );
+    let pools: Api<DynamicObject> = Api::namespaced_with(
+        env.client.clone(),
+        &ns,
+        &resource(
+            "inference.networking.k8s.io",
+            "v1",
+            "InferencePool",
+            "inferencepools",
+        ),
+    );
+    // An Istio Gateway in the deployments' namespace (the Go project's `docs/gateway.md` setup).
+    let gateway: DynamicObject = serde_json::from_value(json!({
+        "apiVersion": "gateway.networking.k8s.io/v1", "kind": "Gateway",
+        "metadata": {"name": "inference-gateway", "namespace": ns},
+        "spec": {"gatewayClassName": "istio",
+                 "listeners": [{"name": "http", "port": 80, "protocol": "HTTP"}]},
+    }))
+    .unwrap_or_else(|e| panic!("the Gateway: {e}"));
+    gateways
+        .create(&PostParams::default(), &gateway)
+        .await
+        .unwrap_or_else(|e| panic!("creating the Gateway: {e}"));
+    let core_identity =
+        stack::service_account_identity(&env, "deploy/core/rbac.yaml", "airunway-core").await;
+    let gateway_flags = [
+        "--gateway-name=inference-gateway".to_string(),
+        format!("--gateway-namespace={ns}"),
+    ];
+    let mut core_args: Vec<&str> = FAST_HEALTH.to_vec();
+    core_args.extend(gateway_flags.iter().map(String::as_str));
+    let core = stack::start_core(&env, &core_identity, &core_args, "core-gateway").await;
+    let provider_identity = stack::service_account_identity(
+        &env,
+        "deploy/providers/llmd/rbac.yaml",
+        "airunway-provider-llmd",
+    )
+    .await;
+    let provider = stack::start_provider(
+        &env,
+        "airunway-provider-llmd",
+        &provider_identity,
+        &["--heartbeat-interval=1s"],
+        "llmd-gateway",
+    )
+    .await;
+    let api: Api<ModelDeployment> = Api::namespaced(env.client.clone(), &ns);
+    let create = |name: &str| {
+        let api = api.clone();
+        let object: ModelDeployment = serde_json::from_value(deployment(
+            name,
+            go_vllm(json!({"provider": {"name": "llmd"}, "gateway": {"enabled": true}})),
+        ))
+        .unwrap_or_else(|e| panic!("{name}: {e}"));
+        async move {
+            api.create(&Default::default(), &object)
+                .await
+                .unwrap_or_else(|e| {
+                    panic!("creating {}: {e}", object.metadata.name.unwrap_or_default())
+                })
+        }
+    };
+    let expected_spec = |name: &str| {
+        json!({"host": format!("{name}-epp.{ns}.svc.cluster.local"),
+               "trafficPolicy": {"tls": {"mode": "SIMPLE", "insecureSkipVerify": true}}})
+    };
+
+    // G4 (same). Go: `controller/internal/controller/gateway_reconciler.go`
+    // reconcileEPPDestinationRule: when `networking.istio.io` DestinationRule is mapped, a
+    // `v1beta1` DestinationRule named `<name>-epp`, host `<name>-epp.<ns>.svc.cluster.local`,
+    // `trafficPolicy.tls {mode: SIMPLE, insecureSkipVerify: true}`, controlled by the deployment.
+    let md = create("istio").await;
+    let uid = md.metadata.uid.clone().unwrap_or_default();
+    let rule = eventually(
+        "the DestinationRule istio-epp",
+        Duration::from_secs(90),
+        || async {
+            rules
+                .get_opt("istio-epp")
+                .await
+                .map_err(|e| e.to_string())?
+                .ok_or_else(|| "none yet".to_string())
+        },
+    )
+    .await;
+    let owner = rule.metadata.owner_references.clone().unwrap_or_default();
+    same(
+        "G4 (the DestinationRule of the endpoint picker)",
+        rule.data["spec"] == expected_spec("istio")
+            && owner
+                .iter()
+                .any(|o| o.uid == uid && o.kind == "ModelDeployment" && o.controller == Some(true)),
+        &format!("{:?} {owner:?}", rule.data),
+    );
+
+    // Without Istio's CRD: routing goes on and no DestinationRule is written; once the CRD is
+    // back (a watch, no restart) the endpoint pickers get theirs.
+    let crds: Api<CustomResourceDefinition> = Api::all(env.client.clone());
+    let crd_name = "destinationrules.networking.istio.io";
+    let mut saved = crds
+        .get(crd_name)
+        .await
+        .unwrap_or_else(|e| panic!("reading {crd_name}: {e}"));
+    crds.delete(crd_name, &DeleteParams::default())
+        .await
+        .unwrap_or_else(|e| panic!("deleting {crd_name}: {e}"));
+    airunway_e2e::wait::wait_deleted(&crds, crd_name, WAIT).await;
+    create("plain").await;
+    wait_for(
+        &pools,
+        "plain",
+        Duration::from_secs(90),
+        "the pool of `plain`",
+        |_| true,
+    )
+    .await;
+    // Routed: the route is written and waits for the Gateway to accept it (no Gateway
+    // implementation runs here), with no error from the missing kind.
+    let routed = |md: &ModelDeployment| {
+        md.condition(condition_types::GATEWAY_READY)
+            .and_then(|c| c.reason.clone())
+            .is_some_and(|r| r == "RoutePending" || r == "GatewayConfigured")
+    };
+    let md = wait_for(&api, "plain", Duration::from_secs(90), "routed", |md| {
+        routed(md)
+    })
+    .await;
+    same(
+        "G4 (no Istio: routed, no error)",
+        // (The kind is not served now: reading it fails, as Go's RESTMapper lookup does.)
+        routed(&md) && !matches!(rules.get_opt("plain-epp").await, Ok(Some(_))),
+        &format!("{:?}", md.condition(condition_types::GATEWAY_READY)),
+    );
+    saved.metadata = ObjectMeta {
+        name: Some(crd_name.to_string()),
+        labels: saved.metadata.labels.clone(),
+        annotations: saved.metadata.annotations.clone(),
+        ..Default::default()
+    };
+    saved.status = None;
+    crds.create(&PostParams::default(), &saved)
+        .await
+        .unwrap_or_else(|e| panic!("creating {crd_name} again: {e}"));
+    for name in ["istio", "plain"] {
+        let rule = eventually(
+            &format!("the DestinationRule {name}-epp after the CRD returned"),
+            Duration::from_secs(90),
+            || async {
+                rules
+                    .get_opt(&format!("{name}-epp"))
+                    .await
+                    .map_err(|e| e.to_string())?
+                    .ok_or_else(|| "none yet".to_string())
+            },
+        )
+        .await;
+        same(
+            "G4 (Istio installed later)",
+            rule.data["spec"] == expected_spec(name),
+            &format!("{:?}", rule.data),
+        );
+    }
+
+    // Removed with the other gateway objects (Go: cleanupGatewayResources deletes the EPP
+    // objects with their DestinationRule).
+    api.patch(
+        "istio",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"spec": {"gateway": {"enabled": false}}})),
+    )
+    .await
+    .unwrap_or_else(|e| panic!("disabling the gateway of istio: {e}"));
+    airunway_e2e::wait::wait_deleted(&rules, "istio-epp", WAIT).await;
+
+    for name in ["istio", "plain"] {
+        let _ = api.delete(name, &DeleteParams::default()).await;
+    }
+    for name in ["istio", "plain"] {
+        airunway_e2e::wait::wait_deleted(&api, name, WAIT).await;
+    }
+    let _ = gateways
+        .delete("inference-gateway", &DeleteParams::default())
+        .await;
+    provider.process.terminate(Duration::from_secs(10));
+    core.process.terminate(Duration::from_secs(10));
 }
 
 /// KAITO (docs/go-parity-research.md §4): the Workspace the real provider writes, as its ServiceAccount

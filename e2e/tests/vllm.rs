@@ -553,30 +553,35 @@ async fn explicit_only_compatibility_networking_and_registration() {
     port["engine"]["args"] = json!({"port": "9000"});
     let mut host = on_vllm(&offline);
     host["engine"]["extraArgs"] = json!(["--host=127.0.0.1"]);
-    for (name, spec, message) in [
+    // An engine the provider does not register: the core checks its registered capabilities at
+    // reconcile, as the Go AI Runway does (issue 32, V1; the provider's own "vLLM provider only
+    // supports vllm engine, got sglang" is its second line, unit-tested); the networking
+    // arguments: the provider's check.
+    for (name, spec, condition, message) in [
         (
             "sgl",
             json!({"model": {"id": "a/b"}, "engine": {"type": "sglang"}, "resources": {"gpu": {"count": 1}}, "provider": {"name": "vllm"}}),
-            "vLLM provider only supports vllm engine, got sglang".to_string(),
+            condition_types::VALIDATED,
+            "spec.engine.type: provider vllm does not support engine sglang".to_string(),
         ),
-        ("port", port, format!("engine arg \"port\" {tail}")),
+        (
+            "port",
+            port,
+            condition_types::PROVIDER_COMPATIBLE,
+            format!("engine arg \"port\" {tail}"),
+        ),
         (
             "host",
             host,
+            condition_types::PROVIDER_COMPATIBLE,
             format!("engine extraArg \"--host=127.0.0.1\" {tail}"),
         ),
     ] {
         mds.create(&PostParams::default(), &deployment(name, spec))
             .await
             .unwrap();
-        let (md, compatible) = wait_for_condition(
-            &mds,
-            name,
-            WAIT,
-            condition_types::PROVIDER_COMPATIBLE,
-            ConditionStatus::False,
-        )
-        .await;
+        let (md, compatible) =
+            wait_for_condition(&mds, name, WAIT, condition, ConditionStatus::False).await;
         assert_eq!(
             compatible.message.as_deref(),
             Some(message.as_str()),

@@ -448,7 +448,7 @@ async fn a_restarted_core_reuses_the_secret() {
 }
 
 #[tokio::test]
-async fn without_webhook_configurations_invalid_deployments_stay_pending() {
+async fn without_webhook_configurations_invalid_deployments_are_held() {
     let _lock = cluster_lock().await;
     let env = TestEnv::new("webhook-absent").await;
     delete_all(&env.client).await;
@@ -467,7 +467,8 @@ async fn without_webhook_configurations_invalid_deployments_stay_pending() {
     )
     .await;
     let api: Api<ModelDeployment> = Api::namespaced(env.client.clone(), &env.namespace);
-    // Passes the CRD rules, fails the core's: stored, then kept Pending with what to fix.
+    // Passes the CRD rules, fails the core's: stored, then Failed (as in the Go AI Runway) with
+    // `Validation failed: ` and what to fix.
     let md: ModelDeployment = serde_json::from_value(deployment(
         "early",
         json!({"model": {"id": "a/b"}, "engine": {"type": "llamacpp"},
@@ -479,7 +480,7 @@ async fn without_webhook_configurations_invalid_deployments_stay_pending() {
         &api,
         "early",
         WAIT,
-        "Pending with a validation message",
+        "Failed with a validation message",
         |md| {
             md.status
                 .as_ref()
@@ -488,9 +489,14 @@ async fn without_webhook_configurations_invalid_deployments_stay_pending() {
         },
     )
     .await;
-    assert_eq!(
-        stored.status.unwrap().phase,
-        Some(airunway_api::v1alpha1::Phase::Pending)
+    let status = stored.status.unwrap();
+    assert_eq!(status.phase, Some(airunway_api::v1alpha1::Phase::Failed));
+    assert!(
+        status.message.as_deref().is_some_and(
+            |m| m.starts_with("Validation failed: spec.provider.overrides.runtimeClassName: ")
+        ),
+        "{:?}",
+        status.message
     );
 
     // Registering the webhooks later: the core injects its CA and admission starts working.
@@ -1014,8 +1020,9 @@ async fn env_entries_are_checked_as_the_api_server_checks_a_container() {
     .await
     .unwrap();
 
-    // Without the webhook: stored (the CRD cannot express the rule), then held Pending by
-    // the core's reconcile-time validation with the same words, never handed to a provider.
+    // Without the webhook: stored (the CRD cannot express the rule), then held (Failed, as in
+    // the Go AI Runway) by the core's reconcile-time validation with the same words, never
+    // handed to a provider.
     remove_webhooks(&env.client).await;
     eventually("the webhook to stop acting", WAIT, || async {
         let (code, _, body) = create_raw(
@@ -1030,7 +1037,7 @@ async fn env_entries_are_checked_as_the_api_server_checks_a_container() {
         if code == 201 { Ok(()) } else { Err(format!("{code}: {body}")) }
     })
     .await;
-    let held = wait_for(&api, "both", WAIT, "Pending with the env message", |md| {
+    let held = wait_for(&api, "both", WAIT, "Failed with the env message", |md| {
         md.status
             .as_ref()
             .and_then(|s| s.message.as_deref())
@@ -1040,7 +1047,7 @@ async fn env_entries_are_checked_as_the_api_server_checks_a_container() {
     })
     .await;
     let status = held.status.unwrap();
-    assert_eq!(status.phase, Some(airunway_api::v1alpha1::Phase::Pending));
+    assert_eq!(status.phase, Some(airunway_api::v1alpha1::Phase::Failed));
     assert!(
         status.provider.and_then(|p| p.name).is_none(),
         "handed to a provider"
@@ -1210,7 +1217,7 @@ async fn with_the_core_stopped_writes_are_accepted_and_checked_when_it_returns()
     let admitted_in = started.elapsed();
 
     // The core returns: the valid one is defaulted at reconcile time and selected; the other is
-    // held Pending with the message the webhook would have given.
+    // held (Failed, as in the Go AI Runway) with the message the webhook would have given.
     let core = start_core(&env, &kubeconfig, port, &[]).await;
     let selected = wait_for(&api, "valid", WAIT, "selected", |md| {
         md.selected_provider().is_some()
@@ -1225,7 +1232,7 @@ async fn with_the_core_stopped_writes_are_accepted_and_checked_when_it_returns()
     })
     .await;
     let status = held.status.unwrap();
-    assert_eq!(status.phase, Some(airunway_api::v1alpha1::Phase::Pending));
+    assert_eq!(status.phase, Some(airunway_api::v1alpha1::Phase::Failed));
     assert!(
         status.message.as_deref().is_some_and(|m| m.contains(
             "spec.provider.overrides.worker.volumes[0].hostPath: hostPath volumes are not allowed (Pod Security baseline)"
@@ -1421,7 +1428,7 @@ async fn a_hostile_corpus_is_refused_with_and_without_the_webhook() {
     }
 
     // Without the webhook: refused by the CRD with the same field, or stored and held
-    // (Validated=False, Pending, nothing selected) with the webhook's words.
+    // (Validated=False, Failed as in the Go AI Runway, nothing selected) with the webhook's words.
     remove_webhooks(&env.client).await;
     let gone = || async {
         let probe: ModelDeployment = serde_json::from_value(deployment(
@@ -1478,7 +1485,7 @@ async fn a_hostile_corpus_is_refused_with_and_without_the_webhook() {
         );
         assert_eq!(
             stored.phase(),
-            Some(airunway_api::v1alpha1::Phase::Pending),
+            Some(airunway_api::v1alpha1::Phase::Failed),
             "{name}"
         );
         assert_eq!(
@@ -2107,8 +2114,8 @@ async fn image_references_are_judged_alike_by_admission_reconcile_and_the_vllm_p
         expected.push((name, image, why));
     }
 
-    // Written while the webhook is away: the core keeps them Pending with the same words, and
-    // the provider is never given them.
+    // Written while the webhook is away: the core holds them (Failed, as in the Go AI Runway)
+    // with the same words, and the provider is never given them.
     remove_webhooks(&env.client).await;
     for (name, image, why) in expected {
         let md: ModelDeployment = serde_json::from_value(deployment(name, on_vllm(image))).unwrap();
@@ -2119,14 +2126,14 @@ async fn image_references_are_judged_alike_by_admission_reconcile_and_the_vllm_p
             }
         })
         .await;
-        let stored = wait_for(&api, name, WAIT, "Pending with the image message", |md| {
+        let stored = wait_for(&api, name, WAIT, "Failed with the image message", |md| {
             md.status
                 .as_ref()
                 .and_then(|s| s.message.as_deref())
                 .is_some_and(|m| m.contains("is not a valid image reference") && m.contains(why))
         })
         .await;
-        assert_eq!(stored.phase(), Some(Phase::Pending), "{name}");
+        assert_eq!(stored.phase(), Some(Phase::Failed), "{name}");
         let selector = format!("{}={name}", labels::DEPLOYMENT);
         let rendered = deployments
             .list(&ListParams::default().labels(&selector))

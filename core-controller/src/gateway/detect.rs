@@ -1,7 +1,9 @@
 //! Whether the cluster serves the gateway kinds, from a watch on their
 //! CustomResourceDefinitions (so installing or removing them needs no restart of the core).
 //!
-//! A kind counts as served when its CRD exists, is `Established`, and serves `v1`.
+//! A kind counts as served when its CRD exists, is `Established`, and serves `v1`. Istio's
+//! `DestinationRule` is watched the same way (served at `v1beta1`, the version the Go AI
+//! Runway writes); it is optional: without it the endpoint picker gets no DestinationRule.
 
 use std::sync::Arc;
 
@@ -21,6 +23,10 @@ pub const HTTP_ROUTES_CRD: &str = "httproutes.gateway.networking.k8s.io";
 pub const GATEWAYS_CRD: &str = "gateways.gateway.networking.k8s.io";
 /// The version each must serve.
 pub const VERSION: &str = "v1";
+/// Istio's DestinationRule CRD (optional: present where Istio is installed).
+pub const DESTINATION_RULES_CRD: &str = "destinationrules.networking.istio.io";
+/// The DestinationRule version the core writes (the Go AI Runway's).
+pub const DESTINATION_RULE_VERSION: &str = "v1beta1";
 
 /// Which gateway kinds the cluster serves.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -31,6 +37,8 @@ pub struct Detection {
     pub http_routes: bool,
     /// `gateways` in `gateway.networking.k8s.io/v1`.
     pub gateways: bool,
+    /// `destinationrules` in `networking.istio.io/v1beta1` (Istio installed; optional).
+    pub destination_rules: bool,
 }
 
 impl Detection {
@@ -39,7 +47,7 @@ impl Detection {
         self.missing().is_empty()
     }
 
-    /// The CRDs (`<plural>.<group>`) not served at `v1`.
+    /// The required CRDs (`<plural>.<group>`) not served at `v1` (Istio's is optional).
     pub fn missing(&self) -> Vec<&'static str> {
         [
             (self.inference_pools, INFERENCE_POOLS_CRD),
@@ -86,11 +94,16 @@ impl Detector {
         Detector { current }
     }
 
-    /// Starts the watches (each selects one CRD by name, so only three objects are cached).
+    /// Starts the watches (each selects one CRD by name, so only four objects are cached).
     pub fn start(client: Client, shutdown: CancellationToken) -> Detector {
         let (sender, current) = watch::channel(Detection::default());
         let sender = Arc::new(sender);
-        for name in [INFERENCE_POOLS_CRD, HTTP_ROUTES_CRD, GATEWAYS_CRD] {
+        for name in [
+            INFERENCE_POOLS_CRD,
+            HTTP_ROUTES_CRD,
+            GATEWAYS_CRD,
+            DESTINATION_RULES_CRD,
+        ] {
             let api: Api<CustomResourceDefinition> = Api::all(client.clone());
             let sender = sender.clone();
             let shutdown = shutdown.clone();
@@ -112,11 +125,16 @@ impl Detector {
                         }
                         Some(Ok(_)) => {}
                     }
-                    let served = store.state().iter().any(|crd| serves(crd, VERSION));
+                    let version = match name {
+                        DESTINATION_RULES_CRD => DESTINATION_RULE_VERSION,
+                        _ => VERSION,
+                    };
+                    let served = store.state().iter().any(|crd| serves(crd, version));
                     sender.send_if_modified(|d| {
                         let slot = match name {
                             INFERENCE_POOLS_CRD => &mut d.inference_pools,
                             HTTP_ROUTES_CRD => &mut d.http_routes,
+                            DESTINATION_RULES_CRD => &mut d.destination_rules,
                             _ => &mut d.gateways,
                         };
                         let changed = *slot != served;
@@ -181,8 +199,14 @@ mod tests {
             inference_pools: true,
             http_routes: true,
             gateways: true,
+            destination_rules: false,
         };
-        assert!(all.available());
+        assert!(all.available(), "Istio's DestinationRule is optional");
         assert_eq!(Detector::fixed(all).current(), all);
+        let istio_only = Detection {
+            destination_rules: true,
+            ..Detection::default()
+        };
+        assert_eq!(istio_only.missing(), none.missing());
     }
 }

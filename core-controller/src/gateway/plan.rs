@@ -355,6 +355,7 @@ mod tests {
             inference_pools: true,
             http_routes: true,
             gateways: true,
+            destination_rules: false,
         }
     }
 
@@ -404,6 +405,7 @@ mod tests {
             inference_pools: false,
             http_routes: true,
             gateways: true,
+            destination_rules: false,
         };
         assert_eq!(
             reason(intent(&md(running.clone()), &none, false)),

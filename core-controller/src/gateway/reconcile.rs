@@ -59,6 +59,14 @@ fn routes_resource() -> ApiResource {
 fn pickers_resource() -> ApiResource {
     resource("apps", "v1", "Deployment", "deployments")
 }
+fn destination_rules_resource() -> ApiResource {
+    resource(
+        render::ISTIO_GROUP,
+        super::detect::DESTINATION_RULE_VERSION,
+        "DestinationRule",
+        "destinationrules",
+    )
+}
 fn pools_resource() -> ApiResource {
     resource(POOL_GROUP, "v1", "InferencePool", "inferencepools")
 }
@@ -85,6 +93,7 @@ fn resource_of(object: &Value) -> Option<ApiResource> {
         "Deployment" => resource("apps", "v1", kind, "deployments"),
         "InferencePool" => pools_resource(),
         "HTTPRoute" => routes_resource(),
+        "DestinationRule" => destination_rules_resource(),
         _ => return None,
     })
 }
@@ -363,6 +372,7 @@ impl Integration {
             capability: capability.as_ref(),
             config: &self.config,
             gateways: self.gateway_views(),
+            destination_rules: self.detector.current().destination_rules,
             answers: BTreeMap::new(),
         };
         for _ in 0..MAX_READS {
@@ -488,6 +498,12 @@ impl Integration {
             if detection.inference_pools {
                 removed += usize::from(
                     self.delete_owned(&pools_resource(), &namespace, &names.pool, md)
+                        .await,
+                );
+            }
+            if detection.destination_rules {
+                removed += usize::from(
+                    self.delete_owned(&destination_rules_resource(), &namespace, &names.epp, md)
                         .await,
                 );
             }
@@ -936,7 +952,10 @@ mod tests {
             uid: "u".into(),
         };
         let names = Names::of("m");
-        for object in render::endpoint_picker(&owner, &names, "i", "c") {
+        for object in render::endpoint_picker(&owner, &names, "i", "c")
+            .into_iter()
+            .chain([render::destination_rule(&owner, &names)])
+        {
             assert!(resource_of(&object).is_some(), "{}", object["kind"]);
         }
         assert_eq!(

@@ -236,6 +236,26 @@ pub fn endpoint_picker(owner: &Owner, names: &Names, image: &str, config: &str) 
     ]
 }
 
+/// Istio's API group.
+pub const ISTIO_GROUP: &str = "networking.istio.io";
+
+/// The Istio `DestinationRule` for the endpoint picker, as the Go AI Runway writes it (where
+/// Istio is installed): the picker serves its gRPC with a self-signed certificate, so the
+/// Gateway's proxy connects with TLS (`SIMPLE`) without verifying it. Named and owned like the
+/// rest of the picker stack, removed with it.
+pub fn destination_rule(owner: &Owner, names: &Names) -> Value {
+    let epp = &names.epp;
+    json!({
+        "apiVersion": format!("{ISTIO_GROUP}/{}", super::detect::DESTINATION_RULE_VERSION),
+        "kind": "DestinationRule",
+        "metadata": owner.metadata(epp, None),
+        "spec": {
+            "host": format!("{epp}.{}.svc.cluster.local", owner.namespace),
+            "trafficPolicy": {"tls": {"mode": "SIMPLE", "insecureSkipVerify": true}},
+        },
+    })
+}
+
 /// The HTTPRoute attaching the pool to the Gateway for `model_name`.
 pub fn route(
     owner: &Owner,
@@ -461,6 +481,23 @@ mod tests {
         assert_ne!(
             other[4]["spec"]["template"]["metadata"]["annotations"],
             deployment["spec"]["template"]["metadata"]["annotations"]
+        );
+    }
+
+    #[test]
+    fn the_destination_rule_is_the_go_projects() {
+        // Go: `controller/internal/controller/gateway_reconciler.go` reconcileEPPDestinationRule.
+        let rule = destination_rule(&owner(), &Names::of("qwen3"));
+        assert_eq!(rule["apiVersion"], "networking.istio.io/v1beta1");
+        assert_eq!(rule["kind"], "DestinationRule");
+        assert_eq!(rule["metadata"]["name"], "qwen3-epp");
+        assert_eq!(rule["metadata"]["namespace"], "default");
+        assert_eq!(rule["metadata"]["ownerReferences"][0]["name"], "qwen3");
+        assert_eq!(rule["metadata"]["ownerReferences"][0]["controller"], true);
+        assert_eq!(
+            rule["spec"],
+            json!({"host": "qwen3-epp.default.svc.cluster.local",
+                   "trafficPolicy": {"tls": {"mode": "SIMPLE", "insecureSkipVerify": true}}})
         );
     }
 

@@ -130,6 +130,8 @@ pub struct Observed<'a> {
     pub config: &'a GatewayConfig,
     /// The Gateways of the watch cache, sorted by reference.
     pub gateways: Vec<GatewayView>,
+    /// Istio's DestinationRule is served: the endpoint picker gets one (as in the Go AI Runway).
+    pub destination_rules: bool,
     /// The reads the plan asked for, answered.
     pub answers: BTreeMap<Read, Answer>,
 }
@@ -504,9 +506,13 @@ fn pool(observed: &Observed<'_>, target: &Target, steps: &mut Vec<Step>) -> Resu
         config.clone(),
     ];
     // Only a provider's selector is an input (the default one leaves the hashes of existing
-    // pools as they were).
+    // pools as they were); likewise Istio's DestinationRule, so the stack is applied again
+    // when Istio is installed or removed.
     if provider_selector.is_some() {
         inputs.extend(selector.iter().map(|(key, value)| format!("{key}={value}")));
+    }
+    if observed.destination_rules {
+        inputs.push("istio-destination-rule".to_string());
     }
     let hash = render::inputs_hash(&inputs.iter().map(String::as_str).collect::<Vec<_>>());
     let ours = PoolRef {
@@ -541,6 +547,14 @@ fn pool(observed: &Observed<'_>, target: &Target, steps: &mut Vec<Step>) -> Resu
             failure: reasons::EPP_FAILED,
         });
     }
+    let mut istio = String::new();
+    if observed.destination_rules {
+        steps.push(Step::Apply {
+            object: render::destination_rule(owner, names),
+            failure: reasons::EPP_FAILED,
+        });
+        istio = format!(", Istio DestinationRule {}", names.epp);
+    }
     // The pool last: its hash says the whole stack is applied.
     steps.push(Step::Apply {
         object: render::pool(owner, names, &selector, port, &hash),
@@ -551,7 +565,7 @@ fn pool(observed: &Observed<'_>, target: &Target, steps: &mut Vec<Step>) -> Resu
         event_reasons::GATEWAY_RESOURCES_APPLIED,
         event_actions::APPLY_INFERENCE_POOL,
         format!(
-            "InferencePool {namespace}/{} and endpoint picker {} applied (target port {port}, image {image})",
+            "InferencePool {namespace}/{} and endpoint picker {} applied (target port {port}, image {image}{istio})",
             names.pool, names.epp
         ),
     ));
@@ -732,6 +746,7 @@ mod tests {
         objects: BTreeMap<(Kind, String, String), Value>,
         served: Option<String>,
         refused: Vec<Kind>,
+        istio: bool,
     }
 
     impl World {
@@ -779,6 +794,7 @@ mod tests {
             capability,
             config,
             gateways,
+            destination_rules: world.istio,
             answers: BTreeMap::new(),
         };
         let mut reads = Vec::new();
@@ -872,6 +888,50 @@ mod tests {
             }
         }
         world
+    }
+
+    /// G4: with Istio's DestinationRule served, the picker stack carries the Go AI Runway's
+    /// DestinationRule, and the pool's hash differs from the one without (Istio installed later
+    /// applies the stack again).
+    #[test]
+    fn with_istio_the_picker_gets_a_destination_rule() {
+        let md = md(json!({}));
+        let gateways = vec![gateway(GATEWAY_NS, "inference-gateway", true)];
+        let plain = World::default();
+        let istio = World {
+            istio: true,
+            ..World::default()
+        };
+        let (without, _) = run(&md, None, &config(), gateways.clone(), &plain);
+        let (with, _) = run(&md, None, &config(), gateways, &istio);
+        let kinds = |plan: &RoutePlan| -> Vec<String> {
+            applied_kinds(plan).into_iter().map(|(k, _)| k).collect()
+        };
+        assert!(!kinds(&without).contains(&"DestinationRule".to_string()));
+        assert_eq!(
+            kinds(&with),
+            [
+                "ServiceAccount",
+                "Role",
+                "RoleBinding",
+                "ConfigMap",
+                "Deployment",
+                "Service",
+                "DestinationRule",
+                "InferencePool",
+                "HTTPRoute"
+            ]
+        );
+        let rule = applied(&with, "DestinationRule");
+        assert_eq!(
+            rule["spec"]["host"],
+            format!("qwen-epp.{NS}.svc.cluster.local")
+        );
+        let hash = |plan: &RoutePlan| {
+            applied(plan, "InferencePool")["metadata"]["annotations"][INPUTS_HASH_ANNOTATION]
+                .clone()
+        };
+        assert_ne!(hash(&without), hash(&with));
     }
 
     /// e2e `a_running_deployment_is_routed_through_the_gateway_and_cleaned_up`: the first

@@ -20,7 +20,8 @@ pub enum EngineDecision {
         /// Why (for `status.engine.selectedReason`).
         reason: String,
     },
-    /// No engine can be chosen; the message starts with `engine.type is required`.
+    /// No engine can be chosen: `engine.type is required: ...` with the selector disabled, else
+    /// the Go AI Runway's `no engines available from registered providers (...)`.
     Unavailable {
         /// What to fix.
         message: String,
@@ -110,19 +111,39 @@ pub fn select_engine(
             };
         }
     }
-    let whom = match named {
-        Some(name) => format!("provider {name}"),
-        None => "no ready provider".to_string(),
-    };
     let message = match named {
-        Some(_) => format!(
-            "{}: {whom} offers no engine for {need}",
-            messages::ENGINE_TYPE_REQUIRED
+        Some(name) => format!(
+            "{}: provider {name} (spec.provider.name) offers no engine for them; set spec.engine.type or name another provider",
+            no_engines_available(gpu, mode, candidates.iter().copied()),
         ),
-        None => format!(
-            "{}: {whom} offers an engine for {need}",
-            messages::ENGINE_TYPE_REQUIRED
-        ),
+        None if providers.is_empty() => messages::NO_PROVIDERS_REGISTERED.to_string(),
+        None => no_engines_available(gpu, mode, candidates.iter().copied()),
     };
     EngineDecision::Unavailable { message }
+}
+
+/// The Go AI Runway's text for no usable engine: `no engines available from registered
+/// providers (hasGPU=<g>, servingMode=<m>, advertised=map[<provider>:[<engine> ...] ...])`, the
+/// engines each candidate provider advertises, providers by name (as Go prints a map).
+fn no_engines_available<'a>(
+    gpu: bool,
+    mode: airunway_api::v1alpha1::ServingMode,
+    providers: impl Iterator<Item = &'a ProviderView>,
+) -> String {
+    let mut advertised: Vec<(&str, String)> = providers
+        .map(|p| {
+            let engines: Vec<&str> = p.engines.iter().map(|c| c.name.as_str()).collect();
+            (p.name.as_str(), engines.join(" "))
+        })
+        .collect();
+    advertised.sort_unstable();
+    let advertised: Vec<String> = advertised
+        .into_iter()
+        .map(|(p, engines)| format!("{p}:[{engines}]"))
+        .collect();
+    format!(
+        "{} (hasGPU={gpu}, servingMode={mode}, advertised=map[{}])",
+        messages::NO_ENGINES_AVAILABLE,
+        advertised.join(" ")
+    )
 }

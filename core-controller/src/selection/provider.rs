@@ -69,7 +69,8 @@ impl ProviderDecision {
                 Some(messages::NO_HEALTHY_PROVIDERS.to_string())
             }
             ProviderDecision::NoCompatibleProvider { rejections } => Some(format!(
-                "No compatible provider: {}",
+                "{}: {}",
+                messages::NO_COMPATIBLE_PROVIDER,
                 rejections
                     .iter()
                     .map(|(p, why)| format!("{p}: {why}"))

@@ -104,10 +104,36 @@ pub fn describe(errors: &[FieldError]) -> String {
         .join("; ")
 }
 
-/// Every error of `md` (empty when valid).
+/// Every error of `md` (empty when valid), as reconcile sees it: the spec's errors and, for a
+/// name providers cannot derive valid object names and label values from (stored under the Go
+/// AI Runway, which checked names on create only, or while the webhook was away), the name's,
+/// saying how to get a usable one (the name cannot change).
 pub fn validate(md: &ModelDeployment) -> Vec<FieldError> {
+    let mut errors: Vec<FieldError> = validate_name(md.metadata.name.as_deref().unwrap_or_default())
+        .into_iter()
+        .map(|e| FieldError {
+            message: format!(
+                "{}; a name cannot change: delete the ModelDeployment and create it again under a DNS-1035 name of at most {MAX_NAME_LENGTH} characters",
+                e.message
+            ),
+            ..e
+        })
+        .collect();
+    errors.extend(validate_spec(md));
+    errors
+}
+
+/// The errors of `metadata.name` (checked at admission on create only, as the Go AI Runway
+/// does: the name of a stored deployment cannot change, so refusing its updates helps nobody).
+pub fn validate_name(name: &str) -> Vec<FieldError> {
     let mut errors = Vec::new();
-    spec::validate_name(md.metadata.name.as_deref().unwrap_or_default(), &mut errors);
+    spec::validate_name(name, &mut errors);
+    errors
+}
+
+/// The errors of `md`'s spec (empty when valid), its name aside.
+pub fn validate_spec(md: &ModelDeployment) -> Vec<FieldError> {
+    let mut errors = Vec::new();
     let spec = &md.spec;
     spec::validate_rules(spec, &mut errors);
     values::validate_values(spec, &mut errors);

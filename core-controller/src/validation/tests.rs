@@ -94,3 +94,20 @@ fn model_ids_labels_and_secrets() {
         ]
     );
 }
+
+#[test]
+fn at_reconcile_a_bad_name_says_how_to_get_a_usable_one() {
+    let found = validate(&md("a.b", json!({"model": {"id": "a/b"}})));
+    assert_eq!(found.len(), 1);
+    assert_eq!(found[0].field, "metadata.name");
+    assert!(
+        found[0].message.ends_with(
+            "; a name cannot change: delete the ModelDeployment and create it again under a DNS-1035 name of at most 45 characters"
+        ),
+        "{}",
+        found[0].message
+    );
+    // At admission (create) the rule alone; the spec's errors without the name's.
+    assert!(!validate_name("a.b")[0].message.contains("cannot change"));
+    assert!(validate_spec(&md("a.b", json!({"model": {"id": "a/b"}}))).is_empty());
+}

@@ -135,7 +135,14 @@ pub fn validate_model_deployment(
             );
         }
     };
-    let mut errors = validation::validate(&md);
+    // The name on create only (as the Go AI Runway): a stored name cannot change, so an update
+    // refused for it could never be made; reconcile still says why such a name cannot run.
+    let mut errors = if request.operation == Operation::Create {
+        validation::validate_name(&name)
+    } else {
+        vec![]
+    };
+    errors.extend(validation::validate_spec(&md));
     if let Some(spec) = object.data.get("spec") {
         errors.extend(crate::unknown_fields::unknown_fields(spec));
     }
@@ -544,6 +551,33 @@ mod tests {
                 .patch
                 .is_none()
         );
+    }
+
+    #[test]
+    fn the_name_is_checked_on_create_only() {
+        // V9: a name stored under the Go AI Runway (dots, or longer than 45 characters) cannot
+        // change, so updates of its spec are admitted; a create is refused naming the rule.
+        for name in ["a.b", "m234567890123456789012345678901234567890123456"] {
+            let object = |replicas: i64| {
+                json!({"apiVersion": "airunway.ai/v1alpha1", "kind": "ModelDeployment",
+                    "metadata": {"name": name, "namespace": "ns"},
+                    "spec": {"model": {"id": "a/b"}, "engine": {"type": "llamacpp"},
+                        "scaling": {"replicas": replicas}}})
+            };
+            let created = validate_model_deployment(
+                &request("ModelDeployment", "CREATE", object(1), None),
+                &[],
+                true,
+            );
+            assert!(!created.allowed, "{name}");
+            assert!(created.result.message.contains("metadata.name"), "{name}");
+            let updated = validate_model_deployment(
+                &request("ModelDeployment", "UPDATE", object(2), Some(object(1))),
+                &[],
+                true,
+            );
+            assert!(updated.allowed, "{name}: {}", updated.result.message);
+        }
     }
 
     #[test]
