@@ -119,8 +119,19 @@ fn own_profile_dir() -> PathBuf {
 /// The product's binaries come from [`our_bin_dir`]; the harness's binaries
 /// (`airunway-sandbox`, `airunway-bench`, `airunway-render`) always from the test executable's
 /// own profile directory, where `cargo test -p airunway-e2e` builds them (a copy left in
-/// `$AIRUNWAY_BIN_DIR` by an older build is never picked up).
+/// `$AIRUNWAY_BIN_DIR` by an older build is never picked up). `$AIRUNWAY_BIN_<NAME>` (the name
+/// upper case, `-` as `_`) names one binary built elsewhere, e.g. `e2e/run-tests` sets
+/// `AIRUNWAY_BIN_CONFIGMAP_PROVIDER` to the example provider built from the packaged
+/// `airunway-api` (`examples/configmap-provider/build-from-package`).
 pub fn our_binary(name: &str) -> Result<PathBuf> {
+    let own = format!("AIRUNWAY_BIN_{}", name.to_uppercase().replace('-', "_"));
+    if let Some(path) = std::env::var_os(&own) {
+        let path = PathBuf::from(path);
+        if !path.is_file() {
+            bail!("{own}={} is not a file", path.display());
+        }
+        return Ok(path);
+    }
     let dir = if HARNESS_BINARIES.contains(&name) {
         own_profile_dir()
     } else {

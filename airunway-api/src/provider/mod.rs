@@ -42,8 +42,9 @@
 //!    shutdown — the same flags as the core.
 //!
 //! **Public surface**: the contract ([`Provider`] and the types it takes and returns,
-//! [`SchemaAdapter`], [`overrides`] for typed override keys), [`run`] / [`run_with_args`] with
-//! [`ProviderArgs`], and the kits ([`vllm_kit`]). With the feature `testing` (for
+//! [`SchemaAdapter`], [`overrides`] with [`OverrideSchema`], the one declaration of a provider's
+//! `provider.overrides`), [`run`] / [`run_with_args`] with [`ProviderArgs`] and [`RunError`],
+//! [`registration_spec`], and the kits ([`vllm_kit`]). With the feature `testing` (for
 //! `[dev-dependencies]`) tests and benches also get the offline cycle (`cycle`), the planner
 //! (`plan`), the desired objects and status (`desired`), the registration helpers
 //! (`registration`) and the upstream test material (`testing`). Everything else is internal.

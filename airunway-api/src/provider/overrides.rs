@@ -443,7 +443,7 @@ pub fn is_quantity(s: &str) -> bool {
     number_ok && suffix_ok
 }
 
-/// The value at a dotted path in the overrides (after [`check`] passed).
+/// The value at a dotted path in the overrides (after [`OverrideSchema::check`] passed).
 pub fn get<'a>(overrides: Option<&'a Map<String, Value>>, path: &str) -> Option<&'a Value> {
     let mut parts = path.split('.');
     let mut node = overrides?.get(parts.next()?)?;

@@ -14,8 +14,8 @@ pub struct RenderWarning {
 #[derive(Clone, Debug, PartialEq)]
 pub struct Rendered {
     /// The objects as JSON (`apiVersion`, `kind`, `metadata.name` and the kind's fields), each
-    /// of the provider's [upstream kind](Provider::upstream) or one of its
-    /// [secondary kinds](Provider::secondary_kinds). The first is the primary object: the one
+    /// of the provider's [upstream kind](super::Provider::upstream) or one of its
+    /// [secondary kinds](super::Provider::secondary_kinds). The first is the primary object: the one
     /// `status.provider.resourceName`/`resourceKind` name. Names must be unique per kind. The
     /// SDK adds the namespace, owner reference, labels and annotations.
     pub objects: Vec<serde_json::Value>,

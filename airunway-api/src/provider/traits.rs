@@ -177,7 +177,7 @@ pub trait Provider: Send + Sync + 'static {
 
     /// The registration: capabilities, selection rules, documentation (the SDK adds the probe
     /// endpoint and the `overridePaths` of [`overrides`](Provider::overrides), see
-    /// [`registration`](super::registration())).
+    /// [`registration_spec`](super::registration_spec)).
     fn registration(&self) -> InferenceProviderConfigSpec;
 
     /// The upstream kind.
