@@ -821,3 +821,51 @@ fn top_level_replica_counts_win() {
     let replicas = translated.replicas.unwrap();
     assert_eq!((replicas.desired, replicas.ready), (Some(3), Some(3)));
 }
+
+/// The endpoint picker's typed overrides (parity D3) and the `spec` escape hatch of Go's
+/// multi-node manifest (parity D4), escalating keys refused.
+#[test]
+fn epp_overrides_and_the_spec_escape_hatch() {
+    let spec = |overrides: Value| {
+        md(json!({"model": {"id": "Qwen/Qwen3-0.6B"}, "engine": {"type": "vllm", "args": {"tensor-parallel-size": "2"}},
+            "resources": {"gpu": {"count": 2}}, "gateway": {"enabled": true},
+            "provider": {"name": "dynamo", "overrides": overrides}}))
+    };
+    let detection = SchemaDetection::Supported(schema());
+    let rendered = airunway_api::provider::cycle::checked(
+        &DynamoProvider,
+        &spec(json!({"epp": {"image": "registry.example/epp:1", "replicas": 2},
+            "spec": {"services": {"VllmWorker": {"multinode": {"nodeCount": 2}}}}})),
+        &detection,
+    )
+    .unwrap();
+    let services = &rendered.objects[0]["spec"]["services"];
+    assert_eq!(services["Epp"]["replicas"], 2);
+    assert_eq!(
+        services["Epp"]["extraPodSpec"]["mainContainer"]["image"],
+        "registry.example/epp:1"
+    );
+    assert_eq!(services["VllmWorker"]["multinode"]["nodeCount"], 2);
+    assert_eq!(services["VllmWorker"]["componentType"], "worker");
+    assert!(rendered.warnings.is_empty(), "{:?}", rendered.warnings);
+    let refused = airunway_api::provider::cycle::checked(
+        &DynamoProvider,
+        &spec(json!({"spec": {"services": {"VllmWorker": {"extraPodSpec": {"hostNetwork": true}}}}})),
+        &detection,
+    )
+    .unwrap_err();
+    assert!(
+        refused.to_string().contains("hostNetwork"),
+        "{refused}"
+    );
+    let bad_image = airunway_api::provider::cycle::checked(
+        &DynamoProvider,
+        &spec(json!({"epp": {"image": "UPPER/case:1"}})),
+        &detection,
+    )
+    .unwrap_err();
+    assert!(
+        bad_image.to_string().starts_with("invalid provider.overrides: provider.overrides.epp.image"),
+        "{bad_image}"
+    );
+}
