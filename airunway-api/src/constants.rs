@@ -19,6 +19,11 @@ pub mod annotations {
     pub const SPEC_HASH: &str = "airunway.ai/spec-hash";
     /// On an upstream object: hash of the deployment's identity fields (recreate on change).
     pub const IDENTITY_HASH: &str = "airunway.ai/identity-hash";
+    /// On an InferenceProviderConfig: the provider's display name (as the Go AI Runway writes
+    /// it for its dashboard).
+    pub const DISPLAY_NAME: &str = "airunway.ai/display-name";
+    /// On an InferenceProviderConfig: the provider's documentation URL (`spec.documentation`).
+    pub const DOCUMENTATION_URL: &str = "airunway.ai/documentation-url";
 }
 
 /// Labels AI Runway writes.

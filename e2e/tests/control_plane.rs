@@ -700,7 +700,7 @@ async fn generated_renders_pass_server_side_dry_run() {
     let discovery = Discovery::new(env.client.clone()).run().await.unwrap();
     let ours = model_deployment_validator().unwrap();
 
-    let kaito = airunway_provider_kaito::KaitoProvider;
+    let kaito = airunway_provider_kaito::KaitoProvider::default();
     let dynamo = airunway_provider_dynamo::DynamoProvider;
     let kuberay = airunway_provider_kuberay::KubeRayProvider;
     let llmd = airunway_provider_llmd::LlmdProvider;

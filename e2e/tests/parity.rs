@@ -616,7 +616,12 @@ async fn kaito() {
         &env,
         "airunway-provider-kaito",
         &identity,
-        &["--heartbeat-interval=1s"],
+        // K8: node auto-provisioning as a Go operator configures it (there by environment).
+        &[
+            "--heartbeat-interval=1s",
+            "--node-auto-provisioning=true",
+            "--cpu-instance-type=Standard_D8s_v5",
+        ],
         "kaito-0",
     )
     .await;
@@ -664,7 +669,8 @@ async fn kaito() {
     create(
         "labels",
         llamacpp(json!({"podTemplate": {"metadata": {"labels":
-            {"team": "a", "airunway.ai/deployment": "x"}}}})),
+            {"team": "a", "airunway.ai/deployment": "x"}}},
+            "secrets": {"huggingFaceToken": "hf"}})),
     )
     .await;
     let workspace = eventually("the Workspace of `labels`", WAIT, || async {
@@ -686,6 +692,52 @@ async fn kaito() {
         labels.get("airunway.ai/deployment").map(String::as_str) == Some("labels"),
         "the podTemplate's `airunway.ai/deployment: x` replaces the Workspace's label",
         &format!("{labels:?}"),
+    );
+    // K8 (match). Go: transformer.go (l.185-199) sets `resource.instanceType` from
+    // AIRUNWAY_KAITO_CPU_INSTANCE_TYPE for a CPU Workspace under node auto-provisioning.
+    same(
+        "K8",
+        workspace.data["resource"]["instanceType"] == "Standard_D8s_v5",
+        &workspace.data["resource"].to_string(),
+    );
+    // K3 (match). Go: transformer.go buildEnvVars (l.320-355): HF_TOKEN from the Secret's
+    // HF_TOKEN key, not the whole Secret.
+    let container = &workspace.data["inference"]["template"]["spec"]["containers"][0];
+    same(
+        "K3",
+        container["env"].as_array().is_some_and(|env| {
+            env.iter().any(|e| {
+                e["name"] == "HF_TOKEN"
+                    && e["valueFrom"]["secretKeyRef"] == json!({"name": "hf", "key": "HF_TOKEN"})
+            })
+        }) && container.get("envFrom").is_none(),
+        &container.to_string(),
+    );
+
+    // K2 (match). Go: transformer.go resolveLlamaCppModelArg (l.283-294): `engine.args.ggufUrl`
+    // is the model argument, and not a flag.
+    create(
+        "gguf",
+        llamacpp(json!({"engine": {"type": "llamacpp",
+            "args": {"ggufUrl": "https://huggingface.co/o/r/resolve/main/m.gguf"}}})),
+    )
+    .await;
+    let gguf = eventually("the Workspace of `gguf`", WAIT, || async {
+        workspaces
+            .get_opt("gguf")
+            .await
+            .map_err(|e| e.to_string())?
+            .ok_or_else(|| "no Workspace yet".to_string())
+    })
+    .await;
+    let args = &gguf.data["inference"]["template"]["spec"]["containers"][0]["args"];
+    same(
+        "K2",
+        args[0] == "https://huggingface.co/o/r/resolve/main/m.gguf"
+            && !args
+                .as_array()
+                .is_some_and(|a| a.iter().any(|x| x == "--ggufUrl")),
+        &args.to_string(),
     );
 
     // K6 (keep ours). Go: transformer.go l.131-135 maps `scaling.replicas: 0` to
@@ -716,7 +768,7 @@ async fn kaito() {
         "a Workspace was written for scaling.replicas 0",
     );
 
-    for name in ["labels", "zero"] {
+    for name in ["labels", "zero", "gguf"] {
         let _ = api.delete(name, &DeleteParams::default()).await;
     }
     provider.process.terminate(Duration::from_secs(10));
@@ -920,10 +972,9 @@ async fn dynamo() {
     // D6 (keep ours): `spec.env` reaches the workers' `envs` (Go ignores it).
     create(
         "routed",
-        go_vllm(
-            json!({"gateway": {"enabled": true}, "provider": {"name": "dynamo"},
-            "env": [{"name": "LOG_LEVEL", "value": "debug"}]}),
-        ),
+        go_vllm(json!({"gateway": {"enabled": true},
+            "provider": {"name": "dynamo", "overrides": {"epp": {"replicas": 2}}},
+            "env": [{"name": "LOG_LEVEL", "value": "debug"}]})),
     )
     .await;
     let routed = rendered("routed").await;
@@ -933,6 +984,13 @@ async fn dynamo() {
         services["Epp"]["extraPodSpec"]["mainContainer"]["env"]
             == json!([{"name": "DYN_DECODE_FALLBACK", "value": "true"},
                 {"name": "DYN_ENFORCE_DISAGG", "value": "false"}]),
+        &services["Epp"].to_string(),
+    );
+    // D3 (match). Go: `providers/dynamo/transformer.go` DynamoOverrides (l.71-93) types
+    // `epp.replicas` and `epp.image`.
+    same(
+        "D3",
+        services["Epp"]["replicas"] == 2,
         &services["Epp"].to_string(),
     );
     departure(
@@ -1028,6 +1086,23 @@ async fn kuberay() {
     .await;
     // Registration (keep ours). Go: `providers/kuberay/config.go` registers the rule
     // `gpu.count > 1 && engine == 'vllm'` at priority 80; ours registers none (explicit-only).
+    // RG6 (match). Go: every shim's `config.go` annotates its registration for the Go
+    // dashboard (`airunway.ai/display-name`, `airunway.ai/documentation-url`, ...).
+    let annotations = registration
+        .metadata
+        .annotations
+        .clone()
+        .unwrap_or_default();
+    same(
+        "RG6",
+        annotations
+            .get("airunway.ai/display-name")
+            .map(String::as_str)
+            == Some("KubeRay")
+            && annotations.contains_key("airunway.ai/documentation-url")
+                == registration.spec.documentation.is_some(),
+        &format!("{annotations:?}"),
+    );
     departure(
         "KubeRay selection rule",
         registration.spec.selection_rules.is_none(),

@@ -111,6 +111,14 @@ pub const OVERRIDES: OverrideSchema = OverrideSchema::keys(&[
             ),
         ]),
     ),
+    // The endpoint picker (with `gateway.enabled: true`), as the Go AI Runway's typed keys.
+    (
+        "epp",
+        OverrideType::Object(&[
+            ("replicas", OverrideType::Count),
+            ("image", OverrideType::String),
+        ]),
+    ),
 ]);
 
 /// Flags the provider sets itself; `engine.args` may not set them.
@@ -452,6 +460,22 @@ pub fn render(md: &ModelDeployment, schema: &UpstreamSchema) -> Result<Rendered,
     // without checking that the cluster serves InferencePools.
     let gateway = spec.gateway.as_ref().and_then(|g| g.enabled) == Some(true);
 
+    // The endpoint picker's overridable settings; the image is checked like engine.image.
+    let epp_replicas = overrides::get(overrides_map, "epp.replicas")
+        .and_then(Value::as_u64)
+        .unwrap_or(1);
+    let epp_image = match overrides::get(overrides_map, "epp.image").and_then(Value::as_str) {
+        Some(image) => {
+            airunway_api::image_reference::parse(image).map_err(|e| {
+                RenderError::InvalidOverrides(format!(
+                    "invalid provider.overrides: provider.overrides.epp.image: {image:?} is not a valid image reference: {e}"
+                ))
+            })?;
+            image.to_string()
+        }
+        None => epp_image(),
+    };
+
     // Frontend.
     let frontend_replicas = overrides::get(overrides_map, "frontend.replicas")
         .and_then(Value::as_u64)
@@ -564,8 +588,8 @@ pub fn render(md: &ModelDeployment, schema: &UpstreamSchema) -> Result<Rendered,
             EPP_SERVICE.into(),
             with_common(json!({
                 "componentType": "epp",
-                "replicas": 1,
-                "extraPodSpec": {"mainContainer": {"image": epp_image(), "env": epp_env(spec.serving_mode())}},
+                "replicas": epp_replicas,
+                "extraPodSpec": {"mainContainer": {"image": epp_image, "env": epp_env(spec.serving_mode())}},
                 "eppConfig": {"config": epp_config(spec.serving_mode() == ServingMode::Disaggregated)},
             })),
         );
@@ -610,12 +634,13 @@ pub fn render(md: &ModelDeployment, schema: &UpstreamSchema) -> Result<Rendered,
         labels.insert(MODEL_ID_LABEL.into(), json!(model_id));
     }
     labels.insert(ENGINE_TYPE_LABEL.into(), json!(engine.as_str()));
+    let dgd_spec = json!({"backendFramework": engine.as_str(), "services": services});
     Ok(Rendered {
         objects: vec![json!({
             "apiVersion": schema.api_version,
             "kind": "DynamoGraphDeployment",
             "metadata": {"name": name, "labels": labels},
-            "spec": {"backendFramework": engine.as_str(), "services": services},
+            "spec": dgd_spec,
         })],
         warnings,
     })

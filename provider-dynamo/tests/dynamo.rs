@@ -821,3 +821,43 @@ fn top_level_replica_counts_win() {
     let replicas = translated.replicas.unwrap();
     assert_eq!((replicas.desired, replicas.ready), (Some(3), Some(3)));
 }
+
+/// The endpoint picker's typed overrides (parity D3); an invalid image refused naming the key.
+#[test]
+fn epp_overrides() {
+    let spec = |overrides: Value| {
+        md(
+            json!({"model": {"id": "Qwen/Qwen3-0.6B"}, "engine": {"type": "vllm"},
+            "resources": {"gpu": {"count": 1}}, "gateway": {"enabled": true},
+            "provider": {"name": "dynamo", "overrides": overrides}}),
+        )
+    };
+    let detection = SchemaDetection::Supported(schema());
+    let rendered = cycle::checked(
+        &DynamoProvider,
+        &spec(json!({"epp": {"image": "registry.example/epp:1", "replicas": 2}})),
+        &detection,
+    )
+    .unwrap();
+    let services = &rendered.desired[0].object["spec"]["services"];
+    assert_eq!(services["Epp"]["replicas"], 2);
+    assert_eq!(
+        services["Epp"]["extraPodSpec"]["mainContainer"]["image"],
+        "registry.example/epp:1"
+    );
+    assert!(rendered.warnings.is_empty(), "{:?}", rendered.warnings);
+    let bad_image = cycle::checked(
+        &DynamoProvider,
+        &spec(json!({"epp": {"image": "app:.v1"}})),
+        &detection,
+    )
+    .unwrap_err();
+    assert!(
+        bad_image
+            .status
+            .message
+            .starts_with("invalid provider.overrides: provider.overrides.epp.image"),
+        "{}",
+        bad_image.status.message
+    );
+}

@@ -28,7 +28,7 @@ fn installed_crd() -> CustomResourceDefinition {
 }
 
 fn detected_schema() -> UpstreamSchema {
-    let detection = KaitoProvider.detect_schema(Some(&installed_crd()));
+    let detection = KaitoProvider::default().detect_schema(Some(&installed_crd()));
     detection
         .schema()
         .cloned()
@@ -75,7 +75,7 @@ fn settled(
     DynamicObject,
 ) {
     let (md, schema) = (deployment(engine), detected_schema());
-    let applied = cycle::apply(&KaitoProvider, &md, &schema, None, &now()).unwrap();
+    let applied = cycle::apply(&KaitoProvider::default(), &md, &schema, None, &now()).unwrap();
     let sample: Value = testing::upstream(
         env!("CARGO_MANIFEST_DIR"),
         "status-samples/workspace-ready.yaml",
@@ -94,20 +94,29 @@ fn now() -> Time {
 fn apply_cycle(bencher: Bencher<'_, '_>, engine: &str) {
     let (md, schema, _, live) = settled(engine);
     let now = now();
-    bencher
-        .bench_local(|| cycle::apply(&KaitoProvider, black_box(&md), &schema, Some(&live), &now));
+    bencher.bench_local(|| {
+        cycle::apply(
+            &KaitoProvider::default(),
+            black_box(&md),
+            &schema,
+            Some(&live),
+            &now,
+        )
+    });
 }
 
 /// The periodic status sync of a settled deployment: translate and compare, no write.
 #[divan::bench(args = ["llamacpp", "vllm"])]
 fn status_sync(bencher: Bencher<'_, '_>, engine: &str) {
     let (md, _, desired, live) = settled(engine);
-    bencher.bench_local(|| cycle::status_sync(&KaitoProvider, black_box(&md), &desired, &live));
+    bencher.bench_local(|| {
+        cycle::status_sync(&KaitoProvider::default(), black_box(&md), &desired, &live)
+    });
 }
 
 /// Schema detection of the installed Workspace CRD (on start and on every heartbeat).
 #[divan::bench]
 fn detect_schema(bencher: Bencher<'_, '_>) {
     let crd = installed_crd();
-    bencher.bench_local(|| KaitoProvider.detect_schema(black_box(Some(&crd))));
+    bencher.bench_local(|| KaitoProvider::default().detect_schema(black_box(Some(&crd))));
 }

@@ -130,8 +130,31 @@ async fn look_up_controller() -> Option<ControllerHealth> {
 }
 
 /// The KAITO provider.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct KaitoProvider;
+#[derive(Clone, Debug, Default)]
+pub struct KaitoProvider {
+    /// Node auto-provisioning: `Some` names the instance types Workspaces ask for.
+    pub node_provisioning: Option<NodeProvisioning>,
+}
+
+/// The instance types Workspaces name under node auto-provisioning (the Go AI Runway's
+/// `AIRUNWAY_KAITO_GPU_INSTANCE_TYPE` and `AIRUNWAY_KAITO_CPU_INSTANCE_TYPE`): KAITO creates
+/// nodes of `resource.instanceType` for a Workspace.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct NodeProvisioning {
+    /// For deployments with GPUs.
+    pub gpu_instance_type: Option<String>,
+    /// For CPU-only deployments.
+    pub cpu_instance_type: Option<String>,
+}
+
+/// The Go AI Runway's reading of a boolean setting: `1`, `t`, `true`, `y`, `yes`, `on`,
+/// `enabled` (any case, surrounding spaces ignored) are true; anything else is false.
+pub fn truthy(value: &str) -> bool {
+    matches!(
+        value.trim().to_ascii_lowercase().as_str(),
+        "1" | "t" | "true" | "y" | "yes" | "on" | "enabled"
+    )
+}
 
 impl Provider for KaitoProvider {
     fn name(&self) -> &str {
@@ -222,8 +245,7 @@ impl Provider for KaitoProvider {
     }
 
     fn overrides(&self) -> OverrideSchema {
-        // KAITO takes no overrides: every key of provider.overrides is reported unused.
-        OverrideSchema::NONE
+        render::OVERRIDES
     }
 
     fn check_compatibility(&self, deployment: &ModelDeployment) -> Result<(), Incompatible> {
@@ -235,7 +257,7 @@ impl Provider for KaitoProvider {
         deployment: &ModelDeployment,
         schema: &UpstreamSchema,
     ) -> Result<Rendered, RenderError> {
-        render::render(deployment, schema)
+        render::render(deployment, schema, self.node_provisioning.as_ref())
     }
 
     fn translate_status(
@@ -375,7 +397,7 @@ mod docs_tests {
     fn the_docs_show_the_declared_overrides() {
         let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/providers/kaito.md");
         let page = std::fs::read_to_string(path).unwrap();
-        let table = KaitoProvider.overrides().markdown();
+        let table = KaitoProvider::default().overrides().markdown();
         assert!(
             page.contains(&table),
             "docs/providers/kaito.md must contain the declared overrides:\n{table}"

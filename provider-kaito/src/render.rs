@@ -17,6 +17,8 @@
 //!   args and flags, env, tolerations) are reported as warnings, and `podTemplate.metadata`
 //!   reaches the Workspace only (a warning says so).
 //! - `resource.count` = `scaling.replicas` (0 is refused by the compatibility check);
+//!   `resource.instanceType` under node auto-provisioning (the provider's GPU or CPU instance
+//!   type, `--gpu-instance-type`/`--cpu-instance-type`);
 //!   `resource.labelSelector.matchLabels` = `nodeSelector` plus, always, `kubernetes.io/os:
 //!   linux` and, for NVIDIA GPU workloads, `nvidia.com/gpu.present: "true"` (a node selector
 //!   cannot replace them; a conflicting value is reported).
@@ -27,6 +29,7 @@
 use std::collections::BTreeMap;
 
 use airunway_api::constants::event_reasons;
+use airunway_api::provider::overrides::{self, OverrideSchema, OverrideType};
 use airunway_api::provider::vllm_kit::render::HF_TOKEN_ENV;
 use airunway_api::provider::{RenderError, RenderWarning, Rendered, UpstreamSchema};
 use airunway_api::resolve::DEFAULT_GPU_TYPE;
@@ -85,16 +88,69 @@ fn warn(message: impl Into<String>) -> RenderWarning {
     }
 }
 
+/// The overrides KAITO takes, typed, of those the Go AI Runway merges into the Workspace: the
+/// Workspace's `resource.instanceType` and node labels (`resource.labelSelector.matchLabels`, a
+/// JSON `null` deleting a default such as `nvidia.com/gpu.present`), the KAITO inference
+/// ConfigMap (`inference.config`) and the vLLM preset's `modelAccessSecret`. `resource.count` is
+/// `scaling.replicas`.
+pub const OVERRIDES: OverrideSchema = OverrideSchema::keys(&[
+    (
+        "resource",
+        OverrideType::Object(&[
+            (
+                "count",
+                OverrideType::Refused(
+                    "is set from scaling.replicas (set scaling.replicas instead)",
+                ),
+            ),
+            ("instanceType", OverrideType::String),
+            (
+                "labelSelector",
+                OverrideType::Object(&[("matchLabels", OverrideType::StringMap)]),
+            ),
+        ]),
+    ),
+    (
+        "inference",
+        OverrideType::Object(&[
+            ("config", OverrideType::String),
+            (
+                "preset",
+                OverrideType::Object(&[(
+                    "presetOptions",
+                    OverrideType::Object(&[("modelAccessSecret", OverrideType::String)]),
+                )]),
+            ),
+        ]),
+    ),
+])
+.nulls_delete_defaults();
+
 /// Renders the Workspace for `md` against `schema`.
-pub fn render(md: &ModelDeployment, schema: &UpstreamSchema) -> Result<Rendered, RenderError> {
+pub fn render(
+    md: &ModelDeployment,
+    schema: &UpstreamSchema,
+    node_provisioning: Option<&crate::NodeProvisioning>,
+) -> Result<Rendered, RenderError> {
     let spec = &md.spec;
     let name = md.metadata.name.clone().unwrap_or_default();
-    // `provider.overrides` (KAITO has none) is reported by the SDK.
+    // `provider.overrides` was checked against [`OVERRIDES`] by the SDK; merged last.
     let mut warnings: Vec<RenderWarning> = Vec::new();
 
     let match_labels = node_labels(md, &mut warnings);
-    let resource =
+    let mut resource =
         json!({"count": spec.replicas(), "labelSelector": {"matchLabels": match_labels}});
+    // Under node auto-provisioning, the instance type KAITO creates nodes of (as the Go AI
+    // Runway: the GPU type for GPU deployments, the CPU type otherwise; none when unset).
+    if let Some(instance_type) = node_provisioning.and_then(|n| {
+        if spec.gpu_requested() {
+            n.gpu_instance_type.as_deref()
+        } else {
+            n.cpu_instance_type.as_deref()
+        }
+    }) {
+        resource["instanceType"] = json!(instance_type);
+    }
     let secret = spec
         .secrets
         .as_ref()
@@ -183,16 +239,63 @@ pub fn render(md: &ModelDeployment, schema: &UpstreamSchema) -> Result<Rendered,
     if !pod_annotations.is_empty() {
         metadata["annotations"] = json!(pod_annotations);
     }
+    let mut workspace = json!({
+        "apiVersion": schema.api_version,
+        "kind": "Workspace",
+        "metadata": metadata,
+        "resource": resource,
+        "inference": inference,
+    });
+    apply_overrides(md, &mut workspace)?;
     Ok(Rendered {
-        objects: vec![json!({
-            "apiVersion": schema.api_version,
-            "kind": "Workspace",
-            "metadata": metadata,
-            "resource": resource,
-            "inference": inference,
-        })],
+        objects: vec![workspace],
         warnings,
     })
+}
+
+/// Sets the checked [`OVERRIDES`] on the Workspace (only the declared keys: an unknown key is
+/// reported by the SDK and never reaches the object), as the Go AI Runway merges them.
+fn apply_overrides(md: &ModelDeployment, workspace: &mut Value) -> Result<(), RenderError> {
+    let map = md.spec.provider.as_ref().and_then(|p| p.overrides.as_ref());
+    if let Some(instance_type) = overrides::get(map, "resource.instanceType") {
+        set_or_delete(&mut workspace["resource"], "instanceType", instance_type);
+    }
+    if let Some(Value::Object(labels)) = overrides::get(map, "resource.labelSelector.matchLabels") {
+        for (key, value) in labels {
+            set_or_delete(
+                &mut workspace["resource"]["labelSelector"]["matchLabels"],
+                key,
+                value,
+            );
+        }
+    }
+    if let Some(config) = overrides::get(map, "inference.config") {
+        set_or_delete(&mut workspace["inference"], "config", config);
+    }
+    if let Some(secret) = overrides::get(map, "inference.preset.presetOptions.modelAccessSecret") {
+        if workspace["inference"].get("preset").is_none() {
+            return Err(RenderError::InvalidOverrides(
+                "invalid provider.overrides: provider.overrides.inference.preset applies to vLLM presets only; the llamacpp engine runs a template".to_string(),
+            ));
+        }
+        set_or_delete(
+            &mut workspace["inference"]["preset"]["presetOptions"],
+            "modelAccessSecret",
+            secret,
+        );
+    }
+    Ok(())
+}
+
+/// Sets `key` of the object `target` to `value`, or deletes it for a JSON `null`.
+fn set_or_delete(target: &mut Value, key: &str, value: &Value) {
+    if value.is_null() {
+        if let Some(object) = target.as_object_mut() {
+            object.remove(key);
+        }
+    } else {
+        target[key] = value.clone();
+    }
 }
 
 /// `podTemplate.metadata` labels and annotations, when either is set.

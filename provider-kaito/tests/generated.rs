@@ -22,7 +22,7 @@ use proptest::strategy::ValueTree;
 static OURS: LazyLock<UpstreamValidator> =
     LazyLock::new(|| upstream_schema::model_deployment_validator().unwrap());
 static DETECTION: LazyLock<SchemaDetection> = LazyLock::new(|| {
-    KaitoProvider.detect_schema(Some(
+    KaitoProvider::default().detect_schema(Some(
         &testing::established_crd(env!("CARGO_MANIFEST_DIR"), "kaito/kaito.sh_workspaces.yaml")
             .unwrap(),
     ))
@@ -51,7 +51,7 @@ proptest! {
         // Without overrides (the next property has them): more specs get as far as applying.
         let mut spec = spec;
         spec["provider"] = json!({"name": "kaito"});
-        hostile::generated_render(&KaitoProvider, &DETECTION, &spec, &OURS, Some(&UPSTREAM));
+        hostile::generated_render(&KaitoProvider::default(), &DETECTION, &spec, &OURS, Some(&UPSTREAM));
     }
 
     #[test]
@@ -62,13 +62,13 @@ proptest! {
         let mut spec = spec;
         spec["provider"] = json!({"name": "kaito", "overrides": overrides});
         // generated_render asserts pod security on every object it would apply.
-        hostile::generated_render(&KaitoProvider, &DETECTION, &spec, &OURS, Some(&UPSTREAM));
+        hostile::generated_render(&KaitoProvider::default(), &DETECTION, &spec, &OURS, Some(&UPSTREAM));
     }
 
     #[test]
     fn status_translation_always_yields_a_phase(spec in generate::spec(), status in generate::upstream_status()) {
         let Some(md) = generate::model_deployment("m", &spec, Some("kaito")) else { return Ok(()) };
-        let object = match KaitoProvider.render(&md, &schema()) {
+        let object = match KaitoProvider::default().render(&md, &schema()) {
             Ok(set) => set.objects[0].clone(),
             Err(_) => json!({"apiVersion": "v1", "kind": "Unknown", "metadata": {"name": "m"}}),
         };
@@ -76,10 +76,10 @@ proptest! {
         live["metadata"]["namespace"] = json!("ns");
         live["status"] = status;
         let live: DynamicObject = serde_json::from_value(live).unwrap();
-        let translated = KaitoProvider.translate_status(&md, &[Some(&live)]);
+        let translated = KaitoProvider::default().translate_status(&md, &[Some(&live)]);
         let phase = serde_json::to_value(translated.phase).unwrap();
         prop_assert!(["Pending", "Deploying", "Running", "Failed", "Terminating"].contains(&phase.as_str().unwrap()), "{phase}");
-        let missing = KaitoProvider.translate_status(&md, &[None]);
+        let missing = KaitoProvider::default().translate_status(&md, &[None]);
         prop_assert!(serde_json::to_value(missing.phase).unwrap().is_string());
     }
 }
@@ -91,8 +91,13 @@ fn the_generators_reach_every_outcome() {
     let mut seen = std::collections::BTreeMap::new();
     for _ in 0..2000 {
         let spec = generate::spec().new_tree(&mut runner).unwrap().current();
-        let outcome =
-            hostile::generated_render(&KaitoProvider, &DETECTION, &spec, &OURS, Some(&UPSTREAM));
+        let outcome = hostile::generated_render(
+            &KaitoProvider::default(),
+            &DETECTION,
+            &spec,
+            &OURS,
+            Some(&UPSTREAM),
+        );
         *seen.entry(format!("{outcome:?}")).or_insert(0) += 1;
     }
     println!("KAITO over 2000 generated specs: {seen:?}");

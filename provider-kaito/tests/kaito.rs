@@ -50,7 +50,9 @@ fn example_2_renders_the_documented_workspace() {
         )]
         .into(),
     );
-    let rendered = KaitoProvider.render(&deployment, &v1beta1()).unwrap();
+    let rendered = KaitoProvider::default()
+        .render(&deployment, &v1beta1())
+        .unwrap();
     let expected = yaml(&fixture("upstream-workspace-example2.yaml"));
     assert_eq!(rendered.objects[0]["apiVersion"], expected["apiVersion"]);
     assert_eq!(rendered.objects[0]["kind"], "Workspace");
@@ -75,7 +77,9 @@ fn vllm_on_gpu_renders_the_preset_form() {
         json!({"model": {"id": "microsoft/Phi-4-mini-instruct"}, "engine": {"type": "vllm"},
         "resources": {"gpu": {"count": 1}}, "scaling": {"replicas": 2}, "secrets": {"huggingFaceToken": "hf-token"}}),
     );
-    let rendered = KaitoProvider.render(&deployment, &v1beta1()).unwrap();
+    let rendered = KaitoProvider::default()
+        .render(&deployment, &v1beta1())
+        .unwrap();
     assert_eq!(
         rendered.objects[0]["inference"],
         json!({"preset": {"name": "microsoft/Phi-4-mini-instruct", "presetOptions": {"modelAccessSecret": "hf-token"}}})
@@ -90,7 +94,7 @@ fn vllm_on_gpu_renders_the_preset_form() {
         api_version: "kaito.sh/v1alpha1".into(),
         fingerprint: "x".into(),
     };
-    let rendered = KaitoProvider.render(&deployment, &old).unwrap();
+    let rendered = KaitoProvider::default().render(&deployment, &old).unwrap();
     assert_eq!(rendered.objects[0]["apiVersion"], "kaito.sh/v1alpha1");
     assert_eq!(
         rendered.objects[0]["inference"],
@@ -112,7 +116,9 @@ fn template_carries_scheduling_pods_env_and_secret_reference() {
         "env": [{"name": "LOG", "value": "debug"}], "secrets": {"huggingFaceToken": "hf"},
         "provider": {"overrides": {"replicsa": 2}}
     }));
-    let rendered = KaitoProvider.render(&deployment, &v1beta1()).unwrap();
+    let rendered = KaitoProvider::default()
+        .render(&deployment, &v1beta1())
+        .unwrap();
     let o = &rendered.objects[0];
     assert_eq!(o["resource"]["count"], 3);
     assert_eq!(
@@ -157,7 +163,7 @@ fn template_carries_scheduling_pods_env_and_secret_reference() {
     assert!(rendered.warnings.is_empty(), "{:?}", rendered.warnings);
     // The SDK reports the overrides (KAITO declares none) before the render.
     let warnings = cycle::checked(
-        &KaitoProvider,
+        &KaitoProvider::default(),
         &deployment,
         &SchemaDetection::Supported(v1beta1()),
     )
@@ -167,7 +173,7 @@ fn template_carries_scheduling_pods_env_and_secret_reference() {
     assert_eq!(warnings[0].reason, "UnknownOverride");
     assert_eq!(
         warnings[0].message,
-        "unknown key provider.overrides.replicsa is ignored: KAITO currently has no supported overrides"
+        "unknown key provider.overrides.replicsa is ignored (KAITO supports resource.instanceType, resource.labelSelector.matchLabels, inference.config, inference.preset.presetOptions.modelAccessSecret)"
     );
 }
 
@@ -189,11 +195,11 @@ fn compatibility_messages() {
     ];
     for (spec, message) in cases {
         assert_eq!(
-            KaitoProvider.check_compatibility(&md(spec)),
+            KaitoProvider::default().check_compatibility(&md(spec)),
             Err(Incompatible::new(message))
         );
     }
-    let no_image = KaitoProvider
+    let no_image = KaitoProvider::default()
         .check_compatibility(&md(
             json!({"model": {"id": "a/b"}, "engine": {"type": "llamacpp"}}),
         ))
@@ -205,7 +211,7 @@ fn compatibility_messages() {
         ),
         "{no_image}"
     );
-    let zero = KaitoProvider
+    let zero = KaitoProvider::default()
         .check_compatibility(&md(json!({"model": {"id": "a/b"}, "engine": {"type": "llamacpp"}, "image": "i", "scaling": {"replicas": 0}})))
         .unwrap_err()
         .to_string();
@@ -214,19 +220,19 @@ fn compatibility_messages() {
         "replicas 0 is refused, never turned into 1: {zero}"
     );
     assert_eq!(
-        KaitoProvider.check_compatibility(&md(
+        KaitoProvider::default().check_compatibility(&md(
             json!({"model": {"id": "a/b"}, "engine": {"type": "llamacpp"}, "image": "i"})
         )),
         Ok(())
     );
     assert_eq!(
-        KaitoProvider.check_compatibility(&md(
+        KaitoProvider::default().check_compatibility(&md(
             json!({"model": {"id": "a/b"}, "engine": {"type": "llamacpp", "image": "i"}})
         )),
         Ok(()),
         "engine.image alone is enough (the Go AI Runway's spec.image-only check is not copied)"
     );
-    assert_eq!(KaitoProvider.check_compatibility(&md(json!({"model": {"id": "a/b"}, "engine": {"type": "vllm"}, "resources": {"gpu": {"count": 1}}}))), Ok(()));
+    assert_eq!(KaitoProvider::default().check_compatibility(&md(json!({"model": {"id": "a/b"}, "engine": {"type": "vllm"}, "resources": {"gpu": {"count": 1}}}))), Ok(()));
 }
 
 fn sample(name: &str) -> DynamicObject {
@@ -278,7 +284,8 @@ fn status_translation_of_every_sample() {
         ),
     ];
     for (file, phase, message, ready) in cases {
-        let translated = KaitoProvider.translate_status(&deployment, &[Some(&sample(file))]);
+        let translated =
+            KaitoProvider::default().translate_status(&deployment, &[Some(&sample(file))]);
         assert_eq!(translated.phase, phase, "{file}");
         assert_eq!(translated.message.as_deref(), message, "{file}");
         assert_eq!(translated.ready, ready, "{file}");
@@ -298,7 +305,7 @@ fn status_translation_of_every_sample() {
     }
     let mut fresh = sample("workspace-pending.yaml");
     fresh.data.as_object_mut().unwrap().remove("status");
-    let translated = KaitoProvider.translate_status(&deployment, &[Some(&fresh)]);
+    let translated = KaitoProvider::default().translate_status(&deployment, &[Some(&fresh)]);
     assert_eq!(
         (translated.phase, translated.message.as_deref()),
         (
@@ -308,7 +315,7 @@ fn status_translation_of_every_sample() {
     );
     // `state: Failed` without conditions is Failed, as in the Go AI Runway (parity K9).
     fresh.data["status"] = json!({"state": "Failed"});
-    let translated = KaitoProvider.translate_status(&deployment, &[Some(&fresh)]);
+    let translated = KaitoProvider::default().translate_status(&deployment, &[Some(&fresh)]);
     assert_eq!(
         (translated.phase, translated.message.as_deref()),
         (Phase::Failed, Some("KAITO reports Workspace m failed"))
@@ -326,7 +333,7 @@ fn schema_detection() {
         serde_json::from_value(json!({"conditions": [{"type": "Established", "status": "True"}]}))
             .unwrap(),
     );
-    match KaitoProvider.detect_schema(Some(&crd)) {
+    match KaitoProvider::default().detect_schema(Some(&crd)) {
         SchemaDetection::Supported(s) => assert_eq!(
             (s.api_version.as_str(), s.fingerprint.as_str()),
             ("kaito.sh/v1beta1", "c122e829f70c5bc8")
@@ -341,7 +348,7 @@ fn schema_detection() {
         .filter(|v| v.name == "v1beta1")
         .for_each(|v| v.served = false);
     assert!(
-        matches!(KaitoProvider.detect_schema(Some(&old)), SchemaDetection::Supported(s) if s.version == "v1alpha1")
+        matches!(KaitoProvider::default().detect_schema(Some(&old)), SchemaDetection::Supported(s) if s.version == "v1alpha1")
     );
     // A schema that renamed a field the provider writes: refused, naming the field.
     let mut renamed: Value = serde_json::to_value(&crd).unwrap();
@@ -352,7 +359,7 @@ fn schema_detection() {
         resource["replicas"] = count;
     }
     let renamed: CustomResourceDefinition = serde_json::from_value(renamed).unwrap();
-    match KaitoProvider.detect_schema(Some(&renamed)) {
+    match KaitoProvider::default().detect_schema(Some(&renamed)) {
         SchemaDetection::Unsupported { message, .. } => {
             assert!(
                 message.contains("fields this provider writes are missing: resource.count"),
@@ -362,14 +369,14 @@ fn schema_detection() {
         other => panic!("{other:?}"),
     }
     assert_eq!(
-        KaitoProvider.detect_schema(None),
+        KaitoProvider::default().detect_schema(None),
         SchemaDetection::CrdNotInstalled {
             crd: "workspaces.kaito.sh".into()
         }
     );
     crd.status = None;
     assert!(matches!(
-        KaitoProvider.detect_schema(Some(&crd)),
+        KaitoProvider::default().detect_schema(Some(&crd)),
         SchemaDetection::NotEstablished { .. }
     ));
 }
@@ -382,7 +389,7 @@ fn registration_matches_the_shipped_fixture() {
     );
     let fixture = yaml(&std::fs::read_to_string(path).unwrap());
     assert_eq!(
-        serde_json::to_value(registration_spec(&KaitoProvider)).unwrap(),
+        serde_json::to_value(registration_spec(&KaitoProvider::default())).unwrap(),
         fixture["spec"]
     );
 }
@@ -398,7 +405,7 @@ fn messages(rendered: &airunway_api::provider::Rendered) -> Vec<(&str, &str)> {
 #[test]
 fn gpu_workloads_always_select_linux_gpu_nodes() {
     // The user's selector cannot replace the forced labels; a conflict is reported.
-    let rendered = KaitoProvider
+    let rendered = KaitoProvider::default()
         .render(&md(json!({"model": {"id": "a/b"}, "engine": {"type": "vllm"}, "resources": {"gpu": {"count": 1}},
             "nodeSelector": {"nvidia.com/gpu.present": "false", "kubernetes.io/os": "windows", "pool": "a100"}})), &v1beta1())
         .unwrap();
@@ -420,7 +427,7 @@ fn gpu_workloads_always_select_linux_gpu_nodes() {
         ]
     );
     // {engine: vllm} with no resources: the defaulted GPU selects GPU nodes too.
-    let rendered = KaitoProvider
+    let rendered = KaitoProvider::default()
         .render(
             &md(json!({"model": {"id": "a/b"}, "engine": {"type": "vllm"}})),
             &v1beta1(),
@@ -431,7 +438,7 @@ fn gpu_workloads_always_select_linux_gpu_nodes() {
         json!({"nvidia.com/gpu.present": "true", "kubernetes.io/os": "linux"})
     );
     // CPU: Linux nodes plus the user's selector; another GPU vendor: no NVIDIA label.
-    let cpu = KaitoProvider
+    let cpu = KaitoProvider::default()
         .render(&md(json!({"model": {"id": "a/b"}, "engine": {"type": "llamacpp"}, "image": "i", "resources": {"cpu": "4"},
             "nodeSelector": {"pool": "cpu"}})), &v1beta1())
         .unwrap();
@@ -439,7 +446,7 @@ fn gpu_workloads_always_select_linux_gpu_nodes() {
         cpu.objects[0]["resource"]["labelSelector"]["matchLabels"],
         json!({"kubernetes.io/os": "linux", "pool": "cpu"})
     );
-    let amd = KaitoProvider
+    let amd = KaitoProvider::default()
         .render(
             &md(
                 json!({"model": {"id": "a/b"}, "engine": {"type": "llamacpp"}, "image": "i",
@@ -456,7 +463,7 @@ fn gpu_workloads_always_select_linux_gpu_nodes() {
 
 #[test]
 fn engine_fields_on_the_llamacpp_template() {
-    let rendered = KaitoProvider
+    let rendered = KaitoProvider::default()
         .render(&md(json!({"model": {"id": "org/model-gguf"}, "engine": {"type": "llamacpp", "image": "example/llama:2",
             "args": {"threads": "8"}, "extraArgs": ["--parallel", "4", "--cont-batching"]},
             "image": "example/llama:legacy", "gateway": {"enabled": true}})), &v1beta1())
@@ -485,7 +492,7 @@ fn engine_fields_on_the_llamacpp_template() {
         rendered.warnings
     );
     // No llama.cpp switch for prefix caching or eager mode: warnings.
-    let rendered = KaitoProvider
+    let rendered = KaitoProvider::default()
         .render(&md(json!({"model": {"id": "org/model-gguf"}, "engine": {"type": "llamacpp", "image": "i",
             "enablePrefixCaching": false, "enforceEager": true}})), &v1beta1())
         .unwrap();
@@ -506,7 +513,7 @@ fn engine_fields_on_the_llamacpp_template() {
 
 #[test]
 fn engine_fields_and_pod_metadata_on_a_vllm_preset() {
-    let rendered = KaitoProvider
+    let rendered = KaitoProvider::default()
         .render(&md(json!({"model": {"id": "microsoft/Phi-4-mini-instruct"}, "engine": {"type": "vllm", "image": "my/vllm:1",
             "enablePrefixCaching": false, "enforceEager": true, "extraArgs": ["--max-num-seqs=8"]},
             "resources": {"gpu": {"count": 1}},
@@ -553,7 +560,9 @@ fn engine_fields_and_pod_metadata_on_a_vllm_preset() {
         json!({"model": {"id": "a/b"}, "engine": {"type": "vllm"}, "resources": {"gpu": {"count": 1}},
         "podTemplate": {"metadata": {"labels": {"airunway.ai/managed-by": "me"}}}}),
     );
-    let rendered = KaitoProvider.render(&deployment, &v1beta1()).unwrap();
+    let rendered = KaitoProvider::default()
+        .render(&deployment, &v1beta1())
+        .unwrap();
     let desired =
         airunway_api::provider::desired::desired_object(&deployment, &rendered.objects[0]);
     assert_eq!(
@@ -569,7 +578,7 @@ fn replicas_come_from_the_workspace_when_ready() {
     );
     let mut ready = sample("workspace-ready.yaml");
     ready.data["resource"]["count"] = json!(3);
-    let translated = KaitoProvider.translate_status(&deployment, &[Some(&ready)]);
+    let translated = KaitoProvider::default().translate_status(&deployment, &[Some(&ready)]);
     let replicas = translated.replicas.unwrap();
     assert_eq!(
         (replicas.desired, replicas.ready, replicas.available),
@@ -577,13 +586,13 @@ fn replicas_come_from_the_workspace_when_ready() {
     );
     // State Ready before any condition: Running with every replica.
     ready.data["status"]["conditions"] = json!([]);
-    let translated = KaitoProvider.translate_status(&deployment, &[Some(&ready)]);
+    let translated = KaitoProvider::default().translate_status(&deployment, &[Some(&ready)]);
     assert_eq!((translated.phase, translated.ready), (Phase::Running, true));
     assert_eq!(translated.replicas.unwrap().ready, Some(3));
     // InferenceReady alone is not Ready: the Workspace is not.
     let mut not_yet = sample("workspace-notready.yaml");
     not_yet.data["status"]["conditions"][2]["status"] = json!("True");
-    let translated = KaitoProvider.translate_status(&deployment, &[Some(&not_yet)]);
+    let translated = KaitoProvider::default().translate_status(&deployment, &[Some(&not_yet)]);
     assert_eq!(translated.phase, Phase::Deploying);
     assert_eq!(translated.replicas.unwrap().ready, Some(0));
     // Without resource.count (deprecated in v1beta1): the Workspace's target node count.
@@ -593,7 +602,7 @@ fn replicas_come_from_the_workspace_when_ready() {
         .unwrap()
         .remove("count");
     no_count.data["status"]["targetNodeCount"] = json!(2);
-    let translated = KaitoProvider.translate_status(&deployment, &[Some(&no_count)]);
+    let translated = KaitoProvider::default().translate_status(&deployment, &[Some(&no_count)]);
     assert_eq!(translated.replicas.unwrap().desired, Some(2));
 }
 
@@ -603,7 +612,7 @@ fn ready_only_while_the_kaito_controller_is() {
     use airunway_api::provider::registration::{
         ControllerHealth, controller_health, upstream_readiness,
     };
-    let controller = KaitoProvider.upstream_controller().unwrap();
+    let controller = KaitoProvider::default().upstream_controller().unwrap();
     assert_eq!(
         controller.label_selector,
         "app.kubernetes.io/name in (workspace, ai-toolchain-operator)"
@@ -703,7 +712,9 @@ fn llamacpp_model_argument_from_gguf_url_or_none_for_custom() {
     let base = json!({"model": {"id": "o/r"}, "engine": {"type": "llamacpp", "image": "ghcr.io/x/llama:1",
         "args": {"ggufUrl": "https://huggingface.co/o/r/resolve/main/m.gguf", "threads": "4"}},
         "resources": {"cpu": "4"}});
-    let rendered = KaitoProvider.render(&md(base.clone()), &v1beta1()).unwrap();
+    let rendered = KaitoProvider::default()
+        .render(&md(base.clone()), &v1beta1())
+        .unwrap();
     assert_eq!(
         rendered.objects[0]["inference"]["template"]["spec"]["containers"][0]["args"],
         json!([
@@ -716,16 +727,107 @@ fn llamacpp_model_argument_from_gguf_url_or_none_for_custom() {
     let mut custom = base.clone();
     custom["model"]["source"] = json!("custom");
     custom["engine"]["args"] = json!({});
-    let rendered = KaitoProvider.render(&md(custom), &v1beta1()).unwrap();
+    let rendered = KaitoProvider::default()
+        .render(&md(custom), &v1beta1())
+        .unwrap();
     assert_eq!(
         rendered.objects[0]["inference"]["template"]["spec"]["containers"][0]["args"],
         json!(["--address=:5000"])
     );
     let mut both = base;
     both["engine"]["args"]["model-file"] = json!("m.gguf");
-    let incompatible = KaitoProvider.check_compatibility(&md(both)).unwrap_err();
+    let incompatible = KaitoProvider::default()
+        .check_compatibility(&md(both))
+        .unwrap_err();
     assert_eq!(
         incompatible.to_string(),
         "engine.args.ggufUrl and engine.args.model-file both name the model file: set one"
+    );
+}
+
+/// Node auto-provisioning (parity K8): the Go AI Runway's instance types, the GPU one for GPU
+/// deployments and the CPU one otherwise; nothing without the setting.
+#[test]
+fn node_auto_provisioning_names_the_instance_type() {
+    use airunway_provider_kaito::{NodeProvisioning, truthy};
+    let provisioning = KaitoProvider {
+        node_provisioning: Some(NodeProvisioning {
+            gpu_instance_type: Some("Standard_NC24ads_A100_v4".into()),
+            cpu_instance_type: None,
+        }),
+    };
+    let gpu = md(
+        json!({"model": {"id": "microsoft/Phi-4-mini-instruct"}, "engine": {"type": "vllm"},
+        "resources": {"gpu": {"count": 1}}}),
+    );
+    let cpu = md(
+        json!({"model": {"id": "o/r"}, "engine": {"type": "llamacpp", "image": "ghcr.io/x/llama:1"},
+        "resources": {"cpu": "4"}}),
+    );
+    let rendered = provisioning.render(&gpu, &v1beta1()).unwrap();
+    assert_eq!(
+        rendered.objects[0]["resource"]["instanceType"],
+        "Standard_NC24ads_A100_v4"
+    );
+    let rendered = provisioning.render(&cpu, &v1beta1()).unwrap();
+    assert!(
+        rendered.objects[0]["resource"]
+            .get("instanceType")
+            .is_none()
+    );
+    let rendered = KaitoProvider::default().render(&gpu, &v1beta1()).unwrap();
+    assert!(
+        rendered.objects[0]["resource"]
+            .get("instanceType")
+            .is_none()
+    );
+    for yes in ["1", "t", "TRUE", "y", "yes", " on ", "Enabled"] {
+        assert!(truthy(yes), "{yes}");
+    }
+    for no in ["", "0", "false", "no", "off", "disabled", "2"] {
+        assert!(!truthy(no), "{no}");
+    }
+}
+
+/// KAITO's overrides, merged as the Go AI Runway merges them (parity K7): the inference
+/// ConfigMap, a default node label deleted by `null`; `resource.count` refused.
+#[test]
+fn overrides_merge_into_the_workspace_as_go_does() {
+    let gpu = |overrides: Value| {
+        md(
+            json!({"model": {"id": "microsoft/Phi-4-mini-instruct"}, "engine": {"type": "vllm"},
+            "resources": {"gpu": {"count": 1}}, "provider": {"name": "kaito", "overrides": overrides}}),
+        )
+    };
+    let detection = SchemaDetection::Supported(v1beta1());
+    let rendered = cycle::checked(
+        &KaitoProvider::default(),
+        &gpu(json!({"inference": {"config": "my-cm", "preset": {"presetOptions": {"modelAccessSecret": "s"}}},
+            "resource": {"labelSelector": {"matchLabels": {"nvidia.com/gpu.present": null}}}})),
+        &detection,
+    )
+    .unwrap();
+    let workspace = &rendered.desired[0].object;
+    assert_eq!(workspace["inference"]["config"], "my-cm");
+    assert_eq!(
+        workspace["inference"]["preset"]["presetOptions"]["modelAccessSecret"],
+        "s"
+    );
+    assert!(
+        workspace["resource"]["labelSelector"]["matchLabels"]
+            .get("nvidia.com/gpu.present")
+            .is_none(),
+        "{workspace}"
+    );
+    assert!(rendered.warnings.is_empty(), "{:?}", rendered.warnings);
+    let refused = cycle::checked(
+        &KaitoProvider::default(),
+        &gpu(json!({"resource": {"count": 3}})),
+        &detection,
+    )
+    .unwrap_err();
+    assert_eq!(
+        refused.status.message,
+        "invalid provider.overrides: provider.overrides.resource.count is set from scaling.replicas (set scaling.replicas instead) and is not allowed"
     );
 }

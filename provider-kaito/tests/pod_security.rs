@@ -53,13 +53,17 @@ const POD_PATHS: &[&str] = &[
 fn no_override_reaches_an_applied_workspace() {
     let detection = SchemaDetection::Supported(schema());
     for base in bases() {
-        let Outcome::Applied(clean) =
-            hostile::outcome(&KaitoProvider, &base, &detection, &Default::default(), None)
-        else {
+        let Outcome::Applied(clean) = hostile::outcome(
+            &KaitoProvider::default(),
+            &base,
+            &detection,
+            &Default::default(),
+            None,
+        ) else {
             panic!("the base deployment is held")
         };
         let tally = hostile::run_corpus(
-            &KaitoProvider,
+            &KaitoProvider::default(),
             &detection,
             &base,
             POD_PATHS,
@@ -86,15 +90,19 @@ fn the_ignored_override_is_reported_by_path() {
         json!({"inference": {"template": {"spec": {"HostNetwork": true}}}})
             .as_object()
             .cloned();
-    let rendered =
-        cycle::checked(&KaitoProvider, &base, &SchemaDetection::Supported(schema())).unwrap();
+    let rendered = cycle::checked(
+        &KaitoProvider::default(),
+        &base,
+        &SchemaDetection::Supported(schema()),
+    )
+    .unwrap();
     assert!(
         rendered
             .warnings
             .iter()
             .any(|w| w.reason == "UnknownOverride"
                 && w.message
-                    .contains("provider.overrides.inference is ignored")),
+                    .contains("provider.overrides.inference.template is ignored")),
         "{:?}",
         rendered.warnings
     );
@@ -102,7 +110,7 @@ fn the_ignored_override_is_reported_by_path() {
 
 #[test]
 fn the_check_finds_each_setting_in_the_workspace_pod_template() {
-    let rendered = KaitoProvider
+    let rendered = KaitoProvider::default()
         .render(&bases()[0], &schema())
         .unwrap()
         .objects

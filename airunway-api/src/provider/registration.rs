@@ -7,6 +7,8 @@
 //! the admin removes their manager's ownership (apply a config without the field) and restarts
 //! the provider.
 
+use std::collections::BTreeMap;
+
 use crate::apply_body;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::Client;
@@ -17,7 +19,7 @@ use k8s_openapi::api::apps::v1::Deployment;
 
 use super::traits::{Provider, SchemaDetection, UpstreamController};
 use crate::conditions::{self, DesiredCondition};
-use crate::constants::{API_VERSION, condition_types, field_managers, reasons};
+use crate::constants::{API_VERSION, annotations, condition_types, field_managers, reasons};
 use crate::runtime::watch_health::Stalled;
 use crate::v1alpha1::{InferenceProviderConfig, InferenceProviderConfigSpec};
 
@@ -29,6 +31,22 @@ pub fn registration_spec<P: Provider>(provider: &P) -> InferenceProviderConfigSp
         override_paths: provider.overrides().paths(),
         ..provider.registration()
     }
+}
+
+/// The annotations the SDK writes on the registration, as the Go AI Runway writes them for its
+/// dashboard: the display name and, when the registration has one, the documentation URL.
+pub fn registration_annotations(
+    display_name: &str,
+    spec: &InferenceProviderConfigSpec,
+) -> BTreeMap<String, String> {
+    let mut annotations = BTreeMap::from([(
+        annotations::DISPLAY_NAME.to_string(),
+        display_name.to_string(),
+    )]);
+    if let Some(url) = spec.documentation.as_ref().filter(|u| !u.is_empty()) {
+        annotations.insert(annotations::DOCUMENTATION_URL.to_string(), url.clone());
+    }
+    annotations
 }
 
 /// A registration or heartbeat failure.
@@ -60,8 +78,14 @@ impl RegistrationError {
     }
 }
 
-/// Removes the JSON path `.spec.a.b` (as reported in a conflict cause) from `body`.
+/// Removes the JSON path `.spec.a.b` (as reported in a conflict cause) from `body`; an
+/// annotation (`.metadata.annotations.<key>`, whose key may hold dots) by its whole key.
 fn remove_path(body: &mut Value, field: &str) -> bool {
+    if let Some(key) = field.strip_prefix(".metadata.annotations.") {
+        return body["metadata"]["annotations"]
+            .as_object_mut()
+            .is_some_and(|m| m.remove(key).is_some());
+    }
     let parts: Vec<&str> = field
         .trim_start_matches('.')
         .split('.')
@@ -87,10 +111,12 @@ pub async fn register(
     client: &Client,
     name: &str,
     spec: &InferenceProviderConfigSpec,
+    annotations: &BTreeMap<String, String>,
 ) -> Result<Vec<String>, RegistrationError> {
     let api: Api<InferenceProviderConfig> = Api::all(client.clone());
     let manager = field_managers::provider(name);
-    let mut body = json!({"apiVersion": API_VERSION, "kind": "InferenceProviderConfig", "metadata": {"name": name}, "spec": serde_json::to_value(spec)?});
+    let mut body = json!({"apiVersion": API_VERSION, "kind": "InferenceProviderConfig",
+        "metadata": {"name": name, "annotations": annotations}, "spec": serde_json::to_value(spec)?});
     let mut left_out = Vec::new();
     for _ in 0..8 {
         match api
@@ -409,6 +435,35 @@ mod tests {
         assert!(remove_path(&mut body, ".spec.capabilities.gpuSupport"));
         assert!(!remove_path(&mut body, ".spec.documentation"));
         assert_eq!(body, json!({"spec": {"capabilities": {"engines": []}}}));
+        // An annotation key holds dots: removed whole.
+        let mut body = json!({"metadata": {"annotations": {"airunway.ai/display-name": "X"}}});
+        assert!(remove_path(
+            &mut body,
+            ".metadata.annotations.airunway.ai/display-name"
+        ));
+        assert_eq!(body, json!({"metadata": {"annotations": {}}}));
+    }
+
+    #[test]
+    fn the_go_dashboard_annotations() {
+        let spec = InferenceProviderConfigSpec {
+            documentation: Some("https://example.com/kaito".into()),
+            ..Default::default()
+        };
+        assert_eq!(
+            registration_annotations("KAITO", &spec),
+            BTreeMap::from([
+                ("airunway.ai/display-name".to_string(), "KAITO".to_string()),
+                (
+                    "airunway.ai/documentation-url".to_string(),
+                    "https://example.com/kaito".to_string()
+                ),
+            ])
+        );
+        assert_eq!(
+            registration_annotations("vLLM", &InferenceProviderConfigSpec::default()).len(),
+            1
+        );
     }
 
     #[test]

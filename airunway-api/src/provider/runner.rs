@@ -409,9 +409,10 @@ pub async fn run_with_args<P: Provider>(provider: P, args: ProviderArgs) -> Resu
     spec.probe = Some(ProbeEndpoint {
         endpoint: Some(args.advertised_probe()),
     });
+    let annotations = registration::registration_annotations(provider.display_name(), &spec);
     let mut delay = Duration::from_millis(500);
     loop {
-        match registration::register(&client, &name, &spec).await {
+        match registration::register(&client, &name, &spec, &annotations).await {
             Ok(_) => break,
             Err(e) => {
                 tracing::warn!(error = %e, category = e.category(), "registration failed; retrying")
