@@ -834,7 +834,7 @@ async fn unknown_fields_limits_and_conflicts_are_refused_by_name() {
     assert_eq!(code, 201, "{body}");
     assert!(
         warnings.iter().any(|w| w.contains(
-            "provider.overrides.routerMode is not used by provider kaito and is ignored (it uses: none)"
+            "provider.overrides.routerMode is not used by provider kaito and is ignored (it uses: resource.instanceType, resource.labelSelector.matchLabels, inference.config, inference.preset.presetOptions.modelAccessSecret)"
         )),
         "{warnings:?}"
     );
