@@ -348,6 +348,10 @@ pub mod event_actions {
     pub const CLEANUP: &str = "Cleanup";
 }
 
+/// The environment variable the Hugging Face token reaches model servers as, and the key of the
+/// token Secret it is read from (`secrets.huggingFaceToken` names the Secret).
+pub const HF_TOKEN_ENV: &str = "HF_TOKEN";
+
 /// Keys refused anywhere in `provider.overrides` (by the core's admission and by providers
 /// that merge overrides into pod specs): they would let a user who may only create
 /// ModelDeployments run pods with more privilege than the provider grants.

@@ -3,7 +3,9 @@
 
 use std::collections::BTreeMap;
 
-use crate::constants::{annotations, labels};
+use k8s_openapi::api::core::v1::{EnvVar, EnvVarSource, SecretKeySelector};
+
+use crate::constants::{HF_TOKEN_ENV, annotations, labels};
 use crate::v1alpha1::{
     ComponentScaling, Condition, EngineType, GpuSpec, ModelDeployment, ModelDeploymentSpec,
     ModelSource, Phase, ResourceSpec, ScalingSpec, ServingMode, ServingSpec,
@@ -13,6 +15,39 @@ use crate::v1alpha1::{
 pub const DEFAULT_GPU_TYPE: &str = "nvidia.com/gpu";
 
 impl ModelDeploymentSpec {
+    /// The model server container's environment: `env`, then [`HF_TOKEN_ENV`] from the token
+    /// Secret's key of that name (a reference, never the value; the Secret's other keys stay
+    /// out), which replaces a user entry of that name.
+    pub fn container_env(&self) -> Vec<EnvVar> {
+        let secret = self
+            .secrets
+            .as_ref()
+            .and_then(|s| s.hugging_face_token.as_deref())
+            .filter(|s| !s.is_empty());
+        let mut env: Vec<EnvVar> = self
+            .env
+            .iter()
+            .flatten()
+            .filter(|var| !(secret.is_some() && var.name == HF_TOKEN_ENV))
+            .cloned()
+            .collect();
+        if let Some(secret) = secret {
+            env.push(EnvVar {
+                name: HF_TOKEN_ENV.to_string(),
+                value_from: Some(EnvVarSource {
+                    secret_key_ref: Some(SecretKeySelector {
+                        name: secret.to_string(),
+                        key: HF_TOKEN_ENV.to_string(),
+                        optional: None,
+                    }),
+                    ..Default::default()
+                }),
+                ..Default::default()
+            });
+        }
+        env
+    }
+
     /// `model.source`, defaulting to `huggingface`.
     pub fn model_source(&self) -> ModelSource {
         self.model.source.unwrap_or(ModelSource::Huggingface)

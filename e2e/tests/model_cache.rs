@@ -148,34 +148,41 @@ async fn the_downloader_reports_progress_to_one_objects_status_with_a_role_limit
             seen
         })
     };
-    let run = |report: &str| {
-        tokio::process::Command::new(&binary)
-            .args([
-                "--uri",
-                &uri,
-                "--target-dir",
-                &target.display().to_string(),
-                "--report-status",
-                report,
-                "--progress-interval-ms",
-                "250",
-                "--termination-log",
-                &target.join("termination-log").display().to_string(),
-            ])
-            .env("KUBECONFIG", &kubeconfig)
-            .output()
+    // Runs the real binary reporting to `object`; it must succeed either way.
+    let run = |object: &'static str| {
+        let (binary, uri, target, kubeconfig) = (
+            binary.clone(),
+            uri.clone(),
+            target.clone(),
+            kubeconfig.clone(),
+        );
+        let report = format!("e2e.airunway.ai/v1/testcaches/{}/{object}", env.namespace);
+        async move {
+            let output = tokio::process::Command::new(&binary)
+                .args([
+                    "--uri",
+                    &uri,
+                    "--target-dir",
+                    &target.display().to_string(),
+                    "--report-status",
+                    &report,
+                    "--progress-interval-ms",
+                    "250",
+                    "--termination-log",
+                    &target.join("termination-log").display().to_string(),
+                ])
+                .env("KUBECONFIG", &kubeconfig)
+                .output()
+                .await
+                .unwrap();
+            assert!(
+                output.status.success(),
+                "{}",
+                String::from_utf8_lossy(&output.stderr)
+            );
+        }
     };
-    let output = run(&format!(
-        "e2e.airunway.ai/v1/testcaches/{}/qwen",
-        env.namespace
-    ))
-    .await
-    .unwrap();
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    run("qwen").await;
     let seen = watcher.await.unwrap();
     let last = seen.last().cloned().unwrap_or(Value::Null);
     assert_eq!(last["phase"], "Ready", "{seen:?}");
@@ -204,17 +211,7 @@ async fn the_downloader_reports_progress_to_one_objects_status_with_a_role_limit
 
     // The same identity may not write another object's status: the report is refused and
     // the download still succeeds (the file is already there and complete).
-    let output = run(&format!(
-        "e2e.airunway.ai/v1/testcaches/{}/other",
-        env.namespace
-    ))
-    .await
-    .unwrap();
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    run("other").await;
     let other = api.get_status("other").await.unwrap();
     assert!(
         other.data["status"]["download"].is_null(),

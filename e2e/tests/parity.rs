@@ -12,6 +12,7 @@ use airunway_e2e::admission::{
     core_identity, create_raw, deployment, install_webhooks, rejection, remove_webhooks,
     start_core, wait_webhook_active,
 };
+use airunway_e2e::bench::workload::Target;
 use airunway_e2e::binaries::free_port;
 use airunway_e2e::providers::{delete_all, register_shipped};
 use airunway_e2e::sandbox::kaito;
@@ -431,25 +432,24 @@ async fn gateway() {
         .create(&PostParams::default(), &gateway)
         .await
         .unwrap_or_else(|e| panic!("creating the Gateway: {e}"));
-    let core_identity =
-        stack::service_account_identity(&env, "deploy/core/rbac.yaml", "airunway-core").await;
     let gateway_flags = [
         "--gateway-name=inference-gateway".to_string(),
         format!("--gateway-namespace={ns}"),
     ];
     let mut core_args: Vec<&str> = FAST_HEALTH.to_vec();
     core_args.extend(gateway_flags.iter().map(String::as_str));
-    let core = stack::start_core(&env, &core_identity, &core_args, "core-gateway").await;
-    let provider_identity = stack::service_account_identity(
+    // The admin kubeconfig: `stack` runs each binary as its ServiceAccount with its shipped RBAC.
+    let core = stack::start_core(
         &env,
-        "deploy/providers/llmd/rbac.yaml",
-        "airunway-provider-llmd",
+        &env.control_plane.kubeconfig,
+        &core_args,
+        "core-gateway",
     )
     .await;
     let provider = stack::start_provider(
         &env,
         "airunway-provider-llmd",
-        &provider_identity,
+        &env.control_plane.kubeconfig,
         &["--heartbeat-interval=1s"],
         "llmd-gateway",
     )
@@ -605,17 +605,11 @@ async fn kaito() {
     kaito::install_controller_stand_in(&env.client)
         .await
         .unwrap_or_else(|e| panic!("the KAITO controller stand-in: {e:#}"));
-    let identity = stack::service_account_identity(
-        &env,
-        "deploy/providers/kaito/rbac.yaml",
-        "airunway-provider-kaito",
-    )
-    .await;
     let core = stack::start_core(&env, &env.control_plane.kubeconfig, &FAST_HEALTH, "core").await;
     let provider = stack::start_provider(
         &env,
         "airunway-provider-kaito",
-        &identity,
+        &env.control_plane.kubeconfig,
         // K8: node auto-provisioning as a Go operator configures it (there by environment).
         &[
             "--heartbeat-interval=1s",
@@ -629,13 +623,7 @@ async fn kaito() {
     let workspaces: Api<DynamicObject> = Api::namespaced_with(
         env.client.clone(),
         &env.namespace,
-        &ApiResource {
-            group: "kaito.sh".into(),
-            version: "v1beta1".into(),
-            api_version: "kaito.sh/v1beta1".into(),
-            kind: "Workspace".into(),
-            plural: "workspaces".into(),
-        },
+        &Target::Kaito.upstream(),
     );
     // The Go project's CPU llama.cpp example (`docs/providers/kaito.md` there), with pod labels.
     let llamacpp = |extra: Value| {
@@ -783,16 +771,10 @@ async fn llmd() {
     let env = TestEnv::new("parity-llmd").await;
     delete_all(&env.client).await;
     let core = stack::start_core(&env, &env.control_plane.kubeconfig, &FAST_HEALTH, "core").await;
-    let identity = stack::service_account_identity(
-        &env,
-        "deploy/providers/llmd/rbac.yaml",
-        "airunway-provider-llmd",
-    )
-    .await;
     let provider = stack::start_provider(
         &env,
         "airunway-provider-llmd",
-        &identity,
+        &env.control_plane.kubeconfig,
         &["--heartbeat-interval=1s"],
         "llmd-0",
     )
@@ -884,14 +866,11 @@ async fn llmd() {
 
 /// The DynamoGraphDeployment API: the real CRD, the real Dynamo provider as its ServiceAccount.
 fn dgds(env: &TestEnv) -> Api<DynamicObject> {
-    let resource = ApiResource {
-        group: "nvidia.com".into(),
-        version: "v1alpha1".into(),
-        api_version: "nvidia.com/v1alpha1".into(),
-        kind: "DynamoGraphDeployment".into(),
-        plural: "dynamographdeployments".into(),
-    };
-    Api::namespaced_with(env.client.clone(), &env.namespace, &resource)
+    Api::namespaced_with(
+        env.client.clone(),
+        &env.namespace,
+        &Target::Dynamo.upstream(),
+    )
 }
 
 /// Dynamo (docs/go-parity-research.md §5): Go-shaped manifests through the real Dynamo provider
@@ -902,16 +881,10 @@ async fn dynamo() {
     let env = TestEnv::new("parity-dynamo").await;
     delete_all(&env.client).await;
     let core = stack::start_core(&env, &env.control_plane.kubeconfig, &FAST_HEALTH, "core").await;
-    let identity = stack::service_account_identity(
-        &env,
-        "deploy/providers/dynamo/rbac.yaml",
-        "airunway-provider-dynamo",
-    )
-    .await;
     let provider = stack::start_provider(
         &env,
         "airunway-provider-dynamo",
-        &identity,
+        &env.control_plane.kubeconfig,
         &["--heartbeat-interval=1s"],
         "dynamo-0",
     )
@@ -1065,16 +1038,10 @@ async fn kuberay() {
         .await
         .unwrap_or_else(|e| panic!("installing the RayService CRD: {e}"));
     let core = stack::start_core(&env, &env.control_plane.kubeconfig, &FAST_HEALTH, "core").await;
-    let identity = stack::service_account_identity(
-        &env,
-        "deploy/providers/kuberay/rbac.yaml",
-        "airunway-provider-kuberay",
-    )
-    .await;
     let provider = stack::start_provider(
         &env,
         "airunway-provider-kuberay",
-        &identity,
+        &env.control_plane.kubeconfig,
         &["--heartbeat-interval=1s"],
         "kuberay-0",
     )
@@ -1121,15 +1088,11 @@ async fn kuberay() {
     api.create(&Default::default(), &object)
         .await
         .unwrap_or_else(|e| panic!("creating ray: {e}"));
-    let resource = ApiResource {
-        group: "ray.io".into(),
-        version: "v1".into(),
-        api_version: "ray.io/v1".into(),
-        kind: "RayService".into(),
-        plural: "rayservices".into(),
-    };
-    let rayservices: Api<DynamicObject> =
-        Api::namespaced_with(env.client.clone(), &env.namespace, &resource);
+    let rayservices: Api<DynamicObject> = Api::namespaced_with(
+        env.client.clone(),
+        &env.namespace,
+        &Target::Kuberay.upstream(),
+    );
     let rayservice = eventually("the RayService ray", WAIT, || async {
         rayservices.get("ray").await.map_err(|e| e.to_string())
     })

@@ -30,7 +30,6 @@ use std::collections::BTreeMap;
 
 use airunway_api::constants::event_reasons;
 use airunway_api::provider::overrides::{self, OverrideSchema, OverrideType};
-use airunway_api::provider::vllm_kit::render::HF_TOKEN_ENV;
 use airunway_api::provider::{RenderError, RenderWarning, Rendered, UpstreamSchema};
 use airunway_api::resolve::DEFAULT_GPU_TYPE;
 use airunway_api::serde_json::{self, Value, json};
@@ -157,7 +156,7 @@ pub fn render(
         .and_then(|s| s.hugging_face_token.clone());
 
     let inference = match md.resolved_engine() {
-        Some(EngineType::Llamacpp) => llamacpp_template(md, secret.as_deref(), &mut warnings)?,
+        Some(EngineType::Llamacpp) => llamacpp_template(md, &mut warnings)?,
         Some(EngineType::Vllm) => {
             // `model.id` verbatim, as the Go AI Runway: KAITO takes a Hugging Face id as a
             // preset name and builds the preset from the model card (a built-in preset is
@@ -310,7 +309,6 @@ fn pod_metadata(
 
 fn llamacpp_template(
     md: &ModelDeployment,
-    secret: Option<&str>,
     warnings: &mut Vec<RenderWarning>,
 ) -> Result<Value, RenderError> {
     let spec = &md.spec;
@@ -379,21 +377,11 @@ fn llamacpp_template(
     if spec.gpu_count() > 0 {
         container["resources"]["limits"] = json!({spec.gpu_type(): spec.gpu_count().to_string()});
     }
-    // The user's env, then the token as `HF_TOKEN` from the Secret's `HF_TOKEN` key (a
-    // reference; the Secret's other keys stay out of the model server's environment), which
-    // replaces a user entry of that name (as the Go AI Runway and the vLLM kit).
-    let mut env: Vec<Value> = Vec::new();
-    for entry in spec.env.iter().flatten() {
-        if secret.is_some() && entry.name == HF_TOKEN_ENV {
-            continue;
-        }
-        env.push(serde_json::to_value(entry).map_err(|e| RenderError::Unsupported(e.to_string()))?);
-    }
-    if let Some(secret) = secret {
-        env.push(json!({"name": HF_TOKEN_ENV, "valueFrom": {"secretKeyRef": {"name": secret, "key": HF_TOKEN_ENV}}}));
-    }
+    // The user's env, then the token by reference to the Secret's `HF_TOKEN` key.
+    let env = spec.container_env();
     if !env.is_empty() {
-        container["env"] = Value::Array(env);
+        container["env"] =
+            serde_json::to_value(env).map_err(|e| RenderError::Unsupported(e.to_string()))?;
     }
     let mut template = json!({"spec": {"containers": [container]}});
     if let Some(tolerations) = spec.tolerations.as_ref().filter(|t| !t.is_empty()) {

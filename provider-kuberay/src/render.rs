@@ -57,8 +57,6 @@ pub const DECODE_GROUP: &str = "decode-workers";
 pub const AGGREGATED_IMPORT_PATH: &str = "ray.serve.llm:build_openai_app";
 /// Ray Serve LLM's prefill/decode application builder.
 pub const DISAGGREGATED_IMPORT_PATH: &str = "ray.serve.llm:build_pd_openai_app";
-/// The environment variable the Hugging Face token is given as (and the Secret key read).
-pub const HF_TOKEN_ENV: &str = "HF_TOKEN";
 /// Head CPU default (design doc §4.15).
 pub const HEAD_CPU: &str = "4";
 /// Head memory default (design doc §4.15).
@@ -296,23 +294,7 @@ fn components(md: &ModelDeployment) -> (Component, Component) {
 /// The container environment: `env`, then the token reference (which replaces a user
 /// `HF_TOKEN`).
 fn environment(md: &ModelDeployment) -> Result<Vec<Value>, RenderError> {
-    let spec = &md.spec;
-    let secret = spec
-        .secrets
-        .as_ref()
-        .and_then(|s| s.hugging_face_token.clone())
-        .filter(|s| !s.is_empty());
-    let mut env: Vec<Value> = Vec::new();
-    for var in spec.env.iter().flatten() {
-        if secret.is_some() && var.name == HF_TOKEN_ENV {
-            continue;
-        }
-        env.push(to_value(var)?);
-    }
-    if let Some(secret) = secret {
-        env.push(json!({"name": HF_TOKEN_ENV, "valueFrom": {"secretKeyRef": {"name": secret, "key": HF_TOKEN_ENV}}}));
-    }
-    Ok(env)
+    md.spec.container_env().iter().map(to_value).collect()
 }
 
 /// CPU and memory as equal requests and limits, plus extra limits (GPUs).

@@ -37,8 +37,6 @@ pub const APP_LABEL: &str = "app";
 pub const MODEL_SOURCE_LABEL: &str = "airunway.ai/model-source";
 /// The engine label on the objects.
 pub const ENGINE_TYPE_LABEL: &str = "airunway.ai/engine-type";
-/// The environment variable carrying the Hugging Face token, and the Secret key read.
-pub const HF_TOKEN_ENV: &str = "HF_TOKEN";
 /// The size of the `/dev/shm` memory volume with more than one GPU.
 pub const SHM_SIZE: &str = "20Gi";
 
@@ -209,25 +207,11 @@ fn probe(initial_delay: i32, period: i32, failure_threshold: i32) -> Value {
 }
 
 fn env(md: &ModelDeployment) -> Vec<Value> {
-    let secret = md
-        .spec
-        .secrets
-        .as_ref()
-        .and_then(|s| s.hugging_face_token.as_deref())
-        .filter(|s| !s.is_empty());
-    let mut out: Vec<Value> = md
-        .spec
-        .env
+    md.spec
+        .container_env()
         .iter()
-        .flatten()
-        .filter(|var| !(secret.is_some() && var.name == HF_TOKEN_ENV))
         .filter_map(|var| serde_json::to_value(var).ok())
-        .collect();
-    if let Some(secret) = secret {
-        out.push(json!({"name": HF_TOKEN_ENV,
-            "valueFrom": {"secretKeyRef": {"name": secret, "key": HF_TOKEN_ENV}}}));
-    }
-    out
+        .collect()
 }
 
 /// The volumes and mounts: `/dev/shm` with more than one GPU, then the `model.storage` volumes
