@@ -40,6 +40,16 @@ pub mod labels {
     /// The core's InferencePool selects on it (docs/gateway.md), so every provider whose
     /// pods the gateway routes to writes it on its pod template.
     pub const MODEL_DEPLOYMENT: &str = "airunway.ai/model-deployment";
+    /// On a model cache's claim, download Job and its Pod, ServiceAccount, Role and
+    /// RoleBinding: the name of the `ModelCache`.
+    pub const MODEL_CACHE: &str = "airunway.ai/model-cache";
+    /// On a model cache: the first 16 hex digits of the sha256 of what it holds
+    /// (`airunway_api::storage::ModelCacheKey::hash`), so the core finds a model's cache by label.
+    pub const MODEL_CACHE_KEY: &str = "airunway.ai/model-cache-key";
+    /// On a download Job (the Go AI Runway's label): [`JOB_TYPE_MODEL_DOWNLOAD`].
+    pub const JOB_TYPE: &str = "airunway.ai/job-type";
+    /// Value of [`JOB_TYPE`] on a model download Job.
+    pub const JOB_TYPE_MODEL_DOWNLOAD: &str = "model-download";
 }
 
 /// Server-side apply field managers.
@@ -60,6 +70,9 @@ pub mod field_managers {
 
 /// Finalizers.
 pub mod finalizers {
+    /// On a `ModelCache`: held by the core while a deployment uses the cache, so deleting it
+    /// waits until none does (no deployment loses its weights).
+    pub const MODEL_CACHE_IN_USE: &str = "airunway.ai/model-cache-in-use";
     /// The finalizer of provider `name`: `airunway.ai/<name>-provider`.
     pub fn provider(name: &str) -> String {
         format!("airunway.ai/{name}-provider")
@@ -110,6 +123,12 @@ pub mod condition_types {
     pub const UNSUPPORTED_IMAGE: &str = "UnsupportedImage";
     /// ModelDeployment, written by the direct vLLM provider: recipe provenance annotations read.
     pub const RECIPE_RESOLVED: &str = "RecipeResolved";
+    /// ModelDeployment and ModelCache, written by the core: the claims exist and are bound (the
+    /// Go AI Runway's type).
+    pub const STORAGE_READY: &str = "StorageReady";
+    /// ModelDeployment and ModelCache, written by the core: the model is on its cache (the Go AI
+    /// Runway's type); while downloading, the message carries the progress.
+    pub const MODEL_DOWNLOADED: &str = "ModelDownloaded";
 
     /// Condition types the core owns on a ModelDeployment (server-side apply manager `airunway-core`).
     pub const CORE_OWNED: [&str; 5] = [
@@ -128,6 +147,18 @@ pub mod condition_types {
 
 /// Condition reasons.
 pub mod reasons {
+    /// `StorageReady=True`: every claim is bound (the Go AI Runway's reason).
+    pub const PVCS_BOUND: &str = "PVCsBound";
+    /// `StorageReady=False`: a claim is not bound yet (the Go AI Runway's reason).
+    pub const PVCS_PENDING: &str = "PVCsPending";
+    /// `StorageReady=False`: a claim is missing, lost or not ours (the Go AI Runway's reason).
+    pub const PVC_FAILED: &str = "PVCFailed";
+    /// `ModelDownloaded=True` (the Go AI Runway's reason).
+    pub const DOWNLOAD_COMPLETE: &str = "DownloadComplete";
+    /// `ModelDownloaded=False` while the Job runs (the Go AI Runway's reason).
+    pub const DOWNLOAD_IN_PROGRESS: &str = "DownloadInProgress";
+    /// `ModelDownloaded=False`: the Job failed (the Go AI Runway's reason).
+    pub const DOWNLOAD_FAILED: &str = "DownloadFailed";
     /// Validated=True.
     pub const VALIDATION_PASSED: &str = "ValidationPassed";
     /// Validated=False.

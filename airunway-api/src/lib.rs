@@ -2,11 +2,12 @@
 //!
 //! The one crate every AI Runway binary shares, and the crate third parties build providers on.
 //!
-//! - [`v1alpha1`]: the `ModelDeployment` and `InferenceProviderConfig` kinds (group
+//! - [`v1alpha1`]: the `ModelDeployment`, `InferenceProviderConfig` and `ModelCache` kinds (group
 //!   `airunway.ai`), with their CRD schemas, defaults and CEL validation rules.
 //! - [`constants`]: annotations, labels, finalizers, field managers, condition types and
 //!   reasons, event reasons and the spec's exact messages.
-//! - [`resolve`] and [`conditions`]: pure helpers over the types.
+//! - [`resolve`] and [`conditions`]: pure helpers over the types; [`storage`]: the
+//!   `model.storage` volumes resolved and the shared model cache they name.
 //! - [`image_reference`] and [`kubernetes_names`]: the image-reference and Kubernetes name
 //!   and label grammars, one definition for every binary.
 //! - [`apply_body`]: server-side apply patches the API server's YAML reader always accepts.
@@ -46,4 +47,5 @@ pub mod resolve;
 #[cfg(feature = "runtime")]
 pub mod runtime;
 pub mod schema;
+pub mod storage;
 pub mod v1alpha1;

@@ -10,7 +10,7 @@
 use std::path::{Path, PathBuf};
 
 use airunway_api::kube::CustomResourceExt;
-use airunway_api::v1alpha1::{InferenceProviderConfig, ModelDeployment};
+use airunway_api::v1alpha1::{InferenceProviderConfig, ModelCache, ModelDeployment};
 use anyhow::{Context, Result, bail};
 
 mod deps;
@@ -63,6 +63,10 @@ fn generate(root: &Path) -> Result<Vec<Generated>> {
         Generated {
             path: PathBuf::from("deploy/crds/airunway.ai_inferenceproviderconfigs.yaml"),
             contents: crd_yaml::<InferenceProviderConfig>()?,
+        },
+        Generated {
+            path: PathBuf::from("deploy/crds/airunway.ai_modelcaches.yaml"),
+            contents: crd_yaml::<ModelCache>()?,
         },
     ])
 }
