@@ -757,12 +757,6 @@ async fn unknown_fields_limits_and_conflicts_are_refused_by_name() {
             "less than or equal to 32".into(),
         ),
         (
-            "storage",
-            json!({"model": {"id": "a/b", "storage": {"volumes": [{"name": "cache", "claimName": "c"}]}}, "engine": {"type": "vllm"}}),
-            "spec.model.storage",
-            messages::MODEL_STORAGE_UNSUPPORTED.into(),
-        ),
-        (
             "images",
             json!({"model": {"id": "a/b"}, "image": "a:1", "engine": {"type": "vllm", "image": "b:2"}, "resources": {"gpu": {"count": 1}}}),
             "spec.engine.image",
