@@ -861,3 +861,63 @@ fn epp_overrides() {
         bad_image.status.message
     );
 }
+
+/// Storage as the Go AI Runway maps it: every claim in `spec.pvcs` (`create: false`), every
+/// worker (prefill and decode alike) mounting each volume with the compilation cache marked,
+/// `HF_HOME` at the model cache unless `env` sets it; the frontend mounts nothing.
+#[test]
+fn storage_volumes_mounted_on_every_worker() {
+    let spec = json!({"model": {"id": "Qwen/Qwen3-0.6B", "storage": {"volumes": [
+            {"name": "weights", "purpose": "modelCache"},
+            {"name": "compiled", "purpose": "compilationCache", "size": "10Gi"},
+            {"name": "data", "claimName": "team-data", "mountPath": "/data", "readOnly": true}]}},
+        "engine": {"type": "vllm"}, "serving": {"mode": "disaggregated"},
+        "scaling": {"prefill": {"gpu": {"count": 1}}, "decode": {"gpu": {"count": 1}}},
+        "env": [{"name": "A", "value": "1"}]});
+    let deployment = md(spec.clone());
+    let shared = airunway_api::storage::volume_for(
+        &deployment,
+        airunway_api::storage::VolumePurpose::ModelCache,
+    )
+    .unwrap()
+    .claim_name;
+    let rendered = &DynamoProvider
+        .render(&deployment, &schema())
+        .unwrap()
+        .objects[0];
+    assert_eq!(
+        rendered["spec"]["pvcs"],
+        json!([{"name": shared, "create": false},
+               {"name": "m-compiled", "create": false},
+               {"name": "team-data", "create": false}])
+    );
+    for service in ["VllmPrefillWorker", "VllmDecodeWorker"] {
+        let worker = worker(rendered, service);
+        assert_eq!(
+            worker["volumeMounts"],
+            json!([{"name": shared, "mountPoint": "/model-cache"},
+                   {"name": "m-compiled", "mountPoint": "/compilation-cache", "useAsCompilationCache": true},
+                   {"name": "team-data", "mountPoint": "/data"}]),
+            "{service}"
+        );
+        assert_eq!(
+            worker["envs"],
+            json!([{"name": "A", "value": "1"}, {"name": "HF_HOME", "value": "/model-cache"}]),
+            "{service}"
+        );
+    }
+    assert_eq!(worker(rendered, "Frontend")["volumeMounts"], Value::Null);
+    let mut own = spec;
+    own["env"] = json!([{"name": "HF_HOME", "value": "/mine"}]);
+    let rendered = &DynamoProvider.render(&md(own), &schema()).unwrap().objects[0];
+    assert_eq!(
+        worker(rendered, "VllmDecodeWorker")["envs"],
+        json!([{"name": "HF_HOME", "value": "/mine"}])
+    );
+    let none = &DynamoProvider
+        .render(&md(json!({"model": {"id": "a/b"}, "engine": {"type": "vllm"}, "resources": {"gpu": {"count": 1}}})), &schema())
+        .unwrap()
+        .objects[0];
+    assert_eq!(none["spec"]["pvcs"], Value::Null);
+    assert_eq!(worker(none, "VllmWorker")["volumeMounts"], Value::Null);
+}
