@@ -25,7 +25,7 @@ fn schema() -> UpstreamSchema {
     UpstreamSchema {
         version: "v1alpha1".into(),
         api_version: "nvidia.com/v1alpha1".into(),
-        fingerprint: "0f7144bebd244d78".into(),
+        fingerprint: "b988c5e17d5c5ec9".into(),
     }
 }
 
@@ -427,7 +427,7 @@ fn schema_detection_and_registration() {
     match DynamoProvider.detect_schema(Some(&crd)) {
         SchemaDetection::Supported(s) => assert_eq!(
             (s.api_version.as_str(), s.fingerprint.as_str()),
-            ("nvidia.com/v1alpha1", "0f7144bebd244d78")
+            ("nvidia.com/v1alpha1", "b988c5e17d5c5ec9")
         ),
         other => panic!("{other:?}"),
     }
