@@ -1023,6 +1023,36 @@ mod planner_tests {
             held,
             "same conditions, same status"
         );
+        // Written once: the deployment showing the hold's status needs no second write; the
+        // next progress message does.
+        let patch = held.status.patch(
+            &downloading,
+            &k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(jiff::Timestamp::UNIX_EPOCH),
+        );
+        let mut shown = serde_json::to_value(&downloading).unwrap();
+        for (key, value) in patch["status"].as_object().unwrap() {
+            shown["status"][key] = value.clone();
+        }
+        let shown: ModelDeployment = serde_json::from_value(shown).unwrap();
+        assert!(!held.status.is_current(&downloading, "pair-provider"));
+        assert!(held.status.is_current(&shown, "pair-provider"));
+        let further = with(
+            "a/b",
+            json!([
+                bound.clone(),
+                condition(
+                    "ModelDownloaded",
+                    "False",
+                    "DownloadInProgress",
+                    "Model download in progress: 43% (3 files, 1.3 GiB)"
+                )
+            ]),
+        );
+        assert!(
+            !hold_of(plan_of(&further, &[], true))
+                .status
+                .is_current(&shown, "pair-provider")
+        );
 
         let failed = with(
             "a/b",
