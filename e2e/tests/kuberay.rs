@@ -23,7 +23,7 @@ use serde_json::{Value, json};
 
 const WAIT: Duration = Duration::from_secs(30);
 /// The fingerprint of the shipped `ray.io/v1` RayService schema (provider-kuberay/src/schema.rs).
-const V1_FINGERPRINT: &str = "7cb62e52578d3371";
+const V1_FINGERPRINT: &str = "7cdae45a72e929fd";
 
 fn rayservices(env: &TestEnv) -> Api<DynamicObject> {
     let resource = ApiResource {

@@ -1157,3 +1157,219 @@ async fn kuberay() {
     provider.process.terminate(Duration::from_secs(10));
     core.process.terminate(Duration::from_secs(10));
 }
+
+/// Storage (issue 33 item 4). Go: `providers/dynamo/transformer.go` maps `model.storage` to
+/// the graph's `pvcs` and the workers' `volumeMounts` with `HF_HOME` (same); the Go vLLM
+/// provider mounts the claims (same), llm-d, KubeRay and KAITO ignore the volumes (departure:
+/// llm-d and KubeRay mount them, KAITO refuses them as incompatible). A Go-shaped storage
+/// manifest (a managed `compilationCache`, a pre-existing `custom` claim) with the shared model
+/// cache (ours) is rendered by each provider's pure render through the SDK's checked render:
+/// held `Pending` until the core's `StorageReady`/`ModelDownloaded` say the cache is ready,
+/// then every object is sent with server-side apply, `dryRun=All` and strict field validation
+/// to the real API server with the real upstream CRDs, and what the server returns mounts the
+/// claims and points the engine at the cache.
+#[tokio::test]
+async fn storage_mounts_pass_server_side_dry_run() {
+    use airunway_api::apply_body;
+    use airunway_api::provider::cycle;
+    use airunway_api::provider::{Provider, SchemaDetection};
+    use airunway_api::storage::{VolumePurpose, volume_for};
+    use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+    use kube::api::PatchParams;
+    use kube::core::GroupVersionKind;
+    use kube::discovery::Discovery;
+
+    let env = TestEnv::new("parity-storage").await;
+    let crds: Api<CustomResourceDefinition> = Api::all(env.client.clone());
+    let installed = crds.list(&Default::default()).await.unwrap().items;
+    let crd = |group: &str, kind: &str| {
+        installed
+            .iter()
+            .find(|c| c.spec.group == group && c.spec.names.kind == kind)
+    };
+    let discovery = Discovery::new(env.client.clone()).run().await.unwrap();
+    let params = PatchParams::apply("airunway-e2e-dry-run")
+        .force()
+        .dry_run()
+        .validation_strict();
+    let condition = |type_: &str, reason: &str, message: &str| {
+        json!({"type": type_, "status": "True", "reason": reason, "message": message,
+               "lastTransitionTime": "2026-01-01T00:00:00Z", "observedGeneration": 1})
+    };
+    let manifest = |provider: &str, ready: bool| -> ModelDeployment {
+        let mut spec = go_vllm(json!({"provider": {"name": provider}}));
+        spec["model"]["storage"] = json!({"volumes": [
+            {"name": "weights", "purpose": "modelCache"},
+            {"name": "compiled", "purpose": "compilationCache", "size": "10Gi"},
+            {"name": "data", "purpose": "custom", "claimName": "team-data", "mountPath": "/data", "readOnly": true}]});
+        let conditions = if ready {
+            json!([
+                condition("StorageReady", "PVCsBound", "All PVCs are bound"),
+                condition(
+                    "ModelDownloaded",
+                    "DownloadComplete",
+                    "Model download completed"
+                )
+            ])
+        } else {
+            json!([])
+        };
+        serde_json::from_value(
+            json!({"apiVersion": "airunway.ai/v1alpha1", "kind": "ModelDeployment",
+            "metadata": {"name": format!("storage-{provider}"), "namespace": env.namespace,
+                         "uid": "00000000-0000-0000-0000-000000000033", "generation": 1},
+            "spec": spec,
+            "status": {"provider": {"name": provider}, "conditions": conditions}}),
+        )
+        .unwrap()
+    };
+    let shared = volume_for(&manifest("vllm", true), VolumePurpose::ModelCache)
+        .unwrap()
+        .claim_name;
+
+    let kaito = airunway_provider_kaito::KaitoProvider::default();
+    let dynamo = airunway_provider_dynamo::DynamoProvider;
+    let kuberay = airunway_provider_kuberay::KubeRayProvider;
+    let llmd = airunway_provider_llmd::LlmdProvider;
+    let vllm = airunway_provider_vllm::VllmProvider::default();
+    let detection = |provider: &str| match provider {
+        "kaito" => kaito.detect_schema(crd("kaito.sh", "Workspace")),
+        "dynamo" => dynamo.detect_schema(crd("nvidia.com", "DynamoGraphDeployment")),
+        "kuberay" => kuberay.detect_schema(crd("ray.io", "RayService")),
+        "llmd" => llmd.detect_schema(None),
+        _ => vllm.detect_schema(None),
+    };
+    let checked = |provider: &str, md: &ModelDeployment| {
+        let detection = detection(provider);
+        assert!(
+            matches!(detection, SchemaDetection::Supported(_)),
+            "{provider}: {detection:?}"
+        );
+        match provider {
+            "kaito" => cycle::checked(&kaito, md, &detection),
+            "dynamo" => cycle::checked(&dynamo, md, &detection),
+            "kuberay" => cycle::checked(&kuberay, md, &detection),
+            "llmd" => cycle::checked(&llmd, md, &detection),
+            _ => cycle::checked(&vllm, md, &detection),
+        }
+    };
+
+    // KAITO cannot mount a claim on its inference pods: refused at once, not held waiting.
+    let held = checked("kaito", &manifest("kaito", false)).unwrap_err();
+    departure(
+        "storage-kaito",
+        held.status.phase == Phase::Failed
+            && held.status.message == airunway_provider_kaito::compat::NO_STORAGE,
+        "KAITO ignores model.storage",
+        &held.status.message,
+    );
+
+    for provider in ["llmd", "vllm", "dynamo", "kuberay"] {
+        let waiting = checked(provider, &manifest(provider, false)).unwrap_err();
+        assert_eq!(waiting.status.phase, Phase::Pending, "{provider}");
+        assert_eq!(
+            waiting.status.message,
+            "Waiting for the model.storage volumes: the core has not reported StorageReady yet",
+            "{provider}"
+        );
+        let rendered = checked(provider, &manifest(provider, true))
+            .unwrap_or_else(|held| panic!("{provider}: {:?}", held.status));
+        let mut mounted = 0;
+        for desired in rendered.desired {
+            let object = desired.object;
+            let api_version = object["apiVersion"].as_str().unwrap().to_string();
+            let kind = object["kind"].as_str().unwrap().to_string();
+            let (group, version) = api_version.rsplit_once('/').unwrap_or(("", &api_version));
+            let (resource, _) = discovery
+                .resolve_gvk(&GroupVersionKind::gvk(group, version, &kind))
+                .unwrap_or_else(|| panic!("{provider}: {api_version} {kind} is not served"));
+            let api: Api<DynamicObject> =
+                Api::namespaced_with(env.client.clone(), &env.namespace, &resource);
+            let name = object["metadata"]["name"].as_str().unwrap().to_string();
+            let served = api
+                .patch(&name, &params, &apply_body::apply(&object))
+                .await
+                .unwrap_or_else(|e| {
+                    panic!("{provider}: the API server refused {kind} {name}: {e}\n{object}")
+                });
+            let served = serde_json::to_value(served).unwrap();
+            // Every pod template of the object as served, with its first container.
+            let templates: Vec<&Value> = match kind.as_str() {
+                "Deployment" => vec![&served["spec"]["template"]],
+                "RayService" => {
+                    let cluster = &served["spec"]["rayClusterConfig"];
+                    std::iter::once(&cluster["headGroupSpec"]["template"])
+                        .chain(
+                            cluster["workerGroupSpecs"]
+                                .as_array()
+                                .unwrap()
+                                .iter()
+                                .map(|g| &g["template"]),
+                        )
+                        .collect()
+                }
+                _ => vec![],
+            };
+            for template in templates {
+                let pod = &template["spec"];
+                let claims: Vec<&str> = pod["volumes"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|v| v["persistentVolumeClaim"]["claimName"].as_str())
+                    .collect();
+                assert_eq!(
+                    claims,
+                    [shared.as_str(), &format!("{name}-compiled"), "team-data"],
+                    "{provider} {kind}"
+                );
+                let env_of = |var: &str| {
+                    pod["containers"][0]["env"]
+                        .as_array()
+                        .into_iter()
+                        .flatten()
+                        .find(|e| e["name"] == var)
+                        .map(|e| e["value"].clone())
+                };
+                assert_eq!(env_of("HF_HOME"), Some(json!("/model-cache")), "{provider}");
+                assert_eq!(
+                    env_of("VLLM_CACHE_ROOT"),
+                    Some(json!("/compilation-cache")),
+                    "{provider}"
+                );
+                mounted += 1;
+            }
+            if kind == "DynamoGraphDeployment" {
+                let claim = |c: &str| json!({"name": c, "create": false});
+                same(
+                    "storage-dynamo",
+                    served["spec"]["pvcs"]
+                        == json!([
+                            claim(&shared),
+                            claim(&format!("{name}-compiled")),
+                            claim("team-data")
+                        ]),
+                    &served["spec"]["pvcs"].to_string(),
+                );
+                let worker = &served["spec"]["services"]["VllmWorker"];
+                same(
+                    "storage-dynamo",
+                    worker["volumeMounts"][0]
+                        == json!({"name": shared, "mountPoint": "/model-cache", "useAsCompilationCache": false})
+                        && worker["volumeMounts"][1]["useAsCompilationCache"] == json!(true)
+                        && worker["envs"]
+                            .as_array()
+                            .unwrap()
+                            .iter()
+                            .any(|e| *e == json!({"name": "HF_HOME", "value": "/model-cache"})),
+                    &worker.to_string(),
+                );
+                mounted += 1;
+            }
+        }
+        assert!(mounted > 0, "{provider}: no object mounts the cache");
+        eprintln!(
+            "{provider}: {mounted} mounts of the cache admitted by dry-run (pod templates, or the graph)"
+        );
+    }
+}

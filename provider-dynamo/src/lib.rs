@@ -62,6 +62,8 @@ impl Provider for DynamoProvider {
                     engine(EngineType::Sglang, both()),
                     engine(EngineType::Trtllm, vec![ServingMode::Aggregated]),
                 ]),
+                // Mounts model.storage volumes where the engine runs and waits for the model cache.
+                model_storage: Some(true),
                 ..Default::default()
             }),
             selection_rules: Some(vec![

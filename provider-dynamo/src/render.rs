@@ -36,11 +36,13 @@
 //! `airunway.ai/model-id` (the model id made a label value) and `airunway.ai/engine-type`.
 
 use airunway_api::constants::event_reasons;
+use airunway_api::k8s_openapi::api::core::v1::EnvVar;
 use airunway_api::provider::overrides::{self, OverrideSchema, OverrideType};
 use airunway_api::provider::vllm_kit::render::user_flag_keys;
-use airunway_api::provider::{RenderError, RenderWarning, Rendered, UpstreamSchema};
+use airunway_api::provider::{RenderError, RenderWarning, Rendered, UpstreamSchema, cache_env};
 use airunway_api::resolve::DEFAULT_GPU_TYPE;
 use airunway_api::serde_json::{self, Map, Value, json};
+use airunway_api::storage::{self, VolumePurpose};
 use airunway_api::v1alpha1::{ComponentScaling, EngineType, ModelDeployment, ServingMode};
 
 /// The Dynamo release whose runtime images are the defaults.
@@ -400,6 +402,28 @@ fn worker_args(
     Ok(args)
 }
 
+/// The graph's `pvcs` and each worker's `volumeMounts` (the Go AI Runway's mapping), from
+/// [`storage::resolved_volumes`]: every claim once as `{name: <claim>, create: false}` (the core
+/// or the user makes the claims, never Dynamo), each volume mounted at its path, a
+/// `compilationCache` one with `useAsCompilationCache: true`. Dynamo's mounts have no read-only
+/// switch.
+fn storage_mounts(md: &ModelDeployment) -> (Vec<Value>, Vec<Value>) {
+    let mut pvcs: Vec<Value> = Vec::new();
+    let mut mounts = Vec::new();
+    for volume in storage::resolved_volumes(md) {
+        let pvc = json!({"name": volume.claim_name, "create": false});
+        if !pvcs.contains(&pvc) {
+            pvcs.push(pvc);
+        }
+        let mut mount = json!({"name": volume.claim_name, "mountPoint": volume.mount_path});
+        if volume.purpose == VolumePurpose::CompilationCache {
+            mount["useAsCompilationCache"] = json!(true);
+        }
+        mounts.push(mount);
+    }
+    (pvcs, mounts)
+}
+
 /// The endpoint picker's environment, as the Go AI Runway sets it: an aggregated graph falls
 /// back to decode-only routing (without it the picker fails to create its routers, having no
 /// prefill workers); a disaggregated one enforces the prefill/decode split.
@@ -499,6 +523,7 @@ pub fn render(md: &ModelDeployment, schema: &UpstreamSchema) -> Result<Rendered,
         frontend["envs"] = json!([{"name": "DYN_ROUTER_MODE", "value": router_mode}]);
     }
 
+    let (pvcs, mounts) = storage_mounts(md);
     let worker = |role: Role,
                   replicas: i32,
                   gpus: i32,
@@ -548,9 +573,19 @@ pub fn render(md: &ModelDeployment, schema: &UpstreamSchema) -> Result<Rendered,
             Role::Decode => service["subComponentType"] = json!("decode"),
             Role::Aggregated => {}
         }
-        if let Some(env) = spec.env.as_ref().filter(|e| !e.is_empty()) {
+        let env: Vec<EnvVar> = spec
+            .env
+            .iter()
+            .flatten()
+            .cloned()
+            .chain(cache_env(md, None))
+            .collect();
+        if !env.is_empty() {
             service["envs"] =
                 serde_json::to_value(env).map_err(|e| RenderError::Unsupported(e.to_string()))?;
+        }
+        if !mounts.is_empty() {
+            service["volumeMounts"] = json!(mounts);
         }
         if let Some(metadata) = spec.pod_template.as_ref().and_then(|t| t.metadata.as_ref()) {
             let mut meta = json!({});
@@ -634,7 +669,10 @@ pub fn render(md: &ModelDeployment, schema: &UpstreamSchema) -> Result<Rendered,
         labels.insert(MODEL_ID_LABEL.into(), json!(model_id));
     }
     labels.insert(ENGINE_TYPE_LABEL.into(), json!(engine.as_str()));
-    let dgd_spec = json!({"backendFramework": engine.as_str(), "services": services});
+    let mut dgd_spec = json!({"backendFramework": engine.as_str(), "services": services});
+    if !pvcs.is_empty() {
+        dgd_spec["pvcs"] = json!(pvcs);
+    }
     Ok(Rendered {
         objects: vec![json!({
             "apiVersion": schema.api_version,

@@ -23,6 +23,11 @@ pub const V1ALPHA1_PATHS: &[&str] = &[
     "spec.services.*.extraPodSpec.mainContainer.image",
     "spec.services.*.extraPodSpec.mainContainer.command",
     "spec.services.*.extraPodSpec.mainContainer.args",
+    "spec.services.*.volumeMounts[].name",
+    "spec.services.*.volumeMounts[].mountPoint",
+    "spec.services.*.volumeMounts[].useAsCompilationCache",
+    "spec.pvcs[].name",
+    "spec.pvcs[].create",
 ];
 
 /// Supported versions with the fingerprints of the Dynamo releases this provider was tested
@@ -34,4 +39,4 @@ pub const ADAPTERS: &[SchemaAdapter] = &[SchemaAdapter {
 }];
 
 /// Fingerprint of `nvidia.com/v1alpha1` DynamoGraphDeployment in Dynamo 1.1.
-pub const V1ALPHA1_DYNAMO_1_1: &str = "0f7144bebd244d78";
+pub const V1ALPHA1_DYNAMO_1_1: &str = "b988c5e17d5c5ec9";

@@ -25,7 +25,7 @@ fn schema() -> UpstreamSchema {
     UpstreamSchema {
         version: "v1alpha1".into(),
         api_version: "nvidia.com/v1alpha1".into(),
-        fingerprint: "0f7144bebd244d78".into(),
+        fingerprint: "b988c5e17d5c5ec9".into(),
     }
 }
 
@@ -427,7 +427,7 @@ fn schema_detection_and_registration() {
     match DynamoProvider.detect_schema(Some(&crd)) {
         SchemaDetection::Supported(s) => assert_eq!(
             (s.api_version.as_str(), s.fingerprint.as_str()),
-            ("nvidia.com/v1alpha1", "0f7144bebd244d78")
+            ("nvidia.com/v1alpha1", "b988c5e17d5c5ec9")
         ),
         other => panic!("{other:?}"),
     }
@@ -860,4 +860,64 @@ fn epp_overrides() {
         "{}",
         bad_image.status.message
     );
+}
+
+/// Storage as the Go AI Runway maps it: every claim in `spec.pvcs` (`create: false`), every
+/// worker (prefill and decode alike) mounting each volume with the compilation cache marked,
+/// `HF_HOME` at the model cache unless `env` sets it; the frontend mounts nothing.
+#[test]
+fn storage_volumes_mounted_on_every_worker() {
+    let spec = json!({"model": {"id": "Qwen/Qwen3-0.6B", "storage": {"volumes": [
+            {"name": "weights", "purpose": "modelCache"},
+            {"name": "compiled", "purpose": "compilationCache", "size": "10Gi"},
+            {"name": "data", "claimName": "team-data", "mountPath": "/data", "readOnly": true}]}},
+        "engine": {"type": "vllm"}, "serving": {"mode": "disaggregated"},
+        "scaling": {"prefill": {"gpu": {"count": 1}}, "decode": {"gpu": {"count": 1}}},
+        "env": [{"name": "A", "value": "1"}]});
+    let deployment = md(spec.clone());
+    let shared = airunway_api::storage::volume_for(
+        &deployment,
+        airunway_api::storage::VolumePurpose::ModelCache,
+    )
+    .unwrap()
+    .claim_name;
+    let rendered = &DynamoProvider
+        .render(&deployment, &schema())
+        .unwrap()
+        .objects[0];
+    assert_eq!(
+        rendered["spec"]["pvcs"],
+        json!([{"name": shared, "create": false},
+               {"name": "m-compiled", "create": false},
+               {"name": "team-data", "create": false}])
+    );
+    for service in ["VllmPrefillWorker", "VllmDecodeWorker"] {
+        let worker = worker(rendered, service);
+        assert_eq!(
+            worker["volumeMounts"],
+            json!([{"name": shared, "mountPoint": "/model-cache"},
+                   {"name": "m-compiled", "mountPoint": "/compilation-cache", "useAsCompilationCache": true},
+                   {"name": "team-data", "mountPoint": "/data"}]),
+            "{service}"
+        );
+        assert_eq!(
+            worker["envs"],
+            json!([{"name": "A", "value": "1"}, {"name": "HF_HOME", "value": "/model-cache"}]),
+            "{service}"
+        );
+    }
+    assert_eq!(worker(rendered, "Frontend")["volumeMounts"], Value::Null);
+    let mut own = spec;
+    own["env"] = json!([{"name": "HF_HOME", "value": "/mine"}]);
+    let rendered = &DynamoProvider.render(&md(own), &schema()).unwrap().objects[0];
+    assert_eq!(
+        worker(rendered, "VllmDecodeWorker")["envs"],
+        json!([{"name": "HF_HOME", "value": "/mine"}])
+    );
+    let none = &DynamoProvider
+        .render(&md(json!({"model": {"id": "a/b"}, "engine": {"type": "vllm"}, "resources": {"gpu": {"count": 1}}})), &schema())
+        .unwrap()
+        .objects[0];
+    assert_eq!(none["spec"]["pvcs"], Value::Null);
+    assert_eq!(worker(none, "VllmWorker")["volumeMounts"], Value::Null);
 }

@@ -22,7 +22,7 @@ fn schema() -> UpstreamSchema {
     UpstreamSchema {
         version: "v1alpha1".into(),
         api_version: "nvidia.com/v1alpha1".into(),
-        fingerprint: "0f7144bebd244d78".into(),
+        fingerprint: "b988c5e17d5c5ec9".into(),
     }
 }
 

@@ -2,11 +2,18 @@
 
 use airunway_api::v1alpha1::{EngineType, ModelDeployment, ModelSource, ServingMode};
 
+/// Why a deployment with `model.storage` volumes is refused: a Workspace cannot mount a claim
+/// on the pods that run the model (the registration says `modelStorage: false`).
+pub const NO_STORAGE: &str = "KAITO cannot mount model.storage volumes: a vLLM preset Workspace has no field for volumes on its inference pods (KAITO builds those pods and downloads the weights itself), and the llama.cpp template's server loads its model from its huggingface:// URL, not from a Hugging Face cache; remove spec.model.storage, or name a provider that mounts it in spec.provider.name (llmd, vllm, dynamo or kuberay)";
+
 /// `Ok` when KAITO can serve `md`, else the user-facing reason.
 pub fn check(md: &ModelDeployment) -> Result<(), String> {
     let spec = &md.spec;
     if spec.serving_mode() == ServingMode::Disaggregated {
         return Err("KAITO does not support disaggregated mode".to_string());
+    }
+    if !airunway_api::storage::resolved_volumes(md).is_empty() {
+        return Err(NO_STORAGE.to_string());
     }
     match md.resolved_engine() {
         None => Err("No engine selected yet".to_string()),

@@ -188,6 +188,8 @@ impl Provider for KaitoProvider {
                     engine(EngineType::Vllm, false),
                     engine(EngineType::Llamacpp, true),
                 ]),
+                // A Workspace cannot mount model.storage volumes on KAITO's inference pods (docs/providers/kaito.md).
+                model_storage: Some(false),
                 ..Default::default()
             }),
             selection_rules: Some(vec![

@@ -831,3 +831,43 @@ fn overrides_merge_into_the_workspace_as_go_does() {
         "invalid provider.overrides: provider.overrides.resource.count is set from scaling.replicas (set scaling.replicas instead) and is not allowed"
     );
 }
+
+/// A Workspace cannot mount a claim on KAITO's inference pods: any `model.storage` volume is
+/// refused with what KAITO cannot do and what to do instead (a preset and a llama.cpp template
+/// alike), before the storage gate would hold it waiting for a cache KAITO would never read.
+#[test]
+fn storage_volumes_are_refused() {
+    let volumes = json!({"volumes": [{"name": "weights", "purpose": "modelCache"}]});
+    for spec in [
+        json!({"model": {"id": "a/b", "storage": volumes}, "engine": {"type": "vllm"}, "resources": {"gpu": {"count": 1}}}),
+        json!({"model": {"id": "a/b", "storage": {"volumes": [{"name": "d", "claimName": "data", "mountPath": "/data"}]}},
+               "engine": {"type": "llamacpp"}, "image": "i"}),
+    ] {
+        let md = md(spec);
+        assert_eq!(
+            KaitoProvider::default().check_compatibility(&md),
+            Err(Incompatible::new(
+                airunway_provider_kaito::compat::NO_STORAGE
+            ))
+        );
+        let held = cycle::checked(
+            &KaitoProvider::default(),
+            &md,
+            &SchemaDetection::Supported(v1beta1()),
+        )
+        .unwrap_err();
+        assert_eq!(held.status.phase, Phase::Failed);
+        assert!(
+            held.status
+                .message
+                .starts_with("KAITO cannot mount model.storage volumes")
+        );
+    }
+    assert_eq!(
+        registration_spec(&KaitoProvider::default())
+            .capabilities
+            .unwrap()
+            .model_storage,
+        Some(false)
+    );
+}

@@ -66,6 +66,8 @@ impl Provider for KubeRayProvider {
                         false,
                     )
                 })]),
+                // Mounts model.storage volumes where the engine runs and waits for the model cache.
+                model_storage: Some(true),
                 ..Default::default()
             }),
             // Explicit-only (design doc §4.5): no selection rule, so the core never picks

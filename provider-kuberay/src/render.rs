@@ -25,12 +25,18 @@
 //! - Every Ray pod: `env`, the Hugging Face token as `HF_TOKEN` from a `secretKeyRef` to the
 //!   Secret named in `secrets.huggingFaceToken` (key `HF_TOKEN`; a reference, never read),
 //!   `nodeSelector`, `tolerations`, the pod labels/annotations of `podTemplate.metadata` and
-//!   `airunway.ai/deployment: <name>`.
+//!   `airunway.ai/deployment: <name>`; every `model.storage` volume as a PVC volume mounted at
+//!   its path in the Ray container (head and workers alike: vLLM runs in the workers, Serve
+//!   may load on the head), `HF_HOME` at the `modelCache` volume and `VLLM_CACHE_ROOT` at the
+//!   `compilationCache` volume unless `env` sets them.
 
 use std::collections::BTreeMap;
 
 use airunway_api::constants::{event_reasons, labels};
-use airunway_api::provider::{RenderError, RenderWarning, Rendered, UpstreamSchema};
+use airunway_api::provider::vllm_kit::render::COMPILATION_CACHE_ENV;
+use airunway_api::provider::{
+    RenderError, RenderWarning, Rendered, UpstreamSchema, cache_env, cache_volumes,
+};
 use airunway_api::resolve::DEFAULT_GPU_TYPE;
 use airunway_api::serde_json::{self, Map, Value, json};
 use airunway_api::v1alpha1::{ComponentScaling, ModelDeployment, ServingMode};
@@ -292,9 +298,14 @@ fn components(md: &ModelDeployment) -> (Component, Component) {
 }
 
 /// The container environment: `env`, then the token reference (which replaces a user
-/// `HF_TOKEN`).
+/// `HF_TOKEN`), then `HF_HOME` and `VLLM_CACHE_ROOT` at the caches unless `env` sets them.
 fn environment(md: &ModelDeployment) -> Result<Vec<Value>, RenderError> {
-    md.spec.container_env().iter().map(to_value).collect()
+    md.spec
+        .container_env()
+        .iter()
+        .chain(&cache_env(md, Some(COMPILATION_CACHE_ENV)))
+        .map(to_value)
+        .collect()
 }
 
 /// CPU and memory as equal requests and limits, plus extra limits (GPUs).
@@ -322,6 +333,8 @@ struct PodCommon {
     metadata: Value,
     node_selector: Option<Value>,
     tolerations: Option<Value>,
+    /// The `model.storage` claims as pod volumes, and their mounts.
+    volumes: (Vec<Value>, Vec<Value>),
 }
 
 impl PodCommon {
@@ -358,6 +371,7 @@ impl PodCommon {
                 Some(t) => Some(to_value(t)?),
                 None => None,
             },
+            volumes: cache_volumes(md),
         })
     }
 
@@ -366,7 +380,14 @@ impl PodCommon {
         if !self.env.is_empty() {
             container["env"] = json!(self.env);
         }
+        let (volumes, mounts) = &self.volumes;
+        if !mounts.is_empty() {
+            container["volumeMounts"] = json!(mounts);
+        }
         let mut pod = json!({"containers": [container]});
+        if !volumes.is_empty() {
+            pod["volumes"] = json!(volumes);
+        }
         if let Some(selector) = &self.node_selector {
             pod["nodeSelector"] = selector.clone();
         }

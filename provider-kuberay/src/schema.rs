@@ -16,6 +16,8 @@ pub const PATHS: &[&str] = &[
     "spec.rayClusterConfig.headGroupSpec.template.spec.containers[].resources.requests",
     "spec.rayClusterConfig.headGroupSpec.template.spec.nodeSelector",
     "spec.rayClusterConfig.headGroupSpec.template.spec.tolerations",
+    "spec.rayClusterConfig.headGroupSpec.template.spec.volumes",
+    "spec.rayClusterConfig.headGroupSpec.template.spec.containers[].volumeMounts",
     "spec.rayClusterConfig.workerGroupSpecs[].groupName",
     "spec.rayClusterConfig.workerGroupSpecs[].replicas",
     "spec.rayClusterConfig.workerGroupSpecs[].minReplicas",
@@ -29,6 +31,8 @@ pub const PATHS: &[&str] = &[
     "spec.rayClusterConfig.workerGroupSpecs[].template.spec.containers[].resources.requests",
     "spec.rayClusterConfig.workerGroupSpecs[].template.spec.nodeSelector",
     "spec.rayClusterConfig.workerGroupSpecs[].template.spec.tolerations",
+    "spec.rayClusterConfig.workerGroupSpecs[].template.spec.volumes",
+    "spec.rayClusterConfig.workerGroupSpecs[].template.spec.containers[].volumeMounts",
 ];
 
 /// Supported versions, preferred first, with the fingerprints of the KubeRay releases this
@@ -47,6 +51,6 @@ pub const ADAPTERS: &[SchemaAdapter] = &[
 ];
 
 /// Fingerprint of `ray.io/v1` RayService in KubeRay v1.3.0.
-pub const V1_KUBERAY_1_3: &str = "7cb62e52578d3371";
+pub const V1_KUBERAY_1_3: &str = "7cdae45a72e929fd";
 /// Fingerprint of `ray.io/v1alpha1` RayService in KubeRay v1.3.0.
-pub const V1ALPHA1_KUBERAY_1_3: &str = "7cb62e52578d3371";
+pub const V1ALPHA1_KUBERAY_1_3: &str = "7cdae45a72e929fd";

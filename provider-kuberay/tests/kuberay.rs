@@ -916,3 +916,59 @@ fn engine_fields_prefix_caching_eager_image_and_extra_args() {
         json!({"airunway.ai/engine-type": "vllm", "airunway.ai/model-deployment": "m", "airunway.ai/model-source": "huggingface"})
     );
 }
+
+/// Every Ray pod (head and each worker group) mounts the `model.storage` claims where they
+/// resolve, and vLLM is pointed at the caches unless `env` sets the variables.
+#[test]
+fn storage_volumes_on_every_ray_pod() {
+    let deployment = md(
+        json!({"model": {"id": "Qwen/Qwen3-8B", "storage": {"volumes": [
+            {"name": "weights", "purpose": "modelCache"},
+            {"name": "compiled", "purpose": "compilationCache", "size": "10Gi"}]}},
+        "engine": {"type": "vllm"}, "serving": {"mode": "disaggregated"},
+        "scaling": {"prefill": {"gpu": {"count": 1}}, "decode": {"gpu": {"count": 1}}},
+        "provider": {"name": "kuberay"}, "env": [{"name": "A", "value": "1"}]}),
+    );
+    let shared = airunway_api::storage::volume_for(
+        &deployment,
+        airunway_api::storage::VolumePurpose::ModelCache,
+    )
+    .unwrap()
+    .claim_name;
+    let object = KubeRayProvider
+        .render(&deployment, &schema())
+        .unwrap()
+        .objects[0]
+        .clone();
+    let groups: Vec<Value> = [head(&object)]
+        .into_iter()
+        .chain(workers(&object))
+        .collect();
+    assert_eq!(groups.len(), 3);
+    for group in &groups {
+        assert_eq!(
+            group["template"]["spec"]["volumes"],
+            json!([{"name": "weights", "persistentVolumeClaim": {"claimName": shared}},
+                   {"name": "compiled", "persistentVolumeClaim": {"claimName": "m-compiled"}}])
+        );
+        let container = container(group);
+        assert_eq!(
+            container["volumeMounts"],
+            json!([{"name": "weights", "mountPath": "/model-cache"},
+                   {"name": "compiled", "mountPath": "/compilation-cache"}])
+        );
+        assert_eq!(
+            container["env"],
+            json!([{"name": "A", "value": "1"},
+                   {"name": "HF_HOME", "value": "/model-cache"},
+                   {"name": "VLLM_CACHE_ROOT", "value": "/compilation-cache"}])
+        );
+    }
+    let plain = KubeRayProvider
+        .render(&gpu_vllm(json!({})), &schema())
+        .unwrap()
+        .objects[0]
+        .clone();
+    assert_eq!(head(&plain)["template"]["spec"]["volumes"], Value::Null);
+    assert_eq!(container(&head(&plain))["volumeMounts"], Value::Null);
+}

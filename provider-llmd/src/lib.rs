@@ -86,6 +86,8 @@ impl Provider for LlmdProvider {
         InferenceProviderConfigSpec {
             capabilities: Some(ProviderCapabilities {
                 engines: Some(vec![EngineCapabilityEntry::Detailed(vllm)]),
+                // Mounts model.storage volumes where the engine runs and waits for the model cache.
+                model_storage: Some(true),
                 ..Default::default()
             }),
             // Explicit-only: no selection rule, so the core never picks llm-d on its own.

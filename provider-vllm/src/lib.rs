@@ -124,6 +124,8 @@ impl Provider for VllmProvider {
         InferenceProviderConfigSpec {
             capabilities: Some(ProviderCapabilities {
                 engines: Some(vec![EngineCapabilityEntry::Detailed(vllm)]),
+                // Mounts model.storage volumes where the engine runs and waits for the model cache.
+                model_storage: Some(true),
                 ..Default::default()
             }),
             // Explicit-only: no selection rule, so the core never picks vLLM on its own.

@@ -1,10 +1,11 @@
-//! The checked render (pure): compatibility, the upstream schema, the provider's declared
+//! The checked render (pure): compatibility, the [storage gate](super::storage_gate), the upstream schema, the provider's declared
 //! overrides, the provider's render of the whole set, and the Pod Security check of every rendered object. Either the desired
 //! objects (completed with owner reference, labels and hashes) or the [`Hold`] to show.
 
 use super::desired::{self, DesiredUpstream};
 use super::rendered::{RenderError, RenderWarning};
-use super::statuses::{Hold, HoldCause, compatible, hold, hold_incompatible};
+use super::statuses::{Hold, HoldCause, compatible, hold, hold_incompatible, storage_held};
+use super::storage_gate;
 use super::traits::{Provider, SchemaDetection, UpstreamSchema};
 use crate::constants::{condition_types, messages, reasons};
 use crate::pod_security;
@@ -19,7 +20,7 @@ pub struct Checked {
     pub warnings: Vec<RenderWarning>,
 }
 
-/// Compatibility, schema, overrides, render, and the Pod Security check of every rendered object
+/// Compatibility, the storage gate, schema, overrides, render, and the Pod Security check of every rendered object
 /// (`policy`): the objects to apply, or the hold to show instead (nothing of a set is applied
 /// when one object breaks the policy).
 pub fn checked_render<P: Provider>(
@@ -46,6 +47,9 @@ pub fn checked_render<P: Provider>(
         {
             condition.message = format!("No {kind} is created for an incompatible configuration");
         }
+        return Err(Box::new(held));
+    }
+    if let Some(held) = storage_held(provider, storage_gate::gate(md)) {
         return Err(Box::new(held));
     }
     let schema = usable_schema(provider, detection)?;

@@ -50,6 +50,7 @@
 //! (`registration`) and the upstream test material (`testing`). Everything else is internal.
 
 mod args;
+mod cache_mounts;
 mod checked_render;
 mod context;
 #[cfg(any(test, feature = "testing"))]
@@ -84,6 +85,7 @@ mod schema;
 mod staleness;
 mod status_write;
 mod statuses;
+mod storage_gate;
 #[cfg(test)]
 mod test_support;
 #[cfg(feature = "testing")]
@@ -96,6 +98,7 @@ pub mod vllm_kit;
 pub use tokio;
 
 pub use args::ProviderArgs;
+pub use cache_mounts::{cache_env, cache_volumes};
 pub use overrides::{OverrideSchema, OverrideType};
 pub use plan::controller_missing_hold;
 pub use registration::registration_spec;

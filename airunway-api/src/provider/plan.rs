@@ -979,6 +979,123 @@ mod planner_tests {
         }
     }
 
+    /// A deployment with a model cache renders nothing until the core's storage conditions say
+    /// so: `Pending` (`Reconciling` with the condition's reason) while the claims bind and the
+    /// model downloads, `Failed` (`Stalled`) when the download failed, and the same conditions
+    /// give the same status (written once). An incompatible deployment is refused at once.
+    #[test]
+    fn storage_holds_the_render_until_the_cache_is_ready() {
+        use crate::conditions::Progress;
+        let with = |model: &str, conditions: Value| {
+            let mut value = serde_json::to_value(deployment(model)).unwrap();
+            value["spec"]["model"]["storage"] =
+                json!({"volumes": [{"name": "weights", "purpose": "modelCache"}]});
+            value["status"] = json!({"conditions": conditions});
+            serde_json::from_value::<ModelDeployment>(value).unwrap()
+        };
+        let condition = |type_: &str, status: &str, reason: &str, message: &str| {
+            json!({"type": type_, "status": status, "reason": reason, "message": message,
+                   "lastTransitionTime": "2026-01-01T00:00:00Z", "observedGeneration": 1})
+        };
+        let bound = condition("StorageReady", "True", "PVCsBound", "All PVCs are bound");
+        let progress = "Model download in progress: 42% (3 files, 1.2 GiB)";
+        let downloading = with(
+            "a/b",
+            json!([
+                bound.clone(),
+                condition("ModelDownloaded", "False", "DownloadInProgress", progress)
+            ]),
+        );
+        let held = hold_of(plan_of(&downloading, &[], true));
+        assert_eq!(held.cause, HoldCause::Storage { failed: false });
+        assert_eq!(held.cause.error_category(), None);
+        assert_eq!(held.status.phase, Phase::Pending);
+        assert_eq!(held.status.message, progress);
+        assert_eq!(
+            held.status.progress(),
+            Progress::InProgress {
+                reason: "DownloadInProgress".into(),
+                message: progress.into()
+            }
+        );
+        assert_eq!(
+            hold_of(plan_of(&downloading, &[], true)),
+            held,
+            "same conditions, same status"
+        );
+        // Written once: the deployment showing the hold's status needs no second write; the
+        // next progress message does.
+        let patch = held.status.patch(
+            &downloading,
+            &k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(jiff::Timestamp::UNIX_EPOCH),
+        );
+        let mut shown = serde_json::to_value(&downloading).unwrap();
+        for (key, value) in patch["status"].as_object().unwrap() {
+            shown["status"][key] = value.clone();
+        }
+        let shown: ModelDeployment = serde_json::from_value(shown).unwrap();
+        assert!(!held.status.is_current(&downloading, "pair-provider"));
+        assert!(held.status.is_current(&shown, "pair-provider"));
+        let further = with(
+            "a/b",
+            json!([
+                bound.clone(),
+                condition(
+                    "ModelDownloaded",
+                    "False",
+                    "DownloadInProgress",
+                    "Model download in progress: 43% (3 files, 1.3 GiB)"
+                )
+            ]),
+        );
+        assert!(
+            !hold_of(plan_of(&further, &[], true))
+                .status
+                .is_current(&shown, "pair-provider")
+        );
+
+        let failed = with(
+            "a/b",
+            json!([
+                bound.clone(),
+                condition(
+                    "ModelDownloaded",
+                    "False",
+                    "DownloadFailed",
+                    "Model download failed: 404"
+                )
+            ]),
+        );
+        let held = hold_of(plan_of(&failed, &[], true));
+        assert_eq!(held.cause.error_category(), Some("storage"));
+        assert_eq!(held.status.phase, Phase::Failed);
+        assert_eq!(
+            held.status.progress(),
+            Progress::Stalled {
+                reason: "DownloadFailed".into(),
+                message: "Model download failed: 404".into()
+            }
+        );
+
+        let ready = with(
+            "a/b",
+            json!([
+                bound,
+                condition(
+                    "ModelDownloaded",
+                    "True",
+                    "DownloadComplete",
+                    "Model download completed"
+                )
+            ]),
+        );
+        assert_eq!(rollout(plan_of(&ready, &[], true)).steps.len(), 2);
+        assert_eq!(
+            hold_of(plan_of(&with("refused/model", json!([])), &[], true)).cause,
+            HoldCause::Incompatible
+        );
+    }
+
     /// A preparation that found the provider's operator missing holds with the reason the Go
     /// AI Runway gives (`UpstreamControllerMissing`) and the install hint; nothing is applied.
     #[test]

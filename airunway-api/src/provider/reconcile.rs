@@ -23,6 +23,7 @@ use super::rendered::RenderWarning;
 use super::staleness;
 use super::status_write;
 use super::statuses::{self, Hold};
+use super::storage_gate;
 use super::traits::{PreparationHold, Provider};
 use crate::apply_body;
 use crate::constants::{event_actions, event_reasons};
@@ -139,7 +140,11 @@ async fn prepare<P: Provider>(
     ctx: &Context<P>,
 ) -> Result<(ModelDeployment, Option<PreparationHold>), ReconcileError> {
     let provider = ctx.provider.as_ref();
-    if provider.check_compatibility(md).is_err() {
+    // Nothing to prepare for a deployment that is not rendered: incompatible, or waiting for
+    // its storage (the plan holds it either way).
+    if provider.check_compatibility(md).is_err()
+        || storage_gate::gate(md) != storage_gate::StorageGate::Open
+    {
         return Ok((md.clone(), None));
     }
     let preparation = provider.prepare(md).await;

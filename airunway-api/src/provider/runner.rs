@@ -75,6 +75,14 @@ impl<P: Provider> Reporter<P> {
     }
 }
 
+/// The watch of the ModelDeployments: all of them, every change. Nothing is filtered by
+/// generation: a status-only change (the core's `StorageReady` or `ModelDownloaded`, which
+/// the [storage gate](super::storage_gate) waits on) must wake the reconcile like a spec
+/// change.
+fn deployment_watch() -> watcher::Config {
+    watcher::Config::default().any_semantic()
+}
+
 /// How many deployments are reconciled at once: enough to keep the API server busy, few
 /// enough that a burst queues here (deduplicated per deployment) instead of in flight.
 const RECONCILE_CONCURRENCY: u16 = 32;
@@ -555,7 +563,7 @@ pub async fn run_with_args<P: Provider>(provider: P, args: ProviderArgs) -> Resu
     let provider_name = name.clone();
     let deployment_changes = watcher(
         Api::<ModelDeployment>::all(client.clone()),
-        watcher::Config::default().any_semantic(),
+        deployment_watch(),
     )
     .backoff(WatchBackoff::default())
     .modify(move |md: &mut ModelDeployment| trim_deployment(md, &provider_name))
@@ -683,5 +691,51 @@ pub async fn run_with_args<P: Provider>(provider: P, args: ProviderArgs) -> Resu
             tracing::info!("stopped");
             Ok(())
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+    use crate::provider::storage_gate::{StorageGate, gate};
+    use serde_json::json;
+
+    /// A change of the core's storage conditions reaches the reconcile: the watch selects
+    /// every deployment, and the trimmed cache entry keeps the conditions the gate reads.
+    #[test]
+    fn storage_condition_changes_reach_the_gate() {
+        let config = deployment_watch();
+        assert!(config.label_selector.is_none() && config.field_selector.is_none());
+        let with = |status: &str| -> ModelDeployment {
+            serde_json::from_value(json!({
+                "apiVersion": "airunway.ai/v1alpha1", "kind": "ModelDeployment",
+                "metadata": {"name": "m", "namespace": "ns", "generation": 1,
+                    "finalizers": ["airunway.ai/p-provider"],
+                    "managedFields": [{"manager": "airunway-core", "operation": "Apply",
+                        "subresource": "status", "fieldsType": "FieldsV1", "fieldsV1": {}}]},
+                "spec": {"model": {"id": "a/b", "storage": {"volumes": [{"name": "w", "purpose": "modelCache"}]}}},
+                "status": {"provider": {"name": "p"}, "conditions": [
+                    {"type": "StorageReady", "status": "True", "reason": "PVCsBound", "message": "bound",
+                     "lastTransitionTime": "2026-01-01T00:00:00Z"},
+                    {"type": "ModelDownloaded", "status": status, "reason": "DownloadInProgress",
+                     "message": "Model download in progress: 5% (1 files, 1 MiB)",
+                     "lastTransitionTime": "2026-01-01T00:00:00Z"}]},
+            }))
+            .unwrap()
+        };
+        let mut downloading = with("False");
+        trim_deployment(&mut downloading, "p");
+        assert_eq!(
+            gate(&downloading),
+            StorageGate::Wait {
+                reason: "DownloadInProgress".into(),
+                message: "Model download in progress: 5% (1 files, 1 MiB)".into()
+            }
+        );
+        let mut downloaded = with("True");
+        trim_deployment(&mut downloaded, "p");
+        assert_eq!(gate(&downloaded), StorageGate::Open);
     }
 }

@@ -5,6 +5,7 @@
 use kube::core::DynamicObject;
 
 use super::desired::{DesiredUpstream, ProviderStatus};
+use super::storage_gate::StorageGate;
 use super::traits::{PreparationHold, Provider};
 use crate::constants::{condition_types, reasons};
 use crate::v1alpha1::{ModelDeployment, Phase};
@@ -16,6 +17,12 @@ pub enum HoldCause {
     Incompatible,
     /// [`Provider::prepare`] returned a hold.
     Prepare,
+    /// The deployment's storage is not ready (`failed`: it failed for good), see
+    /// [`storage_gate`](super::storage_gate).
+    Storage {
+        /// `PVCFailed` or `DownloadFailed` (else: waiting).
+        failed: bool,
+    },
     /// The upstream CRD is missing or not Established.
     CrdUnavailable,
     /// The installed upstream schema is unknown to this provider version.
@@ -32,7 +39,10 @@ impl HoldCause {
     /// A short, static label for metrics (`None`: not an error, e.g. waiting for a CRD).
     pub fn error_category(&self) -> Option<&'static str> {
         match self {
-            HoldCause::Incompatible | HoldCause::CrdUnavailable => None,
+            HoldCause::Incompatible
+            | HoldCause::CrdUnavailable
+            | HoldCause::Storage { failed: false } => None,
+            HoldCause::Storage { failed: true } => Some("storage"),
             HoldCause::Prepare => Some("prepare"),
             HoldCause::UnsupportedSchema => Some("unsupported_schema"),
             HoldCause::Render(category) => Some(category),
@@ -83,6 +93,29 @@ pub(crate) fn hold_incompatible(cause: HoldCause, reason: &str, message: String)
         reason,
         message,
     )
+}
+
+/// The hold of a deployment whose storage is not ready ([`StorageGate::Wait`]: `Pending`) or
+/// failed ([`StorageGate::Failed`]: `Failed`), compatible, nothing created; `None` when the
+/// gate is open.
+pub(crate) fn storage_held<P: Provider>(provider: &P, gate: StorageGate) -> Option<Hold> {
+    let (failed, reason, message) = match gate {
+        StorageGate::Open => return None,
+        StorageGate::Wait { reason, message } => (false, reason, message),
+        StorageGate::Failed { reason, message } => (true, reason, message),
+    };
+    let phase = if failed {
+        Phase::Failed
+    } else {
+        Phase::Pending
+    };
+    Some(hold(
+        HoldCause::Storage { failed },
+        phase,
+        compatible(provider),
+        &reason,
+        message,
+    ))
 }
 
 /// The status for a deployment whose upstream object could not be applied because the CRD

@@ -126,6 +126,12 @@ pub struct ProviderCapabilities {
     /// CPU support of engines listed by name only.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cpu_support: Option<bool>,
+
+    /// Whether the provider mounts `model.storage` volumes where its engine runs and waits for
+    /// the model cache. `false`: selection passes the provider over for a deployment with
+    /// volumes; absent: not declared, not excluded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model_storage: Option<bool>,
 }
 
 /// An entry of `capabilities.engines`.

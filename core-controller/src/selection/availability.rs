@@ -69,6 +69,9 @@ pub struct ProviderView {
     pub rules: Vec<SelectionRule>,
     /// Whether it can take work.
     pub availability: Availability,
+    /// `capabilities.modelStorage`: whether it mounts `model.storage` volumes (`None`: not
+    /// declared).
+    pub model_storage: Option<bool>,
     /// The IPC's `metadata.generation` (rule errors are reported per generation).
     pub generation: Option<i64>,
 }
@@ -88,6 +91,7 @@ pub fn provider_views(ipcs: &[InferenceProviderConfig]) -> Vec<ProviderView> {
                 .unwrap_or_default(),
             rules: ipc.spec.selection_rules.clone().unwrap_or_default(),
             availability: availability(ipc),
+            model_storage: ipc.spec.capabilities.as_ref().and_then(|c| c.model_storage),
             generation: ipc.metadata.generation,
         })
         .collect();

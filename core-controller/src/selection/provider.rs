@@ -1,4 +1,5 @@
-//! Provider selection (design doc §3.5.2, §4.4): capability filter, CEL rules, highest
+//! Provider selection (design doc §3.5.2, §4.4): capability filter (engine, GPU/CPU, serving
+//! mode, and `modelStorage` for a deployment with `model.storage` volumes), CEL rules, highest
 //! priority wins, ties go to the alphabetically first name; a provider with no matching rule is
 //! only used when named. One-time: once `status.provider.name` is set it is kept, unless
 //! `spec.provider.name` names another provider.
@@ -132,6 +133,7 @@ pub fn select_provider(
     }
     let gpu = md.spec.gpu_requested();
     let mode = md.spec.serving_mode();
+    let has_volumes = !airunway_api::storage::resolved_volumes(md).is_empty();
     let input = match RuleInput::new(md, Some(engine)) {
         Ok(input) => input,
         Err(e) => {
@@ -178,6 +180,13 @@ pub fn select_provider(
             ));
             continue;
         }
+        if has_volumes && provider.model_storage == Some(false) {
+            rejections.push((
+                provider.name.clone(),
+                format!("{} does not mount model.storage volumes", provider.name),
+            ));
+            continue;
+        }
         evaluated.push(provider.name.clone());
         let mut best: Option<i32> = None;
         for (index, rule) in provider.rules.iter().enumerate() {
@@ -219,5 +228,83 @@ pub fn select_provider(
         decision,
         rule_errors: errors,
         evaluated,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::selection::Availability;
+    use airunway_api::v1alpha1::{EngineCapability, SelectionRule, ServingMode};
+    use serde_json::json;
+
+    fn provider(name: &str, model_storage: Option<bool>) -> ProviderView {
+        ProviderView {
+            name: name.into(),
+            engines: vec![EngineCapability::new(
+                EngineType::Vllm,
+                vec![ServingMode::Aggregated],
+                true,
+                false,
+            )],
+            rules: vec![SelectionRule {
+                condition: "true".into(),
+                priority: 100,
+            }],
+            availability: Availability::Available,
+            model_storage,
+            generation: Some(1),
+        }
+    }
+
+    fn md(storage: serde_json::Value) -> ModelDeployment {
+        serde_json::from_value(json!({
+            "apiVersion": "airunway.ai/v1alpha1", "kind": "ModelDeployment",
+            "metadata": {"name": "m", "namespace": "ns"},
+            "spec": {"model": {"id": "a/b", "storage": storage}, "engine": {"type": "vllm"},
+                     "resources": {"gpu": {"count": 1}}},
+        }))
+        .unwrap()
+    }
+
+    fn decide(md: &ModelDeployment, providers: &[ProviderView]) -> ProviderDecision {
+        select_provider(
+            md,
+            Some(EngineType::Vllm),
+            providers,
+            true,
+            &RuleSet::default(),
+        )
+        .decision
+    }
+
+    #[test]
+    fn a_provider_that_mounts_no_storage_is_passed_over_for_volumes() {
+        let volumes = md(json!({"volumes": [{"name": "weights", "purpose": "modelCache"}]}));
+        let providers = [provider("a", Some(false)), provider("b", None)];
+        // Without volumes the alphabetically first wins; with them, `a` declares it cannot.
+        assert_eq!(decide(&md(json!({})), &providers).provider(), Some("a"));
+        assert_eq!(decide(&volumes, &providers).provider(), Some("b"));
+        assert_eq!(
+            decide(
+                &volumes,
+                &[provider("b", Some(true)), provider("a", Some(false))]
+            )
+            .provider(),
+            Some("b")
+        );
+        let alone = decide(&volumes, &providers[..1]);
+        assert_eq!(
+            alone,
+            ProviderDecision::NoCompatibleProvider {
+                rejections: vec![("a".into(), "a does not mount model.storage volumes".into())]
+            }
+        );
+        assert!(
+            alone
+                .failure_message()
+                .unwrap()
+                .ends_with("a: a does not mount model.storage volumes")
+        );
     }
 }

@@ -13,14 +13,18 @@
 //!   (startup 15 s/10 s/60, liveness 15 s/10 s/3, readiness 15 s/5 s/3: initial delay,
 //!   period, failure threshold); `env` (user `HF_TOKEN` dropped when the secret is set) then
 //!   `HF_TOKEN` from a `secretKeyRef` to `secrets.huggingFaceToken` (key `HF_TOKEN`: a
-//!   reference, never read); `/dev/shm` as a memory `emptyDir` (20Gi) with more than one GPU;
-//!   `model.storage` volumes that name a claim and a mount path, as PVC volumes mounted there.
+//!   reference, never read), then `HF_HOME` at the `modelCache` volume and `VLLM_CACHE_ROOT`
+//!   at the `compilationCache` volume unless the user's `env` sets them; `/dev/shm` as a memory
+//!   `emptyDir` (20Gi) with more than one GPU; every `model.storage` volume as a PVC volume
+//!   mounted at its path (`storage::resolved_volumes`: the user's claim, the managed
+//!   `<md>-<volume>` or the shared cache's).
 //! - Service `<component name>`: ClusterIP, the same selector, port `http` 8000 → `http`.
 
 use std::collections::BTreeMap;
 
 use serde_json::{Value, json};
 
+use crate::provider::cache_mounts::{cache_env, cache_volumes};
 use crate::v1alpha1::{EngineType, ModelDeployment, ModelSource};
 
 /// The container name.
@@ -39,6 +43,9 @@ pub const MODEL_SOURCE_LABEL: &str = "airunway.ai/model-source";
 pub const ENGINE_TYPE_LABEL: &str = "airunway.ai/engine-type";
 /// The size of the `/dev/shm` memory volume with more than one GPU.
 pub const SHM_SIZE: &str = "20Gi";
+/// vLLM's cache directory (compiled graphs and kernels), set to the `compilationCache`
+/// volume's mount path.
+pub const COMPILATION_CACHE_ENV: &str = "VLLM_CACHE_ROOT";
 
 /// One serving component: the aggregated server, or the prefill or decode workers.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -206,17 +213,21 @@ fn probe(initial_delay: i32, period: i32, failure_threshold: i32) -> Value {
            "failureThreshold": failure_threshold})
 }
 
+/// The container's environment: the deployment's ([`container_env`]), then [`cache_env`]
+/// (`HF_HOME` and [`COMPILATION_CACHE_ENV`] at the caches, unless the user sets them).
+///
+/// [`container_env`]: crate::v1alpha1::ModelDeploymentSpec::container_env
 fn env(md: &ModelDeployment) -> Vec<Value> {
     md.spec
         .container_env()
         .iter()
+        .chain(&cache_env(md, Some(COMPILATION_CACHE_ENV)))
         .filter_map(|var| serde_json::to_value(var).ok())
         .collect()
 }
 
-/// The volumes and mounts: `/dev/shm` with more than one GPU, then the `model.storage` volumes
-/// naming a claim and a mount path. (Volumes without a claim or mount path need the storage
-/// resolution the core does not do yet: `model.storage` is refused at admission for now.)
+/// The volumes and mounts: `/dev/shm` with more than one GPU, then every `model.storage`
+/// volume ([`cache_volumes`]: prefill and decode workers mount the same claims).
 fn volumes(md: &ModelDeployment, component: &Component) -> (Vec<Value>, Vec<Value>) {
     let mut volumes = Vec::new();
     let mut mounts = Vec::new();
@@ -225,24 +236,9 @@ fn volumes(md: &ModelDeployment, component: &Component) -> (Vec<Value>, Vec<Valu
             .push(json!({"name": "shm", "emptyDir": {"medium": "Memory", "sizeLimit": SHM_SIZE}}));
         mounts.push(json!({"name": "shm", "mountPath": "/dev/shm"}));
     }
-    let declared = md
-        .spec
-        .model
-        .storage
-        .as_ref()
-        .and_then(|s| s.volumes.as_ref());
-    for volume in declared.into_iter().flatten() {
-        let (Some(claim), Some(path)) = (volume.claim_name.as_ref(), volume.mount_path.as_ref())
-        else {
-            continue;
-        };
-        volumes.push(json!({"name": volume.name, "persistentVolumeClaim": {"claimName": claim}}));
-        let mut mount = json!({"name": volume.name, "mountPath": path});
-        if volume.read_only == Some(true) {
-            mount["readOnly"] = json!(true);
-        }
-        mounts.push(mount);
-    }
+    let (claims, claim_mounts) = cache_volumes(md);
+    volumes.extend(claims);
+    mounts.extend(claim_mounts);
     (volumes, mounts)
 }
 
@@ -571,6 +567,54 @@ mod tests {
             pod["containers"][0]["resources"]["limits"],
             json!({"nvidia.com/gpu": "1"}),
             "one GPU by default for {{engine: vllm}}"
+        );
+    }
+
+    /// The model cache and the compilation cache are mounted where `storage` resolves them and
+    /// vLLM is pointed at them; a second component (prefill beside decode) mounts the same
+    /// claims, and the user's own `HF_HOME` wins.
+    #[test]
+    fn caches_mounted_and_the_engine_pointed_at_them() {
+        let spec = json!({"model": {"id": "Qwen/Qwen3-0.6B", "storage": {"volumes": [
+                {"name": "weights", "purpose": "modelCache"},
+                {"name": "compiled", "purpose": "compilationCache", "size": "10Gi"}]}},
+            "engine": {"type": "vllm"}, "env": [{"name": "A", "value": "1"}]});
+        let cached = md(spec.clone());
+        let shared = crate::storage::volume_for(&cached, crate::storage::VolumePurpose::ModelCache)
+            .unwrap()
+            .claim_name;
+        let mut prefill = Component::aggregated(&cached);
+        prefill.name = "m-prefill".into();
+        let pods: Vec<Value> = [Component::aggregated(&cached), prefill]
+            .iter()
+            .map(|c| deployment(&cached, c, "img")["spec"]["template"]["spec"].clone())
+            .collect();
+        for pod in &pods {
+            assert_eq!(
+                pod["volumes"],
+                json!([{"name": "weights", "persistentVolumeClaim": {"claimName": shared}},
+                       {"name": "compiled", "persistentVolumeClaim": {"claimName": "m-compiled"}}])
+            );
+            assert_eq!(
+                pod["containers"][0]["volumeMounts"],
+                json!([{"name": "weights", "mountPath": "/model-cache"},
+                       {"name": "compiled", "mountPath": "/compilation-cache"}])
+            );
+            assert_eq!(
+                pod["containers"][0]["env"],
+                json!([{"name": "A", "value": "1"},
+                       {"name": "HF_HOME", "value": "/model-cache"},
+                       {"name": "VLLM_CACHE_ROOT", "value": "/compilation-cache"}])
+            );
+        }
+        let mut own = spec;
+        own["env"] = json!([{"name": "HF_HOME", "value": "/mine"}]);
+        let own = md(own);
+        assert_eq!(
+            deployment(&own, &Component::aggregated(&own), "img")["spec"]["template"]["spec"]["containers"]
+                [0]["env"],
+            json!([{"name": "HF_HOME", "value": "/mine"},
+                   {"name": "VLLM_CACHE_ROOT", "value": "/compilation-cache"}])
         );
     }
 }

@@ -1,0 +1,228 @@
+//! The storage gate (pure): what the core's storage conditions on a deployment let every
+//! provider do before its render. A deployment with `model.storage` volumes renders nothing
+//! until the core reports its claims bound (`StorageReady=True`), and one that downloads its
+//! model into a cache ([`storage::download`]) nothing until the download is complete
+//! (`ModelDownloaded=True`): the engine would otherwise start on an empty cache and download
+//! the weights itself. Meanwhile the deployment is `Pending` with the condition's reason and
+//! message; the core's failure reasons (`PVCFailed`, `DownloadFailed`) hold it `Failed`.
+//!
+//! The core rewrites both conditions at every generation; until it has, a condition of an
+//! earlier generation is honoured as it stands, so a spec change that does not touch storage
+//! (a scale) never turns a running deployment back to `Pending`.
+
+use crate::constants::{condition_types, reasons};
+use crate::storage;
+use crate::v1alpha1::{ConditionStatus, ModelDeployment};
+
+/// What the storage conditions let the provider do with a deployment.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum StorageGate {
+    /// No volumes, or the claims are bound and the model (if it is downloaded) is in the cache:
+    /// render.
+    Open,
+    /// Not yet: phase `Pending`, `ResourceCreated=False` with this reason and message; the
+    /// deployment is reconciled again when the core changes the condition.
+    Wait {
+        /// The condition's reason (e.g. `PVCsPending`, `DownloadInProgress`).
+        reason: String,
+        /// The condition's message, which the deployment shows.
+        message: String,
+    },
+    /// The storage failed: phase `Failed`, `ResourceCreated=False` with this reason and message.
+    Failed {
+        /// `PVCFailed` or `DownloadFailed`.
+        reason: String,
+        /// The condition's message.
+        message: String,
+    },
+}
+
+/// The message while the core has not written `StorageReady` yet.
+const NO_STORAGE_CONDITION: &str =
+    "Waiting for the model.storage volumes: the core has not reported StorageReady yet";
+/// The message while the core has not written `ModelDownloaded` yet.
+const NO_DOWNLOAD_CONDITION: &str =
+    "Waiting for the model download: the core has not reported ModelDownloaded yet";
+
+/// The gate of `md`: `StorageReady` first (when it has volumes), then `ModelDownloaded` (when
+/// it downloads its model).
+pub(crate) fn gate(md: &ModelDeployment) -> StorageGate {
+    if storage::resolved_volumes(md).is_empty() {
+        return StorageGate::Open;
+    }
+    let storage = judge(
+        md,
+        condition_types::STORAGE_READY,
+        (reasons::PVCS_PENDING, NO_STORAGE_CONDITION),
+        reasons::PVC_FAILED,
+    );
+    if storage != StorageGate::Open || storage::download(md).is_none() {
+        return storage;
+    }
+    judge(
+        md,
+        condition_types::MODEL_DOWNLOADED,
+        (reasons::DOWNLOAD_IN_PROGRESS, NO_DOWNLOAD_CONDITION),
+        reasons::DOWNLOAD_FAILED,
+    )
+}
+
+/// One condition: `True` opens; `failed` as its reason fails; anything else (absent, `False`,
+/// `Unknown`) waits, with `absent`'s reason and message where the condition has none.
+fn judge(md: &ModelDeployment, type_: &str, absent: (&str, &str), failed: &str) -> StorageGate {
+    let Some(condition) = md.condition(type_) else {
+        return StorageGate::Wait {
+            reason: absent.0.to_string(),
+            message: absent.1.to_string(),
+        };
+    };
+    if condition.status == ConditionStatus::True {
+        return StorageGate::Open;
+    }
+    let reason = condition
+        .reason
+        .clone()
+        .filter(|r| !r.is_empty())
+        .unwrap_or_else(|| absent.0.to_string());
+    let message = condition
+        .message
+        .clone()
+        .filter(|m| !m.is_empty())
+        .unwrap_or_else(|| absent.1.to_string());
+    if reason == failed {
+        StorageGate::Failed { reason, message }
+    } else {
+        StorageGate::Wait { reason, message }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+    use serde_json::{Value, json};
+
+    fn md(volumes: Value, conditions: Value) -> ModelDeployment {
+        serde_json::from_value(json!({
+            "apiVersion": "airunway.ai/v1alpha1", "kind": "ModelDeployment",
+            "metadata": {"name": "m", "namespace": "ns", "generation": 2},
+            "spec": {"model": {"id": "Qwen/Qwen3-0.6B", "storage": {"volumes": volumes}}},
+            "status": {"conditions": conditions},
+        }))
+        .unwrap()
+    }
+
+    fn condition(type_: &str, status: &str, reason: &str, message: &str) -> Value {
+        json!({"type": type_, "status": status, "reason": reason, "message": message,
+               "lastTransitionTime": "2026-01-01T00:00:00Z", "observedGeneration": 1})
+    }
+
+    fn shared() -> Value {
+        json!([{"name": "weights", "purpose": "modelCache"}])
+    }
+
+    fn bound() -> Value {
+        condition("StorageReady", "True", "PVCsBound", "All PVCs are bound")
+    }
+
+    fn wait(reason: &str, message: &str) -> StorageGate {
+        StorageGate::Wait {
+            reason: reason.into(),
+            message: message.into(),
+        }
+    }
+
+    #[test]
+    fn no_volumes_no_gate() {
+        let none: ModelDeployment = serde_json::from_value(json!({
+            "apiVersion": "airunway.ai/v1alpha1", "kind": "ModelDeployment",
+            "metadata": {"name": "m", "namespace": "ns"}, "spec": {"model": {"id": "a/b"}}}))
+        .unwrap();
+        assert_eq!(gate(&none), StorageGate::Open);
+        assert_eq!(gate(&md(json!([]), json!([]))), StorageGate::Open);
+    }
+
+    #[test]
+    fn waits_for_the_claims_then_for_the_download() {
+        assert_eq!(
+            gate(&md(shared(), json!([]))),
+            wait("PVCsPending", NO_STORAGE_CONDITION)
+        );
+        let pending = condition(
+            "StorageReady",
+            "False",
+            "PVCsPending",
+            "Waiting for PVCs to be bound: m-weights",
+        );
+        assert_eq!(
+            gate(&md(shared(), json!([pending]))),
+            wait("PVCsPending", "Waiting for PVCs to be bound: m-weights")
+        );
+        assert_eq!(
+            gate(&md(shared(), json!([bound()]))),
+            wait("DownloadInProgress", NO_DOWNLOAD_CONDITION)
+        );
+        let progress = "Model download in progress: 42% (3 files, 1.2 GiB)";
+        let downloading = condition("ModelDownloaded", "False", "DownloadInProgress", progress);
+        assert_eq!(
+            gate(&md(shared(), json!([bound(), downloading]))),
+            wait("DownloadInProgress", progress)
+        );
+        let done = condition(
+            "ModelDownloaded",
+            "True",
+            "DownloadComplete",
+            "Model download completed",
+        );
+        assert_eq!(
+            gate(&md(shared(), json!([done.clone(), bound()]))),
+            StorageGate::Open
+        );
+        // The download waits for the claims: a stale ModelDownloaded does not open the gate.
+        let unbound = condition("StorageReady", "Unknown", "", "");
+        assert_eq!(
+            gate(&md(shared(), json!([done, unbound]))),
+            wait("PVCsPending", NO_STORAGE_CONDITION)
+        );
+    }
+
+    #[test]
+    fn failures_hold_the_deployment_failed() {
+        let missing = "pre-existing PVC \"team\" not found in namespace \"ns\" (referenced by volume \"w\"); ensure the PVC exists before creating the ModelDeployment";
+        let lost = condition("StorageReady", "False", "PVCFailed", missing);
+        assert_eq!(
+            gate(&md(shared(), json!([lost]))),
+            StorageGate::Failed {
+                reason: "PVCFailed".into(),
+                message: missing.into()
+            }
+        );
+        let failed = condition(
+            "ModelDownloaded",
+            "False",
+            "DownloadFailed",
+            "Model download failed: 404 for config.json",
+        );
+        assert_eq!(
+            gate(&md(shared(), json!([bound(), failed]))),
+            StorageGate::Failed {
+                reason: "DownloadFailed".into(),
+                message: "Model download failed: 404 for config.json".into()
+            }
+        );
+    }
+
+    #[test]
+    fn only_a_writable_hugging_face_cache_waits_for_a_download() {
+        let read_only = json!([{"name": "w", "purpose": "modelCache", "claimName": "pre", "readOnly": true},
+                               {"name": "c", "purpose": "compilationCache", "size": "1Gi"}]);
+        assert_eq!(gate(&md(read_only, json!([bound()]))), StorageGate::Open);
+        let custom_only = json!([{"name": "d", "claimName": "data", "mountPath": "/data"}]);
+        assert_eq!(
+            gate(&md(custom_only.clone(), json!([]))),
+            wait("PVCsPending", NO_STORAGE_CONDITION)
+        );
+        assert_eq!(gate(&md(custom_only, json!([bound()]))), StorageGate::Open);
+    }
+}
