@@ -49,6 +49,9 @@ impl Provider for ConfigMapProvider {
         InferenceProviderConfigSpec {
             capabilities: Some(ProviderCapabilities {
                 engines: Some(vec![engine(EngineType::Vllm), engine(EngineType::Llamacpp)]),
+                // A ConfigMap mounts nothing: the core's selection passes over this provider
+                // for a deployment with `model.storage` volumes.
+                model_storage: Some(false),
                 ..Default::default()
             }),
             // Auto-selected for models under the example/ organisation.
