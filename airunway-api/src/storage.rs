@@ -196,15 +196,17 @@ pub struct Download {
     pub volume: ResolvedVolume,
 }
 
-/// The download `md` waits for, if any: a Hugging Face model with a writable `modelCache`
-/// volume (the Go AI Runway's rule). A shared volume downloads through the shared cache; a
-/// managed or existing claim through a cache of its own named after the claim.
+/// The download `md` waits for, if any: a Hugging Face model with a `modelCache` volume. A
+/// shared volume downloads through the shared cache (also when the deployment mounts it
+/// read-only: the cache's Job writes it, not the deployment); a managed or existing claim
+/// through a cache of its own named after the claim, only when writable (the Go AI Runway's
+/// rule: a read-only claim must already hold the model).
 pub fn download(md: &ModelDeployment) -> Option<Download> {
     if md.spec.model_source() != ModelSource::Huggingface {
         return None;
     }
     let volume = volume_for(md, VolumePurpose::ModelCache)?;
-    if volume.read_only {
+    if volume.read_only && volume.source != ClaimSource::Shared {
         return None;
     }
     Some(Download {
@@ -354,6 +356,14 @@ mod tests {
                 {"name": "cache", "purpose": "modelCache", "claimName": "pre", "readOnly": true}]}}}),
         );
         assert_eq!(download(&read_only), None);
+        // A read-only mount of the shared cache still waits for the cache's own download.
+        let shared_read_only = md(
+            "b",
+            serde_json::json!({"model": {"id": "org/m", "storage": {"volumes": [
+                {"name": "cache", "purpose": "modelCache", "readOnly": true}]}}}),
+        );
+        let d = download(&shared_read_only).unwrap();
+        assert!(d.shared && d.volume.read_only);
         let custom = md(
             "c",
             serde_json::json!({"model": {"source": "custom", "storage": {"volumes": [

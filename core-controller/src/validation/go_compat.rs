@@ -52,9 +52,12 @@ pub fn warnings(md: &ModelDeployment) -> Vec<String> {
         read_only(VolumePurpose::CompilationCache)
             .map(|v| messages::storage_read_only_compilation_cache(&v.name)),
     );
+    // Not for a read-only mount of the shared cache (neither claim nor size): the cache's own
+    // Job downloads into it, so no download is skipped.
     if spec.model_source() == ModelSource::Huggingface {
         out.extend(
             read_only(VolumePurpose::ModelCache)
+                .filter(|v| v.claim_name.is_some() || v.size.is_some())
                 .map(|v| messages::storage_read_only_model_cache(&v.name)),
         );
     }
@@ -199,6 +202,15 @@ mod tests {
             {"name": "compiled", "purpose": "compilationCache", "claimName": "c", "readOnly": true},
             {"name": "data", "claimName": "d", "mountPath": "/data", "readOnly": true},
         ]);
+        let shared = json!([{"name": "weights", "purpose": "modelCache", "readOnly": true}]);
+        assert!(
+            warnings(&md(
+                "x",
+                json!({"model": {"id": "a/b", "storage": {"volumes": shared}}})
+            ))
+            .is_empty(),
+            "the shared cache downloads whatever the mount"
+        );
         assert_eq!(
             warnings(&md(
                 "x",
