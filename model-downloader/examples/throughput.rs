@@ -114,6 +114,7 @@ fn main() -> anyhow::Result<()> {
                     filter: FileFilter::new(&[include.to_owned()], &[])?,
                 },
                 target_dir: dir.clone(),
+                layout: airunway_model_downloader::Layout::Flat,
                 parallel: args.parallel,
                 token: None,
                 retry: RetryPolicy::default(),

@@ -122,6 +122,16 @@ pub fn resolve_url(endpoint: &Url, model: &str, revision: &str, file: &str) -> R
     endpoint_with(endpoint, &segments)
 }
 
+/// A model's file list at one commit.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Listing {
+    /// The commit the revision resolved to (40 hex digits), or the revision itself when the
+    /// server names no commit.
+    pub commit: String,
+    /// The files to fetch.
+    pub files: Vec<FileEntry>,
+}
+
 /// Parses a file-list answer into the files to fetch, validating every path, size and hash,
 /// and resolving file URLs at the listed commit (so all files come from one commit even if the
 /// branch moves during the download).
@@ -131,7 +141,7 @@ pub fn parse_listing(
     model: &str,
     revision: &str,
     filter: &FileFilter,
-) -> Result<Vec<FileEntry>, Error> {
+) -> Result<Listing, Error> {
     let what = || format!("file list of {model}@{revision}");
     let info: ModelInfo = serde_json::from_slice(body).map_err(|e| Error::Protocol {
         what: what(),
@@ -202,7 +212,7 @@ pub fn parse_listing(
             prefix.push_str(component);
         }
     }
-    Ok(files)
+    Ok(Listing { commit, files })
 }
 
 /// The one file of a custom source (`--uri`): its name is the URL's last path segment.
@@ -292,8 +302,10 @@ mod tests {
         })
         .to_string();
         let filter = FileFilter::new(&[], &["*.md".into()]).unwrap_or_else(|e| panic!("{e}"));
-        let files = parse_listing(body.as_bytes(), &endpoint(), "org/m", "main", &filter)
+        let listing = parse_listing(body.as_bytes(), &endpoint(), "org/m", "main", &filter)
             .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(listing.commit, SHA);
+        let files = listing.files;
         assert_eq!(files.len(), 2);
         assert_eq!(files[0].size, Some(12));
         assert_eq!(files[0].sha256, None);
@@ -307,7 +319,8 @@ mod tests {
 
         let only = FileFilter::new(&["weights/*".into()], &[]).unwrap_or_else(|e| panic!("{e}"));
         let files = parse_listing(body.as_bytes(), &endpoint(), "org/m", "main", &only)
-            .unwrap_or_else(|e| panic!("{e}"));
+            .unwrap_or_else(|e| panic!("{e}"))
+            .files;
         assert_eq!(files.len(), 1);
     }
 

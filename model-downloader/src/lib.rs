@@ -50,13 +50,29 @@ pub enum Source {
     },
 }
 
+/// How the files are laid out under [`Config::target_dir`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Layout {
+    /// At their paths in the model, directly under the directory.
+    #[default]
+    Flat,
+    /// The directory is `HF_HOME`: the files go to the Hugging Face hub cache's
+    /// `hub/models--<namespace>--<name>/snapshots/<commit>/`, and once every file is there,
+    /// `hub/models--<namespace>--<name>/refs/<revision>` names the commit — so an engine started
+    /// with the same `HF_HOME` (vLLM, SGLang, TensorRT-LLM, anything on `huggingface_hub`) finds
+    /// the model without downloading it. Only for a Hub source.
+    HubCache,
+}
+
 /// What to download and how.
 #[derive(Debug, Clone)]
 pub struct Config {
     /// Where the files come from.
     pub source: Source,
-    /// The directory the files are written under (and nothing else is).
+    /// The directory the files are written under (and nothing else is): see [`Layout`].
     pub target_dir: PathBuf,
+    /// How the files are laid out there.
+    pub layout: Layout,
     /// Files fetched at once.
     pub parallel: usize,
     /// The token sent as `Authorization: Bearer` (from `HF_TOKEN`).
@@ -185,7 +201,7 @@ async fn download(config: &Config, progress: Arc<Progress>) -> Result<(u64, u64)
         config.timeouts,
     )?
     .token_withheld(withheld);
-    let files: Vec<FileEntry> = match &config.source {
+    let (files, placement): (Vec<FileEntry>, Placement) = match &config.source {
         Source::Hub {
             endpoint,
             model,
@@ -195,13 +211,24 @@ async fn download(config: &Config, progress: Arc<Progress>) -> Result<(u64, u64)
             let url = hub::listing_url(endpoint, model, revision)?;
             let what = format!("model {model} at revision {revision}");
             let body = fetcher.get_document(&url, &what).await?;
-            hub::parse_listing(&body, endpoint, model, revision, filter)?
+            let listing = hub::parse_listing(&body, endpoint, model, revision, filter)?;
+            let placement = Placement::of(config, model, revision, &listing.commit)?;
+            (listing.files, placement)
         }
-        Source::Uri { uri, sha256, .. } => vec![hub::uri_entry(uri, sha256.as_deref())?],
+        Source::Uri { uri, sha256, .. } => {
+            if config.layout == Layout::HubCache {
+                return Err(Error::Config(
+                    "--hf-home needs --model-id (a --uri file has no place in the hub cache); use --target-dir".into(),
+                ));
+            }
+            let files = vec![hub::uri_entry(uri, sha256.as_deref())?];
+            (files, Placement::flat(config))
+        }
     };
-    tokio::fs::create_dir_all(&config.target_dir)
+    let files_dir = &placement.files_dir;
+    tokio::fs::create_dir_all(files_dir)
         .await
-        .map_err(|e| Error::io("create directory", &config.target_dir, e))?;
+        .map_err(|e| Error::io("create directory", files_dir, e))?;
     let known: u64 = files.iter().filter_map(|f| f.size).sum();
     progress.add_total(files.len() as u64, known);
     info!(files = files.len(), bytes = known, "downloading");
@@ -212,14 +239,71 @@ async fn download(config: &Config, progress: Arc<Progress>) -> Result<(u64, u64)
             let fetcher = &fetcher;
             let present = &present;
             async move {
-                if fetcher.fetch(file, &config.target_dir).await? == Outcome::Present {
+                if fetcher.fetch(file, files_dir).await? == Outcome::Present {
                     present.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                 }
                 Ok::<(), Error>(())
             }
         })
         .await?;
+    placement.finish().await?;
     Ok((files.len() as u64, present.into_inner()))
+}
+
+/// Where this run's files go, and what is written once they are all there.
+struct Placement {
+    /// The directory the model's files are written under.
+    files_dir: PathBuf,
+    /// With [`Layout::HubCache`]: the ref file and the commit it names.
+    reference: Option<(PathBuf, String)>,
+}
+
+impl Placement {
+    fn flat(config: &Config) -> Self {
+        Placement {
+            files_dir: config.target_dir.clone(),
+            reference: None,
+        }
+    }
+
+    fn of(config: &Config, model: &str, revision: &str, commit: &str) -> Result<Self, Error> {
+        if config.layout == Layout::Flat {
+            return Ok(Self::flat(config));
+        }
+        // The names `huggingface_hub` gives them: `models--<namespace>--<name>`, the snapshot
+        // named by the commit, the ref by the revision (which may hold `/`, e.g. `refs/pr/1`).
+        paths::validate_model_id(model)?;
+        paths::validate_relative(revision)?;
+        paths::validate_relative(commit)?;
+        let repo = config
+            .target_dir
+            .join("hub")
+            .join(format!("models--{}", model.replace('/', "--")));
+        Ok(Placement {
+            files_dir: repo.join("snapshots").join(commit),
+            reference: Some((repo.join("refs").join(revision), commit.to_owned())),
+        })
+    }
+
+    /// Writes the ref (atomically: a temporary file renamed into place), so the snapshot is
+    /// named only once it is whole.
+    async fn finish(&self) -> Result<(), Error> {
+        let Some((path, commit)) = &self.reference else {
+            return Ok(());
+        };
+        if let Some(parent) = path.parent() {
+            tokio::fs::create_dir_all(parent)
+                .await
+                .map_err(|e| Error::io("create directory", parent, e))?;
+        }
+        let temporary = path.with_extension("airunway-tmp");
+        tokio::fs::write(&temporary, commit)
+            .await
+            .map_err(|e| Error::io("write", &temporary, e))?;
+        tokio::fs::rename(&temporary, path)
+            .await
+            .map_err(|e| Error::io("rename", path, e))
+    }
 }
 
 /// Whether `uri` has the origin (scheme, host, port) of `endpoint`.

@@ -9,7 +9,7 @@ use airunway_model_downloader::hub::FileFilter;
 use airunway_model_downloader::progress::{
     JsonLinesSink, KubeStatusSink, ProgressSink, StatusTarget,
 };
-use airunway_model_downloader::{Config, Error, Source, run_until};
+use airunway_model_downloader::{Config, Error, Layout, Source, run_until};
 use anyhow::Context as _;
 use clap::Parser;
 
@@ -28,9 +28,14 @@ struct Args {
     /// Branch, tag or commit of the model.
     #[arg(long, default_value = "main")]
     revision: String,
-    /// Directory the files are written under.
-    #[arg(long)]
-    target_dir: PathBuf,
+    /// Directory the files are written under, at their paths in the model.
+    #[arg(long, required_unless_present = "hf_home", conflicts_with = "hf_home")]
+    target_dir: Option<PathBuf>,
+    /// `HF_HOME` of the engines that will read the model: the files go to its Hugging Face hub
+    /// cache (`hub/models--<namespace>--<name>/snapshots/<commit>/`, then `refs/<revision>`),
+    /// where they find it without downloading.
+    #[arg(long, conflicts_with = "uri")]
+    hf_home: Option<PathBuf>,
     /// Only files matching one of these globs (repeatable; `*` also matches `/`).
     #[arg(long)]
     include: Vec<String>,
@@ -154,9 +159,19 @@ fn config(args: &Args) -> Result<Config, Error> {
         },
         (None, None) => return Err(Error::Config("--model-id or --uri is required".into())),
     };
+    let (target_dir, layout) = match (&args.hf_home, &args.target_dir) {
+        (Some(home), _) => (home.clone(), Layout::HubCache),
+        (None, Some(dir)) => (dir.clone(), Layout::Flat),
+        (None, None) => {
+            return Err(Error::Config(
+                "--target-dir or --hf-home is required".into(),
+            ));
+        }
+    };
     Ok(Config {
         source,
-        target_dir: args.target_dir.clone(),
+        target_dir,
+        layout,
         parallel: args.parallel,
         token: std::env::var("HF_TOKEN").ok().and_then(Token::new),
         retry: RetryPolicy {

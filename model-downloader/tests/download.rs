@@ -96,6 +96,7 @@ fn config(server: &Server, dir: &Path, token: Option<&str>) -> Config {
             filter: FileFilter::default(),
         },
         target_dir: dir.to_path_buf(),
+        layout: airunway_model_downloader::Layout::Flat,
         parallel: 4,
         token: token.and_then(|t| Token::new(t.to_owned())),
         retry: RetryPolicy {
@@ -214,6 +215,35 @@ async fn full_download_verifies_every_file_and_a_second_run_fetches_nothing() {
         5,
         "the second run fetched again"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_hub_cache_layout_is_what_huggingface_hub_reads() {
+    let server = common::start(Hub::new(model_files())).await;
+    let home = tempdir();
+    let mut hub_cache = config(&server, home.path(), None);
+    hub_cache.layout = airunway_model_downloader::Layout::HubCache;
+    run(hub_cache.clone(), Vec::new())
+        .await
+        .unwrap_or_else(|e| panic!("download failed: {e}"));
+    // `huggingface_hub` looks for `hub/models--<ns>--<name>/refs/<revision>` (the commit) and
+    // then `snapshots/<commit>/<file>`.
+    let repo = home.path().join("hub/models--org--model");
+    let commit = std::fs::read_to_string(repo.join("refs/main")).unwrap();
+    assert_eq!(commit, common::COMMIT);
+    assert_all_verified(&server, &repo.join("snapshots").join(&commit));
+    let written: Vec<String> = walk(home.path());
+    assert!(
+        written
+            .iter()
+            .all(|p| p.contains("hub/models--org--model/")),
+        "a file outside the repository's cache: {written:?}"
+    );
+    // A second run finds everything in place.
+    let again = run(hub_cache, Vec::new())
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!((again.files_present, again.bytes_fetched), (5, 0));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
