@@ -564,3 +564,127 @@ fn tempfile_dir(env: &TestEnv) -> std::path::PathBuf {
     std::fs::create_dir_all(&dir).unwrap();
     dir
 }
+
+#[tokio::test]
+async fn go_style_volumes_get_their_own_claims_and_cache_and_a_missing_claim_is_named() {
+    let _lock = cluster_lock().await;
+    let env = TestEnv::new("mc-go-volumes").await;
+    let _core = start_core(
+        &env,
+        &env.control_plane.kubeconfig,
+        &[],
+        "core-model-cache-go-volumes",
+    )
+    .await;
+    let deployments: Api<ModelDeployment> = Api::namespaced(env.client.clone(), &env.namespace);
+    let md: ModelDeployment = serde_json::from_value(json!({
+        "apiVersion": "airunway.ai/v1alpha1", "kind": "ModelDeployment",
+        "metadata": {"name": "go"},
+        "spec": {"model": {"id": MODEL, "storage": {"volumes": [
+                {"name": "cache", "purpose": "modelCache", "size": "2Gi"},
+                {"name": "compiled", "purpose": "compilationCache", "size": "1Gi",
+                    "accessMode": "ReadWriteOnce"},
+                {"name": "data", "claimName": "team-data", "mountPath": "/data"}]}},
+            "engine": {"type": "vllm"}, "resources": {"gpu": {"count": 1}}},
+    }))
+    .unwrap();
+    let created = deployments
+        .create(&PostParams::default(), &md)
+        .await
+        .unwrap();
+    let uid = created.metadata.uid.clone().unwrap();
+    let md = wait_for(
+        &deployments,
+        "go",
+        WAIT,
+        "StorageReady=False/PVCFailed",
+        |md| {
+            md.condition(condition_types::STORAGE_READY)
+                .is_some_and(|c| c.reason.as_deref() == Some(reasons::PVC_FAILED))
+        },
+    )
+    .await;
+    assert_eq!(
+        md.condition(condition_types::STORAGE_READY)
+            .and_then(|c| c.message.clone())
+            .as_deref(),
+        Some(
+            format!(
+                "pre-existing PVC \"team-data\" not found in namespace \"{}\" (referenced by volume \"data\"); ensure the PVC exists before creating the ModelDeployment",
+                env.namespace
+            )
+            .as_str()
+        )
+    );
+    // The managed claims, as the Go AI Runway makes them, owned by the deployment.
+    let claims: Api<PersistentVolumeClaim> = Api::namespaced(env.client.clone(), &env.namespace);
+    for (name, size, mode) in [
+        ("go-cache", "2Gi", "ReadWriteMany"),
+        ("go-compiled", "1Gi", "ReadWriteOnce"),
+    ] {
+        let claim = wait_for(&claims, name, WAIT, "created", |_| true).await;
+        let labels = claim.metadata.labels.clone().unwrap_or_default();
+        assert_eq!(labels[labels::MANAGED_BY], labels::MANAGED_BY_VALUE);
+        assert_eq!(labels[labels::MODEL_DEPLOYMENT], "go");
+        assert_eq!(claim.metadata.owner_references.unwrap()[0].uid, uid);
+        let spec = claim.spec.unwrap();
+        assert_eq!(spec.access_modes.unwrap(), [mode]);
+        assert_eq!(spec.resources.unwrap().requests.unwrap()["storage"].0, size);
+    }
+    // The writable model cache volume downloads through a cache of its own, into its claim.
+    let own = wait_for(&caches(&env), "go-cache", WAIT, "created", |_| true).await;
+    assert_eq!(own.spec.claim_name.as_deref(), Some("go-cache"));
+    assert_eq!(own.metadata.owner_references.unwrap()[0].uid, uid);
+    let jobs: Api<Job> = Api::namespaced(env.client.clone(), &env.namespace);
+    let job = wait_for(&jobs, "go-cache-download", WAIT, "created", |_| true).await;
+    assert_eq!(
+        job.spec.unwrap().template.spec.unwrap().volumes.unwrap()[0]
+            .persistent_volume_claim
+            .clone()
+            .unwrap()
+            .claim_name,
+        "go-cache"
+    );
+
+    // The pre-existing claim appears, then is bound: StorageReady follows without polling.
+    let team: PersistentVolumeClaim = serde_json::from_value(json!({
+        "apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "team-data"},
+        "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}}))
+    .unwrap();
+    claims.create(&PostParams::default(), &team).await.unwrap();
+    wait_for(
+        &deployments,
+        "go",
+        WAIT,
+        "StorageReady=False/PVCsPending",
+        |md| {
+            md.condition(condition_types::STORAGE_READY)
+                .is_some_and(|c| c.reason.as_deref() == Some(reasons::PVCS_PENDING))
+        },
+    )
+    .await;
+    claims
+        .patch_status(
+            "team-data",
+            &kube::api::PatchParams::default(),
+            &kube::api::Patch::Merge(json!({"status": {"phase": "Bound"}})),
+        )
+        .await
+        .unwrap();
+    let (_, ready) = wait_for_condition(
+        &deployments,
+        "go",
+        WAIT,
+        condition_types::STORAGE_READY,
+        ConditionStatus::True,
+    )
+    .await;
+    assert_eq!(ready.message.as_deref(), Some("All managed PVCs are bound"));
+
+    // The deployment goes: its own cache goes with it (no other user holds it).
+    deployments
+        .delete("go", &DeleteParams::default())
+        .await
+        .unwrap();
+    wait_deleted(&caches(&env), "go-cache", WAIT).await;
+}

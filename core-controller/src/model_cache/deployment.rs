@@ -39,6 +39,9 @@ use super::plan::progress_summary;
 pub struct StoragePlan {
     /// A `ModelCache` to create (it is missing).
     pub create_cache: Option<Value>,
+    /// The deployment's own cache to delete: it holds the model the deployment served before
+    /// (a cache's model is immutable); a new one is created once it is gone.
+    pub delete_cache: Option<String>,
     /// Managed claims to create.
     pub create_claims: Vec<Value>,
     /// Managed claims left by an earlier deployment of the same name, to delete.
@@ -215,6 +218,30 @@ pub fn private_cache(md: &ModelDeployment, volume: &ResolvedVolume) -> Value {
     })
 }
 
+/// Whether `cache` is `md`'s own and holds another model than `md` serves now.
+fn stale(md: &ModelDeployment, cache: &ModelCache) -> bool {
+    let own = cache
+        .metadata
+        .owner_references
+        .iter()
+        .flatten()
+        .any(|o| o.controller == Some(true) && Some(&o.uid) == md.metadata.uid.as_ref());
+    own && !serves(md, cache)
+}
+
+/// Whether `md`'s model is the one `cache` holds (source and id; revision `main`).
+pub fn serves(md: &ModelDeployment, cache: &ModelCache) -> bool {
+    cache.spec.source == md.spec.model_source()
+        && cache.spec.model_id.as_deref() == md.spec.model.id.as_deref()
+        && cache
+            .spec
+            .revision
+            .as_deref()
+            .filter(|r| !r.is_empty())
+            .unwrap_or(DEFAULT_REVISION)
+            == DEFAULT_REVISION
+}
+
 fn token_secret(md: &ModelDeployment) -> Option<String> {
     md.spec
         .secrets
@@ -304,6 +331,13 @@ pub fn plan(
                 Some(private_cache(md, &download.volume))
             };
             in_progress("Model download in progress".to_string())
+        }
+        Some(cache) if !download.shared && stale(md, cache) => {
+            out.delete_cache = Some(download.cache_name.clone());
+            in_progress(format!(
+                "Model download in progress: replacing ModelCache {}, which holds the previous model",
+                download.cache_name
+            ))
         }
         Some(cache) if cache.metadata.deletion_timestamp.is_some() => in_progress(format!(
             "Model download in progress: waiting for ModelCache {} to finish deleting before it is created again",
@@ -503,6 +537,28 @@ mod tests {
             cache_body["metadata"]["ownerReferences"][0]["controller"],
             true
         );
+    }
+
+    #[test]
+    fn a_private_cache_of_the_previous_model_is_replaced() {
+        let md = md(json!([{"name": "cache", "purpose": "modelCache", "size": "50Gi"}]));
+        let mut old: ModelCache =
+            serde_json::from_value(private_cache(&md, &storage::download(&md).unwrap().volume))
+                .unwrap();
+        let claims = lookup(vec![claim("qwen-cache", "Bound", Some("md-uid"), true)]);
+        let p = plan(&md, &claims, Some(&old), &CacheConfig::default());
+        assert_eq!(p.delete_cache, None, "the same model");
+        old.spec.model_id = Some("Qwen/Qwen2.5-7B".into());
+        let p = plan(&md, &claims, Some(&old), &CacheConfig::default());
+        assert_eq!(p.delete_cache.as_deref(), Some("qwen-cache"));
+        assert_eq!(
+            reason(&p, condition_types::MODEL_DOWNLOADED).0,
+            "DownloadInProgress"
+        );
+        // Not the deployment's own (another deployment's, or the user's): never deleted.
+        old.metadata.owner_references = None;
+        let p = plan(&md, &claims, Some(&old), &CacheConfig::default());
+        assert_eq!(p.delete_cache, None);
     }
 
     #[test]

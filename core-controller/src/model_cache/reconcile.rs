@@ -213,6 +213,16 @@ impl Integration {
                 Err(e) => return Err(api_error("create ModelCache", object)(e)),
             }
         }
+        if let Some(name) = &plan.delete_cache {
+            let api: Api<ModelCache> = Api::namespaced(self.client.clone(), &namespace);
+            let object = format!("{namespace}/{name}");
+            tracing::info!(%object, deployment = %md.name_any(), "deleting the deployment's ModelCache of its previous model");
+            match api.delete(name, &DeleteParams::background()).await {
+                Ok(_) => {}
+                Err(e) if ErrorClass::of(&e) == ErrorClass::NotFound => {}
+                Err(e) => return Err(api_error("delete ModelCache", object)(e)),
+            }
+        }
         let claims_api: Api<PersistentVolumeClaim> =
             Api::namespaced(self.client.clone(), &namespace);
         for body in &plan.create_claims {
@@ -319,6 +329,8 @@ fn users(deployments: &Store<ModelDeployment>, cache: &ModelCache) -> Vec<String
         .filter(|md| {
             md.namespace() == cache.namespace()
                 && storage::download(md).is_some_and(|d| d.cache_name == name)
+                // A deployment whose model changed no longer uses its old private cache.
+                && deployment::serves(md, cache)
         })
         .map(|md| md.name_any())
         .collect();
