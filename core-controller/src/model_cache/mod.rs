@@ -93,6 +93,9 @@ pub enum ModelCacheError {
     /// The object has no name or namespace.
     #[error("ModelCache without {0}")]
     MissingField(&'static str),
+    /// The claim and cache watches were not filled in time (the core is starting).
+    #[error("the PersistentVolumeClaim and ModelCache watches are not filled yet")]
+    NotSynced,
     /// A rendered object is not of its kind (a bug).
     #[error("rendering {object}: {reason}")]
     Render {
@@ -110,6 +113,7 @@ impl ModelCacheError {
             ModelCacheError::Api { source, .. } => ErrorClass::of(source).category(),
             ModelCacheError::MissingField(_) => "invalid_object",
             ModelCacheError::Render { .. } => "render",
+            ModelCacheError::NotSynced => "not_synced",
         }
     }
 
@@ -118,6 +122,7 @@ impl ModelCacheError {
         match self {
             ModelCacheError::Api { source, .. } => ErrorClass::of(source).is_transient(),
             ModelCacheError::MissingField(_) | ModelCacheError::Render { .. } => false,
+            ModelCacheError::NotSynced => true,
         }
     }
 }
@@ -151,6 +156,18 @@ mod tests {
         assert_eq!(format_bytes(1023), "1023 B");
         assert_eq!(format_bytes(1536), "1.5 KiB");
         assert_eq!(format_bytes(4 * 1024 * 1024 * 1024), "4.0 GiB");
+    }
+
+    #[test]
+    fn a_core_still_starting_is_retried_a_broken_render_is_not() {
+        assert!(ModelCacheError::NotSynced.is_transient());
+        assert_eq!(ModelCacheError::NotSynced.category(), "not_synced");
+        let render = ModelCacheError::Render {
+            object: "ns/c".into(),
+            reason: "x".into(),
+        };
+        assert!(!render.is_transient());
+        assert_eq!(render.category(), "render");
     }
 
     #[test]

@@ -189,10 +189,15 @@ impl Integration {
         let namespace = md
             .namespace()
             .ok_or(ModelCacheError::MissingField("metadata.namespace"))?;
-        // A cache still filling after the wait: the plan may create what exists (409, ignored)
-        // or report a claim missing until the next change.
-        let _ = tokio::time::timeout(CACHE_SYNC_WAIT, self.claims.wait_until_ready()).await;
-        let _ = tokio::time::timeout(CACHE_SYNC_WAIT, self.caches.wait_until_ready()).await;
+        // Until the claim and cache watches are filled, a claim would look missing: retried.
+        let synced = tokio::time::timeout(CACHE_SYNC_WAIT, async {
+            self.claims.wait_until_ready().await?;
+            self.caches.wait_until_ready().await
+        })
+        .await;
+        if !matches!(synced, Ok(Ok(()))) {
+            return Err(ModelCacheError::NotSynced);
+        }
         let claims = |name: &str| self.claims.get(&ObjectRef::new(name).within(&namespace));
         let cache = storage::download(md).and_then(|d| {
             self.caches
@@ -351,6 +356,19 @@ async fn reconcile_cache(
         .clone()
         .ok_or(ModelCacheError::MissingField("metadata.name"))?;
     let object = format!("{namespace}/{name}");
+    // Users are counted from the deployment cache, and what exists from the claim and Job
+    // caches: until they are filled, a cache would look unused (and a short retention could
+    // delete it) or its objects missing. Look again shortly instead.
+    let synced = tokio::time::timeout(CACHE_SYNC_WAIT, async {
+        ctx.deployments.wait_until_ready().await?;
+        ctx.claims.wait_until_ready().await?;
+        ctx.jobs.wait_until_ready().await
+    })
+    .await;
+    if !matches!(synced, Ok(Ok(()))) {
+        tracing::debug!(%object, "watch caches not filled yet; looking again shortly");
+        return Ok(Action::requeue(Duration::from_secs(5)));
+    }
     let claim_name = plan::claim_name(&cache);
     let claim = ctx
         .claims
