@@ -495,3 +495,62 @@ fn error_policy(cache: Arc<ModelCache>, error: &ModelCacheError, _: Arc<Integrat
         Action::await_change()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+
+    fn md(namespace: &str, name: &str, model: &str, volume: Value) -> ModelDeployment {
+        serde_json::from_value(json!({
+            "apiVersion": "airunway.ai/v1alpha1", "kind": "ModelDeployment",
+            "metadata": {"name": name, "namespace": namespace, "uid": format!("{namespace}-{name}")},
+            "spec": {"model": {"id": model, "storage": {"volumes": [volume]}}},
+        }))
+        .unwrap()
+    }
+
+    fn cache(namespace: &str, name: &str, model: &str) -> ModelCache {
+        serde_json::from_value(json!({
+            "apiVersion": "airunway.ai/v1alpha1", "kind": "ModelCache",
+            "metadata": {"name": name, "namespace": namespace},
+            "spec": {"source": "huggingface", "modelId": model, "claimName": name},
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn users_are_the_deployments_of_the_namespace_that_name_the_cache_for_its_model() {
+        let (store, mut writer) = reflector::store::<ModelDeployment>();
+        let shared = json!({"name": "w", "purpose": "modelCache"});
+        let own = json!({"name": "w", "purpose": "modelCache", "size": "1Gi"});
+        for md in [
+            md("team", "b", "org/m", shared.clone()),
+            md("team", "a", "org/m", shared.clone()),
+            md("other", "c", "org/m", shared.clone()),
+            md("team", "d", "org/other", shared),
+            // Its own cache `e-w`, but it serves another model now.
+            md("team", "e", "org/new", own),
+        ] {
+            writer.apply_watcher_event(&watcher::Event::Apply(md));
+        }
+        let name = shared_name("org/m");
+        assert_eq!(users(&store, &cache("team", &name, "org/m")), ["a", "b"]);
+        assert_eq!(
+            users(&store, &cache("team", "e-w", "org/old")),
+            Vec::<String>::new()
+        );
+        assert_eq!(users_where(&store, Some("other"), |_| true).len(), 1);
+    }
+
+    /// The shared cache name of a model id.
+    fn shared_name(model: &str) -> String {
+        storage::ModelCacheKey {
+            source: airunway_api::v1alpha1::ModelSource::Huggingface,
+            model_id: model.into(),
+            revision: storage::DEFAULT_REVISION.into(),
+        }
+        .cache_name()
+    }
+}
