@@ -140,17 +140,24 @@ pub async fn reconcile(
         Some(gateway) => gateway.reconcile(&md, &providers).await,
         None => crate::gateway::DesiredGateway::default(),
     };
-    // The storage part: creates the caches and claims the volumes need; `StorageReady` and
-    // `ModelDownloaded` travel in the core's one status apply.
-    let storage = match &ctx.model_cache {
-        Some(model_cache) => model_cache.reconcile_deployment(&md).await?,
-        None => Vec::new(),
-    };
+    // The storage part, once per reconcile: `StorageReady` and `ModelDownloaded` travel in the
+    // core's one status apply.
+    let mut storage: Option<Vec<conditions::DesiredCondition>> = None;
     let (views, decision, desired) = loop {
         let (views, decision) = decide_off_runtime(&ctx, &current, &providers, &object).await?;
+        if storage.is_none() {
+            // Only a spec that passes validation gets caches, claims and a download (no
+            // download of a model for a deployment that cannot run as it is).
+            storage = Some(match &ctx.model_cache {
+                Some(model_cache) if decision.validation_errors.is_empty() => {
+                    model_cache.reconcile_deployment(&md).await?
+                }
+                _ => Vec::new(),
+            });
+        }
         let mut desired = status::desired_status(&current, &decision);
         desired.conditions.extend(gateway.condition.clone());
-        desired.conditions.extend(storage.iter().cloned());
+        desired.conditions.extend(storage.iter().flatten().cloned());
         if status::is_current(&current, &desired) && gateway.fields_current(&current) {
             break (views, decision, desired);
         }

@@ -688,3 +688,67 @@ async fn go_style_volumes_get_their_own_claims_and_cache_and_a_missing_claim_is_
         .unwrap();
     wait_deleted(&caches(&env), "go-cache", WAIT).await;
 }
+
+#[tokio::test]
+async fn deleting_a_cache_in_use_waits_for_its_last_user() {
+    let _lock = cluster_lock().await;
+    let env = TestEnv::new("mc-in-use").await;
+    let _core = start_core(
+        &env,
+        &env.control_plane.kubeconfig,
+        &["--model-cache-retention=Retain"],
+        "core-model-cache-in-use",
+    )
+    .await;
+    let deployments: Api<ModelDeployment> = Api::namespaced(env.client.clone(), &env.namespace);
+    deployments
+        .create(&PostParams::default(), &deployment("x"))
+        .await
+        .unwrap();
+    let cache_name = ModelCacheKey::of(&deployment("x").spec)
+        .unwrap()
+        .cache_name();
+    let api = caches(&env);
+    let cache = wait_for(&api, &cache_name, WAIT, "one user, Retain", |c| {
+        c.status.as_ref().and_then(|s| s.users) == Some(1)
+    })
+    .await;
+    assert_eq!(
+        cache.spec.retention.and_then(|r| r.policy),
+        Some(airunway_api::v1alpha1::RetentionPolicy::Retain),
+        "the core's flag"
+    );
+    api.delete(&cache_name, &DeleteParams::default())
+        .await
+        .unwrap();
+    let held = wait_for(&api, &cache_name, WAIT, "held by its user", |c| {
+        c.metadata.deletion_timestamp.is_some()
+            && c.status.as_ref().and_then(|s| s.message.as_deref())
+                == Some("Deletion waits until no deployment uses the cache: x")
+    })
+    .await;
+    assert_eq!(held.status.unwrap().users, Some(1));
+    let md = wait_for(
+        &deployments,
+        "x",
+        WAIT,
+        "waiting for the cache to go",
+        |md| {
+            md.condition(condition_types::MODEL_DOWNLOADED)
+                .and_then(|c| c.message.as_deref())
+                .is_some_and(|m| m.contains("to finish deleting"))
+        },
+    )
+    .await;
+    assert_eq!(
+        md.condition(condition_types::MODEL_DOWNLOADED)
+            .and_then(|c| c.reason.clone())
+            .as_deref(),
+        Some(reasons::DOWNLOAD_IN_PROGRESS)
+    );
+    deployments
+        .delete("x", &DeleteParams::default())
+        .await
+        .unwrap();
+    wait_deleted(&api, &cache_name, WAIT).await;
+}

@@ -412,6 +412,13 @@ async fn reconcile_cache(
         .await?;
         tracing::info!(%object, "created the download Job");
     }
+    if plan.release_finalizer {
+        // Nothing to say on an object about to go (and a status write first would make the
+        // finalizer patch's resourceVersion stale).
+        set_finalizer(&api, &cache, false, &object).await?;
+        tracing::info!(%object, "released the ModelCache: no deployment uses it");
+        return Ok(Action::await_change());
+    }
     if !plan::is_current(&cache, &plan.status) {
         let body = plan::status_patch(&cache, &plan.status, Timestamp::now());
         match api
@@ -437,11 +444,6 @@ async fn reconcile_cache(
             Err(e) if ErrorClass::of(&e) == ErrorClass::NotFound => {}
             Err(e) => return Err(api_error("delete", object)(e)),
         }
-        return Ok(Action::await_change());
-    }
-    if plan.release_finalizer {
-        set_finalizer(&api, &cache, false, &object).await?;
-        tracing::info!(%object, "released the ModelCache: no deployment uses it");
         return Ok(Action::await_change());
     }
     Ok(Action::requeue(
