@@ -339,10 +339,6 @@ pub fn plan(
                 download.cache_name
             ))
         }
-        Some(cache) if cache.metadata.deletion_timestamp.is_some() => in_progress(format!(
-            "Model download in progress: waiting for ModelCache {} to finish deleting before it is created again",
-            download.cache_name
-        )),
         Some(cache) => {
             let status = cache.status.clone().unwrap_or_default();
             match status.phase {
