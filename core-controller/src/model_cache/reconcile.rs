@@ -137,8 +137,24 @@ impl Integration {
         let triggers = stream::unfold(cache_triggers, |mut receiver| async move {
             receiver.recv().await.map(|r| (r, receiver))
         });
+        // A claim changing re-queues the caches that download into it: their own claim, and a
+        // deployment's managed claim its private cache names (owned by the deployment, so an
+        // owner-reference mapping would miss it).
+        let by_claim_name = {
+            let caches = caches.clone();
+            move |claim: Arc<PersistentVolumeClaim>| {
+                let name = claim.name_any();
+                let namespace = claim.namespace();
+                caches
+                    .state()
+                    .into_iter()
+                    .filter(|c| c.namespace() == namespace && plan::claim_name(c) == name)
+                    .map(|c| ObjectRef::from_obj(&*c))
+                    .collect::<Vec<_>>()
+            }
+        };
         let controller = Controller::for_shared_stream(cache_events, caches)
-            .owns_shared_stream(claim_events)
+            .watches_shared_stream(claim_events, by_claim_name)
             .owns_stream(job_changes)
             .reconcile_on(triggers)
             .with_config(kube::runtime::controller::Config::default().concurrency(CONCURRENCY))
@@ -204,30 +220,6 @@ impl Integration {
                 .get(&ObjectRef::new(&d.cache_name).within(&namespace))
         });
         let plan = deployment::plan(md, &claims, cache.as_deref(), &self.config);
-        if let Some(body) = &plan.create_cache {
-            let api: Api<ModelCache> = Api::namespaced(self.client.clone(), &namespace);
-            let cache: ModelCache =
-                serde_json::from_value(body.clone()).map_err(|e| ModelCacheError::Render {
-                    object: format!("{namespace}/{}", body["metadata"]["name"]),
-                    reason: e.to_string(),
-                })?;
-            let object = format!("{namespace}/{}", cache.name_any());
-            match api.create(&PostParams::default(), &cache).await {
-                Ok(_) => tracing::info!(%object, deployment = %md.name_any(), "created ModelCache"),
-                Err(e) if already_exists(&e) => {}
-                Err(e) => return Err(api_error("create ModelCache", object)(e)),
-            }
-        }
-        if let Some(name) = &plan.delete_cache {
-            let api: Api<ModelCache> = Api::namespaced(self.client.clone(), &namespace);
-            let object = format!("{namespace}/{name}");
-            tracing::info!(%object, deployment = %md.name_any(), "deleting the deployment's ModelCache of its previous model");
-            match api.delete(name, &DeleteParams::background()).await {
-                Ok(_) => {}
-                Err(e) if ErrorClass::of(&e) == ErrorClass::NotFound => {}
-                Err(e) => return Err(api_error("delete ModelCache", object)(e)),
-            }
-        }
         let claims_api: Api<PersistentVolumeClaim> =
             Api::namespaced(self.client.clone(), &namespace);
         for body in &plan.create_claims {
@@ -241,6 +233,30 @@ impl Integration {
                 Ok(_) => tracing::info!(%object, "created PersistentVolumeClaim"),
                 Err(e) if already_exists(&e) => {}
                 Err(e) => return Err(api_error("create PersistentVolumeClaim", object)(e)),
+            }
+        }
+        if let Some(name) = &plan.delete_cache {
+            let api: Api<ModelCache> = Api::namespaced(self.client.clone(), &namespace);
+            let object = format!("{namespace}/{name}");
+            tracing::info!(%object, deployment = %md.name_any(), "deleting the deployment's ModelCache of its previous model");
+            match api.delete(name, &DeleteParams::background()).await {
+                Ok(_) => {}
+                Err(e) if ErrorClass::of(&e) == ErrorClass::NotFound => {}
+                Err(e) => return Err(api_error("delete ModelCache", object)(e)),
+            }
+        }
+        if let Some(body) = &plan.create_cache {
+            let api: Api<ModelCache> = Api::namespaced(self.client.clone(), &namespace);
+            let cache: ModelCache =
+                serde_json::from_value(body.clone()).map_err(|e| ModelCacheError::Render {
+                    object: format!("{namespace}/{}", body["metadata"]["name"]),
+                    reason: e.to_string(),
+                })?;
+            let object = format!("{namespace}/{}", cache.name_any());
+            match api.create(&PostParams::default(), &cache).await {
+                Ok(_) => tracing::info!(%object, deployment = %md.name_any(), "created ModelCache"),
+                Err(e) if already_exists(&e) => {}
+                Err(e) => return Err(api_error("create ModelCache", object)(e)),
             }
         }
         for name in &plan.delete_claims {
