@@ -446,8 +446,84 @@ pub mod messages {
     pub const SERVED_NAME_IGNORED: &str = "servedName is ignored for custom source";
     /// Selector disabled and no provider named.
     pub const SELECTOR_DISABLED: &str = "No provider specified and provider-selector not installed";
-    /// `model.storage` set (not supported yet).
-    pub const MODEL_STORAGE_UNSUPPORTED: &str = "model.storage is not supported by this version of AI Runway yet (model cache volumes come in a later release); remove model.storage to deploy (see docs/migrating.md)";
+    /// A storage volume with neither `size` nor `claimName` that is not a model cache of a
+    /// Hugging Face model (which uses the shared cache) (the Go AI Runway's text).
+    pub const STORAGE_CLAIM_NAME_REQUIRED: &str =
+        "claimName is required when size is not set (must reference a pre-existing PVC)";
+    /// A managed volume (`size`) marked read-only (the Go AI Runway's text).
+    pub const STORAGE_READ_ONLY_WITH_SIZE: &str =
+        "readOnly must not be true when size is set (controller-created PVCs need write access)";
+    /// A managed volume whose `claimName` is not the generated one (the Go AI Runway's text).
+    pub fn storage_claim_name_with_size(generated: &str) -> String {
+        format!("claimName must not be set when size is set (auto-generated as {generated:?})")
+    }
+    /// A managed volume's generated claim name over 253 characters (the Go AI Runway's text).
+    pub fn storage_claim_name_too_long(claim: &str) -> String {
+        format!(
+            "auto-generated PVC claim name {claim:?} exceeds the 253-character Kubernetes name limit (got {} characters); use a shorter ModelDeployment or volume name",
+            claim.len()
+        )
+    }
+    /// A value outside an enumeration, as the API server (and the Go AI Runway) words it.
+    pub fn unsupported_value(value: &str, supported: &[&str]) -> String {
+        let supported: Vec<String> = supported.iter().map(|s| format!("{s:?}")).collect();
+        format!(
+            "Unsupported value: {value:?}: supported values: {}",
+            supported.join(", ")
+        )
+    }
+    /// `accessMode` on a volume without `size` (the Go AI Runway's text).
+    pub const STORAGE_ACCESS_MODE_WITHOUT_SIZE: &str =
+        "accessMode is only applicable when size is set (controller-created PVCs)";
+    /// `storageClassName` on a volume without `size` (the Go AI Runway's text).
+    pub const STORAGE_CLASS_WITHOUT_SIZE: &str =
+        "storageClassName is only applicable when size is set (controller-created PVCs)";
+    /// Two volumes of one name (the Go AI Runway's text).
+    pub const STORAGE_DUPLICATE_NAME: &str = "duplicate volume name";
+    /// Two volumes at one mount path (the Go AI Runway's text).
+    pub const STORAGE_DUPLICATE_MOUNT_PATH: &str = "duplicate mount path";
+    /// Two volumes of one claim (the Go AI Runway's text).
+    pub const STORAGE_DUPLICATE_CLAIM_NAME: &str = "duplicate claim name";
+    /// A relative mount path (the Go AI Runway's text).
+    pub const STORAGE_MOUNT_PATH_RELATIVE: &str =
+        "mountPath must be an absolute path (start with /)";
+    /// A `custom` volume without a mount path (the Go AI Runway's text).
+    pub const STORAGE_MOUNT_PATH_REQUIRED: &str = "mountPath is required when purpose is custom";
+    /// A mount path at or under a system path (the Go AI Runway's text).
+    pub fn storage_system_path(system_path: &str) -> String {
+        format!("mountPath must not overlap with system path {system_path}")
+    }
+    /// More than one volume of a cache purpose (the Go AI Runway's text).
+    pub fn storage_one_per_purpose(purpose: &str) -> String {
+        format!("at most one volume with purpose={purpose} is allowed")
+    }
+    /// The Go AI Runway's download Job name over 253 characters (its text).
+    pub fn storage_download_job_name_too_long(job: &str) -> String {
+        format!(
+            "auto-generated download Job name {job:?} exceeds the 253-character Kubernetes name limit (got {} characters); use a shorter ModelDeployment name",
+            job.len()
+        )
+    }
+    /// An update that removes a managed volume (the Go AI Runway's text).
+    pub fn storage_managed_volume_removed(volume: &str) -> String {
+        format!(
+            "managed storage volume {volume:?} cannot be removed (it has an associated PVC; delete the ModelDeployment to clean up managed storage)"
+        )
+    }
+    /// An update that changes a managed volume (the Go AI Runway's text).
+    pub const STORAGE_MANAGED_VOLUME_IMMUTABLE: &str = "managed storage volume is immutable once created (delete the ModelDeployment to change managed storage configuration)";
+    /// Warning: a read-only compilation cache (the Go AI Runway's text).
+    pub fn storage_read_only_compilation_cache(volume: &str) -> String {
+        format!(
+            "storage volume {volume:?} has purpose=compilationCache with readOnly=true; compilation cache requires write access"
+        )
+    }
+    /// Warning: a read-only model cache of a Hugging Face model (the Go AI Runway's text).
+    pub fn storage_read_only_model_cache(volume: &str) -> String {
+        format!(
+            "storage volume {volume:?} has purpose=modelCache with readOnly=true; model download will be skipped (ensure the PVC already contains the model data)"
+        )
+    }
     /// `spec.image` and `spec.engine.image` both set and different (the Go AI Runway's text).
     pub fn image_conflict(legacy: &str, engine: &str) -> String {
         format!(

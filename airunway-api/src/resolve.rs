@@ -6,9 +6,10 @@ use std::collections::BTreeMap;
 use k8s_openapi::api::core::v1::{EnvVar, EnvVarSource, SecretKeySelector};
 
 use crate::constants::{HF_TOKEN_ENV, annotations, labels};
+use crate::storage::{DEFAULT_ACCESS_MODE, VolumePurpose, managed_claim_name};
 use crate::v1alpha1::{
     ComponentScaling, Condition, EngineType, GpuSpec, ModelDeployment, ModelDeploymentSpec,
-    ModelSource, Phase, ResourceSpec, ScalingSpec, ServingMode, ServingSpec,
+    ModelSource, Phase, ResourceSpec, ScalingSpec, ServingMode, ServingSpec, StorageVolume,
 };
 
 /// The default GPU extended resource name.
@@ -165,9 +166,19 @@ impl ModelDeploymentSpec {
         }
     }
 
-    /// The spec with every schema default applied (what the API server stores). Used by the
-    /// mutating webhook and as the input of selection rules.
+    /// The spec with every default applied but the claim names of managed volumes, which need
+    /// the deployment's name ([`Self::with_defaults_named`]). The input of selection rules.
     pub fn with_defaults(&self) -> ModelDeploymentSpec {
+        self.with_defaults_named(None)
+    }
+
+    /// The spec with every default the mutating webhook writes for the deployment named
+    /// `deployment` (what the API server stores): the schema defaults, one GPU where
+    /// [`Self::gets_default_gpu`], and the storage volumes' defaults (the Go AI Runway's): an
+    /// empty `purpose` is `custom`, an empty `mountPath` that of the purpose, and a volume with
+    /// `size` gets the access mode `ReadWriteMany` and, when `deployment` is given, the claim
+    /// name `<deployment>-<volume>`. Agrees with [`apply_spec_defaults_named`].
+    pub fn with_defaults_named(&self, deployment: Option<&str>) -> ModelDeploymentSpec {
         let mut spec = self.clone();
         if spec.gets_default_gpu() {
             spec.resources = Some(ResourceSpec {
@@ -198,14 +209,53 @@ impl ModelDeploymentSpec {
         if let Some(resources) = spec.resources.as_mut() {
             default_gpu_type(resources.gpu.as_mut());
         }
+        if let Some(volumes) = spec.model.storage.as_mut().and_then(|s| s.volumes.as_mut()) {
+            for volume in volumes {
+                default_volume(volume, deployment);
+            }
+        }
         spec
     }
 }
 
-/// Applies the schema defaults to a ModelDeployment `spec` in JSON form, only adding missing
-/// keys (fields this version does not know are left untouched). The mutating webhook uses it;
-/// it agrees with [`ModelDeploymentSpec::with_defaults`].
+/// The Go AI Runway's defaults of one storage volume (see
+/// [`ModelDeploymentSpec::with_defaults_named`]).
+fn default_volume(volume: &mut StorageVolume, deployment: Option<&str>) {
+    fn empty(value: &Option<String>) -> bool {
+        value.as_deref().is_none_or(str::is_empty)
+    }
+    if empty(&volume.purpose) {
+        volume.purpose = Some(VolumePurpose::Custom.as_str().to_string());
+    }
+    if empty(&volume.mount_path)
+        && let Some(path) = VolumePurpose::of(volume).and_then(VolumePurpose::default_mount_path)
+    {
+        volume.mount_path = Some(path.to_string());
+    }
+    if volume.size.is_some() {
+        if empty(&volume.claim_name)
+            && let Some(deployment) = deployment.filter(|d| !d.is_empty())
+        {
+            volume.claim_name = Some(managed_claim_name(deployment, &volume.name));
+        }
+        if empty(&volume.access_mode) {
+            volume.access_mode = Some(DEFAULT_ACCESS_MODE.to_string());
+        }
+    }
+}
+
+/// Applies the defaults to a ModelDeployment `spec` in JSON form, without the claim names of
+/// managed volumes (they need the deployment's name: [`apply_spec_defaults_named`]). Agrees
+/// with [`ModelDeploymentSpec::with_defaults`].
 pub fn apply_spec_defaults(spec: &mut serde_json::Value) {
+    apply_spec_defaults_named(spec, None);
+}
+
+/// Applies the defaults to the `spec` of the ModelDeployment named `deployment`, in JSON form,
+/// only adding missing keys (and filling the storage fields the Go AI Runway treats as missing
+/// when empty); fields this version does not know are left untouched. The mutating webhook uses
+/// it; it agrees with [`ModelDeploymentSpec::with_defaults_named`].
+pub fn apply_spec_defaults_named(spec: &mut serde_json::Value, deployment: Option<&str>) {
     use serde_json::{Value, json};
     fn object<'a>(
         parent: &'a mut Value,
@@ -263,6 +313,29 @@ pub fn apply_spec_defaults(spec: &mut serde_json::Value) {
         }
     }
     gpu_type(spec.get_mut("resources"));
+    let volumes = spec
+        .get_mut("model")
+        .and_then(|m| m.get_mut("storage"))
+        .and_then(|s| s.get_mut("volumes"))
+        .and_then(Value::as_array_mut);
+    for volume in volumes.into_iter().flatten() {
+        // Decided on the typed view of the volume, written back key by key, so the JSON and
+        // typed defaulting cannot disagree and unknown keys stay.
+        let Ok(mut typed) = serde_json::from_value::<StorageVolume>(volume.clone()) else {
+            continue;
+        };
+        default_volume(&mut typed, deployment);
+        let (Ok(Value::Object(defaulted)), Some(map)) =
+            (serde_json::to_value(&typed), volume.as_object_mut())
+        else {
+            continue;
+        };
+        for key in ["purpose", "mountPath", "claimName", "accessMode"] {
+            if let Some(value) = defaulted.get(key) {
+                map.insert(key.to_string(), value.clone());
+            }
+        }
+    }
 }
 
 fn default_gpu_type(gpu: Option<&mut GpuSpec>) {
@@ -497,6 +570,22 @@ mod tests {
                 "{raw}"
             );
         }
+        let storage = serde_json::json!({"model": {"id": "a/b", "storage": {"volumes": [
+            {"name": "weights", "purpose": "modelCache", "size": "100Gi"},
+            {"name": "compiled", "purpose": "compilationCache", "mountPath": "", "size": "1Gi", "accessMode": "ReadWriteOnce"},
+            {"name": "data", "claimName": "team-data", "mountPath": "/data"},
+            {"name": "shared", "purpose": "", "readOnly": true},
+            {"name": "odd", "purpose": "unknown", "size": "1Gi", "futureKey": 1},
+        ]}}});
+        for name in [None, Some("qwen")] {
+            let typed: ModelDeploymentSpec = serde_json::from_value(storage.clone()).unwrap();
+            let mut json = storage.clone();
+            apply_spec_defaults_named(&mut json, name);
+            let mut expected = serde_json::to_value(typed.with_defaults_named(name)).unwrap();
+            // The typed view drops the unknown key; the JSON keeps it.
+            expected["model"]["storage"]["volumes"][4]["futureKey"] = serde_json::json!(1);
+            assert_eq!(json, expected, "{name:?}");
+        }
         let mut unknown = serde_json::json!({"model": {"id": "a/b"}, "futureField": {"x": 1}});
         apply_spec_defaults(&mut unknown);
         assert_eq!(
@@ -504,6 +593,67 @@ mod tests {
             serde_json::json!({"x": 1}),
             "unknown fields are kept"
         );
+    }
+
+    #[test]
+    fn storage_volumes_get_the_go_defaults() {
+        let spec: ModelDeploymentSpec = serde_json::from_value(serde_json::json!({"model": {"id": "a/b", "storage": {"volumes": [
+            {"name": "weights", "purpose": "modelCache", "size": "100Gi"},
+            {"name": "compiled", "purpose": "compilationCache", "claimName": "mine", "accessMode": "ReadWriteOnce", "size": "1Gi"},
+            {"name": "data", "claimName": "team-data", "mountPath": "/data"},
+            {"name": "plain", "claimName": "c"},
+            {"name": "shared", "purpose": "modelCache"},
+        ]}}}))
+        .unwrap();
+        let volumes = |spec: ModelDeploymentSpec| {
+            spec.model
+                .storage
+                .and_then(|s| s.volumes)
+                .unwrap_or_default()
+                .into_iter()
+                .map(|v| {
+                    (
+                        v.purpose.unwrap_or_default(),
+                        v.mount_path.unwrap_or_default(),
+                        v.claim_name.unwrap_or_default(),
+                        v.access_mode.unwrap_or_default(),
+                    )
+                })
+                .collect::<Vec<_>>()
+        };
+        let t = |a: &str, b: &str, c: &str, d: &str| {
+            (a.to_string(), b.to_string(), c.to_string(), d.to_string())
+        };
+        assert_eq!(
+            volumes(spec.with_defaults_named(Some("qwen"))),
+            [
+                t(
+                    "modelCache",
+                    "/model-cache",
+                    "qwen-weights",
+                    "ReadWriteMany"
+                ),
+                // A claim name or access mode given is kept (validation judges it).
+                t(
+                    "compilationCache",
+                    "/compilation-cache",
+                    "mine",
+                    "ReadWriteOnce"
+                ),
+                t("custom", "/data", "team-data", ""),
+                // `custom` has no default mount path (validation asks for one).
+                t("custom", "", "c", ""),
+                // Neither size nor claim: the shared cache; no claim name is invented.
+                t("modelCache", "/model-cache", "", ""),
+            ]
+        );
+        // Without the name, no claim name; the rest alike.
+        assert_eq!(
+            volumes(spec.with_defaults())[0],
+            t("modelCache", "/model-cache", "", "ReadWriteMany")
+        );
+        let twice = spec.with_defaults_named(Some("qwen"));
+        assert_eq!(twice.with_defaults_named(Some("qwen")), twice);
     }
 
     #[test]

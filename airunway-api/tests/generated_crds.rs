@@ -71,13 +71,7 @@ fn model_deployment_crd() {
         .into_iter()
         .map(|(m, _)| m)
         .collect();
-    assert_eq!(
-        model_messages,
-        [
-            messages::MODEL_ID_REQUIRED,
-            messages::MODEL_STORAGE_UNSUPPORTED
-        ]
-    );
+    assert_eq!(model_messages, [messages::MODEL_ID_REQUIRED]);
 
     let props = &spec["properties"];
     assert_eq!(

@@ -639,6 +639,25 @@ async fn go_project_manifests_apply_unchanged() {
     assert_eq!(minimal["spec"]["engine"]["enablePrefixCaching"], true);
     assert_eq!(minimal["spec"]["serving"]["mode"], "aggregated");
     assert_eq!(minimal["spec"]["scaling"]["replicas"], 1);
+    // Storage defaults like the Go project: the purpose's mount path; a managed volume's claim
+    // `<deployment>-<volume>` and `ReadWriteMany`; a volume without a purpose is `custom`.
+    let managed = serde_json::to_value(api.get("llama-managed-cache").await.unwrap()).unwrap();
+    assert_eq!(
+        managed["spec"]["model"]["storage"]["volumes"],
+        json!([
+            {"name": "weights", "purpose": "modelCache", "size": "100Gi", "storageClassName": "azurefile-premium",
+             "accessMode": "ReadWriteMany", "mountPath": "/model-cache", "readOnly": false,
+             "claimName": "llama-managed-cache-weights"},
+            {"name": "compiled", "purpose": "compilationCache", "size": "20Gi", "mountPath": "/compilation-cache",
+             "claimName": "llama-managed-cache-compiled", "accessMode": "ReadWriteMany"},
+            {"name": "eval-data", "purpose": "custom", "claimName": "eval-datasets", "mountPath": "/data/eval", "readOnly": true},
+        ])
+    );
+    let cached = serde_json::to_value(api.get("qwen-coder-cached").await.unwrap()).unwrap();
+    assert_eq!(
+        cached["spec"]["model"]["storage"]["volumes"],
+        json!([{"name": "model-cache", "claimName": "team-model-pvc", "purpose": "modelCache", "mountPath": "/model-cache"}])
+    );
     let disagg = serde_json::to_value(api.get("qwen-disagg").await.unwrap()).unwrap();
     assert_eq!(
         disagg["spec"]["scaling"]["decode"]["gpu"]["type"],
@@ -675,6 +694,323 @@ async fn go_project_manifests_apply_unchanged() {
     // written), so Dynamo's GPU rule picks it.
     assert_eq!(selected.resolved_engine().map(|e| e.as_str()), Some("vllm"));
     assert_eq!(selected.selected_provider(), Some("dynamo"));
+
+    api.delete_collection(&DeleteParams::default(), &Default::default())
+        .await
+        .unwrap();
+    core.terminate(Duration::from_secs(10));
+    remove_webhooks(&env.client).await;
+    delete_all(&env.client).await;
+}
+
+/// The Go project's storage test deployment: `spec.model.storage` set to `storage`, Dynamo, vLLM,
+/// one GPU.
+fn storage_deployment(name: &str, volumes: Value) -> Value {
+    deployment(
+        name,
+        json!({"model": {"id": "Qwen/Qwen3-0.6B", "source": "huggingface", "storage": {"volumes": volumes}},
+            "provider": {"name": "dynamo"}, "engine": {"type": "vllm"},
+            "resources": {"gpu": {"count": 1, "type": "nvidia.com/gpu"}}, "scaling": {"replicas": 1}}),
+    )
+}
+
+/// The text of each `Warning` header (`299 - "<text>"`, quotes escaped), as kubectl prints it.
+fn warning_texts(headers: &[String]) -> Vec<String> {
+    headers
+        .iter()
+        .map(|h| {
+            let text = h.strip_prefix("299 - \"").unwrap_or(h);
+            let text = text.strip_suffix('"').unwrap_or(text);
+            text.replace("\\\"", "\"").replace("\\\\", "\\")
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn model_storage_is_defaulted_enforced_and_warned_about_like_the_go_project() {
+    let _lock = cluster_lock().await;
+    let env = TestEnv::new("webhook-storage").await;
+    delete_all(&env.client).await;
+    register_shipped(&env.client, &["dynamo"], true).await;
+    let kubeconfig = core_identity(&env).await;
+    let port = free_port();
+    install_webhooks(&env, port).await;
+    let core = start_core(&env, &kubeconfig, port, &[]).await;
+    wait_webhook_active(&env).await;
+    let api: Api<ModelDeployment> = Api::namespaced(env.client.clone(), &env.namespace);
+    let denied = |field: &str, message: &str| {
+        format!(
+            "admission webhook \"validate.modeldeployments.airunway.ai\" denied the request: {field}: {message}"
+        )
+    };
+    let path = |i: usize, field: &str| format!("spec.model.storage.volumes[{i}].{field}");
+
+    // Every rejection of the Go project's storage e2e tests (and the rest of its rules), with
+    // the message as kubectl prints it.
+    let rejections: Vec<(&str, Value, String)> = vec![
+        (
+            "val-pre-no-claim",
+            json!([{"name": "vol", "purpose": "compilationCache"}]),
+            denied(&path(0, "claimName"), messages::STORAGE_CLAIM_NAME_REQUIRED),
+        ),
+        (
+            "val-ro-managed",
+            json!([{"name": "model-cache", "purpose": "modelCache", "size": "2Gi", "readOnly": true}]),
+            denied(&path(0, "readOnly"), messages::STORAGE_READ_ONLY_WITH_SIZE),
+        ),
+        (
+            "val-custom-claim",
+            json!([{"name": "model-cache", "purpose": "modelCache", "size": "2Gi", "claimName": "my-custom-pvc"}]),
+            denied(
+                &path(0, "claimName"),
+                r#"claimName must not be set when size is set (auto-generated as "val-custom-claim-model-cache")"#,
+            ),
+        ),
+        (
+            "val-access-no-size",
+            json!([{"name": "vol", "purpose": "modelCache", "claimName": "some-pvc", "accessMode": "ReadWriteOnce"}]),
+            denied(
+                &path(0, "accessMode"),
+                messages::STORAGE_ACCESS_MODE_WITHOUT_SIZE,
+            ),
+        ),
+        (
+            "val-sc-no-size",
+            json!([{"name": "vol", "purpose": "modelCache", "claimName": "some-pvc", "storageClassName": "azurefile-premium"}]),
+            denied(
+                &path(0, "storageClassName"),
+                messages::STORAGE_CLASS_WITHOUT_SIZE,
+            ),
+        ),
+        (
+            "val-dup-mounts",
+            json!([{"name": "vol-a", "purpose": "custom", "claimName": "pvc-a", "mountPath": "/shared-path"},
+                {"name": "vol-b", "purpose": "custom", "claimName": "pvc-b", "mountPath": "/shared-path"}]),
+            denied(
+                &path(1, "mountPath"),
+                messages::STORAGE_DUPLICATE_MOUNT_PATH,
+            ),
+        ),
+        (
+            "val-dup-claims",
+            json!([{"name": "vol-a", "claimName": "pvc-a", "mountPath": "/a"},
+                {"name": "vol-b", "claimName": "pvc-a", "mountPath": "/b"}]),
+            denied(
+                &path(1, "claimName"),
+                messages::STORAGE_DUPLICATE_CLAIM_NAME,
+            ),
+        ),
+        (
+            "val-sys-path",
+            json!([{"name": "vol", "purpose": "custom", "claimName": "some-pvc", "mountPath": "/proc/data"}]),
+            denied(
+                &path(0, "mountPath"),
+                "mountPath must not overlap with system path /proc",
+            ),
+        ),
+        (
+            "val-rel-path",
+            json!([{"name": "vol", "purpose": "custom", "claimName": "some-pvc", "mountPath": "data/models"}]),
+            denied(&path(0, "mountPath"), messages::STORAGE_MOUNT_PATH_RELATIVE),
+        ),
+        (
+            "val-custom-no-mp",
+            json!([{"name": "vol", "purpose": "custom", "claimName": "some-pvc"}]),
+            denied(&path(0, "mountPath"), messages::STORAGE_MOUNT_PATH_REQUIRED),
+        ),
+        (
+            "val-multi-cache",
+            json!([{"name": "cache-a", "purpose": "modelCache", "claimName": "pvc-a"},
+                {"name": "cache-b", "purpose": "modelCache", "claimName": "pvc-b", "mountPath": "/model-cache-b"}]),
+            denied(
+                "spec.model.storage.volumes",
+                "at most one volume with purpose=modelCache is allowed",
+            ),
+        ),
+        (
+            "val-multi-compile",
+            json!([{"name": "a", "purpose": "compilationCache", "size": "1Gi"},
+                {"name": "b", "purpose": "compilationCache", "size": "1Gi", "mountPath": "/b"}]),
+            denied(
+                "spec.model.storage.volumes",
+                "at most one volume with purpose=compilationCache is allowed",
+            ),
+        ),
+    ];
+    for (name, volumes, expected) in rejections {
+        let (message, _) = rejection(&api, storage_deployment(name, volumes)).await;
+        assert_eq!(message, expected, "{name}");
+    }
+    // The CRD's enums refuse these before the webhook, in the API server's words, which are
+    // the Go project's (its CRD has the same enums); the API server adds that the CEL rules
+    // were not checked.
+    for (name, volumes, field, expected) in [
+        (
+            "val-bad-mode",
+            json!([{"name": "vol", "purpose": "modelCache", "size": "1Gi", "accessMode": "ReadWriteSometimes"}]),
+            path(0, "accessMode"),
+            r#"Unsupported value: "ReadWriteSometimes": supported values: "ReadWriteOnce", "ReadWriteMany", "ReadOnlyMany", "ReadWriteOncePod""#,
+        ),
+        (
+            "val-bad-purpose",
+            json!([{"name": "vol", "purpose": "scratch", "claimName": "c", "mountPath": "/s"}]),
+            path(0, "purpose"),
+            r#"Unsupported value: "scratch": supported values: "modelCache", "compilationCache", "custom""#,
+        ),
+    ] {
+        let (message, _) = rejection(&api, storage_deployment(name, volumes)).await;
+        assert!(
+            message.starts_with(&format!(
+                r#"ModelDeployment.airunway.ai "{name}" is invalid: [{field}: {expected}, "#
+            )),
+            "{name}: {message}"
+        );
+    }
+    // Duplicate names: the list's key (the API server) refuses them first, as in the Go project.
+    let (message, _) = rejection(
+        &api,
+        storage_deployment(
+            "val-dup-names",
+            json!([{"name": "model-cache", "purpose": "modelCache", "claimName": "pvc-a"},
+                {"name": "model-cache", "purpose": "custom", "claimName": "pvc-b", "mountPath": "/data"}]),
+        ),
+    )
+    .await;
+    assert!(
+        message.contains("spec.model.storage.volumes[1]: Duplicate value"),
+        "{message}"
+    );
+    let nine: Vec<Value> = (0..9)
+        .map(|i| json!({"name": format!("v{i}"), "claimName": format!("c{i}"), "mountPath": format!("/v{i}")}))
+        .collect();
+    let (message, _) = rejection(&api, storage_deployment("val-nine", json!(nine))).await;
+    assert!(
+        message.contains("spec.model.storage.volumes: Too many: 9: must have at most 8 items"),
+        "{message}"
+    );
+
+    // Admitted: the defaults are written; the shared cache needs neither size nor claim (our
+    // one departure: the Go project asks for a claimName there).
+    let (code, warnings, body) = create_raw(
+        &env.client,
+        &env.namespace,
+        &storage_deployment(
+            "val-managed",
+            json!([{"name": "model-cache", "purpose": "modelCache", "size": "2Gi"},
+                {"name": "compile", "purpose": "compilationCache", "claimName": "pvc-compile"},
+                {"name": "data", "claimName": "pvc-data", "mountPath": "/data"}]),
+        ),
+    )
+    .await;
+    assert_eq!(code, 201, "{body}");
+    assert!(warnings.is_empty(), "{warnings:?}");
+    assert_eq!(
+        body["spec"]["model"]["storage"]["volumes"],
+        json!([
+            {"name": "model-cache", "purpose": "modelCache", "size": "2Gi", "mountPath": "/model-cache",
+             "claimName": "val-managed-model-cache", "accessMode": "ReadWriteMany"},
+            {"name": "compile", "purpose": "compilationCache", "claimName": "pvc-compile", "mountPath": "/compilation-cache"},
+            {"name": "data", "purpose": "custom", "claimName": "pvc-data", "mountPath": "/data"},
+        ])
+    );
+    let (code, _, body) = create_raw(
+        &env.client,
+        &env.namespace,
+        &storage_deployment(
+            "val-shared",
+            json!([{"name": "cache", "purpose": "modelCache"}]),
+        ),
+    )
+    .await;
+    assert_eq!(code, 201, "{body}");
+    assert_eq!(
+        body["spec"]["model"]["storage"]["volumes"],
+        json!([{"name": "cache", "purpose": "modelCache", "mountPath": "/model-cache"}])
+    );
+
+    // Update only: a managed volume can be neither removed nor changed; a size in other units
+    // is the same size; other volumes change freely.
+    let volumes = |managed: Value, data_path: &str| {
+        json!({"spec": {"model": {"storage": {"volumes": [managed,
+            {"name": "compile", "purpose": "compilationCache", "claimName": "pvc-compile"},
+            {"name": "data", "claimName": "pvc-data", "mountPath": data_path}]}}}})
+    };
+    let refused = |result: Result<ModelDeployment, kube::Error>| match result {
+        Err(kube::Error::Api(status)) => status.message,
+        other => panic!("admitted: {other:?}"),
+    };
+    let message = refused(
+        api.patch(
+            "val-managed",
+            &PatchParams::default(),
+            &Patch::Merge(volumes(
+                json!({"name": "model-cache", "purpose": "modelCache", "size": "10Gi"}),
+                "/data",
+            )),
+        )
+        .await,
+    );
+    assert_eq!(
+        message,
+        denied(
+            "spec.model.storage.volumes[0]",
+            messages::STORAGE_MANAGED_VOLUME_IMMUTABLE
+        )
+    );
+    let message = refused(
+        api.patch(
+            "val-managed",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"model": {"storage": {"volumes": [
+                {"name": "data", "claimName": "pvc-data", "mountPath": "/data"}]}}}})),
+        )
+        .await,
+    );
+    assert_eq!(
+        message,
+        denied(
+            "spec.model.storage.volumes",
+            &messages::storage_managed_volume_removed("model-cache")
+        )
+    );
+    let updated = api
+        .patch(
+            "val-managed",
+            &PatchParams::default(),
+            &Patch::Merge(volumes(
+                json!({"name": "model-cache", "purpose": "modelCache", "size": "2048Mi"}),
+                "/datasets",
+            )),
+        )
+        .await
+        .unwrap();
+    let stored = updated.spec.model.storage.unwrap().volumes.unwrap();
+    assert_eq!(stored[0].size.as_deref(), Some("2048Mi"));
+    assert_eq!(
+        stored[0].claim_name.as_deref(),
+        Some("val-managed-model-cache")
+    );
+    assert_eq!(stored[2].mount_path.as_deref(), Some("/datasets"));
+
+    // The two warnings, as kubectl prints them.
+    let (code, warnings, body) = create_raw(
+        &env.client,
+        &env.namespace,
+        &storage_deployment(
+            "val-read-only",
+            json!([{"name": "weights", "purpose": "modelCache", "claimName": "pvc-weights", "readOnly": true},
+                {"name": "kernels", "purpose": "compilationCache", "claimName": "pvc-kernels", "readOnly": true}]),
+        ),
+    )
+    .await;
+    assert_eq!(code, 201, "{body}");
+    assert_eq!(
+        warning_texts(&warnings),
+        [
+            messages::storage_read_only_compilation_cache("kernels"),
+            messages::storage_read_only_model_cache("weights"),
+        ]
+    );
 
     api.delete_collection(&DeleteParams::default(), &Default::default())
         .await
@@ -755,12 +1091,6 @@ async fn unknown_fields_limits_and_conflicts_are_refused_by_name() {
             json!({"model": {"id": "a/b"}, "engine": {"type": "vllm"}, "scaling": {"replicas": 33}}),
             "spec.scaling.replicas",
             "less than or equal to 32".into(),
-        ),
-        (
-            "storage",
-            json!({"model": {"id": "a/b", "storage": {"volumes": [{"name": "cache", "claimName": "c"}]}}, "engine": {"type": "vllm"}}),
-            "spec.model.storage",
-            messages::MODEL_STORAGE_UNSUPPORTED.into(),
         ),
         (
             "images",
@@ -865,11 +1195,22 @@ async fn unknown_fields_limits_and_conflicts_are_refused_by_name() {
         }
     };
     eventually("the webhooks to be gone", WAIT, webhook_gone).await;
-    for (name, spec, expected) in [(
-        "images",
-        json!({"model": {"id": "a/b"}, "image": "a:1", "engine": {"type": "llamacpp", "image": "b:2"}}),
-        messages::image_conflict("a:1", "b:2"),
-    )] {
+    for (name, spec, expected) in [
+        (
+            "images",
+            json!({"model": {"id": "a/b"}, "image": "a:1", "engine": {"type": "llamacpp", "image": "b:2"}}),
+            messages::image_conflict("a:1", "b:2"),
+        ),
+        (
+            // The CRD writes `purpose: custom`; the core says what the webhook would have.
+            "storage",
+            json!({"model": {"id": "a/b", "storage": {"volumes": [{"name": "data", "claimName": "c"}]}}, "engine": {"type": "llamacpp"}}),
+            format!(
+                "spec.model.storage.volumes[0].mountPath: {}",
+                messages::STORAGE_MOUNT_PATH_REQUIRED
+            ),
+        ),
+    ] {
         let md: ModelDeployment = serde_json::from_value(deployment(name, spec)).unwrap();
         api.create(&PostParams::default(), &md).await.unwrap();
         let want = format!("Validation failed: {expected}");

@@ -228,7 +228,6 @@ pub struct GatewaySpec {
 #[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
 #[serde(rename_all = "camelCase")]
 #[x_kube(validation = kube::core::Rule::new("(has(self.source) && self.source != 'huggingface') || (has(self.id) && self.id != '')").message(messages::MODEL_ID_REQUIRED).field_path(".id"))]
-#[x_kube(validation = kube::core::Rule::new("!has(self.storage)").message(messages::MODEL_STORAGE_UNSUPPORTED).field_path(".storage"))]
 pub struct ModelSpec {
     /// Hugging Face model id, e.g. `meta-llama/Llama-3.1-8B-Instruct`. Required when `source`
     /// is `huggingface`; omit it for `custom`.
@@ -248,9 +247,9 @@ pub struct ModelSpec {
     #[schemars(extend("default" = "huggingface"))]
     pub source: Option<ModelSource>,
 
-    /// Volumes for model and compilation caches. Declared so a manifest written for the Go
-    /// AI Runway is not silently pruned; this version refuses it with a message until the model
-    /// cache is supported.
+    /// Volumes mounted where the engine runs: the model cache (weights, downloaded once before
+    /// the engine starts), a compilation cache, or anything else (`custom`). A `modelCache`
+    /// volume with neither `claimName` nor `size` uses the namespace's shared cache of the model.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub storage: Option<ModelStorage>,
 }
@@ -266,39 +265,46 @@ pub struct ModelStorage {
     pub volumes: Option<Vec<StorageVolume>>,
 }
 
-/// One storage volume (shape of the Go AI Runway's `StorageVolume`).
+/// One storage volume (the Go AI Runway's `StorageVolume`, with its defaults and rules: see
+/// docs/validation.md).
 #[derive(Serialize, Deserialize, schemars::JsonSchema, Clone, Debug, Default, PartialEq)]
 #[serde(rename_all = "camelCase")]
 pub struct StorageVolume {
-    /// Volume name, a DNS label.
+    /// Volume name, a DNS label, unique in the deployment.
     #[schemars(length(max = 63), regex(pattern = r"^[a-z0-9]([a-z0-9\-]*[a-z0-9])?$"))]
     pub name: String,
-    /// An existing PersistentVolumeClaim.
+    /// A PersistentVolumeClaim that exists (without `size`); with `size` the claim the controller
+    /// creates, `<deployment>-<volume>` (written by the mutating webhook).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(max = 253))]
     pub claim_name: Option<String>,
-    /// Where the volume is mounted in the model server.
+    /// Where the volume is mounted where the engine runs; `/model-cache` and
+    /// `/compilation-cache` by default for the two cache purposes, required for `custom`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(max = 1024))]
     pub mount_path: Option<String>,
-    /// `modelCache`, `compilationCache` or `custom`.
+    /// `modelCache`, `compilationCache` or `custom` (the default).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(max = 32))]
+    #[schemars(extend("enum" = ["modelCache", "compilationCache", "custom"], "default" = "custom"))]
     pub purpose: Option<String>,
-    /// Mount read-only.
+    /// Mount read-only (a read-only model cache is not downloaded into).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub read_only: Option<bool>,
-    /// Size of a PVC the controller would create.
+    /// Size of a PersistentVolumeClaim the controller creates for this deployment alone (and
+    /// deletes with it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(schema_with = "crate::schema::quantity")]
     pub size: Option<String>,
-    /// Storage class of a created PVC.
+    /// Storage class of the created claim (with `size`); omitted: the cluster's default; `""`:
+    /// none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(max = 253))]
     pub storage_class_name: Option<String>,
-    /// Access mode of a created PVC.
+    /// Access mode of the created claim (with `size`); `ReadWriteMany` by default.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(max = 32))]
+    #[schemars(extend("enum" = ["ReadWriteOnce", "ReadWriteMany", "ReadOnlyMany", "ReadWriteOncePod"]))]
     pub access_mode: Option<String>,
 }
 

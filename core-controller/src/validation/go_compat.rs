@@ -2,6 +2,7 @@
 //! the `spec.image`/`spec.engine.image` conflict, and a named provider's capability checks.
 
 use airunway_api::constants::messages;
+use airunway_api::storage::VolumePurpose;
 use airunway_api::v1alpha1::{
     EngineCapability, EngineType, ModelDeployment, ModelDeploymentSpec, ModelSource, ServingMode,
 };
@@ -34,6 +35,27 @@ pub fn warnings(md: &ModelDeployment) -> Vec<String> {
         out.push(
             "contextLength is ignored for TensorRT-LLM (must be configured at engine build time)"
                 .to_string(),
+        );
+    }
+    let volumes = spec
+        .model
+        .storage
+        .as_ref()
+        .and_then(|s| s.volumes.as_deref())
+        .unwrap_or_default();
+    let read_only = |purpose: VolumePurpose| {
+        volumes
+            .iter()
+            .filter(move |v| v.read_only == Some(true) && VolumePurpose::of(v) == Some(purpose))
+    };
+    out.extend(
+        read_only(VolumePurpose::CompilationCache)
+            .map(|v| messages::storage_read_only_compilation_cache(&v.name)),
+    );
+    if spec.model_source() == ModelSource::Huggingface {
+        out.extend(
+            read_only(VolumePurpose::ModelCache)
+                .map(|v| messages::storage_read_only_model_cache(&v.name)),
         );
     }
     out
@@ -168,5 +190,34 @@ mod tests {
             "contextLength is ignored for TensorRT-LLM (must be configured at engine build time)"
         );
         assert!(warnings(&md("x", json!({"model": {"id": "a/b"}}))).is_empty());
+    }
+
+    #[test]
+    fn read_only_caches_are_warned_about_with_the_go_texts() {
+        let volumes = json!([
+            {"name": "weights", "purpose": "modelCache", "claimName": "w", "readOnly": true},
+            {"name": "compiled", "purpose": "compilationCache", "claimName": "c", "readOnly": true},
+            {"name": "data", "claimName": "d", "mountPath": "/data", "readOnly": true},
+        ]);
+        assert_eq!(
+            warnings(&md(
+                "x",
+                json!({"model": {"id": "a/b", "storage": {"volumes": volumes}}})
+            )),
+            [
+                r#"storage volume "compiled" has purpose=compilationCache with readOnly=true; compilation cache requires write access"#,
+                r#"storage volume "weights" has purpose=modelCache with readOnly=true; model download will be skipped (ensure the PVC already contains the model data)"#,
+            ]
+        );
+        // A custom source downloads nothing: no model cache warning.
+        assert_eq!(
+            warnings(&md(
+                "x",
+                json!({"model": {"source": "custom", "storage": {"volumes": volumes}}})
+            )),
+            [
+                r#"storage volume "compiled" has purpose=compilationCache with readOnly=true; compilation cache requires write access"#
+            ]
+        );
     }
 }

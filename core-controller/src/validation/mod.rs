@@ -4,8 +4,9 @@
 //! disaggregated serving, the model id), `values` (values that reach a pod spec: images,
 //! GPU types, node selectors, tolerations, pod metadata, the token Secret), `env` (`spec.env`
 //! as the API server checks a container's environment), `args` (engine
-//! arguments), `overrides` (`provider.overrides`), `go_compat` (the Go AI Runway's texts:
-//! warnings, the image conflict, a named provider's capabilities). The generic grammars (image
+//! arguments), `overrides` (`provider.overrides`), `storage` (`model.storage.volumes`, the Go
+//! AI Runway's rules and texts, and its update rules for managed volumes), `go_compat` (the Go
+//! AI Runway's texts: warnings, the image conflict, a named provider's capabilities). The generic grammars (image
 //! references, Kubernetes names and labels) are `airunway_api`'s [`image_reference`] and
 //! [`kubernetes_names`].
 //!
@@ -41,6 +42,7 @@ mod env;
 mod go_compat;
 mod overrides;
 mod spec;
+mod storage;
 mod values;
 
 use airunway_api::v1alpha1::ModelDeployment;
@@ -48,6 +50,7 @@ use airunway_api::v1alpha1::ModelDeployment;
 pub use args::extra_arg_flag;
 pub use go_compat::{image_conflict, pinned_provider_mismatch, warnings};
 pub use overrides::validate_overrides;
+pub use storage::validate_storage_update;
 
 /// Longest ModelDeployment name: providers derive Service and workload names such as
 /// `<name>-frontend` and `<name>-vllmdecodeworker-<hash>` from it, which must stay valid.
@@ -136,6 +139,7 @@ pub fn validate_spec(md: &ModelDeployment) -> Vec<FieldError> {
     let mut errors = Vec::new();
     let spec = &md.spec;
     spec::validate_rules(spec, &mut errors);
+    storage::validate_storage(md, &mut errors);
     values::validate_values(spec, &mut errors);
     if let Some(message) = image_conflict(spec) {
         errors.push(FieldError::new("spec.engine.image", message));

@@ -9,7 +9,7 @@
 
 use airunway_api::conditions;
 use airunway_api::constants::{condition_types, messages, reasons};
-use airunway_api::resolve::apply_spec_defaults;
+use airunway_api::resolve::apply_spec_defaults_named;
 use airunway_api::v1alpha1::{
     ApiFormat, EngineType, GatewayCapability, InferenceProviderConfig, ModelDeployment,
     unused_override_paths,
@@ -84,8 +84,11 @@ pub fn mutate_model_deployment(request: &AdmissionRequest<DynamicObject>) -> Adm
         return response;
     };
     let mut defaulted = original.clone();
+    // The name is given (the API server generates one for `generateName` before admission);
+    // managed volumes' claim names are derived from it.
+    let name = object.metadata.name.as_deref();
     if let Some(spec) = defaulted.get_mut("spec") {
-        apply_spec_defaults(spec);
+        apply_spec_defaults_named(spec, name);
     }
     let patch = json_patch::diff(&original, &defaulted);
     if patch.0.is_empty() {
@@ -145,6 +148,16 @@ pub fn validate_model_deployment(
     errors.extend(validation::validate_spec(&md));
     if let Some(spec) = object.data.get("spec") {
         errors.extend(crate::unknown_fields::unknown_fields(spec));
+    }
+    // Managed volumes may be neither removed nor changed (the Go AI Runway's update rules).
+    if request.operation == Operation::Update
+        && let Some(old) = request.old_object.as_ref().and_then(|old| {
+            serde_json::to_value(old)
+                .and_then(serde_json::from_value::<ModelDeployment>)
+                .ok()
+        })
+    {
+        errors.extend(validation::validate_storage_update(&old, &md));
     }
 
     // Cluster state: check the named provider when it is set or changed (not on unrelated
@@ -551,6 +564,66 @@ mod tests {
                 .patch
                 .is_none()
         );
+    }
+
+    #[test]
+    fn storage_volumes_are_defaulted_with_the_deployments_name() {
+        let object = md(
+            json!({"model": {"id": "a/b", "source": "huggingface", "storage": {"volumes": [
+            {"name": "cache", "purpose": "modelCache", "size": "10Gi"},
+            {"name": "compiled", "purpose": "", "mountPath": "/c", "claimName": "c"},
+        ]}}, "serving": {"mode": "aggregated"}, "scaling": {"replicas": 1}}),
+        );
+        let response =
+            mutate_model_deployment(&request("ModelDeployment", "CREATE", object.clone(), None));
+        let patch: json_patch::Patch =
+            serde_json::from_slice(response.patch.as_ref().unwrap()).unwrap();
+        let mut patched = object;
+        json_patch::patch(&mut patched, &patch).unwrap();
+        assert_eq!(
+            patched["spec"]["model"]["storage"]["volumes"],
+            json!([
+                {"name": "cache", "purpose": "modelCache", "size": "10Gi", "mountPath": "/model-cache",
+                 "claimName": "n-cache", "accessMode": "ReadWriteMany"},
+                {"name": "compiled", "purpose": "custom", "mountPath": "/c", "claimName": "c"},
+            ])
+        );
+    }
+
+    #[test]
+    fn managed_volumes_are_held_on_update_only() {
+        let object = |size: &str| {
+            md(json!({"model": {"id": "a/b", "storage": {"volumes": [
+                {"name": "cache", "purpose": "modelCache", "size": size}]}}, "engine": {"type": "llamacpp"}}))
+        };
+        let created = validate_model_deployment(
+            &request("ModelDeployment", "CREATE", object("1Gi"), None),
+            &[],
+            true,
+        );
+        assert!(created.allowed, "{}", created.result.message);
+        let resized = validate_model_deployment(
+            &request(
+                "ModelDeployment",
+                "UPDATE",
+                object("2Gi"),
+                Some(object("1Gi")),
+            ),
+            &[],
+            true,
+        );
+        assert_eq!(
+            resized.result.message,
+            "spec.model.storage.volumes[0]: managed storage volume is immutable once created (delete the ModelDeployment to change managed storage configuration)"
+        );
+        let mut other = object("1024Mi");
+        other["spec"]["scaling"] = json!({"replicas": 2});
+        let same = validate_model_deployment(
+            &request("ModelDeployment", "UPDATE", other, Some(object("1Gi"))),
+            &[],
+            true,
+        );
+        assert!(same.allowed, "{}", same.result.message);
     }
 
     #[test]
