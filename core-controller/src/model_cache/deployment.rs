@@ -321,7 +321,7 @@ pub fn plan(
         return out;
     };
     let t = condition_types::MODEL_DOWNLOADED;
-    let in_progress =
+    let downloading =
         |message: String| DesiredCondition::new(t, false, reasons::DOWNLOAD_IN_PROGRESS, message);
     let condition = match cache {
         None => {
@@ -330,11 +330,11 @@ pub fn plan(
             } else {
                 Some(private_cache(md, &download.volume))
             };
-            in_progress("Model download in progress".to_string())
+            downloading("Model download in progress".to_string())
         }
         Some(cache) if !download.shared && stale(md, cache) => {
             out.delete_cache = Some(download.cache_name.clone());
-            in_progress(format!(
+            downloading(format!(
                 "Model download in progress: replacing ModelCache {}, which holds the previous model",
                 download.cache_name
             ))
@@ -357,7 +357,7 @@ pub fn plan(
                         status.message.unwrap_or_default()
                     ),
                 ),
-                _ => in_progress(match status.download.as_ref().and_then(progress_summary) {
+                _ => downloading(match status.download.as_ref().and_then(progress_summary) {
                     Some(progress) => format!("Model download in progress: {progress}"),
                     None => "Model download in progress".to_string(),
                 }),
