@@ -61,6 +61,9 @@ pub mod field_managers {
     /// The core's gateway integration: owns the InferencePools, endpoint picker objects and
     /// HTTPRoutes it applies (not the deployment's status, which is [`CORE`]'s).
     pub const CORE_GATEWAY: &str = "airunway-core-gateway";
+    /// The core's model cache: owns the ModelCaches' status (all but `status.download`, the
+    /// downloader's), their claims, download Jobs and the downloaders' identities.
+    pub const CORE_MODEL_CACHE: &str = "airunway-core-model-cache";
 
     /// The field manager of provider `name`: `<name>-provider`.
     pub fn provider(name: &str) -> String {
@@ -131,12 +134,14 @@ pub mod condition_types {
     pub const MODEL_DOWNLOADED: &str = "ModelDownloaded";
 
     /// Condition types the core owns on a ModelDeployment (server-side apply manager `airunway-core`).
-    pub const CORE_OWNED: [&str; 5] = [
+    pub const CORE_OWNED: [&str; 7] = [
         VALIDATED,
         ENGINE_SELECTED,
         PROVIDER_SELECTED,
         PROVIDER_HEALTHY,
         GATEWAY_READY,
+        STORAGE_READY,
+        MODEL_DOWNLOADED,
     ];
     /// Condition types a provider owns on a ModelDeployment (manager `<name>-provider`).
     pub const PROVIDER_OWNED: [&str; 3] = [PROVIDER_COMPATIBLE, RESOURCE_CREATED, READY];

@@ -123,6 +123,28 @@ pub struct Args {
     #[arg(long, env = "AIRUNWAY_PATCH_GATEWAY_ALLOWED_ROUTES", default_value_t = true, action = ArgAction::Set)]
     pub patch_gateway_allowed_routes: bool,
 
+    /// The image of the model download Jobs (`airunway-model-downloader`).
+    #[arg(long, env = "AIRUNWAY_MODEL_DOWNLOADER_IMAGE", default_value = crate::model_cache::DEFAULT_DOWNLOADER_IMAGE)]
+    pub model_downloader_image: String,
+
+    /// The Hugging Face endpoint the download Jobs use (a mirror or a server with the Hub's
+    /// file API); empty: the downloader's default, `https://huggingface.co`.
+    #[arg(long, env = "AIRUNWAY_MODEL_CACHE_ENDPOINT")]
+    pub model_cache_endpoint: Option<String>,
+
+    /// The claim size of a shared model cache the core creates.
+    #[arg(long, env = "AIRUNWAY_MODEL_CACHE_SIZE", default_value = "100Gi")]
+    pub model_cache_size: String,
+
+    /// What happens to a shared model cache the core created once no deployment uses it:
+    /// `Delete` (after `--model-cache-retention-period`) or `Retain`.
+    #[arg(long, env = "AIRUNWAY_MODEL_CACHE_RETENTION", default_value = "Delete", value_parser = parse_retention)]
+    pub model_cache_retention: airunway_api::v1alpha1::RetentionPolicy,
+
+    /// How long an unused shared model cache the core created is kept before `Delete` applies.
+    #[arg(long, env = "AIRUNWAY_MODEL_CACHE_RETENTION_PERIOD", default_value = "24h", value_parser = parse_duration)]
+    pub model_cache_retention_period: Duration,
+
     /// Name of the leader election Lease.
     #[arg(
         long,
@@ -130,6 +152,16 @@ pub struct Args {
         default_value = "airunway-core"
     )]
     pub leader_election_id: String,
+}
+
+/// `Delete` or `Retain`.
+fn parse_retention(text: &str) -> Result<airunway_api::v1alpha1::RetentionPolicy, String> {
+    use airunway_api::v1alpha1::RetentionPolicy;
+    match text {
+        "Delete" => Ok(RetentionPolicy::Delete),
+        "Retain" => Ok(RetentionPolicy::Retain),
+        other => Err(format!("unknown retention {other:?}: use Delete or Retain")),
+    }
 }
 
 impl Args {
@@ -174,6 +206,17 @@ impl Args {
             gateway,
             epp_image: self.epp_image.clone(),
             patch_allowed_routes: self.patch_gateway_allowed_routes,
+        }
+    }
+
+    /// The model cache's options.
+    pub fn cache_config(&self) -> crate::model_cache::CacheConfig {
+        crate::model_cache::CacheConfig {
+            downloader_image: self.model_downloader_image.clone(),
+            endpoint: self.model_cache_endpoint.clone().filter(|e| !e.is_empty()),
+            size: self.model_cache_size.clone(),
+            retention: self.model_cache_retention,
+            retention_period: self.model_cache_retention_period,
         }
     }
 

@@ -55,6 +55,8 @@ pub struct Context {
     pub selection_slots: Arc<tokio::sync::Semaphore>,
     /// The gateway integration (`None`: turned off with `--enable-gateway=false`).
     pub gateway: Option<Arc<crate::gateway::Integration>>,
+    /// The model cache (`None` only where no cache controller runs, e.g. a bench).
+    pub model_cache: Option<Arc<crate::model_cache::Integration>>,
     /// Consecutive reconcile failures per deployment, for the retry backoff.
     pub failures: FailureCounts,
 }
@@ -138,10 +140,24 @@ pub async fn reconcile(
         Some(gateway) => gateway.reconcile(&md, &providers).await,
         None => crate::gateway::DesiredGateway::default(),
     };
+    // The storage part, once per reconcile: `StorageReady` and `ModelDownloaded` travel in the
+    // core's one status apply.
+    let mut storage: Option<Vec<conditions::DesiredCondition>> = None;
     let (views, decision, desired) = loop {
         let (views, decision) = decide_off_runtime(&ctx, &current, &providers, &object).await?;
+        if storage.is_none() {
+            // Only a spec that passes validation gets caches, claims and a download (no
+            // download of a model for a deployment that cannot run as it is).
+            storage = Some(match &ctx.model_cache {
+                Some(model_cache) if decision.validation_errors.is_empty() => {
+                    model_cache.reconcile_deployment(&md).await?
+                }
+                _ => Vec::new(),
+            });
+        }
         let mut desired = status::desired_status(&current, &decision);
         desired.conditions.extend(gateway.condition.clone());
+        desired.conditions.extend(storage.iter().flatten().cloned());
         if status::is_current(&current, &desired) && gateway.fields_current(&current) {
             break (views, decision, desired);
         }

@@ -35,6 +35,9 @@ pub enum ReconcileError {
         /// What happened.
         reason: String,
     },
+    /// The storage part (model caches, managed claims) failed.
+    #[error(transparent)]
+    Storage(#[from] crate::model_cache::ModelCacheError),
 }
 
 impl ReconcileError {
@@ -47,6 +50,7 @@ impl ReconcileError {
             }
             ReconcileError::MissingField(_) => "invalid_object",
             ReconcileError::Selection { .. } => "selection",
+            ReconcileError::Storage(e) => e.category(),
         }
     }
 
@@ -61,6 +65,7 @@ impl ReconcileError {
             }
             ReconcileError::MissingField(_) => false,
             ReconcileError::Selection { .. } => true,
+            ReconcileError::Storage(e) => e.is_transient(),
         }
     }
 }

@@ -14,6 +14,7 @@ pub mod error;
 pub mod gateway;
 pub mod health;
 pub mod metrics;
+pub mod model_cache;
 pub mod run;
 pub mod selection;
 pub mod status;

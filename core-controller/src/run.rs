@@ -21,9 +21,14 @@ use crate::controller::{Context, ProviderChanges, SelectionInputs, run_controlle
 use crate::gateway::GoneDeployments;
 use crate::health::{MonitorOptions, run_monitor};
 use crate::metrics::{CoreMetrics, DeploymentCollector};
+use crate::model_cache::users::UseTracker;
 use crate::selection::{HealthPolicy, RuleSet};
 use crate::webhook::certs::CertConfig;
 use crate::webhook::{WebhookOptions, start_webhooks};
+
+/// Caches queued for a reconcile by deployment events before events are dropped (the caches'
+/// resync covers a dropped one).
+const CACHE_TRIGGER_BUFFER: usize = 4096;
 
 /// How many deployments the core reconciles at once.
 const RECONCILE_CONCURRENCY: u16 = 32;
@@ -49,6 +54,9 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     // `gateway::release`).
     let gone = args.enable_gateway.then(GoneDeployments::new);
     let observed = gone.clone();
+    // The caches whose users a deployment event changes (see `model_cache::users`).
+    let (cache_triggers, cache_trigger_receiver) = tokio::sync::mpsc::channel(CACHE_TRIGGER_BUFFER);
+    let mut uses = UseTracker::default();
     let deployment_changes = watcher(deployments, watcher::Config::default().any_semantic())
         .backoff(WatchBackoff::default())
         .modify(|md: &mut ModelDeployment| cache_trim::keep_status_ownership(&mut md.metadata))
@@ -56,6 +64,10 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         .inspect_ok(move |event| {
             if let Some(gone) = &observed {
                 gone.observe(event);
+            }
+            for cache in uses.observe(event) {
+                // A full buffer means a burst is queued; the caches' resync covers the rest.
+                let _ = cache_triggers.try_send(cache);
             }
         })
         .touched_objects()
@@ -169,6 +181,16 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     } else {
         (None, controller)
     };
+    // The model cache (leader only): its watches, the ModelCache controller, and the
+    // deployments to look at again when their caches or claims change.
+    let (model_cache, storage_triggers) = crate::model_cache::Integration::start(
+        client.clone(),
+        args.cache_config(),
+        controller.store(),
+        cache_trigger_receiver,
+        shutdown.clone(),
+    );
+    let controller = controller.reconcile_on(storage_triggers);
     let ctx = Arc::new(Context {
         client: client.clone(),
         providers,
@@ -181,6 +203,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
             std::thread::available_parallelism().map_or(2, |n| n.get().max(2)),
         )),
         gateway,
+        model_cache: Some(model_cache),
         failures: Default::default(),
     });
     tracing::info!(

@@ -45,14 +45,16 @@ pub fn audit_log_path(dir: &Path) -> PathBuf {
 }
 
 /// The kube-controller-manager controllers the harness runs: what Deployments, ReplicaSets,
-/// StatefulSets, Services (Endpoints, EndpointSlices), ServiceAccounts, garbage collection and
-/// namespace deletion need. Nodes are KWOK's (no node lifecycle, IPAM or taint controllers).
-pub const KCM_CONTROLLERS: [&str; 9] = [
+/// StatefulSets, Jobs (the model cache's downloads), Services (Endpoints, EndpointSlices),
+/// ServiceAccounts, garbage collection and namespace deletion need. Nodes are KWOK's (no node
+/// lifecycle, IPAM or taint controllers).
+pub const KCM_CONTROLLERS: [&str; 10] = [
     "garbage-collector-controller",
     "namespace-controller",
     "deployment-controller",
     "replicaset-controller",
     "statefulset-controller",
+    "job-controller",
     "endpoints-controller",
     "endpointslice-controller",
     "serviceaccount-controller",

@@ -21,6 +21,8 @@
 //! - [`sandbox`]: the local sandbox (`e2e/sandbox up`).
 //! - [`bench`]: the scale benchmark (`e2e/bench`).
 //! - [`chaos`]: faults injected while work is in flight (`e2e/tests/chaos.rs`).
+//! - [`model_cache`]: the model cache's download Job played by a test (its identity, its
+//!   arguments, its Pod's end).
 //! - [`process`]: child process supervision (teardown even on panic, Ctrl-C or SIGKILL).
 
 // The harness is test support: it fails a test by panicking with a message that says what was
@@ -37,6 +39,7 @@ pub mod http;
 pub mod images;
 pub mod kustomize;
 pub mod manifests;
+pub mod model_cache;
 pub mod paths;
 pub mod pki;
 pub mod process;

@@ -1,35 +1,45 @@
-//! The model cache (issue 33), first step: the real `airunway-model-downloader` binary reports
-//! its progress to an object's `status` on the real API server, as an identity whose only
-//! permission is a Role limited by `resourceNames` to that one object's status (the narrowest
-//! permission a download Job's Pod gets). A local HTTP server plays the model source (`--uri`),
-//! streaming the file slowly enough that several reports land before the end.
+//! The model cache (issue 33) on the real control plane with the real core:
+//! - the real `airunway-model-downloader` reports its progress to a `ModelCache`'s
+//!   `status.download` as an identity whose only permission is a Role limited by
+//!   `resourceNames` to that one cache's status, and is refused for another cache;
+//! - two deployments of one model share one cache, one claim and one Job; the downloader runs
+//!   as a local process with the Job's arguments and a token of the Job's ServiceAccount against
+//!   a local server with the Hub's file API (`model-downloader/tests/common`), the cache's status
+//!   shows the progress rising, then, once the test ends the Job's Pod (KWOK cannot schedule it:
+//!   its claim has no volume) and the real Job controller completes the Job, `Ready` and both
+//!   deployments `ModelDownloaded=True`; deleting one keeps the cache, deleting the last deletes
+//!   it after its retention period;
+//! - a file answered 404 fails the download, the Job (its pod failure policy) and the cache, and
+//!   the deployment shows `ModelDownloaded=False/DownloadFailed` with the reason.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+/// The Hub's file API from generated files: the downloader's own test server, reused.
+#[path = "../../model-downloader/tests/common/mod.rs"]
+mod hub;
 
 use std::time::Duration;
 
-use airunway_e2e::control_plane::wait_crd_established;
+use airunway_api::constants::{condition_types, labels, reasons};
+use airunway_api::storage::{self, ModelCacheKey};
+use airunway_api::v1alpha1::{CachePhase, ConditionStatus, ModelCache, ModelDeployment};
+use airunway_e2e::model_cache::{end_pod, job_args, job_pod, token_kubeconfig};
 use airunway_e2e::paths;
-use airunway_e2e::wait::eventually;
+use airunway_e2e::stack::start_core;
+use airunway_e2e::wait::{wait_deleted, wait_for, wait_for_condition};
 use airunway_e2e::{TestEnv, cluster_lock};
 use axum::Router;
 use axum::body::Body;
 use axum::routing::get;
-use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-use kube::api::{Api, ApiResource, DynamicObject, PostParams};
+use k8s_openapi::api::batch::v1::Job;
+use k8s_openapi::api::core::v1::PersistentVolumeClaim;
+use kube::api::{Api, DeleteParams, ListParams, PostParams};
 use serde_json::{Value, json};
 
 const CHUNK: usize = 512 * 1024;
 const CHUNKS: usize = 48;
 
-fn caches(env: &TestEnv) -> Api<DynamicObject> {
-    let resource = ApiResource {
-        group: "e2e.airunway.ai".into(),
-        version: "v1".into(),
-        api_version: "e2e.airunway.ai/v1".into(),
-        kind: "TestCache".into(),
-        plural: "testcaches".into(),
-    };
-    Api::namespaced_with(env.client.clone(), &env.namespace, &resource)
+fn caches(env: &TestEnv) -> Api<ModelCache> {
+    Api::namespaced(env.client.clone(), &env.namespace)
 }
 
 /// Serves `/model.bin`: `CHUNKS` chunks of `CHUNK` bytes, 40 ms apart (about 2 s in all).
@@ -60,56 +70,23 @@ async fn slow_source() -> String {
 async fn the_downloader_reports_progress_to_one_objects_status_with_a_role_limited_to_it() {
     let _lock = cluster_lock().await;
     let env = TestEnv::new("model-cache").await;
-    // A kind with a status subresource, standing in for the cache kind to come.
-    let crd: CustomResourceDefinition = serde_json::from_value(json!({
-        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
-        "metadata": {"name": "testcaches.e2e.airunway.ai"},
-        "spec": {"group": "e2e.airunway.ai", "scope": "Namespaced",
-            "names": {"plural": "testcaches", "singular": "testcache", "kind": "TestCache"},
-            "versions": [{"name": "v1", "served": true, "storage": true,
-                "subresources": {"status": {}},
-                "schema": {"openAPIV3Schema": {"type": "object",
-                    "x-kubernetes-preserve-unknown-fields": true}}}]}
-    }))
-    .unwrap();
-    let crds: Api<CustomResourceDefinition> = Api::all(env.client.clone());
-    if let Err(kube::Error::Api(status)) = crds.create(&PostParams::default(), &crd).await {
-        assert_eq!(status.code, 409, "creating the CRD: {status:?}");
-    }
-    wait_crd_established(
-        &env.client,
-        "testcaches.e2e.airunway.ai",
-        Duration::from_secs(60),
-    )
-    .await
-    .unwrap();
+    // No core runs in this test: the caches are plain objects whose status the downloader
+    // writes.
     let api = caches(&env);
     for name in ["qwen", "other"] {
-        let object: DynamicObject = serde_json::from_value(json!({
-            "apiVersion": "e2e.airunway.ai/v1", "kind": "TestCache", "metadata": {"name": name}}))
+        let object: ModelCache = serde_json::from_value(json!({
+            "apiVersion": "airunway.ai/v1alpha1", "kind": "ModelCache", "metadata": {"name": name},
+            "spec": {"source": "custom", "uri": "http://127.0.0.1/model.bin", "size": "1Gi"}}))
         .unwrap();
-        eventually(
-            &format!("creating TestCache {name}"),
-            Duration::from_secs(30),
-            || {
-                let (api, object) = (api.clone(), object.clone());
-                async move {
-                    api.create(&PostParams::default(), &object)
-                        .await
-                        .map(|_| ())
-                        .map_err(|e| e.to_string())
-                }
-            },
-        )
-        .await;
+        api.create(&PostParams::default(), &object).await.unwrap();
     }
-    // The Job Pod's identity: patch of `testcaches/status`, for `qwen` only.
+    // The Job Pod's identity: patch of `modelcaches/status`, for `qwen` only.
     airunway_e2e::manifests::apply(
         &env.client,
         &[
             json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
                 "metadata": {"name": "downloader-qwen", "namespace": env.namespace},
-                "rules": [{"apiGroups": ["e2e.airunway.ai"], "resources": ["testcaches/status"],
+                "rules": [{"apiGroups": ["airunway.ai"], "resources": ["modelcaches/status"],
                     "resourceNames": ["qwen"], "verbs": ["get", "patch"]}]}),
             json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
                 "metadata": {"name": "downloader-qwen", "namespace": env.namespace},
@@ -134,7 +111,8 @@ async fn the_downloader_reports_progress_to_one_objects_status_with_a_role_limit
             let mut seen: Vec<Value> = Vec::new();
             for _ in 0..400 {
                 if let Ok(object) = api.get_status("qwen").await {
-                    let download = object.data["status"]["download"].clone();
+                    let download =
+                        serde_json::to_value(object.status.and_then(|s| s.download)).unwrap();
                     if !download.is_null() && seen.last() != Some(&download) {
                         let done = download["phase"] == "Ready";
                         seen.push(download);
@@ -156,7 +134,10 @@ async fn the_downloader_reports_progress_to_one_objects_status_with_a_role_limit
             target.clone(),
             kubeconfig.clone(),
         );
-        let report = format!("e2e.airunway.ai/v1/testcaches/{}/{object}", env.namespace);
+        let report = format!(
+            "airunway.ai/v1alpha1/modelcaches/{}/{object}",
+            env.namespace
+        );
         async move {
             let output = tokio::process::Command::new(&binary)
                 .args([
@@ -213,10 +194,562 @@ async fn the_downloader_reports_progress_to_one_objects_status_with_a_role_limit
     // the download still succeeds (the file is already there and complete).
     run("other").await;
     let other = api.get_status("other").await.unwrap();
-    assert!(
-        other.data["status"]["download"].is_null(),
+    assert_eq!(
+        other.status.as_ref().and_then(|s| s.download.clone()),
+        None,
         "{:?}",
-        other.data["status"]
+        other.status
     );
     let _ = std::fs::remove_dir_all(&target);
+}
+
+const MODEL: &str = "org/model";
+const WAIT: Duration = Duration::from_secs(60);
+const LARGE: &str = "model.safetensors";
+const LARGE_SIZE: u64 = 48 << 20;
+
+fn deployment(name: &str) -> ModelDeployment {
+    serde_json::from_value(json!({
+        "apiVersion": "airunway.ai/v1alpha1", "kind": "ModelDeployment",
+        "metadata": {"name": name},
+        "spec": {"model": {"id": MODEL, "storage": {"volumes": [
+                {"name": "weights", "purpose": "modelCache"}]}},
+            "engine": {"type": "vllm"}, "resources": {"gpu": {"count": 1}}},
+    }))
+    .unwrap()
+}
+
+/// A Hub serving `org/model`: a small config, a 48 MiB LFS file and a nested file.
+fn model_files() -> hub::Hub {
+    hub::Hub::new(vec![
+        (
+            "config.json",
+            hub::Content::Literal(bytes::Bytes::from_static(b"{\"model_type\": \"qwen3\"}")),
+            false,
+        ),
+        (
+            LARGE,
+            hub::Content::Generated {
+                size: LARGE_SIZE,
+                seed: 7,
+            },
+            true,
+        ),
+        (
+            "tokenizer/tokenizer.json",
+            hub::Content::Literal(bytes::Bytes::from_static(b"{\"version\": \"1.0\"}")),
+            false,
+        ),
+    ])
+}
+
+/// Runs the real downloader with the Job's arguments (the claim mapped to `dir`) as the Job's
+/// ServiceAccount; returns its exit code and stderr. Test-only flags: reports every 250 ms, a
+/// stalled transfer retried after 2 s, the termination log in `dir`.
+async fn run_job(env: &TestEnv, job: &Job, dir: &std::path::Path) -> (i32, String) {
+    let account = job
+        .spec
+        .as_ref()
+        .and_then(|s| s.template.spec.as_ref())
+        .and_then(|s| s.service_account_name.clone())
+        .unwrap();
+    let kubeconfig = token_kubeconfig(env, &account).await;
+    let mut args = job_args(job, storage::MODEL_CACHE_MOUNT_PATH, dir);
+    args.extend(
+        [
+            "--progress-interval-ms",
+            "250",
+            "--read-timeout-secs",
+            "2",
+            "--retry-delay-ms",
+            "100",
+            "--termination-log",
+        ]
+        .map(String::from),
+    );
+    args.push(dir.join("termination-log").display().to_string());
+    let output =
+        tokio::process::Command::new(paths::our_binary("airunway-model-downloader").unwrap())
+            .args(&args)
+            .env("KUBECONFIG", &kubeconfig)
+            .output()
+            .await
+            .unwrap();
+    (
+        output.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
+async fn the_job(env: &TestEnv, cache: &str) -> Job {
+    let jobs: Api<Job> = Api::namespaced(env.client.clone(), &env.namespace);
+    wait_for(
+        &jobs,
+        &storage::download_job_name(cache),
+        WAIT,
+        "the download Job",
+        |_| true,
+    )
+    .await
+}
+
+#[tokio::test]
+async fn two_deployments_share_one_cache_downloaded_once_and_released_by_its_policy() {
+    let _lock = cluster_lock().await;
+    let env = TestEnv::new("mc-shared").await;
+    let server = hub::start(model_files()).await;
+    // The large file stalls after a third: the reports during the stall show the progress
+    // before the retry fetches the rest.
+    server
+        .hub
+        .fault(LARGE, hub::Fault::StallAfter(LARGE_SIZE / 3));
+    let endpoint = format!("--model-cache-endpoint={}", server.endpoint);
+    let _core = start_core(
+        &env,
+        &env.control_plane.kubeconfig,
+        &[
+            &endpoint,
+            "--model-cache-size=1Gi",
+            "--model-cache-retention=Delete",
+            "--model-cache-retention-period=3s",
+        ],
+        "core-model-cache",
+    )
+    .await;
+    let deployments: Api<ModelDeployment> = Api::namespaced(env.client.clone(), &env.namespace);
+    for name in ["a", "b"] {
+        deployments
+            .create(&PostParams::default(), &deployment(name))
+            .await
+            .unwrap();
+    }
+    let cache_name = ModelCacheKey::of(&deployment("a").spec)
+        .unwrap()
+        .cache_name();
+    let api = caches(&env);
+    let cache = wait_for(&api, &cache_name, WAIT, "both users, downloading", |c| {
+        let status = c.status.clone().unwrap_or_default();
+        status.users == Some(2) && status.phase == Some(CachePhase::Downloading)
+    })
+    .await;
+    assert_eq!(
+        cache.metadata.finalizers.clone().unwrap_or_default(),
+        [airunway_api::constants::finalizers::MODEL_CACHE_IN_USE]
+    );
+    // One cache, one claim, one Job for the two deployments.
+    let list = ListParams::default();
+    assert_eq!(api.list(&list).await.unwrap().items.len(), 1);
+    let claims: Api<PersistentVolumeClaim> = Api::namespaced(env.client.clone(), &env.namespace);
+    let claim_names: Vec<String> = claims
+        .list(&list)
+        .await
+        .unwrap()
+        .items
+        .iter()
+        .map(|c| c.metadata.name.clone().unwrap())
+        .collect();
+    assert_eq!(claim_names, vec![cache_name.clone()]);
+    let jobs: Api<Job> = Api::namespaced(env.client.clone(), &env.namespace);
+    let by_type = ListParams::default().labels(&format!(
+        "{}={}",
+        labels::JOB_TYPE,
+        labels::JOB_TYPE_MODEL_DOWNLOAD
+    ));
+    assert_eq!(jobs.list(&by_type).await.unwrap().items.len(), 1);
+    for name in ["a", "b"] {
+        let (_, storage_ready) = wait_for_condition(
+            &deployments,
+            name,
+            WAIT,
+            condition_types::STORAGE_READY,
+            ConditionStatus::True,
+        )
+        .await;
+        assert_eq!(storage_ready.reason.as_deref(), Some(reasons::PVCS_BOUND));
+        let md = deployments.get(name).await.unwrap();
+        let downloaded = md
+            .condition(condition_types::MODEL_DOWNLOADED)
+            .cloned()
+            .unwrap();
+        assert_eq!(
+            downloaded.reason.as_deref(),
+            Some(reasons::DOWNLOAD_IN_PROGRESS),
+            "{downloaded:?}"
+        );
+    }
+
+    // The download, as the Job's Pod would run it; the cache and a deployment watched meanwhile.
+    let job = the_job(&env, &cache_name).await;
+    let watcher = {
+        let (api, deployments, cache_name) = (api.clone(), deployments.clone(), cache_name.clone());
+        tokio::spawn(async move {
+            let mut reports: Vec<Value> = Vec::new();
+            let mut messages: Vec<String> = Vec::new();
+            for _ in 0..600 {
+                if let Ok(cache) = api.get_status(&cache_name).await
+                    && let Some(download) = cache.status.and_then(|s| s.download)
+                {
+                    let download = serde_json::to_value(download).unwrap();
+                    if reports.last() != Some(&download) {
+                        let done = download["phase"] == "Ready";
+                        reports.push(download);
+                        if done {
+                            break;
+                        }
+                    }
+                }
+                if let Ok(md) = deployments.get_status("a").await
+                    && let Some(c) = md.condition(condition_types::MODEL_DOWNLOADED)
+                    && let Some(message) = &c.message
+                    && messages.last() != Some(message)
+                {
+                    messages.push(message.clone());
+                }
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            (reports, messages)
+        })
+    };
+    let dir = tempfile_dir(&env);
+    let (code, stderr) = run_job(&env, &job, &dir).await;
+    assert_eq!(code, 0, "{stderr}");
+    let (reports, messages) = watcher.await.unwrap();
+    let downloading: Vec<u64> = reports
+        .iter()
+        .filter(|d| d["phase"] == "Downloading")
+        .filter_map(|d| d["bytesDone"].as_u64())
+        .collect();
+    assert!(
+        downloading.windows(2).all(|w| w[0] <= w[1])
+            && downloading.first() < downloading.last()
+            && downloading.first().is_some_and(|b| *b < LARGE_SIZE),
+        "progress rises: {reports:?}"
+    );
+    assert_eq!(reports.last().unwrap()["percentage"], 100, "{reports:?}");
+    assert!(
+        messages
+            .iter()
+            .any(|m| m.starts_with("Model download in progress: ") && m.contains("% (")),
+        "the deployment shows the progress: {messages:?}"
+    );
+    // The Hugging Face hub cache layout under HF_HOME, each file once.
+    let snapshot = dir
+        .join("hub/models--org--model/snapshots")
+        .join(hub::COMMIT);
+    assert_eq!(
+        std::fs::metadata(snapshot.join(LARGE)).unwrap().len(),
+        LARGE_SIZE
+    );
+    assert!(snapshot.join("tokenizer/tokenizer.json").is_file());
+
+    // The Pod ends as the kubelet would report it; the real Job controller completes the Job.
+    let pod = job_pod(&env, &job.metadata.name.clone().unwrap()).await;
+    end_pod(&env, &pod, 0, "").await;
+    wait_for(&api, &cache_name, WAIT, "Ready", |c| {
+        c.status.as_ref().and_then(|s| s.phase) == Some(CachePhase::Ready)
+    })
+    .await;
+    for name in ["a", "b"] {
+        let (_, downloaded) = wait_for_condition(
+            &deployments,
+            name,
+            WAIT,
+            condition_types::MODEL_DOWNLOADED,
+            ConditionStatus::True,
+        )
+        .await;
+        assert_eq!(
+            downloaded.message.as_deref(),
+            Some("Model download completed")
+        );
+    }
+
+    // One deployment goes: the cache stays, in use.
+    deployments
+        .delete("a", &DeleteParams::default())
+        .await
+        .unwrap();
+    wait_deleted(&deployments, "a", WAIT).await;
+    let kept = wait_for(&api, &cache_name, WAIT, "one user left", |c| {
+        c.status.as_ref().and_then(|s| s.users) == Some(1)
+    })
+    .await;
+    assert!(kept.metadata.deletion_timestamp.is_none());
+    assert_eq!(kept.status.unwrap().unused_since, None);
+    // The last goes: deleted after the retention period (3 s).
+    deployments
+        .delete("b", &DeleteParams::default())
+        .await
+        .unwrap();
+    wait_deleted(&deployments, "b", WAIT).await;
+    let unused = wait_for(&api, &cache_name, WAIT, "unused", |c| {
+        c.status.as_ref().and_then(|s| s.users) == Some(0)
+    })
+    .await;
+    assert!(unused.status.unwrap().unused_since.is_some());
+    wait_deleted(&api, &cache_name, WAIT).await;
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[tokio::test]
+async fn a_file_answered_404_fails_the_cache_and_the_deployment_says_why() {
+    let _lock = cluster_lock().await;
+    let env = TestEnv::new("mc-failed").await;
+    let mut files = model_files();
+    files.missing.push("weights-00002.safetensors".into());
+    let server = hub::start(files).await;
+    let endpoint = format!("--model-cache-endpoint={}", server.endpoint);
+    let _core = start_core(
+        &env,
+        &env.control_plane.kubeconfig,
+        &[&endpoint, "--model-cache-size=1Gi"],
+        "core-model-cache-failed",
+    )
+    .await;
+    let deployments: Api<ModelDeployment> = Api::namespaced(env.client.clone(), &env.namespace);
+    deployments
+        .create(&PostParams::default(), &deployment("c"))
+        .await
+        .unwrap();
+    let cache_name = ModelCacheKey::of(&deployment("c").spec)
+        .unwrap()
+        .cache_name();
+    let job = the_job(&env, &cache_name).await;
+    let dir = tempfile_dir(&env);
+    let (code, stderr) = run_job(&env, &job, &dir).await;
+    assert_eq!(code, 4, "not found: {stderr}");
+    let pod = job_pod(&env, &job.metadata.name.clone().unwrap()).await;
+    end_pod(&env, &pod, code, stderr.trim()).await;
+    let failed = wait_for(&caches(&env), &cache_name, WAIT, "Failed", |c| {
+        c.status.as_ref().and_then(|s| s.phase) == Some(CachePhase::Failed)
+    })
+    .await;
+    let message = failed.status.unwrap().message.unwrap();
+    assert!(
+        message.starts_with(&format!(
+            "model download Job {} failed permanently: ",
+            job.metadata.name.clone().unwrap()
+        )) && message.contains("weights-00002.safetensors"),
+        "{message}"
+    );
+    let md = wait_for(
+        &deployments,
+        "c",
+        WAIT,
+        "ModelDownloaded=False/DownloadFailed",
+        |md| {
+            md.condition(condition_types::MODEL_DOWNLOADED)
+                .is_some_and(|c| {
+                    c.status == ConditionStatus::False
+                        && c.reason.as_deref() == Some(reasons::DOWNLOAD_FAILED)
+                })
+        },
+    )
+    .await;
+    let downloaded = md
+        .condition(condition_types::MODEL_DOWNLOADED)
+        .cloned()
+        .unwrap();
+    assert_eq!(
+        downloaded.message.as_deref(),
+        Some(format!("Model download failed: {message}").as_str())
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A fresh directory standing in for the claim.
+fn tempfile_dir(env: &TestEnv) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("airunway-{}-claim", env.namespace));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+#[tokio::test]
+async fn go_style_volumes_get_their_own_claims_and_cache_and_a_missing_claim_is_named() {
+    let _lock = cluster_lock().await;
+    let env = TestEnv::new("mc-go-volumes").await;
+    let _core = start_core(
+        &env,
+        &env.control_plane.kubeconfig,
+        &[],
+        "core-model-cache-go-volumes",
+    )
+    .await;
+    let deployments: Api<ModelDeployment> = Api::namespaced(env.client.clone(), &env.namespace);
+    let md: ModelDeployment = serde_json::from_value(json!({
+        "apiVersion": "airunway.ai/v1alpha1", "kind": "ModelDeployment",
+        "metadata": {"name": "go"},
+        "spec": {"model": {"id": MODEL, "storage": {"volumes": [
+                {"name": "cache", "purpose": "modelCache", "size": "2Gi"},
+                {"name": "compiled", "purpose": "compilationCache", "size": "1Gi",
+                    "accessMode": "ReadWriteOnce"},
+                {"name": "data", "claimName": "team-data", "mountPath": "/data"}]}},
+            "engine": {"type": "vllm"}, "resources": {"gpu": {"count": 1}}},
+    }))
+    .unwrap();
+    let created = deployments
+        .create(&PostParams::default(), &md)
+        .await
+        .unwrap();
+    let uid = created.metadata.uid.clone().unwrap();
+    let md = wait_for(
+        &deployments,
+        "go",
+        WAIT,
+        "StorageReady=False/PVCFailed",
+        |md| {
+            md.condition(condition_types::STORAGE_READY)
+                .is_some_and(|c| c.reason.as_deref() == Some(reasons::PVC_FAILED))
+        },
+    )
+    .await;
+    assert_eq!(
+        md.condition(condition_types::STORAGE_READY)
+            .and_then(|c| c.message.clone())
+            .as_deref(),
+        Some(
+            format!(
+                "pre-existing PVC \"team-data\" not found in namespace \"{}\" (referenced by volume \"data\"); ensure the PVC exists before creating the ModelDeployment",
+                env.namespace
+            )
+            .as_str()
+        )
+    );
+    // The managed claims, as the Go AI Runway makes them, owned by the deployment.
+    let claims: Api<PersistentVolumeClaim> = Api::namespaced(env.client.clone(), &env.namespace);
+    for (name, size, mode) in [
+        ("go-cache", "2Gi", "ReadWriteMany"),
+        ("go-compiled", "1Gi", "ReadWriteOnce"),
+    ] {
+        let claim = wait_for(&claims, name, WAIT, "created", |_| true).await;
+        let labels = claim.metadata.labels.clone().unwrap_or_default();
+        assert_eq!(labels[labels::MANAGED_BY], labels::MANAGED_BY_VALUE);
+        assert_eq!(labels[labels::MODEL_DEPLOYMENT], "go");
+        assert_eq!(claim.metadata.owner_references.unwrap()[0].uid, uid);
+        let spec = claim.spec.unwrap();
+        assert_eq!(spec.access_modes.unwrap(), [mode]);
+        assert_eq!(spec.resources.unwrap().requests.unwrap()["storage"].0, size);
+    }
+    // The writable model cache volume downloads through a cache of its own, into its claim.
+    let own = wait_for(&caches(&env), "go-cache", WAIT, "created", |_| true).await;
+    assert_eq!(own.spec.claim_name.as_deref(), Some("go-cache"));
+    assert_eq!(own.metadata.owner_references.unwrap()[0].uid, uid);
+    let jobs: Api<Job> = Api::namespaced(env.client.clone(), &env.namespace);
+    let job = wait_for(&jobs, "go-cache-download", WAIT, "created", |_| true).await;
+    assert_eq!(
+        job.spec.unwrap().template.spec.unwrap().volumes.unwrap()[0]
+            .persistent_volume_claim
+            .clone()
+            .unwrap()
+            .claim_name,
+        "go-cache"
+    );
+
+    // The pre-existing claim appears, then is bound: StorageReady follows without polling.
+    let team: PersistentVolumeClaim = serde_json::from_value(json!({
+        "apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "team-data"},
+        "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}}))
+    .unwrap();
+    claims.create(&PostParams::default(), &team).await.unwrap();
+    wait_for(
+        &deployments,
+        "go",
+        WAIT,
+        "StorageReady=False/PVCsPending",
+        |md| {
+            md.condition(condition_types::STORAGE_READY)
+                .is_some_and(|c| c.reason.as_deref() == Some(reasons::PVCS_PENDING))
+        },
+    )
+    .await;
+    claims
+        .patch_status(
+            "team-data",
+            &kube::api::PatchParams::default(),
+            &kube::api::Patch::Merge(json!({"status": {"phase": "Bound"}})),
+        )
+        .await
+        .unwrap();
+    let (_, ready) = wait_for_condition(
+        &deployments,
+        "go",
+        WAIT,
+        condition_types::STORAGE_READY,
+        ConditionStatus::True,
+    )
+    .await;
+    assert_eq!(ready.message.as_deref(), Some("All managed PVCs are bound"));
+
+    // The deployment goes: its own cache goes with it (no other user holds it).
+    deployments
+        .delete("go", &DeleteParams::default())
+        .await
+        .unwrap();
+    wait_deleted(&caches(&env), "go-cache", WAIT).await;
+}
+
+#[tokio::test]
+async fn deleting_a_cache_in_use_waits_for_its_last_user() {
+    let _lock = cluster_lock().await;
+    let env = TestEnv::new("mc-in-use").await;
+    let _core = start_core(
+        &env,
+        &env.control_plane.kubeconfig,
+        &["--model-cache-retention=Retain"],
+        "core-model-cache-in-use",
+    )
+    .await;
+    let deployments: Api<ModelDeployment> = Api::namespaced(env.client.clone(), &env.namespace);
+    deployments
+        .create(&PostParams::default(), &deployment("x"))
+        .await
+        .unwrap();
+    let cache_name = ModelCacheKey::of(&deployment("x").spec)
+        .unwrap()
+        .cache_name();
+    let api = caches(&env);
+    let cache = wait_for(&api, &cache_name, WAIT, "one user, Retain", |c| {
+        c.status.as_ref().and_then(|s| s.users) == Some(1)
+    })
+    .await;
+    assert_eq!(
+        cache.spec.retention.and_then(|r| r.policy),
+        Some(airunway_api::v1alpha1::RetentionPolicy::Retain),
+        "the core's flag"
+    );
+    api.delete(&cache_name, &DeleteParams::default())
+        .await
+        .unwrap();
+    let held = wait_for(&api, &cache_name, WAIT, "held by its user", |c| {
+        c.metadata.deletion_timestamp.is_some()
+            && c.status.as_ref().and_then(|s| s.message.as_deref())
+                == Some("Deletion waits until no deployment uses the cache: x")
+    })
+    .await;
+    assert_eq!(held.status.unwrap().users, Some(1));
+    // Its user goes on as before: the weights stay while it uses them.
+    let md = deployments.get("x").await.unwrap();
+    let downloaded = md
+        .condition(condition_types::MODEL_DOWNLOADED)
+        .cloned()
+        .unwrap();
+    assert_eq!(
+        (downloaded.reason.as_deref(), downloaded.message.as_deref()),
+        (
+            Some(reasons::DOWNLOAD_IN_PROGRESS),
+            Some("Model download in progress")
+        ),
+        "as the cache's phase says"
+    );
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert!(
+        api.get_opt(&cache_name).await.unwrap().is_some(),
+        "held while in use"
+    );
+    deployments
+        .delete("x", &DeleteParams::default())
+        .await
+        .unwrap();
+    wait_deleted(&api, &cache_name, WAIT).await;
 }
