@@ -10,7 +10,11 @@
 //!   deployments `ModelDownloaded=True`; deleting one keeps the cache, deleting the last deletes
 //!   it after its retention period;
 //! - a file answered 404 fails the download, the Job (its pod failure policy) and the cache, and
-//!   the deployment shows `ModelDownloaded=False/DownloadFailed` with the reason.
+//!   the deployment shows `ModelDownloaded=False/DownloadFailed` with the reason;
+//! - with the real llm-d and vLLM providers running, one deployment on each shares the cache:
+//!   both are held `Pending` (`Reconciling=True/DownloadInProgress`) with no Deployment created
+//!   until the cache is `Ready`, then each provider's Deployments mount the one claim at
+//!   `/model-cache` with `HF_HOME` there.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 /// The Hub's file API from generated files: the downloader's own test server, reused.
@@ -752,4 +756,183 @@ async fn deleting_a_cache_in_use_waits_for_its_last_user() {
         .await
         .unwrap();
     wait_deleted(&api, &cache_name, WAIT).await;
+}
+
+/// Starts a provider as its shipped ServiceAccount and waits until it is registered and ready.
+async fn start_provider(env: &TestEnv, name: &str) -> airunway_e2e::stack::Running {
+    let binary = format!("airunway-provider-{name}");
+    let identity = airunway_e2e::stack::service_account_identity(
+        env,
+        &format!("deploy/providers/{name}/rbac.yaml"),
+        &binary,
+    )
+    .await;
+    let provider = airunway_e2e::stack::start_provider(
+        env,
+        &binary,
+        &identity,
+        &["--heartbeat-interval=1s", "--finalizer-timeout=30s"],
+        &format!("{name}-mc"),
+    )
+    .await;
+    let ipcs: Api<airunway_api::v1alpha1::InferenceProviderConfig> = Api::all(env.client.clone());
+    wait_for(&ipcs, name, WAIT, "ready", |i| {
+        i.status.as_ref().and_then(|s| s.ready) == Some(true)
+    })
+    .await;
+    provider
+}
+
+/// What the deployments of `owner` mount: (claim, mount path, `HF_HOME`) of each Deployment's
+/// pod template, from the `vllm` container.
+async fn cache_mounts(env: &TestEnv, owner: &str) -> Vec<(String, String, String)> {
+    use k8s_openapi::api::apps::v1::Deployment;
+    let api: Api<Deployment> = Api::namespaced(env.client.clone(), &env.namespace);
+    let listed = api
+        .list(&ListParams::default().labels(&format!("{}={owner}", labels::DEPLOYMENT)))
+        .await
+        .unwrap();
+    listed
+        .items
+        .into_iter()
+        .filter_map(|d| d.spec?.template.spec)
+        .map(|pod| {
+            let volume = pod.volumes.unwrap_or_default().into_iter().find_map(|v| {
+                v.persistent_volume_claim
+                    .map(|c| (v.name.clone(), c.claim_name))
+            });
+            let (volume, claim) = volume.unwrap_or_default();
+            let container = &pod.containers[0];
+            let path = container
+                .volume_mounts
+                .iter()
+                .flatten()
+                .find(|m| m.name == volume)
+                .map(|m| m.mount_path.clone())
+                .unwrap_or_default();
+            let home = container
+                .env
+                .iter()
+                .flatten()
+                .find(|e| e.name == storage::HF_HOME_ENV)
+                .and_then(|e| e.value.clone())
+                .unwrap_or_default();
+            (claim, path, home)
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn two_providers_wait_for_the_shared_cache_then_mount_it() {
+    use k8s_openapi::api::apps::v1::Deployment;
+    let _lock = cluster_lock().await;
+    let env = TestEnv::new("mc-providers").await;
+    airunway_e2e::providers::delete_all(&env.client).await;
+    let server = hub::start(model_files()).await;
+    let endpoint = format!("--model-cache-endpoint={}", server.endpoint);
+    let _core = start_core(
+        &env,
+        &env.control_plane.kubeconfig,
+        &[&endpoint, "--model-cache-size=1Gi"],
+        "core-model-cache-providers",
+    )
+    .await;
+    let _llmd = start_provider(&env, "llmd").await;
+    let _vllm = start_provider(&env, "vllm").await;
+    let deployments: Api<ModelDeployment> = Api::namespaced(env.client.clone(), &env.namespace);
+    // An image on a loopback port nothing listens on: the vLLM provider's resolution fails at
+    // once (ImageResolved=False) and the tag is used; no request leaves the machine.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    for (name, provider) in [("on-llmd", "llmd"), ("on-vllm", "vllm")] {
+        let mut md = deployment(name);
+        md.spec.provider = Some(serde_json::from_value(json!({"name": provider})).unwrap());
+        md.spec.engine = Some(
+            serde_json::from_value(json!({"type": "vllm",
+                "image": format!("127.0.0.1:{port}/vllm/vllm-openai:offline")}))
+            .unwrap(),
+        );
+        deployments
+            .create(&PostParams::default(), &md)
+            .await
+            .unwrap();
+    }
+    let cache_name = ModelCacheKey::of(&deployment("x").spec)
+        .unwrap()
+        .cache_name();
+    // Both providers hold their deployment Pending on the download: nothing is rendered.
+    for name in ["on-llmd", "on-vllm"] {
+        let held = wait_for(&deployments, name, WAIT, "held by the provider", |md| {
+            md.condition(condition_types::RECONCILING)
+                .is_some_and(|c| c.reason.as_deref() == Some(reasons::DOWNLOAD_IN_PROGRESS))
+        })
+        .await;
+        let status = held.status.unwrap();
+        assert_eq!(status.phase, Some(airunway_api::v1alpha1::Phase::Pending));
+        assert!(
+            status
+                .message
+                .as_deref()
+                .is_some_and(|m| m.starts_with("Model download in progress")),
+            "{:?}",
+            status.message
+        );
+    }
+    let all: Api<Deployment> = Api::namespaced(env.client.clone(), &env.namespace);
+    assert!(
+        all.list(&ListParams::default())
+            .await
+            .unwrap()
+            .items
+            .is_empty(),
+        "a workload was created before the cache was Ready"
+    );
+    let cache = caches(&env).get(&cache_name).await.unwrap();
+    assert_eq!(cache.status.and_then(|s| s.users), Some(2));
+
+    // The download runs (the Job's arguments and identity), the Job completes, the cache is Ready.
+    let job = the_job(&env, &cache_name).await;
+    let dir = tempfile_dir(&env);
+    let (code, stderr) = run_job(&env, &job, &dir).await;
+    assert_eq!(code, 0, "{stderr}");
+    let pod = job_pod(&env, &job.metadata.name.clone().unwrap()).await;
+    end_pod(&env, &pod, 0, "").await;
+    wait_for(&caches(&env), &cache_name, WAIT, "Ready", |c| {
+        c.status.as_ref().and_then(|s| s.phase) == Some(CachePhase::Ready)
+    })
+    .await;
+
+    // Then each provider creates its workload, mounting the one claim with HF_HOME at it.
+    for name in ["on-llmd", "on-vllm"] {
+        let mounts = airunway_e2e::wait::eventually(&format!("{name}'s Deployment"), WAIT, || {
+            let env = &env;
+            async move {
+                let mounts = cache_mounts(env, name).await;
+                if mounts.is_empty() {
+                    Err("no Deployment yet".to_string())
+                } else {
+                    Ok(mounts)
+                }
+            }
+        })
+        .await;
+        for (claim, path, home) in mounts {
+            assert_eq!(claim, cache_name, "{name}");
+            assert_eq!(path, storage::MODEL_CACHE_MOUNT_PATH, "{name}");
+            assert_eq!(home, storage::MODEL_CACHE_MOUNT_PATH, "{name}");
+        }
+    }
+    for name in ["on-llmd", "on-vllm"] {
+        deployments
+            .delete(name, &DeleteParams::default())
+            .await
+            .unwrap();
+    }
+    for name in ["on-llmd", "on-vllm"] {
+        wait_deleted(&deployments, name, WAIT).await;
+    }
+    let _ = std::fs::remove_dir_all(&dir);
 }
