@@ -276,17 +276,26 @@ impl ModelCacheKey {
     }
 }
 
-/// A cache's download Job: `<cache>-download`, or, for a cache name too long for that to be a
-/// label value, the name cut and a hash of the whole so it stays unique.
+/// A cache's download Job: `<cache>-download` ([`label_value_name`]).
 pub fn download_job_name(cache: &str) -> String {
-    if cache.len() <= MAX_CACHE_NAME_FOR_JOB {
-        return format!("{cache}{DOWNLOAD_JOB_SUFFIX}");
+    label_value_name(cache, DOWNLOAD_JOB_SUFFIX)
+}
+
+/// `<name><suffix>`, or, when that is longer than a label value (63 characters; a Job's Pods
+/// carry its name as a label), the name cut and 8 hex digits of the sha256 of the whole name
+/// before the suffix, so it stays unique. The names of a cache's Job and downloader identity.
+pub fn label_value_name(name: &str, suffix: &str) -> String {
+    if name.len() + suffix.len() <= 63 {
+        return format!("{name}{suffix}");
     }
-    let digest = Sha256::digest(cache.as_bytes());
+    let digest = Sha256::digest(name.as_bytes());
     let hash: String = digest.iter().take(4).map(|b| format!("{b:02x}")).collect();
-    let keep = MAX_CACHE_NAME_FOR_JOB - hash.len() - 1;
-    let head = cache[..keep].trim_end_matches(['-', '.']);
-    format!("{head}-{hash}{DOWNLOAD_JOB_SUFFIX}")
+    let keep = 63usize.saturating_sub(suffix.len() + hash.len() + 1);
+    let head = name
+        .get(..keep.min(name.len()))
+        .unwrap_or_default()
+        .trim_end_matches(['-', '.']);
+    format!("{head}-{hash}{suffix}")
 }
 
 #[cfg(test)]

@@ -9,10 +9,9 @@
 //! (`get`, `patch` on `modelcaches/status`, `resourceNames: [<cache>]`) and nothing else.
 
 use airunway_api::constants::{API_VERSION, GROUP, HF_TOKEN_ENV, labels};
-use airunway_api::storage::{DEFAULT_ACCESS_MODE, DEFAULT_REVISION, download_job_name};
+use airunway_api::storage::{self, DEFAULT_ACCESS_MODE, DEFAULT_REVISION, download_job_name};
 use airunway_api::v1alpha1::{ModelCache, ModelSource};
 use serde_json::{Value, json};
-use sha2::{Digest, Sha256};
 
 use super::{CacheConfig, JOB_BACKOFF_LIMIT, JOB_CONTAINER, JOB_MOUNT_PATH, JOB_USER};
 
@@ -24,27 +23,14 @@ pub const PERMANENT_EXIT_CODES: [i32; 4] = [2, 3, 4, 6];
 /// Suffix of the downloader's ServiceAccount, Role and RoleBinding.
 pub const DOWNLOADER_SUFFIX: &str = "-downloader";
 
-/// `<name><suffix>`, or, when that is longer than a label value (63), the name cut and a hash of
-/// the whole so it stays unique.
-pub fn bounded(name: &str, suffix: &str) -> String {
-    if name.len() + suffix.len() <= 63 {
-        return format!("{name}{suffix}");
-    }
-    let digest = Sha256::digest(name.as_bytes());
-    let hash: String = digest.iter().take(4).map(|b| format!("{b:02x}")).collect();
-    let keep = 63 - suffix.len() - hash.len() - 1;
-    let head = name[..keep.min(name.len())].trim_end_matches(['-', '.']);
-    format!("{head}-{hash}{suffix}")
-}
-
 /// The downloader's ServiceAccount, Role and RoleBinding name.
 pub fn downloader_name(cache: &str) -> String {
-    bounded(cache, DOWNLOADER_SUFFIX)
+    storage::label_value_name(cache, DOWNLOADER_SUFFIX)
 }
 
 /// The cache's name as a label value.
 pub fn cache_label(cache: &str) -> String {
-    bounded(cache, "")
+    storage::label_value_name(cache, "")
 }
 
 fn owner(cache: &ModelCache) -> Value {
