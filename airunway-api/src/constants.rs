@@ -133,8 +133,21 @@ pub mod condition_types {
     /// Runway's type); while downloading, the message carries the progress.
     pub const MODEL_DOWNLOADED: &str = "ModelDownloaded";
 
+    /// ModelDeployment, written by the provider: the deployment serves, but not fully — some
+    /// replicas are not ready, or an application is unhealthy while others serve. A condition,
+    /// not a phase: the phase stays what the upstream state maps to (`Running` while it
+    /// serves), so Go clients' phase values hold; kstatus reads it as abnormal-true and the
+    /// Argo CD health check as `Degraded`.
+    pub const DEGRADED: &str = "Degraded";
+    /// ModelDeployment, written by the core with `spec.scaling.autoscaling`: the autoscaler
+    /// exists and can read its metrics (from the autoscaler's own status).
+    pub const SCALING_READY: &str = "ScalingReady";
+    /// ModelDeployment, written by the core with `spec.scaling.autoscaling`: a metric is active
+    /// (the deployment is scaled above its minimum, or woken from zero).
+    pub const SCALING_ACTIVE: &str = "ScalingActive";
+
     /// Condition types the core owns on a ModelDeployment (server-side apply manager `airunway-core`).
-    pub const CORE_OWNED: [&str; 7] = [
+    pub const CORE_OWNED: [&str; 9] = [
         VALIDATED,
         ENGINE_SELECTED,
         PROVIDER_SELECTED,
@@ -142,9 +155,11 @@ pub mod condition_types {
         GATEWAY_READY,
         STORAGE_READY,
         MODEL_DOWNLOADED,
+        SCALING_READY,
+        SCALING_ACTIVE,
     ];
     /// Condition types a provider owns on a ModelDeployment (manager `<name>-provider`).
-    pub const PROVIDER_OWNED: [&str; 3] = [PROVIDER_COMPATIBLE, RESOURCE_CREATED, READY];
+    pub const PROVIDER_OWNED: [&str; 4] = [PROVIDER_COMPATIBLE, RESOURCE_CREATED, READY, DEGRADED];
     /// Condition types that go with `status.phase` (and `status.observedGeneration`): the core
     /// writes them until a provider takes the deployment, then that provider does.
     pub const WITH_PHASE: [&str; 2] = [RECONCILING, STALLED];
@@ -152,6 +167,13 @@ pub mod condition_types {
 
 /// Condition reasons.
 pub mod reasons {
+    /// `Degraded=True`: some replicas serve, others are not ready.
+    pub const REPLICAS_UNAVAILABLE: &str = "ReplicasUnavailable";
+    /// `Degraded=True`: the serving application is unhealthy while replicas run (e.g. a Ray
+    /// Serve application failed on a ready cluster).
+    pub const APPLICATION_UNHEALTHY: &str = "ApplicationUnhealthy";
+    /// `Degraded=False`: every replica asked for is ready, or none serves yet (`Ready` says why).
+    pub const NOT_DEGRADED: &str = "NotDegraded";
     /// `StorageReady=True`: every claim is bound (the Go AI Runway's reason).
     pub const PVCS_BOUND: &str = "PVCsBound";
     /// `StorageReady=False`: a claim is not bound yet (the Go AI Runway's reason).

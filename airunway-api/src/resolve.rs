@@ -67,6 +67,15 @@ impl ModelDeploymentSpec {
         self.scaling.as_ref().and_then(|s| s.replicas).unwrap_or(1)
     }
 
+    /// The workers of one disaggregated role (`scaling.prefill` or `scaling.decode`):
+    /// `replicas` of the role (default 1) times `scaling.replicas` — the scale subresource
+    /// scales a disaggregated deployment in units of its prefill:decode ratio, and 0 stops both.
+    pub fn role_replicas(&self, role: Option<&ComponentScaling>) -> i32 {
+        role.and_then(|r| r.replicas)
+            .unwrap_or(1)
+            .saturating_mul(self.replicas())
+    }
+
     /// `engine.type` as written by the user.
     pub fn explicit_engine(&self) -> Option<EngineType> {
         self.engine.as_ref().and_then(|e| e.engine_type)

@@ -181,7 +181,9 @@ pub struct ProviderStatus {
     pub replicas: Option<crate::v1alpha1::ReplicaStatus>,
     /// `status.endpoint`.
     pub endpoint: Option<crate::v1alpha1::EndpointStatus>,
-    /// `ProviderCompatible`, `ResourceCreated`, `Ready`. `Reconciling` and `Stalled` are
+    /// `status.workload`, and from its pod selector `status.selector`.
+    pub workload: Option<crate::v1alpha1::WorkloadStatus>,
+    /// `ProviderCompatible`, `ResourceCreated`, `Ready`, and `Degraded` once the resource exists. `Reconciling` and `Stalled` are
     /// derived from the phase when written ([`ProviderStatus::progress`]).
     pub conditions: Vec<DesiredCondition>,
 }
@@ -245,6 +247,7 @@ impl ProviderStatus {
             resource: Some(resource),
             replicas: translated.replicas.clone(),
             endpoint: translated.endpoint.clone(),
+            workload: None,
             conditions: vec![
                 DesiredCondition::new(
                     condition_types::PROVIDER_COMPATIBLE,
@@ -259,6 +262,7 @@ impl ProviderStatus {
                     format!("{kind} created successfully"),
                 ),
                 ready,
+                super::workload::degraded_condition(translated.replicas.as_ref(), None),
             ],
         }
     }
@@ -277,6 +281,7 @@ impl ProviderStatus {
             resource: None,
             replicas: None,
             endpoint: None,
+            workload: None,
             conditions: vec![
                 DesiredCondition::new(
                     condition_types::PROVIDER_COMPATIBLE,
@@ -351,6 +356,12 @@ impl ProviderStatus {
         if let Some(endpoint) = &self.endpoint {
             status["endpoint"] = serde_json::to_value(endpoint).unwrap_or(Value::Null);
         }
+        if let Some(workload) = &self.workload {
+            status["workload"] = serde_json::to_value(workload).unwrap_or(Value::Null);
+            if let Some(selector) = workload.selector_string() {
+                status["selector"] = json!(selector);
+            }
+        }
         status
     }
 
@@ -385,7 +396,7 @@ impl ProviderStatus {
         if provider.get("resourceName").is_some() || provider.get("resourceKind").is_some() {
             current["provider"] = json!({"resourceName": provider["resourceName"], "resourceKind": provider["resourceKind"]});
         }
-        for key in ["replicas", "endpoint"] {
+        for key in ["replicas", "endpoint", "workload", "selector"] {
             if !status[key].is_null() {
                 current[key] = status[key].clone();
             }

@@ -92,6 +92,7 @@ mod test_support;
 pub mod testing;
 mod traits;
 pub mod vllm_kit;
+mod workload;
 
 /// The async runtime the SDK runs on, re-exported so a provider's `main` needs no other
 /// dependency: `#[airunway_api::provider::tokio::main(crate = "airunway_api::provider::tokio")]`.
@@ -111,6 +112,7 @@ pub use traits::{
     Incompatible, Preparation, PreparationHold, Provider, SchemaDetection, TranslatedStatus,
     UpstreamController, UpstreamKind, UpstreamSchema, primary,
 };
+pub use workload::{Degradation, reference_to};
 
 #[cfg(test)]
 mod layout_tests {

@@ -202,6 +202,17 @@ pub fn status_from_set<P: Provider>(
         .unwrap_or_default();
     let mut status =
         ProviderStatus::from_translation(provider.display_name(), resource, &translated);
+    status.workload =
+        super::workload::observed_workload(provider.workload(md, live), super::primary(live));
+    if let Some(degradation) = provider.degradation(md, live)
+        && let Some(degraded) = status
+            .conditions
+            .iter_mut()
+            .find(|c| c.type_ == condition_types::DEGRADED)
+    {
+        *degraded =
+            super::workload::degraded_condition(translated.replicas.as_ref(), Some(&degradation));
+    }
     if desired.len() > 1
         && let Some(created) = status
             .conditions

@@ -6,8 +6,10 @@ use kube::core::DynamicObject;
 use super::overrides::OverrideSchema;
 use super::rendered::{RenderError, Rendered};
 use super::schema::SchemaAdapter;
+use super::workload::Degradation;
 use crate::v1alpha1::{
     EndpointStatus, InferenceProviderConfigSpec, ModelDeployment, Phase, ReplicaStatus,
+    WorkloadStatus,
 };
 
 /// The upstream kind a provider creates one object of per deployment.
@@ -245,6 +247,32 @@ pub trait Provider: Send + Sync + 'static {
         deployment: &ModelDeployment,
         upstream: &[Option<&DynamicObject>],
     ) -> TranslatedStatus;
+
+    /// Where the deployment's serving pods are, from the live objects in the order of
+    /// [`render`](Provider::render): `status.workload` and, from its `pod_selector`,
+    /// `status.selector` (the scale subresource's selector, which HPA and KEDA read). The
+    /// contract tools bind to (docs/integrations.md): the workloads that run the pods, labels
+    /// that select exactly the serving pods, the serving container and its port. The SDK fills
+    /// `upstream` from the primary live object when left out. Default: only that.
+    fn workload(
+        &self,
+        _deployment: &ModelDeployment,
+        _upstream: &[Option<&DynamicObject>],
+    ) -> Option<WorkloadStatus> {
+        None
+    }
+
+    /// A partial failure the replica counts do not show, e.g. a Ray Serve application failed
+    /// on a ready cluster: `Degraded=True` with its reason and message. Default `None`:
+    /// `Degraded` follows the translated replica counts (`True` while some but not all are
+    /// ready).
+    fn degradation(
+        &self,
+        _deployment: &ModelDeployment,
+        _upstream: &[Option<&DynamicObject>],
+    ) -> Option<Degradation> {
+        None
+    }
 
     /// I/O before the render, once per reconcile of a deployment to deploy (after the
     /// compatibility check passed), e.g. resolving an image to a digest: its

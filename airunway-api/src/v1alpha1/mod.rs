@@ -1,11 +1,15 @@
 //! Version `v1alpha1` of the `airunway.ai` API.
 
+mod autoscaling;
 mod condition;
 mod model_cache;
 mod model_deployment;
 mod provider_config;
+mod workload;
 
+pub use autoscaling::*;
 pub use condition::{Condition, ConditionStatus};
 pub use model_cache::*;
 pub use model_deployment::*;
 pub use provider_config::*;
+pub use workload::*;

@@ -49,6 +49,11 @@ macro_rules! cel {
     status = "ModelDeploymentStatus",
     shortname = "md",
     category = "airunway",
+    scale(
+        spec_replicas_path = ".spec.scaling.replicas",
+        status_replicas_path = ".status.replicas.ready",
+        label_selector_path = ".status.selector"
+    ),
     printcolumn = r#"{"name":"Phase","type":"string","jsonPath":".status.phase","description":"Lifecycle phase"}"#,
     printcolumn = r#"{"name":"Provider","type":"string","jsonPath":".status.provider.name","description":"Selected provider"}"#,
     printcolumn = r#"{"name":"Engine","type":"string","jsonPath":".status.engine.type","description":"Resolved inference engine"}"#,
@@ -505,6 +510,11 @@ pub struct ScalingSpec {
     /// Decode workers (disaggregated mode).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub decode: Option<ComponentScaling>,
+
+    /// Autoscaling of `replicas` on LLM signals, to zero and back where the provider can
+    /// (docs/autoscaling.md).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub autoscaling: Option<super::AutoscalingSpec>,
 }
 
 /// One worker role in disaggregated mode.
@@ -617,9 +627,22 @@ pub struct ModelDeploymentStatus {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub engine: Option<EngineStatus>,
 
-    /// Worker replica counts.
+    /// Worker replica counts; `replicas.ready` is the scale subresource's status replicas.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub replicas: Option<ReplicaStatus>,
+
+    /// The label selector of the serving pods in string form (the scale subresource's
+    /// `labelSelectorPath`), written by the provider with `workload`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub selector: Option<String>,
+
+    /// What the provider created and where the serving pods are (docs/integrations.md).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workload: Option<super::WorkloadStatus>,
+
+    /// The autoscaler the core created for `spec.scaling.autoscaling`, and its last decision.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub autoscaling: Option<super::AutoscalingStatus>,
 
     /// The in-cluster Service serving the OpenAI-compatible API.
     #[serde(default, skip_serializing_if = "Option::is_none")]
