@@ -46,6 +46,7 @@ pub mod process;
 pub mod providers;
 pub mod registry;
 pub mod sandbox;
+pub mod scale;
 pub mod stack;
 pub mod wait;
 pub mod webhook;
