@@ -2,7 +2,8 @@
 //! the real core, on the harness's cluster: kube-scheduler places the vLLM Pods on KWOK's
 //! simulated GPU nodes, KWOK runs them, and the real deployment and replicaset controllers
 //! write the Deployment conditions the provider translates. No test writes a Deployment
-//! status.
+//! status; the scale test plays a kubelet whose readiness probe fails on one pod (that pod's
+//! `Ready` condition), which is all a node reports when a replica stops serving.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::time::{Duration, Instant};
