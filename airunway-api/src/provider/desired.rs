@@ -216,6 +216,20 @@ impl ProviderStatus {
                 crate::constants::reasons::DEPLOYMENT_READY,
                 "All replicas are ready",
             ),
+            // Settled at zero replicas: nothing serves, and nothing is in progress either.
+            (false, Phase::Running)
+                if translated.replicas.as_ref().and_then(|r| r.desired) == Some(0) =>
+            {
+                DesiredCondition::new(
+                    condition_types::READY,
+                    false,
+                    crate::constants::reasons::SCALED_TO_ZERO,
+                    translated
+                        .message
+                        .clone()
+                        .unwrap_or_else(|| format!("{kind} {name} is scaled to zero")),
+                )
+            }
             (_, Phase::Failed) => DesiredCondition::new(
                 condition_types::READY,
                 false,

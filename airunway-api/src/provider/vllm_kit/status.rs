@@ -18,6 +18,12 @@
 //! the first one's that is not running, prefixed with its name. Replicas are summed: desired
 //! `spec.replicas`, ready `status.readyReplicas`, available `status.availableReplicas`.
 //! Endpoint: the given Service, port 8000.
+//!
+//! Scaled to zero (every Deployment exists and asks for 0 replicas, e.g. `kubectl scale
+//! md/<name> --replicas=0`): the deployment controller reports such a Deployment `Available`,
+//! so the phase stays `Running` — the deployment is as its spec asks, kstatus reads it as
+//! current and the gateway keeps its route — but it is not ready ([`SCALED_TO_ZERO`]):
+//! `Ready=False`, since no replica serves.
 
 use kube::core::DynamicObject;
 use serde_json::Value;
@@ -89,6 +95,10 @@ pub fn deployment_phase(name: &str, live: Option<&DynamicObject>) -> (Phase, Opt
 /// `status.message` while Deployments exist but say nothing more specific (Go's text).
 pub const CREATED_WAITING: &str = "Deployments created, waiting for pods to be ready";
 
+/// `status.message` (and `Ready`'s) of a deployment scaled to zero.
+pub const SCALED_TO_ZERO: &str =
+    "Scaled to zero (spec.scaling.replicas is 0): no replica serves until it is scaled up";
+
 fn count(value: &Value) -> i32 {
     replica_count(value).unwrap_or(0)
 }
@@ -135,6 +145,14 @@ pub fn translate(
             available = sum_replicas([available, count(&live.data["status"]["availableReplicas"])]);
         }
     }
+    // Running with nothing asked for: settled, but nothing serves.
+    let all_live = !deployments.is_empty() && deployments.iter().all(|(_, live)| live.is_some());
+    let scaled_to_zero = phase == Phase::Running && all_live && desired == 0;
+    let message = if scaled_to_zero {
+        Some(SCALED_TO_ZERO.to_string())
+    } else {
+        message
+    };
     TranslatedStatus {
         phase,
         message,
@@ -147,7 +165,7 @@ pub fn translate(
             service: Some(service.to_string()),
             port: Some(PORT),
         }),
-        ready: phase == Phase::Running,
+        ready: phase == Phase::Running && !scaled_to_zero,
     }
 }
 
@@ -303,5 +321,96 @@ mod tests {
         );
         assert_eq!(status.phase, Phase::Failed);
         assert_eq!(status.message.as_deref(), Some("m-prefill: timed out"));
+    }
+
+    /// A Deployment the controller reports `Available` with a replica down is `Running`, and
+    /// the SDK's `Degraded` says so from the counts; it clears when all are ready.
+    #[test]
+    fn available_with_a_replica_down_is_running_and_degraded() {
+        let three_of_four = live(
+            4,
+            json!({"replicas": 4, "readyReplicas": 3, "availableReplicas": 3, "conditions": [
+                condition("Available", "True", "MinimumReplicasAvailable", "Deployment has minimum availability."),
+                condition("Progressing", "True", "NewReplicaSetAvailable", "ok")]}),
+        );
+        let status = translate(&[("d", Some(&three_of_four))], "d");
+        assert_eq!((status.phase, status.ready), (Phase::Running, true));
+        let degraded =
+            crate::provider::workload::degraded_condition(status.replicas.as_ref(), None);
+        assert_eq!(degraded.status, crate::v1alpha1::ConditionStatus::True);
+        assert_eq!(
+            degraded.message,
+            "3 of 4 replicas ready: serving at reduced capacity"
+        );
+        let all = live(
+            4,
+            json!({"readyReplicas": 4, "availableReplicas": 4, "conditions": [
+                condition("Available", "True", "MinimumReplicasAvailable", "ok")]}),
+        );
+        let status = translate(&[("d", Some(&all))], "d");
+        let cleared = crate::provider::workload::degraded_condition(status.replicas.as_ref(), None);
+        assert_eq!(cleared.status, crate::v1alpha1::ConditionStatus::False);
+        // One of two ready: the controller's minimum availability is not met (maxUnavailable
+        // rounds down to 0), so the phase is the Go mapping's `Deploying`; `Degraded` is True.
+        let one_of_two = live(
+            2,
+            json!({"readyReplicas": 1, "availableReplicas": 1, "conditions": [
+                condition("Available", "False", "MinimumReplicasUnavailable", "Deployment does not have minimum availability."),
+                condition("Progressing", "True", "NewReplicaSetAvailable", "ok")]}),
+        );
+        let status = translate(&[("d", Some(&one_of_two))], "d");
+        assert_eq!(status.phase, Phase::Deploying);
+        let degraded =
+            crate::provider::workload::degraded_condition(status.replicas.as_ref(), None);
+        assert_eq!(
+            (degraded.status, degraded.message.as_str()),
+            (
+                crate::v1alpha1::ConditionStatus::True,
+                "1 of 2 replicas ready: serving at reduced capacity"
+            )
+        );
+    }
+
+    /// Every Deployment at 0 replicas: `Running` (settled) but not ready, with its message;
+    /// one Deployment still missing is not "scaled to zero".
+    #[test]
+    fn scaled_to_zero_is_running_but_not_ready() {
+        let zero = live(
+            0,
+            json!({"conditions": [
+                condition("Available", "True", "MinimumReplicasAvailable", "Deployment has minimum availability."),
+                condition("Progressing", "True", "NewReplicaSetAvailable", "ok")]}),
+        );
+        let status = translate(
+            &[("m-decode", Some(&zero)), ("m-prefill", Some(&zero))],
+            "m-decode",
+        );
+        assert_eq!(status.phase, Phase::Running);
+        assert!(!status.ready, "no replica serves");
+        assert_eq!(status.message.as_deref(), Some(SCALED_TO_ZERO));
+        assert_eq!(
+            status.replicas,
+            Some(ReplicaStatus {
+                desired: Some(0),
+                ready: Some(0),
+                available: Some(0)
+            })
+        );
+        let one = live(
+            1,
+            json!({"readyReplicas": 1, "availableReplicas": 1, "conditions": [
+                condition("Available", "True", "MinimumReplicasAvailable", "ok")]}),
+        );
+        let serving = translate(&[("d", Some(&one))], "d");
+        assert_eq!(
+            (serving.phase, serving.ready, serving.message),
+            (Phase::Running, true, None)
+        );
+        let missing = translate(
+            &[("m-decode", Some(&zero)), ("m-prefill", None)],
+            "m-decode",
+        );
+        assert_eq!(missing.phase, Phase::Deploying);
+        assert_ne!(missing.message.as_deref(), Some(SCALED_TO_ZERO));
     }
 }
