@@ -538,6 +538,20 @@ async fn argo_cd_health_and_kstatus_for_every_phase() {
             "message": "1 of 2 replicas ready: serving at reduced capacity",
             "lastTransitionTime": "2026-11-26T00:00:00Z", "observedGeneration": 2}));
     objects.push(degraded);
+    // Running at zero replicas, as the SDK writes it (Ready=False ScaledToZero): as its spec
+    // asks, so Healthy.
+    names.push("scaled-to-zero");
+    let mut zero = served(&env, "running").await;
+    for condition in zero["status"]["conditions"].as_array_mut().unwrap() {
+        if condition["type"] == condition_types::READY {
+            condition["status"] = json!("False");
+            condition["reason"] = json!(reasons::SCALED_TO_ZERO);
+            condition["message"] = json!(
+                "Scaled to zero (spec.scaling.replicas is 0): no replica serves until it is scaled up"
+            );
+        }
+    }
+    objects.push(zero);
 
     let health = argocd_health(&argocd_health_bin, &objects);
     let computed = kstatus(&kstatus_bin, &objects);
@@ -552,6 +566,7 @@ async fn argo_cd_health_and_kstatus_for_every_phase() {
         ("generation-2-not-acted-on", "Progressing", "InProgress"),
         ("running-at-generation-2", "Healthy", "Current"),
         ("running-degraded", "Degraded", "Current"),
+        ("scaled-to-zero", "Healthy", "Current"),
     ];
     for (((name, argo, kstat), (health, health_message)), (status, message)) in
         expected.iter().zip(&health).zip(&computed)
@@ -601,6 +616,11 @@ async fn argo_cd_health_and_kstatus_for_every_phase() {
     assert_eq!(
         health[9].1,
         "ReplicasUnavailable: 1 of 2 replicas ready: serving at reduced capacity"
+    );
+    assert!(
+        health[10].1.starts_with("ScaledToZero: Scaled to zero"),
+        "{:?}",
+        health[10]
     );
 
     provider.process.terminate(Duration::from_secs(10));

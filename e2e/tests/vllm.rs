@@ -969,8 +969,9 @@ async fn kubectl_scale_in_place_workload_selector_zero_and_degraded() {
     set_pod_ready(&pods, &victim, true).await;
     wait_degraded(&mds, name, ConditionStatus::False, "4 of 4 replicas ready").await;
 
-    // Two replicas, one not ready: Degraded (the phase is what the Deployment's conditions
-    // map to: below the controller's minimum availability), cleared once it is ready.
+    // Two replicas, one not ready: below the controller's minimum availability (the Go mapping
+    // would say Deploying and take the gateway route away), here still Running and Ready — it
+    // serves — with Degraded=True; cleared once it is ready.
     airunway_e2e::scale::kubectl_scale(&env, name, 2).await;
     wait_for(&mds, name, WAIT, "Running with 2 ready", |md| {
         md.phase() == Some(Phase::Running) && replicas(md) == (Some(2), Some(2))
@@ -998,6 +999,18 @@ async fn kubectl_scale_in_place_workload_selector_zero_and_degraded() {
         "1 of 2 ready: phase {:?}, Ready {:?}",
         md.phase(),
         md.condition(condition_types::READY).map(|c| c.status)
+    );
+    let md = wait_for(&mds, name, WAIT, "Running and Ready at 1 of 2", |md| {
+        md.phase() == Some(Phase::Running)
+            && md.condition(condition_types::READY).is_some_and(|c| {
+                c.status == ConditionStatus::True
+                    && c.message.as_deref() == Some("Serving: 1 of 2 replicas ready (see Degraded)")
+            })
+    })
+    .await;
+    assert_eq!(
+        md.status.as_ref().and_then(|s| s.message.as_deref()),
+        Some("1 of 2 replicas available")
     );
     set_pod_ready(&pods, &victim, true).await;
     wait_degraded(&mds, name, ConditionStatus::False, "2 of 2 replicas ready").await;

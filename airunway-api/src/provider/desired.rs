@@ -214,7 +214,12 @@ impl ProviderStatus {
                 condition_types::READY,
                 true,
                 crate::constants::reasons::DEPLOYMENT_READY,
-                "All replicas are ready",
+                match translated.replicas.as_ref().map(|r| (r.ready, r.desired)) {
+                    Some((Some(ready), Some(desired))) if ready < desired => {
+                        format!("Serving: {ready} of {desired} replicas ready (see Degraded)")
+                    }
+                    _ => "All replicas are ready".to_string(),
+                },
             ),
             // Settled at zero replicas: nothing serves, and nothing is in progress either.
             (false, Phase::Running)

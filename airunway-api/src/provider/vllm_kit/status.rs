@@ -5,6 +5,13 @@
 //! - not created yet → `Pending` (`Waiting for Deployment <name> to be created`);
 //! - no conditions yet → `Pending`;
 //! - `Available` True → `Running`;
+//! - `Available` False (below the Deployment's minimum availability: during a scale-up, or a
+//!   replica lost) while at least one replica is available → `Running`,
+//!   `<available> of <desired> replicas available` (then `: <why>` when the Deployment also
+//!   reports a progress deadline exceeded or a replica failure) — it serves, so the gateway
+//!   keeps its route, and the SDK's `Degraded` says it serves at reduced capacity (the Go AI
+//!   Runway shows `Deploying` or `Failed` here, and its route goes until every replica is back:
+//!   a departure on purpose);
 //! - `Progressing` False with reason `ProgressDeadlineExceeded` → `Failed` with its message
 //!   (`Deployment <name> exceeded its progress deadline` when it has none);
 //! - `ReplicaFailure` True (pods cannot be created: quota, admission) → `Failed` with its
@@ -60,26 +67,37 @@ pub fn deployment_phase(name: &str, live: Option<&DynamicObject>) -> (Phase, Opt
     if available.is_some_and(|c| c["status"] == "True") {
         return (Phase::Running, None);
     }
-    if let Some(p) = progressing
+    let failure = if let Some(p) = progressing
         && p["status"] == "False"
         && p["reason"] == "ProgressDeadlineExceeded"
     {
+        Some(
+            message(p)
+                .unwrap_or_else(|| format!("Deployment {name} exceeded its progress deadline")),
+        )
+    } else {
+        find("ReplicaFailure")
+            .filter(|c| c["status"] == "True")
+            .map(|f| {
+                message(f).unwrap_or_else(|| format!("Deployment {name} cannot create its pods"))
+            })
+    };
+    // Below the minimum availability but serving: Running (the gateway keeps its route), the
+    // message says how many serve and why the others do not, when the Deployment says.
+    let available_replicas = count(&live.data["status"]["availableReplicas"]);
+    if available_replicas > 0 {
+        let desired = count(&live.data["spec"]["replicas"]);
+        let serving = format!("{available_replicas} of {desired} replicas available");
         return (
-            Phase::Failed,
-            Some(
-                message(p)
-                    .unwrap_or_else(|| format!("Deployment {name} exceeded its progress deadline")),
-            ),
+            Phase::Running,
+            Some(match failure {
+                Some(why) => format!("{serving}: {why}"),
+                None => serving,
+            }),
         );
     }
-    if let Some(failure) = find("ReplicaFailure").filter(|c| c["status"] == "True") {
-        return (
-            Phase::Failed,
-            Some(
-                message(failure)
-                    .unwrap_or_else(|| format!("Deployment {name} cannot create its pods")),
-            ),
-        );
+    if let Some(why) = failure {
+        return (Phase::Failed, Some(why));
     }
     if let Some(p) = progressing.filter(|c| c["status"] == "True") {
         return (Phase::Deploying, message(p));
@@ -269,7 +287,7 @@ mod tests {
         );
         let progressing = live(
             3,
-            json!({"readyReplicas": 1, "availableReplicas": 1, "conditions": [
+            json!({"readyReplicas": 0, "availableReplicas": 0, "conditions": [
                 condition("Progressing", "True", "ReplicaSetUpdated", "rolling")]}),
         );
         let status = translate(
@@ -285,8 +303,8 @@ mod tests {
             status.replicas,
             Some(ReplicaStatus {
                 desired: Some(5),
-                ready: Some(3),
-                available: Some(3)
+                ready: Some(2),
+                available: Some(2)
             })
         );
         assert_eq!(
@@ -351,7 +369,8 @@ mod tests {
         let cleared = crate::provider::workload::degraded_condition(status.replicas.as_ref(), None);
         assert_eq!(cleared.status, crate::v1alpha1::ConditionStatus::False);
         // One of two ready: the controller's minimum availability is not met (maxUnavailable
-        // rounds down to 0), so the phase is the Go mapping's `Deploying`; `Degraded` is True.
+        // rounds down to 0) and the Go mapping would say `Deploying`, taking the gateway route
+        // away from the replica that serves; here it is `Running` and `Degraded` is True.
         let one_of_two = live(
             2,
             json!({"readyReplicas": 1, "availableReplicas": 1, "conditions": [
@@ -359,7 +378,25 @@ mod tests {
                 condition("Progressing", "True", "NewReplicaSetAvailable", "ok")]}),
         );
         let status = translate(&[("d", Some(&one_of_two))], "d");
-        assert_eq!(status.phase, Phase::Deploying);
+        assert_eq!((status.phase, status.ready), (Phase::Running, true));
+        assert_eq!(status.message.as_deref(), Some("1 of 2 replicas available"));
+        // The same with no GPU left for the second replica: still serving, the reason said.
+        let stuck = live(
+            2,
+            json!({"readyReplicas": 1, "availableReplicas": 1, "conditions": [
+                condition("Available", "False", "MinimumReplicasUnavailable", "Deployment does not have minimum availability."),
+                condition("Progressing", "False", "ProgressDeadlineExceeded", "ReplicaSet \"d-1\" has timed out progressing.")]}),
+        );
+        assert_eq!(
+            deployment_phase("d", Some(&stuck)),
+            (
+                Phase::Running,
+                Some(
+                    "1 of 2 replicas available: ReplicaSet \"d-1\" has timed out progressing."
+                        .into()
+                )
+            )
+        );
         let degraded =
             crate::provider::workload::degraded_condition(status.replicas.as_ref(), None);
         assert_eq!(
