@@ -921,3 +921,45 @@ fn storage_volumes_mounted_on_every_worker() {
     assert_eq!(none["spec"]["pvcs"], Value::Null);
     assert_eq!(worker(none, "VllmWorker")["volumeMounts"], Value::Null);
 }
+
+/// The scale subresource writes `scaling.replicas`: the aggregated worker takes it (0 too), a
+/// disaggregated graph scales in units of its prefill:decode ratio, the frontend stays.
+#[test]
+fn scaling_replicas_scales_the_workers_in_units_of_the_ratio() {
+    let disaggregated = |replicas: i32| {
+        md(
+            json!({"model": {"id": "a/b"}, "engine": {"type": "vllm"}, "serving": {"mode": "disaggregated"},
+            "scaling": {"replicas": replicas,
+                        "prefill": {"replicas": 1, "gpu": {"count": 1}},
+                        "decode": {"replicas": 2, "gpu": {"count": 1}}}}),
+        )
+    };
+    for (units, prefill, decode) in [(1, 1, 2), (3, 3, 6), (0, 0, 0)] {
+        let rendered = DynamoProvider
+            .render(&disaggregated(units), &schema())
+            .unwrap()
+            .objects
+            .remove(0);
+        assert_eq!(
+            (
+                worker(&rendered, "VllmPrefillWorker")["replicas"].clone(),
+                worker(&rendered, "VllmDecodeWorker")["replicas"].clone(),
+                worker(&rendered, "Frontend")["replicas"].clone(),
+            ),
+            (json!(prefill), json!(decode), json!(1)),
+            "scaling.replicas {units}"
+        );
+    }
+    for replicas in [0, 3] {
+        let rendered = DynamoProvider
+            .render(
+                &md(json!({"model": {"id": "a/b"}, "engine": {"type": "vllm"},
+                    "resources": {"gpu": {"count": 1}}, "scaling": {"replicas": replicas}})),
+                &schema(),
+            )
+            .unwrap()
+            .objects
+            .remove(0);
+        assert_eq!(worker(&rendered, "VllmWorker")["replicas"], json!(replicas));
+    }
+}

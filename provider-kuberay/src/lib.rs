@@ -12,16 +12,17 @@ pub mod overrides;
 pub mod render;
 pub mod schema;
 pub mod status;
+pub mod workload;
 
 use airunway_api::kube::core::DynamicObject;
 use airunway_api::provider::{
-    Incompatible, Provider, RenderError, Rendered, TranslatedStatus, UpstreamKind, UpstreamSchema,
-    primary,
+    Degradation, Incompatible, Provider, RenderError, Rendered, TranslatedStatus, UpstreamKind,
+    UpstreamSchema, primary,
 };
 use airunway_api::provider::{OverrideSchema, SchemaAdapter};
 use airunway_api::v1alpha1::{
     ApiFormat, EngineCapability, EngineCapabilityEntry, EngineType, InferenceProviderConfigSpec,
-    ModelDeployment, ProviderCapabilities, ServingMode,
+    ModelDeployment, ProviderCapabilities, ServingMode, WorkloadStatus,
 };
 
 /// The provider name (and InferenceProviderConfig name).
@@ -117,6 +118,24 @@ impl Provider for KubeRayProvider {
         upstream: &[Option<&DynamicObject>],
     ) -> TranslatedStatus {
         status::translate(deployment, primary(upstream))
+    }
+
+    /// The serving RayCluster and its worker pods ([`workload`]).
+    fn workload(
+        &self,
+        _deployment: &ModelDeployment,
+        upstream: &[Option<&DynamicObject>],
+    ) -> Option<WorkloadStatus> {
+        workload::workload(primary(upstream))
+    }
+
+    /// A Serve application failed while the cluster serves ([`workload::degradation`]).
+    fn degradation(
+        &self,
+        _deployment: &ModelDeployment,
+        upstream: &[Option<&DynamicObject>],
+    ) -> Option<Degradation> {
+        workload::degradation(primary(upstream))
     }
 }
 
