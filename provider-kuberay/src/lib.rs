@@ -94,6 +94,11 @@ async fn sync_cluster_replicas(deployment: &ModelDeployment) {
         return;
     };
     let ray_service = airunway_api::serde_json::to_value(&ray_service).unwrap_or_default();
+    // The provider's field manager, so the cluster's managedFields say who scaled it.
+    let params = PatchParams {
+        field_manager: Some(format!("{NAME}-provider")),
+        ..PatchParams::default()
+    };
     for cluster_name in scale::cluster_names(&ray_service) {
         let cluster = match clusters.get_opt(&cluster_name).await {
             Ok(Some(cluster)) => airunway_api::serde_json::to_value(&cluster).unwrap_or_default(),
@@ -111,11 +116,7 @@ async fn sync_cluster_replicas(deployment: &ModelDeployment) {
             Err(_) => continue,
         };
         match clusters
-            .patch(
-                &cluster_name,
-                &PatchParams::default(),
-                &Patch::Json::<()>(patch),
-            )
+            .patch(&cluster_name, &params, &Patch::Json::<()>(patch))
             .await
         {
             Ok(_) => tracing::info!(
