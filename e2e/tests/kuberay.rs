@@ -286,6 +286,22 @@ async fn gpu_vllm_named_kuberay_lifecycle_with_the_real_rayservice_schema() {
             ready,
             "case {index}"
         );
+        // Degraded: only the ready cluster with a failed application (case 3), cleared after.
+        let degraded = md.condition(condition_types::DEGRADED).unwrap();
+        let expected = if index == 3 {
+            (ConditionStatus::True, "ApplicationUnhealthy")
+        } else {
+            (ConditionStatus::False, "NotDegraded")
+        };
+        assert_eq!(
+            (
+                degraded.status,
+                degraded.reason.as_deref().unwrap_or_default()
+            ),
+            expected,
+            "case {index}: {:?}",
+            degraded.message
+        );
         let replicas = status.replicas.unwrap();
         assert_eq!(
             (replicas.desired, replicas.ready),

@@ -1006,3 +1006,83 @@ fn scaling_replicas_scales_a_disaggregated_deployment_in_units_of_its_ratio() {
         );
     }
 }
+
+/// Through the SDK's status path: one of two GPU workers ready on a serving cluster gives
+/// `Degraded=True` from the counts; a failed application on a ready cluster gives
+/// `ApplicationUnhealthy`; the status carries `workload` and `selector` of the cluster's workers.
+#[test]
+fn one_of_two_workers_ready_and_a_failed_application_are_degraded_through_the_sdk() {
+    use airunway_api::constants::condition_types::DEGRADED;
+    use airunway_api::v1alpha1::ConditionStatus;
+    let now = airunway_api::k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
+        "2026-01-01T00:00:00Z".parse().unwrap(),
+    );
+    let deployment = gpu_vllm(json!({"scaling": {"replicas": 2}}));
+    let first = cycle::apply(&KubeRayProvider, &deployment, &schema(), None, &now).unwrap();
+    let serving = |ready: i32, app: &str| {
+        cycle::served(
+            &first.desired,
+            json!({
+                "conditions": [{"type": "Ready", "status": "True", "reason": "NonZeroServeEndpoints"}],
+                "activeServiceStatus": {
+                    "rayClusterName": "m-raycluster-a1",
+                    "applicationStatuses": {"llm": {"status": app, "message": "replica crashed"}},
+                    "rayClusterStatus": {"readyWorkerReplicas": ready, "availableWorkerReplicas": ready},
+                },
+            }),
+        )
+        .unwrap()
+    };
+    let degraded = |ready: i32, app: &str| {
+        let (status, _) = cycle::status_sync(
+            &KubeRayProvider,
+            &deployment,
+            &first.desired,
+            &serving(ready, app),
+        );
+        let condition = status
+            .conditions
+            .iter()
+            .find(|c| c.type_ == DEGRADED)
+            .unwrap()
+            .clone();
+        (
+            condition.status,
+            condition.reason,
+            condition.message,
+            status,
+        )
+    };
+    let (state, reason, message, status) = degraded(1, "RUNNING");
+    assert_eq!(
+        (state, reason.as_str(), message.as_str()),
+        (
+            ConditionStatus::True,
+            "ReplicasUnavailable",
+            "1 of 2 replicas ready: serving at reduced capacity"
+        )
+    );
+    let patch = status.patch(&deployment, &now);
+    assert_eq!(
+        patch["status"]["selector"],
+        "ray.io/cluster=m-raycluster-a1,ray.io/node-type=worker"
+    );
+    assert_eq!(
+        patch["status"]["workload"]["workloads"][0]["kind"],
+        "RayCluster"
+    );
+    let (state, reason, ..) = degraded(2, "RUNNING");
+    assert_eq!(
+        (state, reason.as_str()),
+        (ConditionStatus::False, "NotDegraded")
+    );
+    let (state, reason, message, _) = degraded(2, "UNHEALTHY");
+    assert_eq!(
+        (state, reason.as_str(), message.as_str()),
+        (
+            ConditionStatus::True,
+            "ApplicationUnhealthy",
+            "Serve application llm is UNHEALTHY while the Ray cluster serves: replica crashed"
+        )
+    );
+}
