@@ -24,6 +24,13 @@ pub mod annotations {
     pub const DISPLAY_NAME: &str = "airunway.ai/display-name";
     /// On an InferenceProviderConfig: the provider's documentation URL (`spec.documentation`).
     pub const DOCUMENTATION_URL: &str = "airunway.ai/documentation-url";
+    /// On an autoscaler the core created (`ScaledObject`, `HorizontalPodAutoscaler`): hash of
+    /// what it was rendered from (an unchanged hash means nothing to apply).
+    pub const AUTOSCALING_INPUTS_HASH: &str = "airunway.ai/autoscaling-inputs-hash";
+    /// On a `HorizontalPodAutoscaler` the core created: a JSON object from each External metric
+    /// name to the PromQL query that metric stands for, for the metrics adapter's rules
+    /// (docs/autoscaling.md).
+    pub const AUTOSCALING_QUERIES: &str = "airunway.ai/autoscaling-queries";
 }
 
 /// Labels AI Runway writes.
@@ -64,6 +71,10 @@ pub mod field_managers {
     /// The core's model cache: owns the ModelCaches' status (all but `status.download`, the
     /// downloader's), their claims, download Jobs and the downloaders' identities.
     pub const CORE_MODEL_CACHE: &str = "airunway-core-model-cache";
+    /// The core's autoscaling: owns the `ScaledObject` or `HorizontalPodAutoscaler` it applies
+    /// for a deployment with `spec.scaling.autoscaling` (not the deployment's status, which is
+    /// [`CORE`]'s).
+    pub const CORE_AUTOSCALING: &str = "airunway-core-autoscaling";
 
     /// The field manager of provider `name`: `<name>-provider`.
     pub fn provider(name: &str) -> String {
@@ -323,6 +334,26 @@ pub mod reasons {
         /// Reasons under which no gateway object of the deployment exists.
         pub const CLEAN: [&str; 4] = [DISABLED, NOT_RUNNING, CRDS_NOT_AVAILABLE, NO_GATEWAY];
     }
+
+    /// `ScalingReady` and `ScalingActive` reasons the core writes itself (docs/autoscaling.md);
+    /// otherwise the autoscaler's own reasons (KEDA's, the HorizontalPodAutoscaler's) are
+    /// carried over.
+    pub mod autoscaling {
+        /// False: the autoscaler exists; its controller has not reported on it yet.
+        pub const PENDING: &str = "AutoscalerPending";
+        /// False: a named metric the deployment's engine does not export, or a pool metric
+        /// without the gateway integration.
+        pub const METRIC_UNAVAILABLE: &str = "MetricUnavailable";
+        /// False: the engine is not decided yet, so the named metrics cannot be mapped.
+        pub const WAITING_FOR_ENGINE: &str = "WaitingForEngine";
+        /// False: an object of the autoscaler's name exists and another controller owns it.
+        pub const CONFLICT: &str = "AutoscalerConflict";
+        /// False: the API server refused the autoscaler.
+        pub const APPLY_FAILED: &str = "AutoscalerApplyFailed";
+        /// False: the autoscaler's metrics cannot be read, and KEDA scales to its fallback
+        /// replica count (KEDA's `Fallback=True`).
+        pub const FALLBACK: &str = "FallbackActive";
+    }
 }
 
 /// Event reasons (design doc §9).
@@ -368,6 +399,16 @@ pub mod event_reasons {
     /// Warning: someone deleted the HTTPRoute the core created; it is not recreated for this
     /// spec.
     pub const HTTP_ROUTE_DELETED: &str = "HTTPRouteDeleted";
+    /// Normal: the core created a deployment's autoscaler (`ScaledObject` or
+    /// `HorizontalPodAutoscaler`).
+    pub const AUTOSCALER_CREATED: &str = "AutoscalerCreated";
+    /// Normal: the core replaced a deployment's autoscaler by one of the other kind (KEDA
+    /// installed or removed).
+    pub const AUTOSCALER_REPLACED: &str = "AutoscalerReplaced";
+    /// Normal: the core removed a deployment's autoscaler (`spec.scaling.autoscaling` removed).
+    pub const AUTOSCALER_REMOVED: &str = "AutoscalerRemoved";
+    /// Warning: the API server refused a deployment's autoscaler.
+    pub const AUTOSCALER_FAILED: &str = "AutoscalerFailed";
 }
 
 /// Kubernetes `StatusCause` types the core's admission answers carry.
@@ -390,6 +431,8 @@ pub mod event_actions {
     pub const APPLY_HTTP_ROUTE: &str = "ApplyHTTPRoute";
     /// The core's gateway integration removed a deployment's gateway objects.
     pub const CLEAN_GATEWAY: &str = "CleanGateway";
+    /// The core's autoscaling applied or removed a deployment's autoscaler.
+    pub const APPLY_AUTOSCALER: &str = "ApplyAutoscaler";
     /// A provider checked whether it can serve a deployment.
     pub const CHECK_COMPATIBILITY: &str = "CheckCompatibility";
     /// A provider reconciled a deployment (its upstream object's state, drift repair).
@@ -468,6 +511,22 @@ pub mod messages {
     pub const SERVED_NAME_IGNORED: &str = "servedName is ignored for custom source";
     /// Selector disabled and no provider named.
     pub const SELECTOR_DISABLED: &str = "No provider specified and provider-selector not installed";
+    /// `scaling.autoscaling.minReplicas` above `maxReplicas`.
+    pub const AUTOSCALING_MIN_ABOVE_MAX: &str = "minReplicas must not exceed maxReplicas: lower scaling.autoscaling.minReplicas or raise maxReplicas";
+    /// A metric's `target` that is not a positive decimal.
+    pub const AUTOSCALING_TARGET_NOT_DECIMAL: &str = "target must be a positive decimal number such as 5 or 0.8 (digits, at most one point, no sign or exponent)";
+    /// A metric's `activationTarget` that is not a non-negative decimal.
+    pub const AUTOSCALING_ACTIVATION_NOT_DECIMAL: &str = "activationTarget must be a non-negative decimal number such as 0 or 2.5 (digits, at most one point, no sign or exponent)";
+    /// `type: prometheus` without `query`.
+    pub const AUTOSCALING_QUERY_REQUIRED: &str =
+        "query is required for type prometheus: give the PromQL query to scale on";
+    /// `query` on a named metric.
+    pub const AUTOSCALING_QUERY_NOT_ALLOWED: &str = "query is only for type prometheus: a named metric's query comes from the deployment's engine (docs/autoscaling.md); remove query or use type prometheus";
+    /// The same metric type twice.
+    pub const AUTOSCALING_DUPLICATE_METRIC: &str =
+        "each metric type may appear once: merge the entries of the same type";
+    /// A pool metric with `spec.gateway.enabled: false`.
+    pub const AUTOSCALING_POOL_NEEDS_GATEWAY: &str = "poolQueueDepth and poolKvCacheUsage come from the gateway's endpoint picker: remove spec.gateway.enabled: false, or use queueDepth or kvCacheUsage";
     /// A storage volume with neither `size` nor `claimName` that is not a model cache of a
     /// Hugging Face model (which uses the shared cache) (the Go AI Runway's text).
     pub const STORAGE_CLAIM_NAME_REQUIRED: &str =

@@ -145,6 +145,11 @@ pub struct Args {
     #[arg(long, env = "AIRUNWAY_MODEL_CACHE_RETENTION_PERIOD", default_value = "24h", value_parser = parse_duration)]
     pub model_cache_retention_period: Duration,
 
+    /// The Prometheus the autoscalers of deployments with `spec.scaling.autoscaling` query
+    /// (KEDA's `serverAddress`; never taken from a deployment's spec).
+    #[arg(long, env = "AIRUNWAY_AUTOSCALING_PROMETHEUS_ADDRESS", default_value = crate::autoscaling::DEFAULT_PROMETHEUS_ADDRESS)]
+    pub autoscaling_prometheus_address: String,
+
     /// Name of the leader election Lease.
     #[arg(
         long,
@@ -217,6 +222,13 @@ impl Args {
             size: self.model_cache_size.clone(),
             retention: self.model_cache_retention,
             retention_period: self.model_cache_retention_period,
+        }
+    }
+
+    /// Autoscaling's options.
+    pub fn autoscaling_config(&self) -> crate::autoscaling::AutoscalingConfig {
+        crate::autoscaling::AutoscalingConfig {
+            prometheus_address: self.autoscaling_prometheus_address.clone(),
         }
     }
 

@@ -57,6 +57,8 @@ pub struct Context {
     pub gateway: Option<Arc<crate::gateway::Integration>>,
     /// The model cache (`None` only where no cache controller runs, e.g. a bench).
     pub model_cache: Option<Arc<crate::model_cache::Integration>>,
+    /// Autoscaling (`None` only where no autoscaling runs, e.g. a bench).
+    pub autoscaling: Option<Arc<crate::autoscaling::Integration>>,
     /// Consecutive reconcile failures per deployment, for the retry backoff.
     pub failures: FailureCounts,
 }
@@ -143,6 +145,9 @@ pub async fn reconcile(
     // The storage part, once per reconcile: `StorageReady` and `ModelDownloaded` travel in the
     // core's one status apply.
     let mut storage: Option<Vec<conditions::DesiredCondition>> = None;
+    // The autoscaling part, once per reconcile: `ScalingReady`, `ScalingActive` and
+    // `status.autoscaling` travel in the same apply.
+    let mut autoscaling: Option<crate::autoscaling::DesiredAutoscaling> = None;
     let (views, decision, desired) = loop {
         let (views, decision) = decide_off_runtime(&ctx, &current, &providers, &object).await?;
         if storage.is_none() {
@@ -155,14 +160,41 @@ pub async fn reconcile(
                 _ => Vec::new(),
             });
         }
+        if autoscaling.is_none() {
+            autoscaling = Some(match &ctx.autoscaling {
+                Some(integration) => {
+                    let engine = decision
+                        .engine
+                        .as_ref()
+                        .and_then(crate::selection::EngineDecision::engine);
+                    integration
+                        .reconcile(
+                            &md,
+                            decision.validation_errors.is_empty(),
+                            engine,
+                            &providers,
+                        )
+                        .await
+                }
+                None => crate::autoscaling::DesiredAutoscaling::default(),
+            });
+        }
+        let autoscaling = autoscaling.clone().unwrap_or_default();
         let mut desired = status::desired_status(&current, &decision);
         desired.conditions.extend(gateway.condition.clone());
         desired.conditions.extend(storage.iter().flatten().cloned());
-        if status::is_current(&current, &desired) && gateway.fields_current(&current) {
+        desired
+            .conditions
+            .extend(autoscaling.conditions.iter().cloned());
+        if status::is_current(&current, &desired)
+            && gateway.fields_current(&current)
+            && autoscaling.fields_current(&current)
+        {
             break (views, decision, desired);
         }
         let mut body = status::status_patch(&current, &desired, Timestamp::now());
         gateway.add_to_patch(&mut body);
+        autoscaling.add_to_patch(&mut body);
         let mut params = PatchParams::apply(field_managers::CORE);
         params.force = force;
         match api

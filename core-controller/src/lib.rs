@@ -9,6 +9,7 @@
 //! nothing changed) → events and metrics.
 
 pub mod args;
+pub mod autoscaling;
 pub mod controller;
 pub mod error;
 pub mod gateway;

@@ -191,6 +191,17 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         shutdown.clone(),
     );
     let controller = controller.reconcile_on(storage_triggers);
+    // Autoscaling (leader only): KEDA's CRD detection and the watches on the autoscalers, whose
+    // status changes look at their deployment again.
+    let (autoscaling, autoscaling_triggers) = crate::autoscaling::Integration::start(
+        client.clone(),
+        args.autoscaling_config(),
+        controller.store(),
+        EventPublisher::new(client.clone(), CONTROLLER_NAME),
+        args.enable_gateway,
+        shutdown.clone(),
+    );
+    let controller = controller.reconcile_on(autoscaling_triggers);
     let ctx = Arc::new(Context {
         client: client.clone(),
         providers,
@@ -204,6 +215,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         )),
         gateway,
         model_cache: Some(model_cache),
+        autoscaling: Some(autoscaling),
         failures: Default::default(),
     });
     tracing::info!(

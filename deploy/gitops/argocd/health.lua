@@ -5,6 +5,7 @@
 --   status.observedGeneration behind generation   -> Progressing (nobody acted on the spec yet)
 --   Stalled=True                                  -> Degraded (a change is needed)
 --   Reconciling=True                              -> Progressing
+--   Degraded=True (serving, not fully)            -> Degraded
 --   Ready=True                                    -> Healthy
 --   phase Failed                                  -> Degraded
 --   anything else                                 -> Progressing
@@ -52,6 +53,12 @@ local reconciling = found["Reconciling"]
 if reconciling ~= nil and reconciling.status == "True" then
   hs.status = "Progressing"
   hs.message = describe(reconciling)
+  return hs
+end
+local degraded = found["Degraded"]
+if degraded ~= nil and degraded.status == "True" then
+  hs.status = "Degraded"
+  hs.message = describe(degraded)
   return hs
 end
 local ready = found["Ready"]
