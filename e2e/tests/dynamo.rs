@@ -757,8 +757,7 @@ async fn kubectl_scale_changes_the_worker_replicas_in_place_and_degraded_follows
     );
     assert_eq!(workload.container.as_deref(), Some("main"));
     assert_eq!(
-        md.condition(condition_types::DEGRADED)
-            .map(|c| c.status),
+        md.condition(condition_types::DEGRADED).map(|c| c.status),
         Some(ConditionStatus::False)
     );
     let worker_uid = deployments.get(worker).await.unwrap().metadata.uid;
