@@ -9,6 +9,7 @@
 #   ray-operator (the KubeRay operator)                       github.com/ray-project/kuberay/ray-operator v$KUBERAY_VERSION
 #   registry (the OCI distribution registry)                  github.com/distribution/distribution/v3 v$DISTRIBUTION_VERSION
 #   epp (the Inference Extension's endpoint picker)           sigs.k8s.io/gateway-api-inference-extension v$GAIE_VERSION (cmd/epp)
+#   keda-operator, keda-adapter (KEDA)                        github.com/kedacore/keda/v2 v$KEDA_VERSION (e2e/go/keda/build.sh)
 #
 # Output, under $AIRUNWAY_CONTROL_PLANE_CACHE (default $HOME/.cache/airunway/control-plane),
 # one directory per version:
@@ -18,6 +19,8 @@
 #   kuberay-v$KUBERAY_VERSION/ray-operator
 #   distribution-v$DISTRIBUTION_VERSION/registry
 #   epp-v$GAIE_VERSION/epp
+#   ../keda-v$KEDA_VERSION-<hash>/{keda-operator,keda-adapter} (e2e/go/keda/build.sh: keyed by
+#     its go.mod and go.sum too)
 # A binary already there is not built again. The groups build in parallel (logs in
 # <cache>/build-logs/). Prints the control plane directory last (the harness finds the others
 # from versions.env).
@@ -35,18 +38,20 @@ kuberay_dest="$cache_root/kuberay-v$KUBERAY_VERSION"
 distribution_dest="$cache_root/distribution-v$DISTRIBUTION_VERSION"
 epp_dest="$cache_root/epp-v$GAIE_VERSION"
 logs="$cache_root/build-logs"
+keda_build="$here/../go/keda/build.sh"
 
 have() { for f in "$@"; do [ -x "$f" ] || return 1; done; }
 # Sets need_<group>=1 for each group whose binaries are not there, and missing to their count.
 missing_binaries() {
-  need_k8s=1; need_etcd=1; need_kwok=1; need_kuberay=1; need_distribution=1; need_epp=1
+  need_k8s=1; need_etcd=1; need_kwok=1; need_kuberay=1; need_distribution=1; need_epp=1; need_keda=1
   have "$dest/kube-apiserver" "$dest/kube-controller-manager" "$dest/kube-scheduler" && need_k8s=0
   have "$dest/etcd" && need_etcd=0
   have "$kwok_dest/kwok" && [ -f "$kwok_dest/stages/pod-ready.yaml" ] && need_kwok=0
   have "$kuberay_dest/ray-operator" && need_kuberay=0
   have "$distribution_dest/registry" && need_distribution=0
   have "$epp_dest/epp" && need_epp=0
-  missing=$((need_k8s + need_etcd + need_kwok + need_kuberay + need_distribution + need_epp))
+  "$keda_build" --cached && need_keda=0
+  missing=$((need_k8s + need_etcd + need_kwok + need_kuberay + need_distribution + need_epp + need_keda))
 }
 
 if [ "${1:-}" = --cached ]; then
@@ -69,7 +74,7 @@ fi
 
 missing_binaries
 if [ "$missing" -eq 0 ]; then
-  echo "binaries already built in $dest, $kwok_dest, $kuberay_dest, $distribution_dest, $epp_dest" >&2
+  echo "binaries already built in $dest, $kwok_dest, $kuberay_dest, $distribution_dest, $epp_dest, $("$keda_build" --dest)" >&2
   echo "$dest"
   exit 0
 fi
@@ -203,6 +208,12 @@ build_epp() {
   mv "$epp_dest/epp.tmp" "$epp_dest/epp"
 }
 
+# KEDA's operator and metrics server, from their own go.mod (e2e/go/keda), with the groups'
+# private Go caches.
+build_keda() {
+  "$keda_build"
+}
+
 start=$(date +%s)
 pids=()
 names=()
@@ -218,6 +229,7 @@ run() { # name function
 [ $need_kuberay -eq 1 ] && run "kuberay-v$KUBERAY_VERSION" build_kuberay
 [ $need_distribution -eq 1 ] && run "distribution-v$DISTRIBUTION_VERSION" build_distribution
 [ $need_epp -eq 1 ] && run "epp-v$GAIE_VERSION" build_epp
+[ $need_keda -eq 1 ] && run "keda-v$KEDA_VERSION" build_keda
 failed=0
 for i in "${!pids[@]}"; do
   if ! wait "${pids[$i]}"; then
@@ -234,5 +246,5 @@ if [ -z "${AIRUNWAY_GOMODCACHE:-}" ]; then
   # Module files are read-only; the go command knows how to remove its own cache.
   go clean -modcache
 fi
-echo "built in $(( $(date +%s) - start ))s: $dest, $kwok_dest, $kuberay_dest, $distribution_dest, $epp_dest" >&2
+echo "built in $(( $(date +%s) - start ))s: $dest, $kwok_dest, $kuberay_dest, $distribution_dest, $epp_dest, $("$keda_build" --dest)" >&2
 echo "$dest"

@@ -5,6 +5,7 @@
 #   kuberay-v$KUBERAY_VERSION/                github.com/ray-project/kuberay/ray-operator  config/crd/bases/*.yaml
 #   gateway-api-v$GATEWAY_API_VERSION/        sigs.k8s.io/gateway-api                      config/crd/standard/*.yaml (CRDs only)
 #   gateway-api-inference-extension-v$GAIE_VERSION/  sigs.k8s.io/gateway-api-inference-extension  config/crd/bases/*.yaml
+#   keda-v$KEDA_VERSION/                      github.com/kedacore/keda/v2                  config/crd/bases/*.yaml
 #
 # `go mod download` checks each module zip against the Go checksum database (sum.golang.org)
 # and the module cache, so the files are the ones the project published under that tag. Each
@@ -25,7 +26,8 @@ mkdir -p "$cache"
 # name  module  version  directory inside the module
 entries="kuberay github.com/ray-project/kuberay/ray-operator v$KUBERAY_VERSION config/crd/bases
 gateway-api sigs.k8s.io/gateway-api v$GATEWAY_API_VERSION config/crd/standard
-gateway-api-inference-extension sigs.k8s.io/gateway-api-inference-extension v$GAIE_VERSION config/crd/bases"
+gateway-api-inference-extension sigs.k8s.io/gateway-api-inference-extension v$GAIE_VERSION config/crd/bases
+keda github.com/kedacore/keda/v2 v$KEDA_VERSION config/crd/bases"
 
 while read -r name module version subdir; do
   dir="$cache/$name-$version"

@@ -46,9 +46,10 @@ pub fn audit_log_path(dir: &Path) -> PathBuf {
 
 /// The kube-controller-manager controllers the harness runs: what Deployments, ReplicaSets,
 /// StatefulSets, Jobs (the model cache's downloads), Services (Endpoints, EndpointSlices),
-/// ServiceAccounts, garbage collection and namespace deletion need. Nodes are KWOK's (no node
-/// lifecycle, IPAM or taint controllers).
-pub const KCM_CONTROLLERS: [&str; 10] = [
+/// ServiceAccounts, garbage collection, namespace deletion and HorizontalPodAutoscalers (the
+/// autoscaling suite: KEDA's HPAs and the core's) need. Nodes are KWOK's (no node lifecycle,
+/// IPAM or taint controllers).
+pub const KCM_CONTROLLERS: [&str; 11] = [
     "garbage-collector-controller",
     "namespace-controller",
     "deployment-controller",
@@ -59,7 +60,21 @@ pub const KCM_CONTROLLERS: [&str; 10] = [
     "endpointslice-controller",
     "serviceaccount-controller",
     "serviceaccount-token-controller",
+    "horizontal-pod-autoscaler-controller",
 ];
+
+/// How often the HPA controller evaluates every HorizontalPodAutoscaler (15 s in a cluster):
+/// short, so an autoscaling test sees a metric change acted on within seconds.
+pub const HPA_SYNC_PERIOD: &str = "1s";
+
+/// How long the HPA controller keeps the highest recommendation before scaling down (5 min in a
+/// cluster, for an HPA without `behavior`): short for the tests.
+pub const HPA_DOWNSCALE_STABILIZATION: &str = "3s";
+
+/// The front-proxy client's user name: kube-apiserver proxies requests to aggregated API
+/// servers (KEDA's external metrics server) with a client certificate of this name, signed by
+/// the front-proxy CA, carrying the requesting user in the `X-Remote-*` headers.
+pub const FRONT_PROXY_CLIENT: &str = "front-proxy-client";
 
 /// Field manager the harness uses to install CRDs.
 pub const HARNESS_FIELD_MANAGER: &str = "airunway-e2e";
@@ -261,6 +276,17 @@ impl ControlPlane {
         self.ca.serving_cert(common_name)
     }
 
+    /// A certificate signed by the test CA for a host process reached both as a Service name
+    /// and an address (server and client authentication; see [`TestCa::peer_cert`]).
+    pub fn peer_cert(
+        &self,
+        common_name: &str,
+        dns_names: &[&str],
+        ips: &[std::net::IpAddr],
+    ) -> Result<CertAndKey> {
+        self.ca.peer_cert(common_name, dns_names, ips)
+    }
+
     /// Writes a kubeconfig for `user` in `groups` (client certificate signed by the test CA)
     /// into the control plane directory and returns its path. Used to run a binary with exactly
     /// the permissions RBAC grants its ServiceAccount.
@@ -394,6 +420,19 @@ fn start_once(bin: &Path, options: &ControlPlaneOptions) -> Result<ControlPlane>
     std::fs::write(dir.join("admin.crt"), &admin.cert_pem)?;
     std::fs::write(dir.join("admin.key"), &admin.key_pem)?;
     pki::write_service_account_keys(&dir)?;
+    // The API aggregation layer: a CA of its own for the front proxy (an aggregated API server
+    // trusts only this CA for the `X-Remote-*` headers, not every client certificate).
+    let front_proxy_ca = TestCa::new()?;
+    std::fs::write(dir.join("front-proxy-ca.crt"), &front_proxy_ca.cert_pem)?;
+    let front_proxy_client = front_proxy_ca.client_cert(FRONT_PROXY_CLIENT, &[])?;
+    std::fs::write(
+        dir.join("front-proxy-client.crt"),
+        &front_proxy_client.cert_pem,
+    )?;
+    std::fs::write(
+        dir.join("front-proxy-client.key"),
+        &front_proxy_client.key_pem,
+    )?;
 
     let (etcd_port, etcd_peer_port, api_port) = (free_port()?, free_port()?, free_port()?);
     let server = format!("https://127.0.0.1:{api_port}");
@@ -479,6 +518,27 @@ fn start_once(bin: &Path, options: &ControlPlaneOptions) -> Result<ControlPlane>
             // One file, never rotated (lumberjack rotates at 100 MB when the size is 0).
             "--audit-log-maxsize=1000000".into(),
             "--audit-log-maxbackup=0".into(),
+            // The aggregation layer (KEDA's external metrics API in the autoscaling suite):
+            // requests proxied to an APIService's server carry the user in these headers and
+            // this client certificate; the APIService's Service resolves to its endpoints (the
+            // server runs as a host process behind a selector-less Service).
+            format!(
+                "--requestheader-client-ca-file={}",
+                dir.join("front-proxy-ca.crt").display()
+            ),
+            format!("--requestheader-allowed-names={FRONT_PROXY_CLIENT}"),
+            "--requestheader-username-headers=X-Remote-User".into(),
+            "--requestheader-group-headers=X-Remote-Group".into(),
+            "--requestheader-extra-headers-prefix=X-Remote-Extra-".into(),
+            format!(
+                "--proxy-client-cert-file={}",
+                dir.join("front-proxy-client.crt").display()
+            ),
+            format!(
+                "--proxy-client-key-file={}",
+                dir.join("front-proxy-client.key").display()
+            ),
+            "--enable-aggregator-routing=true".into(),
             "--v=0".into(),
         ],
         env: [("GOMAXPROCS".to_string(), "2".to_string())]
@@ -531,6 +591,10 @@ fn start_once(bin: &Path, options: &ControlPlaneOptions) -> Result<ControlPlane>
                 "--use-service-account-credentials=false".into(),
                 "--kube-api-qps=100".into(),
                 "--kube-api-burst=200".into(),
+                format!("--horizontal-pod-autoscaler-sync-period={HPA_SYNC_PERIOD}"),
+                format!(
+                    "--horizontal-pod-autoscaler-downscale-stabilization={HPA_DOWNSCALE_STABILIZATION}"
+                ),
                 "--v=0".into(),
             ],
             env: [("GOMAXPROCS".to_string(), "2".to_string())]

@@ -23,6 +23,8 @@
 //! - [`chaos`]: faults injected while work is in flight (`e2e/tests/chaos.rs`).
 //! - [`model_cache`]: the model cache's download Job played by a test (its identity, its
 //!   arguments, its Pod's end).
+//! - [`autoscaling`]: KEDA (operator and external metrics server) and Prometheus beside the
+//!   control plane, and a played model server whose `/metrics` the test sets.
 //! - [`process`]: child process supervision (teardown even on panic, Ctrl-C or SIGKILL).
 
 // The harness is test support: it fails a test by panicking with a message that says what was
@@ -30,6 +32,7 @@
 #![allow(clippy::panic)]
 
 pub mod admission;
+pub mod autoscaling;
 pub mod bench;
 pub mod binaries;
 pub mod chaos;

@@ -67,6 +67,43 @@ impl TestCa {
         })
     }
 
+    /// A certificate for both ends of a mutual TLS connection (server and client
+    /// authentication) with SANs `localhost`, `dns_names`, 127.0.0.1 and `ips`: a host process
+    /// reached through a Service name and an address (KEDA's metrics server and operator).
+    pub fn peer_cert(
+        &self,
+        common_name: &str,
+        dns_names: &[&str],
+        ips: &[IpAddr],
+    ) -> Result<CertAndKey> {
+        let key = KeyPair::generate()?;
+        let mut names = vec!["localhost".to_string()];
+        names.extend(dns_names.iter().map(|n| n.to_string()));
+        let mut params = CertificateParams::new(names)?;
+        params
+            .subject_alt_names
+            .push(SanType::IpAddress(IpAddr::V4(Ipv4Addr::LOCALHOST)));
+        for ip in ips {
+            params.subject_alt_names.push(SanType::IpAddress(*ip));
+        }
+        params
+            .distinguished_name
+            .push(DnType::CommonName, common_name);
+        params.key_usages = vec![
+            KeyUsagePurpose::DigitalSignature,
+            KeyUsagePurpose::KeyEncipherment,
+        ];
+        params.extended_key_usages = vec![
+            ExtendedKeyUsagePurpose::ServerAuth,
+            ExtendedKeyUsagePurpose::ClientAuth,
+        ];
+        let cert = params.signed_by(&key, &self.issuer)?;
+        Ok(CertAndKey {
+            cert_pem: cert.pem(),
+            key_pem: key.serialize_pem(),
+        })
+    }
+
     /// A client certificate for user `user` in `groups`.
     pub fn client_cert(&self, user: &str, groups: &[&str]) -> Result<CertAndKey> {
         let key = KeyPair::generate()?;

@@ -564,3 +564,295 @@ async fn moving_from_kaito_to_dynamo() {
     );
     stack.stop();
 }
+
+/// Plays the Dynamo operator (1.1 line, Deployment pathway) for the graphs in `namespace`, once
+/// a second: each service becomes a Deployment `<graph>-<service lowercased>` owned by the
+/// graph, with the service's replicas (kept in step, as the operator's component controller
+/// does) and the operator's pod labels (`nvidia.com/dynamo-graph-deployment-name`,
+/// `-component`, `-component-type`, `-sub-component-type`, `-namespace`, `nvidia.com/selector`),
+/// container `main` with the service's image and GPU limit; KWOK runs the pods. The graph's
+/// status is the operator's (the `dgd-*.yaml` wording) with each service's counts read from its
+/// Deployment: `successful` once every one is fully ready, else `pending`.
+async fn play_dynamo_operator(client: kube::Client, namespace: String) {
+    loop {
+        if let Err(e) = reconcile_graphs(&client, &namespace).await {
+            eprintln!("played Dynamo operator: {e}");
+        }
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+}
+
+async fn reconcile_graphs(client: &kube::Client, namespace: &str) -> Result<(), kube::Error> {
+    use airunway_e2e::sandbox::simulate::{Stage, dgd_status};
+    use k8s_openapi::api::apps::v1::Deployment;
+
+    let graphs: Api<DynamicObject> = Api::namespaced_with(
+        client.clone(),
+        namespace,
+        &resource(
+            "nvidia.com",
+            "v1alpha1",
+            "DynamoGraphDeployment",
+            "dynamographdeployments",
+        ),
+    );
+    let deployments: Api<Deployment> = Api::namespaced(client.clone(), namespace);
+    for graph in graphs.list(&Default::default()).await?.items {
+        if graph.metadata.deletion_timestamp.is_some() {
+            continue;
+        }
+        let name = graph.name_any();
+        let value = serde_json::to_value(&graph).unwrap();
+        let owner = json!({"apiVersion": "nvidia.com/v1alpha1", "kind": "DynamoGraphDeployment",
+            "name": name, "uid": graph.metadata.uid.clone().unwrap(),
+            "controller": true, "blockOwnerDeletion": true});
+        let mut counts = serde_json::Map::new();
+        let mut all_ready = true;
+        for (service, spec) in value["spec"]["services"].as_object().into_iter().flatten() {
+            let component = format!("{name}-{}", service.to_lowercase());
+            let replicas = spec["replicas"].as_i64().unwrap_or(1);
+            let mut labels = json!({
+                "nvidia.com/dynamo-graph-deployment-name": name,
+                "nvidia.com/dynamo-component": service,
+                "nvidia.com/dynamo-component-type": spec["componentType"],
+                "nvidia.com/dynamo-namespace": spec["dynamoNamespace"],
+                "nvidia.com/selector": component,
+            });
+            if let Some(sub) = spec["subComponentType"].as_str() {
+                labels["nvidia.com/dynamo-sub-component-type"] = json!(sub);
+            }
+            let mut container = json!({"name": "main",
+                "image": spec["extraPodSpec"]["mainContainer"]["image"].as_str().unwrap_or("registry.invalid/dynamo:played")});
+            if let Some(gpu) = spec["resources"]["limits"]["gpu"].as_str() {
+                container["resources"] = json!({"limits": {"nvidia.com/gpu": gpu}});
+            }
+            let deployment = json!({
+                "apiVersion": "apps/v1", "kind": "Deployment",
+                "metadata": {"name": component, "ownerReferences": [owner], "labels": labels},
+                "spec": {"replicas": replicas,
+                         "selector": {"matchLabels": {"nvidia.com/selector": component}},
+                         "template": {"metadata": {"labels": labels}, "spec": {"containers": [container]}}},
+            });
+            deployments
+                .patch(
+                    &component,
+                    &PatchParams::apply("dynamo-operator").force(),
+                    &Patch::Apply(&deployment),
+                )
+                .await?;
+            let status = deployments
+                .get(&component)
+                .await?
+                .status
+                .unwrap_or_default();
+            let ready = i64::from(status.ready_replicas.unwrap_or(0));
+            all_ready &= ready == replicas && status.replicas.map(i64::from) == Some(replicas);
+            counts.insert(
+                service.clone(),
+                json!({"componentKind": "Deployment", "componentName": component, "componentNames": [component],
+                       "replicas": replicas, "updatedReplicas": status.updated_replicas.unwrap_or(0),
+                       "readyReplicas": ready, "availableReplicas": status.available_replicas.unwrap_or(0)}),
+            );
+        }
+        let stage = if all_ready {
+            Stage::Ready
+        } else {
+            Stage::Progressing
+        };
+        let mut status = dgd_status(&value, stage).unwrap();
+        status["services"] = Value::Object(counts);
+        if value["status"] == status {
+            continue;
+        }
+        let patch: json_patch::Patch =
+            serde_json::from_value(json!([{"op": "add", "path": "/status", "value": status}]))
+                .unwrap();
+        graphs
+            .patch_status(&name, &PatchParams::default(), &Patch::Json::<()>(patch))
+            .await?;
+    }
+    Ok(())
+}
+
+/// The pods of Deployment `component`, by the operator's per-component selector label (not the
+/// labels `status.selector` uses).
+fn pods_of_component(component: &str, pods: &[k8s_openapi::api::core::v1::Pod]) -> Vec<String> {
+    pods.iter()
+        .filter(|p| p.metadata.deletion_timestamp.is_none())
+        .filter(|p| p.labels().get("nvidia.com/selector").map(String::as_str) == Some(component))
+        .map(|p| p.name_any())
+        .collect()
+}
+
+/// Scaling on Dynamo, with the played Dynamo operator running the graph's components as
+/// Deployments whose pods KWOK runs: `status.selector` selects exactly the worker pods (not the
+/// frontend's) and `status.workload` lists the component Deployments with
+/// their roles. `kubectl scale --replicas=3` changes the worker service's replicas in place
+/// (same graph uid, same worker Deployment uid, 3 pods); at 3 workers of 8 GPUs only two fit
+/// the two simulated GPU nodes, so the graph serves with 3 of 4 replicas ready and `Degraded`
+/// turns True, then clears at 2. `--replicas=0` stops the workers (Dynamo runs a graph with no
+/// worker) and 1 brings one back.
+#[tokio::test]
+async fn kubectl_scale_changes_the_worker_replicas_in_place_and_degraded_follows() {
+    use airunway_e2e::scale::{kubectl_scale, wait_selector_selects};
+    use k8s_openapi::api::apps::v1::Deployment;
+    use k8s_openapi::api::core::v1::Pod;
+
+    let _lock = cluster_lock().await;
+    let env = TestEnv::new("dynamo-scale").await;
+    let stack = start(&env).await;
+    let player = tokio::spawn(play_dynamo_operator(
+        env.client.clone(),
+        env.namespace.clone(),
+    ));
+    let mds: Api<ModelDeployment> = Api::namespaced(env.client.clone(), &env.namespace);
+    let dgd = dgds(&env);
+    let deployments: Api<Deployment> = Api::namespaced(env.client.clone(), &env.namespace);
+    let spec = json!({"model": {"id": "Qwen/Qwen3-8B"}, "engine": {"type": "vllm"},
+               "resources": {"gpu": {"count": 8}}, "provider": {"name": "dynamo"}});
+    mds.create(&PostParams::default(), &deployment("chat", spec))
+        .await
+        .unwrap();
+    wait_for(&mds, "chat", Duration::from_secs(60), "Running", |md| {
+        md.phase() == Some(Phase::Running)
+    })
+    .await;
+    let worker = "chat-vllmworker";
+    let selector = wait_selector_selects(
+        &env,
+        "chat",
+        |all: &[Pod]| pods_of_component(worker, all),
+        WAIT,
+    )
+    .await;
+    assert_eq!(
+        selector,
+        "nvidia.com/dynamo-component-type=worker,nvidia.com/dynamo-graph-deployment-name=chat"
+    );
+    let md = mds.get("chat").await.unwrap();
+    let workload = md.status.as_ref().unwrap().workload.clone().unwrap();
+    let graph_uid = dgd.get("chat").await.unwrap().metadata.uid.unwrap();
+    assert_eq!(
+        workload.upstream.as_ref().unwrap().uid.as_deref(),
+        Some(graph_uid.as_str())
+    );
+    let listed: Vec<(String, Option<String>)> = workload
+        .workloads
+        .unwrap()
+        .into_iter()
+        .map(|w| (format!("{}/{}", w.kind, w.name), w.role))
+        .collect();
+    assert_eq!(
+        listed,
+        [
+            (
+                "Deployment/chat-frontend".to_string(),
+                Some("frontend".to_string())
+            ),
+            (
+                "Deployment/chat-vllmworker".to_string(),
+                Some("worker".to_string())
+            ),
+        ]
+    );
+    assert_eq!(workload.container.as_deref(), Some("main"));
+    assert_eq!(
+        md.condition(condition_types::DEGRADED)
+            .map(|c| c.status),
+        Some(ConditionStatus::False)
+    );
+    let worker_uid = deployments.get(worker).await.unwrap().metadata.uid;
+
+    // 3 workers of 8 GPUs on two 8-GPU nodes: in place, and one cannot run.
+    let started = std::time::Instant::now();
+    kubectl_scale(&env, "chat", 3).await;
+    let graph = wait_for(&dgd, "chat", WAIT, "worker replicas 3", |o| {
+        o.data["spec"]["services"]["VllmWorker"]["replicas"] == 3
+    })
+    .await;
+    assert_eq!(graph.metadata.uid.as_deref(), Some(graph_uid.as_str()));
+    assert_eq!(graph.data["spec"]["services"]["Frontend"]["replicas"], 1);
+    wait_selector_selects(
+        &env,
+        "chat",
+        |all: &[Pod]| {
+            let pods = pods_of_component(worker, all);
+            if pods.len() == 3 { pods } else { Vec::new() }
+        },
+        WAIT,
+    )
+    .await;
+    assert_eq!(
+        deployments.get(worker).await.unwrap().metadata.uid,
+        worker_uid
+    );
+    // Settled: two workers ready, the third unschedulable (no 8 GPUs left).
+    let md = wait_for(&mds, "chat", WAIT, "Degraded=True at 3 of 4", |md| {
+        md.condition(condition_types::DEGRADED).is_some_and(|c| {
+            c.status == ConditionStatus::True
+                && c.message.as_deref()
+                    == Some("3 of 4 replicas ready: serving at reduced capacity")
+        })
+    })
+    .await;
+    let degraded = md.condition(condition_types::DEGRADED).unwrap();
+    eprintln!(
+        "Degraded=True (3 of 4) {:.1}s after kubectl scale",
+        started.elapsed().as_secs_f64()
+    );
+    assert_eq!(degraded.reason.as_deref(), Some("ReplicasUnavailable"));
+    let replicas = md.status.as_ref().unwrap().replicas.clone().unwrap();
+    assert_eq!((replicas.desired, replicas.ready), (Some(4), Some(3)));
+
+    // 2: every replica ready again, Degraded clears and the graph is Running.
+    kubectl_scale(&env, "chat", 2).await;
+    let md = wait_for(
+        &mds,
+        "chat",
+        Duration::from_secs(60),
+        "Running, not Degraded",
+        |md| {
+            md.phase() == Some(Phase::Running)
+                && md
+                    .condition(condition_types::DEGRADED)
+                    .is_some_and(|c| c.status == ConditionStatus::False)
+        },
+    )
+    .await;
+    assert_eq!(
+        md.condition(condition_types::DEGRADED)
+            .unwrap()
+            .message
+            .as_deref(),
+        Some("3 of 3 replicas ready")
+    );
+
+    // 0: the workers stop (the frontend stays), then 1 brings one back.
+    kubectl_scale(&env, "chat", 0).await;
+    wait_for(&deployments, worker, WAIT, "0 replicas", |d| {
+        d.spec.as_ref().and_then(|s| s.replicas) == Some(0)
+            && d.status.as_ref().and_then(|s| s.replicas).unwrap_or(0) == 0
+    })
+    .await;
+    assert_eq!(
+        dgd.get("chat").await.unwrap().data["spec"]["services"]["VllmWorker"]["replicas"],
+        0
+    );
+    kubectl_scale(&env, "chat", 1).await;
+    wait_selector_selects(
+        &env,
+        "chat",
+        |all: &[Pod]| pods_of_component(worker, all),
+        WAIT,
+    )
+    .await;
+    assert_eq!(
+        deployments.get(worker).await.unwrap().metadata.uid,
+        worker_uid
+    );
+
+    mds.delete("chat", &DeleteParams::default()).await.unwrap();
+    wait_deleted(&mds, "chat", Duration::from_secs(60)).await;
+    player.abort();
+    stack.stop();
+}

@@ -27,6 +27,7 @@ use std::time::{Duration, Instant};
 use airunway_api::constants::{condition_types, reasons};
 use airunway_api::v1alpha1::{ConditionStatus, ModelDeployment, Phase};
 use airunway_e2e::sandbox::kaito;
+use airunway_e2e::scale::{go_program, kubectl_binary};
 use airunway_e2e::stack::{self, FAST_HEALTH};
 use airunway_e2e::wait::{wait_for, wait_for_condition};
 use airunway_e2e::{TestEnv, cluster_lock, paths};
@@ -103,24 +104,6 @@ fn argocd_health_binary() -> PathBuf {
     go_program("e2e/go/argocd-health/build.sh", "argocd-health")
 }
 
-/// Builds (or finds cached) one of the harness's Go programs with its `build.sh`.
-fn go_program(script: &str, name: &str) -> PathBuf {
-    let script = paths::workspace_root().join(script);
-    let started = Instant::now();
-    let output = Command::new(&script).output().unwrap();
-    assert!(
-        output.status.success(),
-        "{} failed: {}",
-        script.display(),
-        String::from_utf8_lossy(&output.stderr)
-    );
-    eprintln!(
-        "{name} binary ready in {:.1}s",
-        started.elapsed().as_secs_f64()
-    );
-    PathBuf::from(String::from_utf8(output.stdout).unwrap().trim())
-}
-
 /// Runs the Argo CD health check on each object as Argo CD runs it: (status, message).
 fn argocd_health(binary: &PathBuf, objects: &[Value]) -> Vec<(String, String)> {
     let script = argocd_health_script();
@@ -184,13 +167,6 @@ fn kstatus(binary: &PathBuf, objects: &[Value]) -> Vec<(String, String)> {
             )
         })
         .collect()
-}
-
-fn kubectl_binary() -> PathBuf {
-    if let Some(path) = std::env::var_os("AIRUNWAY_KUBECTL_BIN") {
-        return PathBuf::from(path);
-    }
-    go_program("e2e/go/kubectl/build.sh", "kubectl")
 }
 
 /// Starts `kubectl wait --for=condition=Ready md/<name> --timeout=<timeout>` against the test
@@ -549,6 +525,33 @@ async fn argo_cd_health_and_kstatus_for_every_phase() {
     );
     names.push("running-at-generation-2");
     objects.push(served(&env, "running").await);
+    // Running but Degraded (issue 34): the served object with the provider's Degraded=True as
+    // the SDK writes it when one of two replicas is not ready (the provider suites show the
+    // real transition; kstatus does not read Degraded, Argo CD does).
+    names.push("running-degraded");
+    let mut degraded = served(&env, "running").await;
+    degraded["status"]["conditions"]
+        .as_array_mut()
+        .unwrap()
+        .push(json!({"type": condition_types::DEGRADED, "status": "True",
+            "reason": reasons::REPLICAS_UNAVAILABLE,
+            "message": "1 of 2 replicas ready: serving at reduced capacity",
+            "lastTransitionTime": "2026-11-26T00:00:00Z", "observedGeneration": 2}));
+    objects.push(degraded);
+    // Running at zero replicas, as the SDK writes it (Ready=False ScaledToZero): as its spec
+    // asks, so Healthy.
+    names.push("scaled-to-zero");
+    let mut zero = served(&env, "running").await;
+    for condition in zero["status"]["conditions"].as_array_mut().unwrap() {
+        if condition["type"] == condition_types::READY {
+            condition["status"] = json!("False");
+            condition["reason"] = json!(reasons::SCALED_TO_ZERO);
+            condition["message"] = json!(
+                "Scaled to zero (spec.scaling.replicas is 0): no replica serves until it is scaled up"
+            );
+        }
+    }
+    objects.push(zero);
 
     let health = argocd_health(&argocd_health_bin, &objects);
     let computed = kstatus(&kstatus_bin, &objects);
@@ -562,6 +565,8 @@ async fn argo_cd_health_and_kstatus_for_every_phase() {
         ("paused-generation-2", "Suspended", "InProgress"),
         ("generation-2-not-acted-on", "Progressing", "InProgress"),
         ("running-at-generation-2", "Healthy", "Current"),
+        ("running-degraded", "Degraded", "Current"),
+        ("scaled-to-zero", "Healthy", "Current"),
     ];
     for (((name, argo, kstat), (health, health_message)), (status, message)) in
         expected.iter().zip(&health).zip(&computed)
@@ -607,6 +612,15 @@ async fn argo_cd_health_and_kstatus_for_every_phase() {
     assert_eq!(
         computed[4].1,
         "spec.engine.type: provider kaito does not support engine sglang"
+    );
+    assert_eq!(
+        health[9].1,
+        "ReplicasUnavailable: 1 of 2 replicas ready: serving at reduced capacity"
+    );
+    assert!(
+        health[10].1.starts_with("ScaledToZero: Scaled to zero"),
+        "{:?}",
+        health[10]
     );
 
     provider.process.terminate(Duration::from_secs(10));

@@ -644,15 +644,15 @@ async fn deletion_does_not_hang_when_the_kaito_crd_is_gone() {
     core.process.terminate(Duration::from_secs(10));
 }
 
-/// The KAITO simulator does what KAITO does with our Workspaces: a StatefulSet for a preset
-/// (every GPU of a node, on the GPU nodes the label selector picks) and a Deployment for a
-/// template (llama.cpp on CPU), each with its Service; kube-scheduler places their Pods, KWOK
+/// The KAITO simulator does what KAITO v0.10 does with our Workspaces: a StatefulSet for a
+/// preset (every GPU of a node, on the GPU nodes the label selector picks) and for a template
+/// (llama.cpp on CPU, from its pod template), each with its Service; kube-scheduler places their Pods, KWOK
 /// runs them, and the Workspace status follows their real readiness, so both deployments reach
 /// Running. The test writes no status.
 #[tokio::test]
 async fn kaito_workloads_run_on_simulated_nodes_and_the_deployments_reach_running() {
     use airunway_e2e::control_plane::workloads::{CPU_NODES, GPU_NODES};
-    use k8s_openapi::api::apps::v1::{Deployment, StatefulSet};
+    use k8s_openapi::api::apps::v1::StatefulSet;
     use k8s_openapi::api::core::v1::{Endpoints, Pod};
     use kube::api::ListParams;
 
@@ -721,11 +721,10 @@ async fn kaito_workloads_run_on_simulated_nodes_and_the_deployments_reach_runnin
         .unwrap();
     assert_eq!(limits["nvidia.com/gpu"].0, "8");
 
-    // The template: a Deployment from the Workspace's pod template, on a Linux node.
-    let deployments: Api<Deployment> = Api::namespaced(env.client.clone(), &env.namespace);
-    let deployment = deployments.get("gemma-cpu").await.unwrap();
-    assert_eq!(deployment.owner_references()[0].kind, "Workspace");
-    let container = &deployment
+    // The template: a StatefulSet from the Workspace's pod template, on a Linux node.
+    let template_sts = statefulsets.get("gemma-cpu").await.unwrap();
+    assert_eq!(template_sts.owner_references()[0].kind, "Workspace");
+    let container = &template_sts
         .spec
         .clone()
         .unwrap()
@@ -780,15 +779,15 @@ async fn kaito_workloads_run_on_simulated_nodes_and_the_deployments_reach_runnin
         wait_deleted(&ws, name, Duration::from_secs(60)).await;
     }
     wait_deleted(&statefulsets, "phi", Duration::from_secs(60)).await;
-    wait_deleted(&deployments, "gemma-cpu", Duration::from_secs(60)).await;
+    wait_deleted(&statefulsets, "gemma-cpu", Duration::from_secs(60)).await;
     simulator.abort();
     provider.process.terminate(Duration::from_secs(10));
     core.process.terminate(Duration::from_secs(10));
 }
 
 /// Stale upstream status (spec §13.4), with KAITO's status played by the test: the provider
-/// runs with `--stale-status-threshold=5s`. A Running deployment is scaled (the Workspace's
-/// `resource.count` changes, generation 2) while "KAITO" writes no status: `StaleStatus=True`
+/// runs with `--stale-status-threshold=5s`. A Running deployment's context length changes (the
+/// Workspace's pod template changes, generation 2) while "KAITO" writes no status: `StaleStatus=True`
 /// appears once the threshold passes (no other change wakes the reconcile: it looks again when
 /// the object would turn stale), naming the Workspace and since when (the provider's apply).
 /// Then "KAITO" reports on generation 2: `StaleStatus=False`, Running, and the deployment is
@@ -833,17 +832,24 @@ async fn stale_upstream_status_is_flagged_with_since_and_cleared_when_kaito_repo
         "never stale: no condition"
     );
 
-    // Scaled: the provider applies resource.count 2 (generation 2); "KAITO" stays silent.
+    // Changed: the provider applies the new template (generation 2); "KAITO" stays silent.
+    // (Not the replicas: KAITO keeps resource.count as created, see
+    // `kubectl_scale_is_held_naming_the_count_kaito_keeps`.)
     let scaled = std::time::Instant::now();
     mds.patch(
         "gemma",
         &PatchParams::default(),
-        &Patch::Merge(json!({"spec": {"scaling": {"replicas": 2}}})),
+        &Patch::Merge(json!({"spec": {"engine": {"contextLength": 4096}}})),
     )
     .await
     .unwrap();
-    let workspace = wait_for(&ws, "gemma", WAIT, "resource.count 2", |w| {
-        w.data["resource"]["count"] == 2
+    let workspace = wait_for(&ws, "gemma", WAIT, "--ctx-size 4096", |w| {
+        w.data["inference"]["template"]["spec"]["containers"][0]["args"]
+            .as_array()
+            .is_some_and(|a| {
+                a.iter()
+                    .any(|arg| arg.as_str().is_some_and(|t| t.contains("4096")))
+            })
     })
     .await;
     let generation = workspace.metadata.generation.unwrap();
@@ -867,7 +873,7 @@ async fn stale_upstream_status_is_flagged_with_since_and_cleared_when_kaito_repo
     .await;
     let flagged_after = scaled.elapsed();
     eprintln!(
-        "StaleStatus=True {:.1}s after the scale (threshold 5s)",
+        "StaleStatus=True {:.1}s after the change (threshold 5s)",
         flagged_after.as_secs_f64()
     );
     assert!(
@@ -906,7 +912,7 @@ async fn stale_upstream_status_is_flagged_with_since_and_cleared_when_kaito_repo
     assert_eq!(md.phase(), Some(Phase::Running));
     assert_eq!(
         md.status.as_ref().unwrap().replicas.as_ref().unwrap().ready,
-        Some(2)
+        Some(1)
     );
     // Quiet: nothing rewrites the deployment over a window longer than the threshold.
     let settled = wait_for(&mds, "gemma", WAIT, "settled", |md| {
@@ -924,6 +930,167 @@ async fn stale_upstream_status_is_flagged_with_since_and_cleared_when_kaito_repo
     mds.delete("gemma", &DeleteParams::default()).await.unwrap();
     wait_deleted(&mds, "gemma", WAIT).await;
     wait_deleted(&ws, "gemma", WAIT).await;
+    provider.process.terminate(Duration::from_secs(10));
+    core.process.terminate(Duration::from_secs(10));
+}
+
+/// The pods of StatefulSet `name`, found by owner (not by the labels the selector uses).
+fn pods_of_statefulset(name: &str, pods: &[k8s_openapi::api::core::v1::Pod]) -> Vec<String> {
+    pods.iter()
+        .filter(|p| p.metadata.deletion_timestamp.is_none())
+        .filter(|p| {
+            p.owner_references()
+                .iter()
+                .any(|o| o.kind == "StatefulSet" && o.name == name)
+        })
+        .map(|p| p.name_any())
+        .collect()
+}
+
+/// Scaling on KAITO, with the KAITO simulator: `status.selector` selects exactly the pod of the
+/// Workspace's StatefulSet (not the other deployment's) and `status.workload` names the
+/// Workspace, the StatefulSet, the container and port 5000. `kubectl scale --replicas=3`:
+/// KAITO keeps `resource.count` as created (its webhook refuses a change), so the provider
+/// holds the deployment with a condition naming KAITO and the count the Workspace keeps; the
+/// Workspace (same uid, count 1, same generation) and its StatefulSet are untouched and the
+/// spec keeps 3. `--replicas=0` is refused as KAITO's zero; back to 1, it runs again.
+#[tokio::test]
+async fn kubectl_scale_is_held_naming_the_count_kaito_keeps() {
+    use airunway_e2e::scale::{kubectl_scale, wait_selector_selects};
+    use k8s_openapi::api::apps::v1::StatefulSet;
+    use k8s_openapi::api::core::v1::Pod;
+
+    let _lock = cluster_lock().await;
+    let env = TestEnv::new("kaito-scale").await;
+    let (core, provider) = start(&env).await;
+    let simulator = tokio::spawn(kaito::run(env.client.clone(), Some(env.namespace.clone())));
+    let mds: Api<ModelDeployment> = Api::namespaced(env.client.clone(), &env.namespace);
+    let ws = workspaces(&env);
+    let statefulsets: Api<StatefulSet> = Api::namespaced(env.client.clone(), &env.namespace);
+    for name in ["gemma", "other"] {
+        mds.create(&PostParams::default(), &deployment(name, cpu_llamacpp()))
+            .await
+            .unwrap();
+    }
+    for name in ["gemma", "other"] {
+        wait_for(&mds, name, Duration::from_secs(60), "Running", |md| {
+            md.phase() == Some(Phase::Running)
+        })
+        .await;
+    }
+    let selector = wait_selector_selects(
+        &env,
+        "gemma",
+        |all: &[Pod]| pods_of_statefulset("gemma", all),
+        WAIT,
+    )
+    .await;
+    assert_eq!(selector, "kaito.sh/workspace=gemma");
+    let workspace = ws.get("gemma").await.unwrap();
+    let workspace_uid = workspace.metadata.uid.clone().unwrap();
+    let generation = workspace.metadata.generation;
+    let sts_uid = statefulsets.get("gemma").await.unwrap().metadata.uid;
+    let workload = mds
+        .get("gemma")
+        .await
+        .unwrap()
+        .status
+        .unwrap()
+        .workload
+        .unwrap();
+    let upstream = workload.upstream.unwrap();
+    assert_eq!(
+        (upstream.kind.as_str(), upstream.uid.as_deref()),
+        ("Workspace", Some(workspace_uid.as_str()))
+    );
+    let workloads = workload.workloads.unwrap();
+    assert_eq!(
+        (workloads[0].kind.as_str(), workloads[0].name.as_str()),
+        ("StatefulSet", "gemma")
+    );
+    assert_eq!(
+        (workload.container.as_deref(), workload.port),
+        (Some("model"), Some(5000))
+    );
+
+    // 3: held, naming KAITO and the count the Workspace keeps; nothing applied.
+    kubectl_scale(&env, "gemma", 3).await;
+    let (md, held) = wait_for_condition(
+        &mds,
+        "gemma",
+        WAIT,
+        condition_types::RESOURCE_CREATED,
+        ConditionStatus::False,
+    )
+    .await;
+    let message = held.message.clone().unwrap_or_default();
+    assert_eq!(held.reason.as_deref(), Some("IncompatibleConfiguration"));
+    assert!(
+        message.starts_with("KAITO cannot change the replicas of a Workspace in place")
+            && message.contains("Workspace gemma keeps 1; set scaling.replicas back to 1"),
+        "{message}"
+    );
+    assert_eq!(md.phase(), Some(Phase::Failed));
+    assert_eq!(md.spec.scaling.as_ref().unwrap().replicas, Some(3));
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let workspace = ws.get("gemma").await.unwrap();
+    assert_eq!(
+        workspace.metadata.uid.as_deref(),
+        Some(workspace_uid.as_str())
+    );
+    assert_eq!(workspace.data["resource"]["count"], 1);
+    assert_eq!(workspace.metadata.generation, generation);
+    let sts = statefulsets.get("gemma").await.unwrap();
+    assert_eq!(
+        (sts.metadata.uid, sts.spec.unwrap().replicas),
+        (sts_uid, Some(1))
+    );
+
+    // 0: KAITO's zero refusal.
+    kubectl_scale(&env, "gemma", 0).await;
+    let (_, refused) = wait_for_condition(
+        &mds,
+        "gemma",
+        WAIT,
+        condition_types::PROVIDER_COMPATIBLE,
+        ConditionStatus::False,
+    )
+    .await;
+    assert!(
+        refused
+            .message
+            .as_deref()
+            .is_some_and(|m| m.starts_with("KAITO cannot scale a Workspace to zero")),
+        "{refused:?}"
+    );
+    assert_eq!(ws.get("gemma").await.unwrap().data["resource"]["count"], 1);
+
+    // Back to 1: running again on the same Workspace.
+    kubectl_scale(&env, "gemma", 1).await;
+    wait_for(&mds, "gemma", WAIT, "Running", |md| {
+        md.phase() == Some(Phase::Running)
+    })
+    .await;
+    wait_selector_selects(
+        &env,
+        "gemma",
+        |all: &[Pod]| pods_of_statefulset("gemma", all),
+        WAIT,
+    )
+    .await;
+    assert_eq!(
+        ws.get("gemma").await.unwrap().metadata.uid.as_deref(),
+        Some(workspace_uid.as_str())
+    );
+
+    for name in ["gemma", "other"] {
+        mds.delete(name, &DeleteParams::default()).await.unwrap();
+    }
+    for name in ["gemma", "other"] {
+        wait_deleted(&mds, name, Duration::from_secs(60)).await;
+        wait_deleted(&ws, name, Duration::from_secs(60)).await;
+    }
+    simulator.abort();
     provider.process.terminate(Duration::from_secs(10));
     core.process.terminate(Duration::from_secs(10));
 }

@@ -286,6 +286,22 @@ async fn gpu_vllm_named_kuberay_lifecycle_with_the_real_rayservice_schema() {
             ready,
             "case {index}"
         );
+        // Degraded: only the ready cluster with a failed application (case 3), cleared after.
+        let degraded = md.condition(condition_types::DEGRADED).unwrap();
+        let expected = if index == 3 {
+            (ConditionStatus::True, "ApplicationUnhealthy")
+        } else {
+            (ConditionStatus::False, "NotDegraded")
+        };
+        assert_eq!(
+            (
+                degraded.status,
+                degraded.reason.as_deref().unwrap_or_default()
+            ),
+            expected,
+            "case {index}: {:?}",
+            degraded.message
+        );
         let replicas = status.replicas.unwrap();
         assert_eq!(
             (replicas.desired, replicas.ready),
@@ -890,6 +906,305 @@ async fn the_real_kuberay_operator_expands_our_rayservices_into_running_rayclust
         mds.delete(name, &DeleteParams::default()).await.unwrap();
     }
     for name in ["agg", "pd"] {
+        wait_deleted(&mds, name, Duration::from_secs(60)).await;
+        wait_deleted(&rs, name, Duration::from_secs(60)).await;
+    }
+    operator.process.terminate(Duration::from_secs(10));
+    provider.process.terminate(Duration::from_secs(10));
+    core.process.terminate(Duration::from_secs(10));
+}
+
+/// The pods of RayCluster `cluster` that run the model: owned by it and asking for GPUs (the
+/// worker groups; the head has none), found without the labels the selector uses.
+fn gpu_pods_of(cluster: &str, pods: &[k8s_openapi::api::core::v1::Pod]) -> Vec<String> {
+    pods.iter()
+        .filter(|p| {
+            p.owner_references()
+                .iter()
+                .any(|o| o.kind == "RayCluster" && o.name == cluster)
+        })
+        .filter(|p| {
+            p.metadata.deletion_timestamp.is_none()
+                && p.spec.as_ref().is_some_and(|s| {
+                    s.containers.iter().any(|c| {
+                        c.resources
+                            .as_ref()
+                            .and_then(|r| r.limits.as_ref())
+                            .is_some_and(|l| l.contains_key("nvidia.com/gpu"))
+                    })
+                })
+        })
+        .map(|p| p.name_any())
+        .collect()
+}
+
+/// `kubectl scale md/<name> --replicas=3` with the real KubeRay operator v1.3.0: the RayService
+/// is changed in place (same uid, worker group replicas 3) and, because KubeRay leaves a
+/// running cluster's worker replicas to Ray's autoscaler, the provider scales the RayCluster
+/// itself: the same RayCluster (same uid) gets 3 GPU worker pods, which KWOK runs, and
+/// `status.selector` selects exactly them (not the head, not another deployment's pods);
+/// `status.workload` names the RayService, its RayCluster, `ray-worker` and port 8000. Zero is
+/// refused with a condition naming KubeRay and the minimum, nothing changes and the spec keeps
+/// 0; back to 1, the cluster drops to one worker.
+#[tokio::test]
+async fn kubectl_scale_resizes_the_running_raycluster_in_place() {
+    use airunway_e2e::control_plane::operators::start_kuberay_operator;
+    use airunway_e2e::process::Lifetime;
+    use airunway_e2e::scale::{kubectl_scale, wait_selector_selects};
+    use k8s_openapi::api::core::v1::Pod;
+    use kube::api::ListParams;
+
+    let _lock = cluster_lock().await;
+    let env = TestEnv::new("kuberay-scale").await;
+    let ray_crds: Vec<_> = crd_files()
+        .unwrap()
+        .into_iter()
+        .filter(|f| f.to_string_lossy().contains("ray.io_"))
+        .collect();
+    install_crds(&env.client, &ray_crds).await.unwrap();
+    let (core, provider) = start(&env).await;
+    let log = env
+        .control_plane
+        .dir
+        .join("logs")
+        .join(format!("kuberay-operator-{}.log", env.namespace));
+    env.report_log("kuberay-operator", log.clone());
+    let kubeconfig = env.control_plane.kubeconfig.clone();
+    let namespace = env.namespace.clone();
+    let operator = tokio::task::spawn_blocking(move || {
+        start_kuberay_operator(
+            &kubeconfig,
+            &log,
+            Lifetime::WithTestProcess,
+            Some(&namespace),
+        )
+    })
+    .await
+    .unwrap()
+    .unwrap();
+
+    let mds: Api<ModelDeployment> = Api::namespaced(env.client.clone(), &env.namespace);
+    let rs = rayservices(&env);
+    let clusters: Api<DynamicObject> = Api::namespaced_with(
+        env.client.clone(),
+        &env.namespace,
+        &ApiResource {
+            group: "ray.io".into(),
+            version: "v1".into(),
+            api_version: "ray.io/v1".into(),
+            kind: "RayCluster".into(),
+            plural: "rayclusters".into(),
+        },
+    );
+    let pods: Api<Pod> = Api::namespaced(env.client.clone(), &env.namespace);
+    let spec = |name: &str| {
+        deployment(
+            name,
+            json!({"model": {"id": "Qwen/Qwen3-8B"}, "provider": {"name": "kuberay"},
+                   "engine": {"type": "vllm"}, "resources": {"gpu": {"count": 1}},
+                   "nodeSelector": {"nvidia.com/gpu.present": "true"}}),
+        )
+    };
+    // A second deployment beside it: its Ray pods must not be selected.
+    for name in ["scaled", "other"] {
+        mds.create(&PostParams::default(), &spec(name))
+            .await
+            .unwrap();
+    }
+    let mut cluster_names = Vec::new();
+    for name in ["scaled", "other"] {
+        let with_cluster = wait_for(&rs, name, Duration::from_secs(60), "a RayCluster", |o| {
+            o.data["status"]["pendingServiceStatus"]["rayClusterName"]
+                .as_str()
+                .is_some_and(|n| !n.is_empty())
+        })
+        .await;
+        let cluster = with_cluster.data["status"]["pendingServiceStatus"]["rayClusterName"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        wait_for(&clusters, &cluster, Duration::from_secs(90), "ready", |c| {
+            c.data["status"]["state"] == "ready"
+        })
+        .await;
+        cluster_names.push(cluster);
+    }
+    let cluster_name = cluster_names[0].clone();
+    let service_uid = rs.get("scaled").await.unwrap().metadata.uid.unwrap();
+    let cluster_uid = clusters
+        .get(&cluster_name)
+        .await
+        .unwrap()
+        .metadata
+        .uid
+        .unwrap();
+    let expected = |cluster: String| move |all: &[Pod]| gpu_pods_of(&cluster, all);
+    let selector = wait_selector_selects(
+        &env,
+        "scaled",
+        expected(cluster_name.clone()),
+        Duration::from_secs(30),
+    )
+    .await;
+    assert_eq!(
+        selector,
+        format!("ray.io/cluster={cluster_name},ray.io/node-type=worker")
+    );
+    let workload = mds
+        .get("scaled")
+        .await
+        .unwrap()
+        .status
+        .unwrap()
+        .workload
+        .unwrap();
+    let upstream = workload.upstream.unwrap();
+    assert_eq!(
+        (
+            upstream.kind.as_str(),
+            upstream.name.as_str(),
+            upstream.uid.as_deref()
+        ),
+        ("RayService", "scaled", Some(service_uid.as_str()))
+    );
+    let workloads = workload.workloads.unwrap();
+    assert_eq!(
+        (workloads[0].kind.as_str(), workloads[0].name.as_str()),
+        ("RayCluster", cluster_name.as_str())
+    );
+    assert_eq!(
+        (workload.container.as_deref(), workload.port),
+        (Some("ray-worker"), Some(8000))
+    );
+
+    // Scaled to 3 by the real kubectl through the scale subresource.
+    let started = std::time::Instant::now();
+    kubectl_scale(&env, "scaled", 3).await;
+    let ray_service = wait_for(&rs, "scaled", WAIT, "worker replicas 3", |o| {
+        o.data["spec"]["rayClusterConfig"]["workerGroupSpecs"][0]["replicas"] == 3
+    })
+    .await;
+    assert_eq!(
+        ray_service.metadata.uid.as_deref(),
+        Some(service_uid.as_str())
+    );
+    let cluster = wait_for(&clusters, &cluster_name, WAIT, "worker replicas 3", |c| {
+        c.data["spec"]["workerGroupSpecs"][0]["replicas"] == 3
+    })
+    .await;
+    assert_eq!(cluster.metadata.uid.as_deref(), Some(cluster_uid.as_str()));
+    // Written by the provider (KubeRay leaves a running cluster's replicas to Ray's autoscaler).
+    let managers: Vec<(String, String)> = cluster
+        .metadata
+        .managed_fields
+        .iter()
+        .flatten()
+        .map(|m| {
+            (
+                m.manager.clone().unwrap_or_default(),
+                m.operation.clone().unwrap_or_default(),
+            )
+        })
+        .collect();
+    assert!(
+        managers.contains(&("kuberay-provider".to_string(), "Update".to_string())),
+        "{managers:?}"
+    );
+    wait_selector_selects(
+        &env,
+        "scaled",
+        |all: &[Pod]| {
+            let serving = gpu_pods_of(&cluster_name, all);
+            if serving.len() == 3 {
+                serving
+            } else {
+                Vec::new()
+            }
+        },
+        Duration::from_secs(60),
+    )
+    .await;
+    let running = pods
+        .list(&ListParams::default().labels(&selector))
+        .await
+        .unwrap()
+        .items
+        .iter()
+        .filter(|p| p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running"))
+        .count();
+    eprintln!(
+        "3 GPU workers in the same RayCluster {:.1}s after kubectl scale ({running} Running)",
+        started.elapsed().as_secs_f64()
+    );
+    // The other deployment's cluster was not touched.
+    let other = clusters.get(&cluster_names[1]).await.unwrap();
+    assert_eq!(other.data["spec"]["workerGroupSpecs"][0]["replicas"], 1);
+
+    // Zero: refused with KubeRay's reason and minimum; the RayService and the cluster keep 3,
+    // the spec keeps 0.
+    kubectl_scale(&env, "scaled", 0).await;
+    let (md, refused) = wait_for_condition(
+        &mds,
+        "scaled",
+        WAIT,
+        condition_types::PROVIDER_COMPATIBLE,
+        ConditionStatus::False,
+    )
+    .await;
+    assert_eq!(
+        refused.message.as_deref(),
+        Some(airunway_provider_kuberay::compat::NO_ZERO)
+    );
+    assert_eq!(md.phase(), Some(Phase::Failed));
+    assert_eq!(md.spec.scaling.as_ref().unwrap().replicas, Some(0));
+    assert_eq!(
+        rs.get("scaled").await.unwrap().data["spec"]["rayClusterConfig"]["workerGroupSpecs"][0]["replicas"],
+        3
+    );
+    assert_eq!(
+        clusters.get(&cluster_name).await.unwrap().data["spec"]["workerGroupSpecs"][0]["replicas"],
+        3
+    );
+
+    // Back to 1: compatible again, the same cluster drops to one GPU worker.
+    kubectl_scale(&env, "scaled", 1).await;
+    wait_for_condition(
+        &mds,
+        "scaled",
+        WAIT,
+        condition_types::PROVIDER_COMPATIBLE,
+        ConditionStatus::True,
+    )
+    .await;
+    wait_selector_selects(
+        &env,
+        "scaled",
+        |all: &[Pod]| {
+            let serving = gpu_pods_of(&cluster_name, all);
+            if serving.len() == 1 {
+                serving
+            } else {
+                Vec::new()
+            }
+        },
+        Duration::from_secs(60),
+    )
+    .await;
+    assert_eq!(
+        clusters
+            .get(&cluster_name)
+            .await
+            .unwrap()
+            .metadata
+            .uid
+            .as_deref(),
+        Some(cluster_uid.as_str())
+    );
+
+    for name in ["scaled", "other"] {
+        mds.delete(name, &DeleteParams::default()).await.unwrap();
+    }
+    for name in ["scaled", "other"] {
         wait_deleted(&mds, name, Duration::from_secs(60)).await;
         wait_deleted(&rs, name, Duration::from_secs(60)).await;
     }

@@ -2,7 +2,8 @@
 //! the real core, on the harness's cluster: kube-scheduler places the vLLM Pods on KWOK's
 //! simulated GPU nodes, KWOK runs them, and the real deployment and replicaset controllers
 //! write the Deployment conditions the provider translates. No test writes a Deployment
-//! status.
+//! status; the scale test plays a kubelet whose readiness probe fails on one pod (that pod's
+//! `Ready` condition), which is all a node reports when a replica stops serving.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::time::Duration;
@@ -14,7 +15,7 @@ use airunway_e2e::stack::{self, FAST_HEALTH, Running};
 use airunway_e2e::wait::{eventually, wait_deleted, wait_for, wait_for_condition};
 use airunway_e2e::{TestEnv, cluster_lock};
 use k8s_openapi::api::apps::v1::Deployment;
-use k8s_openapi::api::core::v1::Service;
+use k8s_openapi::api::core::v1::{Pod, Service};
 use k8s_openapi::api::events::v1::Event;
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use serde_json::{Value, json};
@@ -748,6 +749,278 @@ async fn the_examples_run() {
         mds.delete(name, &DeleteParams::default()).await.unwrap();
         wait_deleted(&mds, name, WAIT).await;
     }
+    provider.process.terminate(Duration::from_secs(10));
+    core.process.terminate(Duration::from_secs(10));
+}
+
+/// The pods the Deployments named `owners` run, found through ownership (each pod's
+/// ReplicaSet is `<deployment>-<pod-template-hash>`), not through labels: what the selector
+/// must select, and nothing else.
+fn pods_run_by(pods: &[Pod], owners: &[&str]) -> Vec<String> {
+    pods.iter()
+        .filter(|pod| {
+            pod.metadata.owner_references.iter().flatten().any(|o| {
+                o.kind == "ReplicaSet"
+                    && o.name
+                        .rsplit_once('-')
+                        .is_some_and(|(deployment, _)| owners.contains(&deployment))
+            })
+        })
+        .filter_map(|pod| pod.metadata.name.clone())
+        .collect()
+}
+
+/// Plays the kubelet's readiness probe on pod `name`: its `Ready` and `ContainersReady`
+/// conditions (KWOK's pod-ready stage only acts on `Pending` pods, so the change stays until
+/// the next one).
+async fn set_pod_ready(pods: &Api<Pod>, name: &str, ready: bool) {
+    let status = if ready { "True" } else { "False" };
+    let reason = if ready { "" } else { "ReadinessProbeFailed" };
+    pods.patch_status(
+        name,
+        &PatchParams::default(),
+        &Patch::Strategic(json!({"status": {"conditions": [
+            {"type": "Ready", "status": status, "reason": reason},
+            {"type": "ContainersReady", "status": status, "reason": reason}]}})),
+    )
+    .await
+    .unwrap();
+}
+
+fn replica_counts(md: &ModelDeployment) -> (Option<i32>, Option<i32>) {
+    let r = md
+        .status
+        .as_ref()
+        .and_then(|s| s.replicas.clone())
+        .unwrap_or_default();
+    (r.desired, r.ready)
+}
+
+fn deployment_replicas(deployment: &Deployment) -> Option<i32> {
+    deployment.spec.as_ref().and_then(|s| s.replicas)
+}
+
+#[tokio::test]
+async fn kubectl_scale_scales_both_roles_in_place_by_their_ratio_to_zero_and_back() {
+    let _lock = cluster_lock().await;
+    let env = TestEnv::new("llmd-scale").await;
+    let (core, provider) = start(&env, "--heartbeat-interval=1s").await;
+    let mds: Api<ModelDeployment> = Api::namespaced(env.client.clone(), &env.namespace);
+    let deployments: Api<Deployment> = Api::namespaced(env.client.clone(), &env.namespace);
+    let pods: Api<Pod> = Api::namespaced(env.client.clone(), &env.namespace);
+    let started = std::time::Instant::now();
+    let name = "pd";
+    let roles = ["pd-decode", "pd-prefill"];
+    // Prefill:decode 1:2, so a unit of the scale subresource is three pods.
+    mds.create(
+        &PostParams::default(),
+        &deployment(
+            name,
+            json!({"model": {"id": "Qwen/Qwen3-0.6B"}, "engine": {"type": "vllm"},
+                   "serving": {"mode": "disaggregated"},
+                   "scaling": {"prefill": {"replicas": 1, "gpu": {"count": 1}},
+                               "decode": {"replicas": 2, "gpu": {"count": 1}}},
+                   "provider": {"name": "llmd"}}),
+        ),
+    )
+    .await
+    .unwrap();
+    // Another deployment in the namespace: its pods are never selected.
+    let mut other = aggregated_on_llmd();
+    other["resources"] = json!({"gpu": {"count": 1}});
+    mds.create(&PostParams::default(), &deployment("other", other))
+        .await
+        .unwrap();
+    let md = wait_for(&mds, name, WAIT, "Running with 3 ready", |md| {
+        md.phase() == Some(Phase::Running) && replica_counts(md) == (Some(3), Some(3))
+    })
+    .await;
+    wait_for(&mds, "other", WAIT, "Running", |md| {
+        md.phase() == Some(Phase::Running)
+    })
+    .await;
+    let mut uids = Vec::new();
+    for role in roles {
+        uids.push(deployments.get(role).await.unwrap().metadata.uid.unwrap());
+    }
+
+    // status.workload: the decode Deployment as upstream, both Deployments with their roles
+    // and uids, one selector for the pods of both, container and port.
+    let status = md.status.clone().unwrap();
+    let workload = status.workload.clone().unwrap();
+    let upstream = workload.upstream.clone().unwrap();
+    assert_eq!(
+        (
+            upstream.kind.as_str(),
+            upstream.name.as_str(),
+            upstream.uid.as_deref()
+        ),
+        ("Deployment", "pd-decode", Some(uids[0].as_str()))
+    );
+    let listed: Vec<(String, Option<String>, Option<String>)> = workload
+        .workloads
+        .clone()
+        .unwrap()
+        .into_iter()
+        .map(|w| (w.name, w.uid, w.role))
+        .collect();
+    assert_eq!(
+        listed,
+        [
+            (
+                "pd-decode".to_string(),
+                Some(uids[0].clone()),
+                Some("decode".to_string())
+            ),
+            (
+                "pd-prefill".to_string(),
+                Some(uids[1].clone()),
+                Some("prefill".to_string())
+            )
+        ]
+    );
+    assert_eq!(
+        (workload.container.as_deref(), workload.port),
+        (Some("vllm"), Some(8000))
+    );
+    assert_eq!(
+        status.selector.as_deref(),
+        Some("airunway.ai/deployment=pd")
+    );
+
+    // kubectl scale md/pd --replicas=3: three units, 3 prefill and 6 decode, the same
+    // Deployments; the selector selects exactly their 9 pods (not the other deployment's).
+    let output = airunway_e2e::scale::kubectl_scale(&env, name, 3).await;
+    eprintln!("kubectl: {output}");
+    for (role, (uid, want)) in roles.iter().zip(uids.iter().zip([6, 3])) {
+        let live = wait_for(&deployments, role, WAIT, &format!("{want} replicas"), |d| {
+            deployment_replicas(d) == Some(want)
+        })
+        .await;
+        assert_eq!(live.metadata.uid.as_ref(), Some(uid), "{role} in place");
+    }
+    let md = wait_for(&mds, name, WAIT, "Running with 9 ready", |md| {
+        md.phase() == Some(Phase::Running) && replica_counts(md) == (Some(9), Some(9))
+    })
+    .await;
+    let scaling = md.spec.scaling.clone().unwrap();
+    assert_eq!(
+        (
+            scaling.replicas,
+            scaling.prefill.and_then(|p| p.replicas),
+            scaling.decode.and_then(|d| d.replicas)
+        ),
+        (Some(3), Some(1), Some(2)),
+        "the ratio is kept; only scaling.replicas changed"
+    );
+    let selector = airunway_e2e::scale::wait_selector_selects(
+        &env,
+        name,
+        |all| pods_run_by(all, &roles),
+        WAIT,
+    )
+    .await;
+    let all = pods.list(&ListParams::default()).await.unwrap().items;
+    assert_eq!(pods_run_by(&all, &roles).len(), 9);
+    assert!(!pods_run_by(&all, &["other"]).is_empty());
+    eprintln!(
+        "scaled to 3 units in place, {selector} selects exactly the 9 pods ({:.1}s)",
+        started.elapsed().as_secs_f64()
+    );
+
+    // Back to one unit; a decode pod failing its readiness probe: Degraded, then cleared.
+    airunway_e2e::scale::kubectl_scale(&env, name, 1).await;
+    wait_for(&mds, name, WAIT, "Running with 3 ready", |md| {
+        md.phase() == Some(Phase::Running) && replica_counts(md) == (Some(3), Some(3))
+    })
+    .await;
+    let all = pods.list(&ListParams::default()).await.unwrap().items;
+    let victim = all
+        .iter()
+        .filter(|p| p.metadata.deletion_timestamp.is_none())
+        .filter_map(|p| p.metadata.name.clone())
+        .find(|p| pods_run_by(&all, &["pd-decode"]).contains(p))
+        .unwrap();
+    set_pod_ready(&pods, &victim, false).await;
+    let md = wait_for(&mds, name, WAIT, "Degraded", |md| {
+        md.condition(condition_types::DEGRADED).is_some_and(|c| {
+            c.status == ConditionStatus::True
+                && c.message.as_deref()
+                    == Some("2 of 3 replicas ready: serving at reduced capacity")
+        })
+    })
+    .await;
+    assert_eq!(
+        md.condition(condition_types::DEGRADED)
+            .and_then(|c| c.reason.as_deref()),
+        Some(reasons::REPLICAS_UNAVAILABLE)
+    );
+    eprintln!(
+        "2 of 3 ready: phase {:?}, Ready {:?}",
+        md.phase(),
+        md.condition(condition_types::READY).map(|c| c.status)
+    );
+    set_pod_ready(&pods, &victim, true).await;
+    wait_for(&mds, name, WAIT, "Degraded cleared", |md| {
+        md.condition(condition_types::DEGRADED).is_some_and(|c| {
+            c.status == ConditionStatus::False
+                && c.message.as_deref() == Some("3 of 3 replicas ready")
+        }) && md.phase() == Some(Phase::Running)
+    })
+    .await;
+
+    // Zero stops both roles, in place; Running but not Ready, the selector kept.
+    airunway_e2e::scale::kubectl_scale(&env, name, 0).await;
+    for (role, uid) in roles.iter().zip(&uids) {
+        let live = wait_for(&deployments, role, WAIT, "0 replicas", |d| {
+            deployment_replicas(d) == Some(0)
+        })
+        .await;
+        assert_eq!(live.metadata.uid.as_ref(), Some(uid), "{role} in place");
+    }
+    eventually("no pod of either role left", WAIT, || async {
+        let all = pods.list(&ListParams::default()).await.unwrap().items;
+        let left = pods_run_by(&all, &roles);
+        if left.is_empty() {
+            Ok(())
+        } else {
+            Err(format!("{left:?}"))
+        }
+    })
+    .await;
+    let md = wait_for(&mds, name, WAIT, "scaled to zero", |md| {
+        replica_counts(md) == (Some(0), Some(0))
+            && md
+                .condition(condition_types::READY)
+                .is_some_and(|c| c.reason.as_deref() == Some(reasons::SCALED_TO_ZERO))
+    })
+    .await;
+    assert_eq!(md.phase(), Some(Phase::Running));
+    assert_eq!(
+        md.condition(condition_types::READY).map(|c| c.status),
+        Some(ConditionStatus::False)
+    );
+    assert_eq!(
+        md.status.as_ref().and_then(|s| s.selector.as_deref()),
+        Some("airunway.ai/deployment=pd")
+    );
+
+    // And back: one unit, the same Deployments, Ready.
+    airunway_e2e::scale::kubectl_scale(&env, name, 1).await;
+    wait_for(&mds, name, WAIT, "Running and Ready with 3", |md| {
+        replica_counts(md) == (Some(3), Some(3))
+            && md.condition(condition_types::READY).map(|c| c.status) == Some(ConditionStatus::True)
+    })
+    .await;
+    for (role, uid) in roles.iter().zip(&uids) {
+        assert_eq!(
+            deployments.get(role).await.unwrap().metadata.uid.as_ref(),
+            Some(uid)
+        );
+    }
+    airunway_e2e::scale::wait_selector_selects(&env, name, |all| pods_run_by(all, &roles), WAIT)
+        .await;
+    eprintln!("scale test done in {:.1}s", started.elapsed().as_secs_f64());
     provider.process.terminate(Duration::from_secs(10));
     core.process.terminate(Duration::from_secs(10));
 }

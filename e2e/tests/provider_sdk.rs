@@ -265,6 +265,45 @@ async fn lifecycle_drift_recreate_and_deletion() {
     env.wait_for_event("ResourceCreated", |n| n == "Created ConfigMap 'chat'")
         .await;
 
+    // status.workload as a third-party provider fills it: the ConfigMap as the upstream object
+    // (with its uid); a ConfigMap runs no pods, so no workloads, no pod selector and no
+    // status.selector.
+    let workload = status.workload.clone().unwrap();
+    let upstream = workload.upstream.clone().unwrap();
+    assert_eq!(
+        (
+            upstream.api_version.as_str(),
+            upstream.kind.as_str(),
+            upstream.name.as_str(),
+            upstream.uid.as_deref()
+        ),
+        ("v1", "ConfigMap", "chat", cm.uid().as_deref())
+    );
+    assert_eq!(
+        (
+            workload.workloads.as_ref(),
+            workload.pod_selector.as_ref(),
+            workload.container.as_ref(),
+            workload.port
+        ),
+        (None, None, None, None)
+    );
+    assert_eq!(status.selector, None);
+    // Degraded, written by the SDK from the replica counts.
+    let degraded = md.condition(condition_types::DEGRADED).unwrap();
+    assert_eq!(
+        (
+            degraded.status,
+            degraded.reason.as_deref(),
+            degraded.message.as_deref()
+        ),
+        (
+            ConditionStatus::False,
+            Some(reasons::NOT_DEGRADED),
+            Some("1 of 1 replicas ready")
+        )
+    );
+
     // managedFields: the provider owns exactly its status fields, the core exactly its own.
     let owned = |manager: &str| -> BTreeSet<String> {
         md.metadata
@@ -298,6 +337,7 @@ async fn lifecycle_drift_recreate_and_deletion() {
     assert_eq!(
         provider_owned,
         BTreeSet::from([
+            "f:conditions/k:{\"type\":\"Degraded\"}".to_string(),
             "f:conditions/k:{\"type\":\"ProviderCompatible\"}".to_string(),
             "f:conditions/k:{\"type\":\"Ready\"}".to_string(),
             "f:conditions/k:{\"type\":\"Reconciling\"}".to_string(),
@@ -310,6 +350,7 @@ async fn lifecycle_drift_recreate_and_deletion() {
             "f:provider/f:resourceKind".to_string(),
             "f:provider/f:resourceName".to_string(),
             "f:replicas".to_string(),
+            "f:workload".to_string(),
         ])
     );
     // The core owns its own fields, plus at most a share of what goes with the phase (the
@@ -367,15 +408,11 @@ async fn lifecycle_drift_recreate_and_deletion() {
     })
     .await;
 
-    // A config field changes in place (same object), an identity field recreates it.
+    // A config field changes in place (same object): here `kubectl scale` through the
+    // ModelDeployment's scale subresource, which a third-party provider gets with the CRD; an
+    // identity field recreates the object.
     let uid = cms.get("chat").await.unwrap().uid().unwrap();
-    mds.patch(
-        "chat",
-        &PatchParams::default(),
-        &Patch::Merge(json!({"spec": {"scaling": {"replicas": 3}}})),
-    )
-    .await
-    .unwrap();
+    airunway_e2e::scale::kubectl_scale(&env, "chat", 3).await;
     let cm = wait_for(&cms, "chat", WAIT, "replicas 3", |cm| {
         cm.data.as_ref().unwrap()["replicas"] == "3"
     })
@@ -393,9 +430,24 @@ async fn lifecycle_drift_recreate_and_deletion() {
     })
     .await;
     assert_ne!(cm.uid().unwrap(), uid, "an identity change must recreate");
-    wait_for(&mds, "chat", WAIT, "Running again", |md| {
-        md.phase() == Some(Phase::Running)
-    })
+    let recreated = cm.uid();
+    // Running again, and status.workload names the new ConfigMap.
+    wait_for(
+        &mds,
+        "chat",
+        WAIT,
+        "Running again on the new ConfigMap",
+        |md| {
+            md.phase() == Some(Phase::Running)
+                && md
+                    .status
+                    .as_ref()
+                    .and_then(|s| s.workload.as_ref())
+                    .and_then(|w| w.upstream.as_ref())
+                    .and_then(|u| u.uid.clone())
+                    == recreated
+        },
+    )
     .await;
 
     // Deletion removes the ConfigMap and releases the deployment.

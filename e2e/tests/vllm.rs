@@ -2,20 +2,21 @@
 //! the real core, on the harness's cluster: kube-scheduler places the vLLM Pods on KWOK's
 //! simulated GPU nodes, KWOK runs them, and the real deployment and replicaset controllers
 //! write the Deployment conditions the provider translates. No test writes a Deployment
-//! status.
+//! status; the scale test plays a kubelet whose readiness probe fails on one pod (that pod's
+//! `Ready` condition), which is all a node reports when a replica stops serving.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::time::{Duration, Instant};
 
 use airunway_api::apply_body;
-use airunway_api::constants::{condition_types, labels};
+use airunway_api::constants::{condition_types, labels, reasons};
 use airunway_api::v1alpha1::{ConditionStatus, InferenceProviderConfig, ModelDeployment, Phase};
 use airunway_e2e::registry::LocalRegistry;
 use airunway_e2e::stack::{self, FAST_HEALTH, Running};
-use airunway_e2e::wait::{wait_deleted, wait_for, wait_for_condition};
+use airunway_e2e::wait::{eventually, wait_deleted, wait_for, wait_for_condition};
 use airunway_e2e::{TestEnv, cluster_lock};
 use k8s_openapi::api::apps::v1::Deployment;
-use k8s_openapi::api::core::v1::Service;
+use k8s_openapi::api::core::v1::{Pod, Service};
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use serde_json::{Value, json};
 
@@ -771,6 +772,307 @@ async fn default_image_failure_holds_then_recovers() {
         .await
         .unwrap();
     wait_deleted(&mds, "default", WAIT).await;
+    provider.process.terminate(Duration::from_secs(10));
+    core.process.terminate(Duration::from_secs(10));
+}
+
+/// The pods the Deployments named `owners` run, found through ownership (each pod's
+/// ReplicaSet is `<deployment>-<pod-template-hash>`), not through labels: what the selector
+/// must select, and nothing else.
+fn pods_run_by(pods: &[Pod], owners: &[&str]) -> Vec<String> {
+    pods.iter()
+        .filter(|pod| {
+            pod.metadata.owner_references.iter().flatten().any(|o| {
+                o.kind == "ReplicaSet"
+                    && o.name
+                        .rsplit_once('-')
+                        .is_some_and(|(deployment, _)| owners.contains(&deployment))
+            })
+        })
+        .filter_map(|pod| pod.metadata.name.clone())
+        .collect()
+}
+
+/// Plays the kubelet's readiness probe on pod `name`: its `Ready` and `ContainersReady`
+/// conditions (KWOK's pod-ready stage only acts on `Pending` pods, so the change stays until
+/// the next one).
+async fn set_pod_ready(pods: &Api<Pod>, name: &str, ready: bool) {
+    let status = if ready { "True" } else { "False" };
+    let reason = if ready { "" } else { "ReadinessProbeFailed" };
+    pods.patch_status(
+        name,
+        &PatchParams::default(),
+        &Patch::Strategic(json!({"status": {"conditions": [
+            {"type": "Ready", "status": status, "reason": reason},
+            {"type": "ContainersReady", "status": status, "reason": reason}]}})),
+    )
+    .await
+    .unwrap();
+}
+
+fn condition_of(md: &ModelDeployment, type_: &str) -> (ConditionStatus, String, String) {
+    let condition = md.condition(type_).unwrap_or_else(|| panic!("no {type_}"));
+    (
+        condition.status,
+        condition.reason.clone().unwrap_or_default(),
+        condition.message.clone().unwrap_or_default(),
+    )
+}
+
+/// Waits until deployment `name` is `Degraded` `status` with `message`; returns it.
+async fn wait_degraded(
+    mds: &Api<ModelDeployment>,
+    name: &str,
+    status: ConditionStatus,
+    message: &str,
+) -> ModelDeployment {
+    wait_for(
+        mds,
+        name,
+        WAIT,
+        &format!("Degraded {status:?}: {message}"),
+        |md| {
+            md.condition(condition_types::DEGRADED)
+                .is_some_and(|c| c.status == status && c.message.as_deref() == Some(message))
+        },
+    )
+    .await
+}
+
+#[tokio::test]
+async fn kubectl_scale_in_place_workload_selector_zero_and_degraded() {
+    let _lock = cluster_lock().await;
+    let env = TestEnv::new("vllm-scale").await;
+    let (core, provider) = start(&env).await;
+    let mds: Api<ModelDeployment> = Api::namespaced(env.client.clone(), &env.namespace);
+    let deployments: Api<Deployment> = Api::namespaced(env.client.clone(), &env.namespace);
+    let pods: Api<Pod> = Api::namespaced(env.client.clone(), &env.namespace);
+    let name = "scaled";
+    let mut spec = on_vllm(&unreachable_image());
+    spec["resources"] = json!({"gpu": {"count": 1}, "memory": "8Gi"});
+    let started = Instant::now();
+    mds.create(&PostParams::default(), &deployment(name, spec))
+        .await
+        .unwrap();
+    let md = wait_for(&mds, name, WAIT, "Running with 1 ready", |md| {
+        md.phase() == Some(Phase::Running) && replicas(md) == (Some(1), Some(1))
+    })
+    .await;
+    let uid = deployments.get(name).await.unwrap().metadata.uid.unwrap();
+
+    // status.workload: the Deployment (upstream and workload, with its uid), its selector,
+    // the serving container and port; status.selector in string form.
+    let status = md.status.clone().unwrap();
+    let workload = status.workload.clone().unwrap();
+    let upstream = workload.upstream.clone().unwrap();
+    assert_eq!(
+        (
+            upstream.api_version.as_str(),
+            upstream.kind.as_str(),
+            upstream.name.as_str(),
+            upstream.uid.as_deref()
+        ),
+        ("apps/v1", "Deployment", name, Some(uid.as_str()))
+    );
+    let workloads = workload.workloads.clone().unwrap();
+    assert_eq!(workloads.len(), 1, "{workloads:?}");
+    assert_eq!(
+        (
+            workloads[0].name.as_str(),
+            workloads[0].uid.as_deref(),
+            workloads[0].role.as_deref()
+        ),
+        (name, Some(uid.as_str()), Some("aggregated"))
+    );
+    assert_eq!(
+        (workload.container.as_deref(), workload.port),
+        (Some("vllm"), Some(8000))
+    );
+    assert_eq!(
+        status.selector.as_deref(),
+        Some("airunway.ai/deployment=scaled,app=scaled")
+    );
+    assert_eq!(
+        condition_of(&md, condition_types::DEGRADED),
+        (
+            ConditionStatus::False,
+            "NotDegraded".into(),
+            "1 of 1 replicas ready".into()
+        )
+    );
+
+    // A pod that carries some of the labels but is not served by the deployment: never
+    // selected.
+    let decoy: Pod = serde_json::from_value(json!({"apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": "decoy", "labels": {"app": name, labels::MODEL_DEPLOYMENT: name}},
+        "spec": {"containers": [{"name": "c", "image": "registry.example/decoy:1"}]}}))
+    .unwrap();
+    pods.create(&PostParams::default(), &decoy).await.unwrap();
+
+    // kubectl scale through the scale subresource: the same Deployment (uid) at 3 replicas,
+    // and the selector selects exactly its 3 pods.
+    let output = airunway_e2e::scale::kubectl_scale(&env, name, 3).await;
+    eprintln!("kubectl: {output}");
+    let live = wait_for(&deployments, name, WAIT, "3 replicas", |d| {
+        d.spec.as_ref().and_then(|s| s.replicas) == Some(3)
+    })
+    .await;
+    assert_eq!(live.metadata.uid.as_deref(), Some(uid.as_str()), "in place");
+    wait_for(&mds, name, WAIT, "Running with 3 ready", |md| {
+        md.phase() == Some(Phase::Running) && replicas(md) == (Some(3), Some(3))
+    })
+    .await;
+    let selector = airunway_e2e::scale::wait_selector_selects(
+        &env,
+        name,
+        |all| pods_run_by(all, &[name]),
+        WAIT,
+    )
+    .await;
+    let serving = pods_run_by(
+        &pods.list(&ListParams::default()).await.unwrap().items,
+        &[name],
+    );
+    assert_eq!(serving.len(), 3, "{serving:?}");
+    eprintln!(
+        "scaled to 3 in place, {selector} selects exactly {serving:?} ({:.1}s)",
+        started.elapsed().as_secs_f64()
+    );
+
+    // Four replicas, one failing its readiness probe: the Deployment stays Available
+    // (maxUnavailable 1 of 4), so the phase is Running and Ready True, and Degraded says it
+    // serves at reduced capacity; it clears when the pod is ready again.
+    airunway_e2e::scale::kubectl_scale(&env, name, 4).await;
+    wait_for(&mds, name, WAIT, "Running with 4 ready", |md| {
+        md.phase() == Some(Phase::Running) && replicas(md) == (Some(4), Some(4))
+    })
+    .await;
+    let all = pods.list(&ListParams::default()).await.unwrap().items;
+    let victim = pods_run_by(&all, &[name]).into_iter().next().unwrap();
+    set_pod_ready(&pods, &victim, false).await;
+    let md = wait_degraded(
+        &mds,
+        name,
+        ConditionStatus::True,
+        "3 of 4 replicas ready: serving at reduced capacity",
+    )
+    .await;
+    assert_eq!(
+        condition_of(&md, condition_types::DEGRADED).1,
+        "ReplicasUnavailable"
+    );
+    assert_eq!(md.phase(), Some(Phase::Running));
+    assert_eq!(
+        md.condition(condition_types::READY).map(|c| c.status),
+        Some(ConditionStatus::True)
+    );
+    set_pod_ready(&pods, &victim, true).await;
+    wait_degraded(&mds, name, ConditionStatus::False, "4 of 4 replicas ready").await;
+
+    // Two replicas, one not ready: below the controller's minimum availability (the Go mapping
+    // would say Deploying and take the gateway route away), here still Running and Ready — it
+    // serves — with Degraded=True; cleared once it is ready.
+    airunway_e2e::scale::kubectl_scale(&env, name, 2).await;
+    wait_for(&mds, name, WAIT, "Running with 2 ready", |md| {
+        md.phase() == Some(Phase::Running) && replicas(md) == (Some(2), Some(2))
+    })
+    .await;
+    let all = pods.list(&ListParams::default()).await.unwrap().items;
+    let victim = pods_run_by(&all, &[name])
+        .into_iter()
+        .find(|pod| {
+            all.iter().any(|p| {
+                p.metadata.name.as_deref() == Some(pod.as_str())
+                    && p.metadata.deletion_timestamp.is_none()
+            })
+        })
+        .unwrap();
+    set_pod_ready(&pods, &victim, false).await;
+    let md = wait_degraded(
+        &mds,
+        name,
+        ConditionStatus::True,
+        "1 of 2 replicas ready: serving at reduced capacity",
+    )
+    .await;
+    eprintln!(
+        "1 of 2 ready: phase {:?}, Ready {:?}",
+        md.phase(),
+        md.condition(condition_types::READY).map(|c| c.status)
+    );
+    let md = wait_for(&mds, name, WAIT, "Running and Ready at 1 of 2", |md| {
+        md.phase() == Some(Phase::Running)
+            && md.condition(condition_types::READY).is_some_and(|c| {
+                c.status == ConditionStatus::True
+                    && c.message.as_deref() == Some("Serving: 1 of 2 replicas ready (see Degraded)")
+            })
+    })
+    .await;
+    assert_eq!(
+        md.status.as_ref().and_then(|s| s.message.as_deref()),
+        Some("1 of 2 replicas available")
+    );
+    set_pod_ready(&pods, &victim, true).await;
+    wait_degraded(&mds, name, ConditionStatus::False, "2 of 2 replicas ready").await;
+
+    // Zero: the same Deployment at 0, no pod left; the deployment is Running (settled) but
+    // not Ready, and keeps its selector for an autoscaler to scale it up again.
+    airunway_e2e::scale::kubectl_scale(&env, name, 0).await;
+    let live = wait_for(&deployments, name, WAIT, "0 replicas", |d| {
+        d.spec.as_ref().and_then(|s| s.replicas) == Some(0)
+    })
+    .await;
+    assert_eq!(live.metadata.uid.as_deref(), Some(uid.as_str()), "in place");
+    eventually("no pod of the Deployment left", WAIT, || async {
+        let all = pods.list(&ListParams::default()).await.unwrap().items;
+        let left = pods_run_by(&all, &[name]);
+        if left.is_empty() {
+            Ok(())
+        } else {
+            Err(format!("{left:?}"))
+        }
+    })
+    .await;
+    let md = wait_for(&mds, name, WAIT, "scaled to zero", |md| {
+        replicas(md) == (Some(0), Some(0))
+            && md
+                .condition(condition_types::READY)
+                .is_some_and(|c| c.reason.as_deref() == Some(reasons::SCALED_TO_ZERO))
+    })
+    .await;
+    assert_eq!(md.phase(), Some(Phase::Running));
+    assert_eq!(
+        condition_of(&md, condition_types::READY),
+        (
+            ConditionStatus::False,
+            reasons::SCALED_TO_ZERO.into(),
+            airunway_api::provider::vllm_kit::status::SCALED_TO_ZERO.into()
+        )
+    );
+    assert_eq!(
+        condition_of(&md, condition_types::DEGRADED).0,
+        ConditionStatus::False
+    );
+    assert_eq!(
+        md.status.as_ref().and_then(|s| s.selector.as_deref()),
+        Some("airunway.ai/deployment=scaled,app=scaled")
+    );
+
+    // And back to one: the same Deployment serves again.
+    airunway_e2e::scale::kubectl_scale(&env, name, 1).await;
+    let md = wait_for(&mds, name, WAIT, "Running and Ready with 1", |md| {
+        replicas(md) == (Some(1), Some(1))
+            && md.condition(condition_types::READY).map(|c| c.status) == Some(ConditionStatus::True)
+    })
+    .await;
+    assert_eq!(md.spec.scaling.as_ref().and_then(|s| s.replicas), Some(1));
+    assert_eq!(
+        deployments.get(name).await.unwrap().metadata.uid.as_deref(),
+        Some(uid.as_str())
+    );
+    airunway_e2e::scale::wait_selector_selects(&env, name, |all| pods_run_by(all, &[name]), WAIT)
+        .await;
+    eprintln!("scale test done in {:.1}s", started.elapsed().as_secs_f64());
     provider.process.terminate(Duration::from_secs(10));
     core.process.terminate(Duration::from_secs(10));
 }

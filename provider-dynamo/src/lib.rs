@@ -9,16 +9,18 @@ pub mod compat;
 pub mod render;
 pub mod schema;
 pub mod status;
+pub mod workload;
 
 use airunway_api::kube::core::DynamicObject;
 use airunway_api::provider::{
-    Incompatible, Provider, RenderError, Rendered, TranslatedStatus, UpstreamKind, UpstreamSchema,
-    primary,
+    Degradation, Incompatible, Provider, RenderError, Rendered, TranslatedStatus, UpstreamKind,
+    UpstreamSchema, primary,
 };
 use airunway_api::provider::{OverrideSchema, SchemaAdapter};
 use airunway_api::v1alpha1::{
     EngineCapability, EngineCapabilityEntry, EngineType, GatewayCapability,
     InferenceProviderConfigSpec, ModelDeployment, ProviderCapabilities, SelectionRule, ServingMode,
+    WorkloadStatus,
 };
 
 /// The provider name (and InferenceProviderConfig name).
@@ -128,6 +130,24 @@ impl Provider for DynamoProvider {
         upstream: &[Option<&DynamicObject>],
     ) -> TranslatedStatus {
         status::translate(deployment, primary(upstream))
+    }
+
+    /// The graph's component workloads and its worker pods ([`workload`]).
+    fn workload(
+        &self,
+        deployment: &ModelDeployment,
+        upstream: &[Option<&DynamicObject>],
+    ) -> Option<WorkloadStatus> {
+        workload::workload(deployment, primary(upstream))
+    }
+
+    /// A worker service down while the graph serves ([`workload::degradation`]).
+    fn degradation(
+        &self,
+        _deployment: &ModelDeployment,
+        upstream: &[Option<&DynamicObject>],
+    ) -> Option<Degradation> {
+        workload::degradation(primary(upstream))
     }
 }
 

@@ -11,7 +11,9 @@
 //! - aggregated: one worker (`VllmWorker`, `SglangWorker` or `TrtllmWorker`) with
 //!   `scaling.replicas` (0 honoured), GPU/memory limits and CPU request from `resources`.
 //! - disaggregated: `<Engine>PrefillWorker` and `<Engine>DecodeWorker`
-//!   (`subComponentType: prefill|decode`), each with its own replicas, GPUs and memory. Dynamo
+//!   (`subComponentType: prefill|decode`), each with its own GPUs and memory and
+//!   `scaling.<role>.replicas` × `scaling.replicas` replicas (the scale subresource scales the
+//!   graph in units of its prefill:decode ratio; 0 stops both). Dynamo
 //!   1.0 replaced the `--is-prefill-worker`/`--is-decode-worker` flags shown in the design doc
 //!   with `--disaggregation-mode prefill|decode` (ai-dynamo/dynamo#6483); the vLLM prefill worker
 //!   also takes the NIXL `--kv-transfer-config`; SGLang workers take
@@ -639,10 +641,13 @@ pub fn render(md: &ModelDeployment, schema: &UpstreamSchema) -> Result<Rendered,
         }
         ServingMode::Disaggregated => {
             let scaling = spec.scaling.clone().unwrap_or_default();
+            // Each role's replicas times `scaling.replicas`: the scale subresource scales the
+            // graph in units of its prefill:decode ratio (0 stops both).
             let role = |c: Option<ComponentScaling>| {
+                let replicas = spec.role_replicas(c.as_ref());
                 let c = c.unwrap_or_default();
                 (
-                    c.replicas.unwrap_or(1),
+                    replicas,
                     c.gpu.as_ref().and_then(|g| g.count).unwrap_or(0),
                     c.memory.clone(),
                 )

@@ -921,3 +921,102 @@ fn storage_volumes_mounted_on_every_worker() {
     assert_eq!(none["spec"]["pvcs"], Value::Null);
     assert_eq!(worker(none, "VllmWorker")["volumeMounts"], Value::Null);
 }
+
+/// The scale subresource writes `scaling.replicas`: the aggregated worker takes it (0 too), a
+/// disaggregated graph scales in units of its prefill:decode ratio, the frontend stays.
+#[test]
+fn scaling_replicas_scales_the_workers_in_units_of_the_ratio() {
+    let disaggregated = |replicas: i32| {
+        md(
+            json!({"model": {"id": "a/b"}, "engine": {"type": "vllm"}, "serving": {"mode": "disaggregated"},
+            "scaling": {"replicas": replicas,
+                        "prefill": {"replicas": 1, "gpu": {"count": 1}},
+                        "decode": {"replicas": 2, "gpu": {"count": 1}}}}),
+        )
+    };
+    for (units, prefill, decode) in [(1, 1, 2), (3, 3, 6), (0, 0, 0)] {
+        let rendered = DynamoProvider
+            .render(&disaggregated(units), &schema())
+            .unwrap()
+            .objects
+            .remove(0);
+        assert_eq!(
+            (
+                worker(&rendered, "VllmPrefillWorker")["replicas"].clone(),
+                worker(&rendered, "VllmDecodeWorker")["replicas"].clone(),
+                worker(&rendered, "Frontend")["replicas"].clone(),
+            ),
+            (json!(prefill), json!(decode), json!(1)),
+            "scaling.replicas {units}"
+        );
+    }
+    for replicas in [0, 3] {
+        let rendered = DynamoProvider
+            .render(
+                &md(json!({"model": {"id": "a/b"}, "engine": {"type": "vllm"},
+                    "resources": {"gpu": {"count": 1}}, "scaling": {"replicas": replicas}})),
+                &schema(),
+            )
+            .unwrap()
+            .objects
+            .remove(0);
+        assert_eq!(worker(&rendered, "VllmWorker")["replicas"], json!(replicas));
+    }
+}
+
+/// Through the SDK's status path: one of two workers ready gives `Degraded=True` with the
+/// counts (frontend included), all ready `False`; the status carries `workload` and `selector`.
+#[test]
+fn one_of_two_workers_ready_is_degraded_through_the_sdk() {
+    use airunway_api::constants::condition_types::DEGRADED;
+    use airunway_api::v1alpha1::ConditionStatus;
+    let now = airunway_api::k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
+        "2026-01-01T00:00:00Z".parse().unwrap(),
+    );
+    let deployment = md(json!({"model": {"id": "a/b"}, "engine": {"type": "vllm"},
+        "resources": {"gpu": {"count": 1}}, "scaling": {"replicas": 2}}));
+    let first = cycle::apply(&DynamoProvider, &deployment, &schema(), None, &now).unwrap();
+    let served = |worker_ready: i32| {
+        cycle::served(
+            &first.desired,
+            json!({"state": "pending", "services": {
+                "Frontend": {"componentKind": "Deployment", "componentName": "m-frontend", "replicas": 1, "readyReplicas": 1, "availableReplicas": 1},
+                "VllmWorker": {"componentKind": "Deployment", "componentName": "m-vllmworker", "replicas": 2, "readyReplicas": worker_ready, "availableReplicas": worker_ready},
+            }}),
+        )
+        .unwrap()
+    };
+    let (status, _) = cycle::status_sync(&DynamoProvider, &deployment, &first.desired, &served(1));
+    let degraded = status
+        .conditions
+        .iter()
+        .find(|c| c.type_ == DEGRADED)
+        .unwrap();
+    assert_eq!(
+        (degraded.status, degraded.message.as_str()),
+        (
+            ConditionStatus::True,
+            "2 of 3 replicas ready: serving at reduced capacity"
+        )
+    );
+    let patch = status.patch(&deployment, &now);
+    assert_eq!(
+        patch["status"]["selector"],
+        "nvidia.com/dynamo-component-type=worker,nvidia.com/dynamo-graph-deployment-name=m"
+    );
+    assert_eq!(
+        patch["status"]["workload"]["upstream"]["kind"],
+        "DynamoGraphDeployment"
+    );
+    assert_eq!(
+        patch["status"]["workload"]["workloads"][1]["name"],
+        "m-vllmworker"
+    );
+    let (status, _) = cycle::status_sync(&DynamoProvider, &deployment, &first.desired, &served(2));
+    let degraded = status
+        .conditions
+        .iter()
+        .find(|c| c.type_ == DEGRADED)
+        .unwrap();
+    assert_eq!(degraded.status, ConditionStatus::False);
+}

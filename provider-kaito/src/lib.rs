@@ -9,11 +9,12 @@ pub mod compat;
 pub mod render;
 pub mod schema;
 pub mod status;
+pub mod workload;
 
 use std::time::Duration;
 
 use airunway_api::k8s_openapi::api::apps::v1::Deployment;
-use airunway_api::kube::api::Api;
+use airunway_api::kube::api::{Api, ApiResource};
 use airunway_api::kube::core::DynamicObject;
 use airunway_api::kube::runtime::{WatchStreamExt, reflector, watcher};
 use airunway_api::provider::{
@@ -25,6 +26,7 @@ use airunway_api::runtime::WatchBackoff;
 use airunway_api::v1alpha1::{
     EngineCapability, EngineCapabilityEntry, EngineType, GatewayCapability,
     InferenceProviderConfigSpec, ModelDeployment, ProviderCapabilities, SelectionRule, ServingMode,
+    WorkloadStatus,
 };
 use futures::StreamExt;
 
@@ -127,6 +129,37 @@ async fn look_up_controller() -> Option<ControllerHealth> {
         .await
         .as_ref()?;
     health_from(&watch.store, watch.first_list_by).await
+}
+
+/// The client [`live_workspace`] reads with (`None`: no Kubernetes configuration).
+static WORKSPACE_CLIENT: tokio::sync::OnceCell<Option<airunway_api::kube::Client>> =
+    tokio::sync::OnceCell::const_new();
+
+/// The live Workspace of `deployment` as the API server serves it (`v1beta1`), for the replica
+/// check ([`workload::scale_hold`]); `None` when there is none or it cannot be read (logged).
+async fn live_workspace(deployment: &ModelDeployment) -> Option<airunway_api::serde_json::Value> {
+    let client = WORKSPACE_CLIENT
+        .get_or_init(|| async { airunway_api::runtime::kube_client().await.ok() })
+        .await
+        .clone()?;
+    let namespace = deployment.metadata.namespace.as_deref()?;
+    let name = deployment.metadata.name.as_deref()?;
+    let kind = KaitoProvider::default().upstream();
+    let resource = ApiResource {
+        api_version: kind.api_version(&kind.default_version),
+        group: kind.group,
+        version: kind.default_version,
+        kind: kind.kind,
+        plural: kind.plural,
+    };
+    let api: Api<DynamicObject> = Api::namespaced_with(client, namespace, &resource);
+    match api.get_opt(name).await {
+        Ok(live) => live.and_then(|w| airunway_api::serde_json::to_value(w).ok()),
+        Err(error) => {
+            tracing::warn!(%error, namespace, name, "reading the Workspace to check its replicas failed; not checked this time");
+            None
+        }
+    }
 }
 
 /// The KAITO provider.
@@ -232,14 +265,27 @@ impl Provider for KaitoProvider {
     /// created (nobody would reconcile it); the deployment is held with
     /// `UpstreamControllerMissing` and how to install the controller, and proceeds once it
     /// runs (the core's `ProviderHealthy` change wakes it).
-    async fn prepare(&self, _deployment: &ModelDeployment) -> Preparation {
-        match look_up_controller().await {
-            Some(ControllerHealth::Missing) => Preparation {
+    ///
+    /// A changed `scaling.replicas` is held the same way when the Workspace exists with
+    /// another `resource.count`, which KAITO cannot change ([`workload::scale_hold`]; the
+    /// Workspace is read only when the last status reported another count).
+    async fn prepare(&self, deployment: &ModelDeployment) -> Preparation {
+        if let Some(ControllerHealth::Missing) = look_up_controller().await {
+            return Preparation {
                 hold: Some(controller_missing_hold(&workspace_controller())),
                 ..Preparation::default()
-            },
-            _ => Preparation::default(),
+            };
         }
+        if workload::needs_count_check(deployment)
+            && let Some(live) = live_workspace(deployment).await
+            && let Some(hold) = workload::scale_hold(deployment, &live)
+        {
+            return Preparation {
+                hold: Some(hold),
+                ..Preparation::default()
+            };
+        }
+        Preparation::default()
     }
 
     fn schema_adapters(&self) -> &'static [SchemaAdapter] {
@@ -268,6 +314,15 @@ impl Provider for KaitoProvider {
         upstream: &[Option<&DynamicObject>],
     ) -> TranslatedStatus {
         status::translate(deployment, primary(upstream))
+    }
+
+    /// The Workspace's StatefulSet and its pods ([`workload`]).
+    fn workload(
+        &self,
+        deployment: &ModelDeployment,
+        upstream: &[Option<&DynamicObject>],
+    ) -> Option<WorkloadStatus> {
+        workload::workload(deployment, primary(upstream))
     }
 }
 

@@ -37,6 +37,8 @@ use airunway_api::v1alpha1::{EngineType, ModelDeployment, ModelSource};
 
 /// The llama.cpp server port inside the pod (KAITO's Service maps port 80 to it).
 pub const LLAMACPP_PORT: i32 = 5000;
+/// The container of the llama.cpp pod template.
+pub const TEMPLATE_CONTAINER: &str = "model";
 /// `engine.args` key naming the GGUF file inside the Hugging Face repository.
 pub const MODEL_FILE_ARG: &str = "model-file";
 /// `engine.args` key naming the GGUF file's URL: the llama.cpp model argument, verbatim (the Go
@@ -368,7 +370,7 @@ fn llamacpp_template(
         requests.insert("cpu".into(), json!(cpu));
     }
     let mut container = json!({
-        "name": "model",
+        "name": TEMPLATE_CONTAINER,
         "image": spec.image_override(),
         "args": args,
         "ports": [{"containerPort": LLAMACPP_PORT}],

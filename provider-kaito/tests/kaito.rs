@@ -871,3 +871,46 @@ fn storage_volumes_are_refused() {
         Some(false)
     );
 }
+
+/// Through the SDK's status path: a Workspace of 2 that lost a pod is `NotReady` with 0 of 2
+/// ready (KAITO's all-or-nothing readiness), so `Degraded` stays `False`; the status carries the
+/// StatefulSet and `kaito.sh/workspace` selector.
+#[test]
+fn kaito_readiness_is_all_or_nothing_so_degraded_stays_false() {
+    use airunway_api::constants::condition_types::DEGRADED;
+    use airunway_api::v1alpha1::ConditionStatus;
+    let now = airunway_api::k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
+        "2026-01-01T00:00:00Z".parse().unwrap(),
+    );
+    let deployment = md(
+        json!({"model": {"id": "a/b"}, "engine": {"type": "llamacpp"}, "image": "i",
+        "scaling": {"replicas": 2}}),
+    );
+    let provider = KaitoProvider::default();
+    let first = cycle::apply(&provider, &deployment, &v1beta1(), None, &now).unwrap();
+    for (file, ready) in [("workspace-notready.yaml", 0), ("workspace-ready.yaml", 2)] {
+        let live = cycle::served(&first.desired, sample(file).data["status"].clone()).unwrap();
+        let (status, _) = cycle::status_sync(&provider, &deployment, &first.desired, &live);
+        assert_eq!(
+            status.replicas.as_ref().unwrap().ready,
+            Some(ready),
+            "{file}"
+        );
+        let degraded = status
+            .conditions
+            .iter()
+            .find(|c| c.type_ == DEGRADED)
+            .unwrap();
+        assert_eq!(degraded.status, ConditionStatus::False, "{file}");
+        let patch = status.patch(&deployment, &now);
+        assert_eq!(
+            patch["status"]["selector"], "kaito.sh/workspace=m",
+            "{file}"
+        );
+        assert_eq!(
+            patch["status"]["workload"]["workloads"][0]["kind"],
+            "StatefulSet"
+        );
+        assert_eq!(patch["status"]["workload"]["container"], "model");
+    }
+}

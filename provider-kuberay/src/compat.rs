@@ -24,6 +24,10 @@ pub fn disaggregated_requires_gpu(role: &str) -> String {
     format!("KubeRay disaggregated mode requires scaling.{role}.gpu.count > 0")
 }
 
+/// The message for `scaling.replicas: 0`: a RayCluster always runs its head pod, so KubeRay
+/// has no zero (its workers at 0 would still hold the head); the minimum is 1.
+pub const NO_ZERO: &str = "KubeRay cannot scale a RayService to zero: the Ray head pod always runs (workers at 0 would still hold it and serve nothing); set scaling.replicas to 1 or more (or delete the ModelDeployment)";
+
 /// `Ok` when KubeRay can serve `md`, else the user-facing reason.
 pub fn check(md: &ModelDeployment) -> Result<(), Incompatible> {
     compat::check(md, Disaggregation::Served).map_err(|gap| {
@@ -36,5 +40,9 @@ pub fn check(md: &ModelDeployment) -> Result<(), Incompatible> {
             }
             VllmGap::NoModelId => REQUIRES_MODEL_ID.to_string(),
         })
-    })
+    })?;
+    if md.spec.replicas() == 0 {
+        return Err(Incompatible::new(NO_ZERO));
+    }
+    Ok(())
 }

@@ -10,18 +10,21 @@
 pub mod compat;
 pub mod overrides;
 pub mod render;
+pub mod scale;
 pub mod schema;
 pub mod status;
+pub mod workload;
 
+use airunway_api::kube::api::{Api, ApiResource, Patch, PatchParams};
 use airunway_api::kube::core::DynamicObject;
 use airunway_api::provider::{
-    Incompatible, Provider, RenderError, Rendered, TranslatedStatus, UpstreamKind, UpstreamSchema,
-    primary,
+    Degradation, Incompatible, Preparation, Provider, RenderError, Rendered, TranslatedStatus,
+    UpstreamKind, UpstreamSchema, primary,
 };
 use airunway_api::provider::{OverrideSchema, SchemaAdapter};
 use airunway_api::v1alpha1::{
     ApiFormat, EngineCapability, EngineCapabilityEntry, EngineType, InferenceProviderConfigSpec,
-    ModelDeployment, ProviderCapabilities, ServingMode,
+    ModelDeployment, ProviderCapabilities, ServingMode, WorkloadStatus,
 };
 
 /// The provider name (and InferenceProviderConfig name).
@@ -34,6 +37,100 @@ pub const KIND: &str = "RayService";
 pub const PLURAL: &str = "rayservices";
 /// The upstream CRD.
 pub const CRD_NAME: &str = "rayservices.ray.io";
+
+/// The client [`sync_cluster_replicas`] reads and patches with (`None`: no Kubernetes
+/// configuration).
+static CLIENT: airunway_api::provider::tokio::sync::OnceCell<Option<airunway_api::kube::Client>> =
+    airunway_api::provider::tokio::sync::OnceCell::const_new();
+
+fn ray_resource(kind: &str, plural: &str) -> ApiResource {
+    ApiResource {
+        group: GROUP.into(),
+        version: "v1".into(),
+        api_version: format!("{GROUP}/v1"),
+        kind: kind.into(),
+        plural: plural.into(),
+    }
+}
+
+/// Sets the worker replicas of the deployment's running RayClusters to what it asks for
+/// ([`scale`]): KubeRay leaves them to Ray's autoscaler. Best effort (a failure is logged and
+/// retried on the next reconcile); skipped while the last status shows every replica ready.
+async fn sync_cluster_replicas(deployment: &ModelDeployment) {
+    let groups = scale::desired_groups(deployment);
+    let wanted: i32 = groups.iter().map(|(_, r)| *r).fold(0, i32::saturating_add);
+    let ready = deployment
+        .status
+        .as_ref()
+        .and_then(|s| s.replicas.as_ref())
+        .and_then(|r| r.ready);
+    if ready == Some(wanted) {
+        return;
+    }
+    let Some(client) = CLIENT
+        .get_or_init(|| async { airunway_api::runtime::kube_client().await.ok() })
+        .await
+        .clone()
+    else {
+        return;
+    };
+    let (Some(namespace), Some(name)) = (
+        deployment.metadata.namespace.as_deref(),
+        deployment.metadata.name.as_deref(),
+    ) else {
+        return;
+    };
+    let services: Api<DynamicObject> =
+        Api::namespaced_with(client.clone(), namespace, &ray_resource(KIND, PLURAL));
+    let clusters: Api<DynamicObject> = Api::namespaced_with(
+        client,
+        namespace,
+        &ray_resource("RayCluster", "rayclusters"),
+    );
+    let Ok(Some(ray_service)) = services.get_opt(name).await else {
+        return;
+    };
+    let Some(uid) = ray_service.metadata.uid.clone() else {
+        return;
+    };
+    let ray_service = airunway_api::serde_json::to_value(&ray_service).unwrap_or_default();
+    // The provider's field manager, so the cluster's managedFields say who scaled it.
+    let params = PatchParams {
+        field_manager: Some(format!("{NAME}-provider")),
+        ..PatchParams::default()
+    };
+    for cluster_name in scale::cluster_names(&ray_service) {
+        let cluster = match clusters.get_opt(&cluster_name).await {
+            Ok(Some(cluster)) => airunway_api::serde_json::to_value(&cluster).unwrap_or_default(),
+            Ok(None) => continue,
+            Err(error) => {
+                tracing::warn!(%error, namespace, cluster = cluster_name, "reading the RayCluster to scale it failed; retried on the next reconcile");
+                continue;
+            }
+        };
+        let Some(patch) = scale::replicas_patch(&cluster, &uid, &groups) else {
+            continue;
+        };
+        let patch: json_patch::Patch = match airunway_api::serde_json::from_value(patch) {
+            Ok(patch) => patch,
+            Err(_) => continue,
+        };
+        match clusters
+            .patch(&cluster_name, &params, &Patch::Json::<()>(patch))
+            .await
+        {
+            Ok(_) => tracing::info!(
+                namespace,
+                cluster = cluster_name,
+                ?groups,
+                "scaled the RayCluster's worker groups"
+            ),
+            Err(error) => {
+                tracing::warn!(%error, namespace, cluster = cluster_name, "scaling the RayCluster's worker groups failed; retried on the next reconcile")
+            }
+        }
+    }
+}
 
 /// The KubeRay provider.
 #[derive(Clone, Copy, Debug, Default)]
@@ -117,6 +214,30 @@ impl Provider for KubeRayProvider {
         upstream: &[Option<&DynamicObject>],
     ) -> TranslatedStatus {
         status::translate(deployment, primary(upstream))
+    }
+
+    /// Scales the running RayClusters in place ([`scale`]); nothing is derived or held.
+    async fn prepare(&self, deployment: &ModelDeployment) -> Preparation {
+        sync_cluster_replicas(deployment).await;
+        Preparation::default()
+    }
+
+    /// The serving RayCluster and its worker pods ([`workload`]).
+    fn workload(
+        &self,
+        _deployment: &ModelDeployment,
+        upstream: &[Option<&DynamicObject>],
+    ) -> Option<WorkloadStatus> {
+        workload::workload(primary(upstream))
+    }
+
+    /// A Serve application failed while the cluster serves ([`workload::degradation`]).
+    fn degradation(
+        &self,
+        _deployment: &ModelDeployment,
+        upstream: &[Option<&DynamicObject>],
+    ) -> Option<Degradation> {
+        workload::degradation(primary(upstream))
     }
 }
 

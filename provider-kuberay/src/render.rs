@@ -5,8 +5,9 @@
 //!   LLM config (aggregated), or `ray.serve.llm:build_pd_openai_app` with a prefill and a
 //!   decode config (disaggregated, vLLM's NIXL KV connector). Each config carries the model
 //!   (`model_loading_config.model_source` = `model.id`, `model_id` = `model.servedName` or
-//!   `model.id`), `deployment_config.num_replicas` (`scaling.replicas`, 0 honoured; prefill and
-//!   decode replicas when disaggregated) and vLLM `engine_kwargs`: `max_model_len`
+//!   `model.id`), `deployment_config.num_replicas` (`scaling.replicas`; when disaggregated, the prefill and
+//!   decode replicas times `scaling.replicas`: the deployment scales in units of its ratio;
+//!   0 is refused by the compatibility check, the Ray head always runs) and vLLM `engine_kwargs`: `max_model_len`
 //!   (`engine.contextLength`), `trust_remote_code`, `tensor_parallel_size` (GPUs > 1), then
 //!   `engine.args` in key order with `-` turned into `_` and values typed (`""`/`"true"` →
 //!   true, `"false"` → false, numbers → numbers), then `enable_prefix_caching` from
@@ -278,9 +279,11 @@ struct Component {
     memory: Option<String>,
 }
 
-fn component(c: Option<&ComponentScaling>) -> Component {
+/// One role's sizing: its replicas times `scaling.replicas` (the scale subresource scales a
+/// disaggregated deployment in units of its prefill:decode ratio).
+fn component(md: &ModelDeployment, c: Option<&ComponentScaling>) -> Component {
     Component {
-        replicas: c.and_then(|c| c.replicas).unwrap_or(1),
+        replicas: md.spec.role_replicas(c),
         gpus: c
             .and_then(|c| c.gpu.as_ref())
             .and_then(|g| g.count)
@@ -292,8 +295,8 @@ fn component(c: Option<&ComponentScaling>) -> Component {
 fn components(md: &ModelDeployment) -> (Component, Component) {
     let scaling = md.spec.scaling.as_ref();
     (
-        component(scaling.and_then(|s| s.prefill.as_ref())),
-        component(scaling.and_then(|s| s.decode.as_ref())),
+        component(md, scaling.and_then(|s| s.prefill.as_ref())),
+        component(md, scaling.and_then(|s| s.decode.as_ref())),
     )
 }
 
@@ -466,9 +469,6 @@ fn unmapped(md: &ModelDeployment, warnings: &mut Vec<RenderWarning>) {
             }
         }
         ServingMode::Disaggregated => {
-            if scaling.is_some_and(|s| s.replicas.is_some()) {
-                warnings.push(ignored("scaling.replicas is ignored in disaggregated mode on KubeRay: the prefill-workers and decode-workers groups take scaling.prefill.replicas and scaling.decode.replicas"));
-            }
             if resources.is_some_and(|r| r.cpu.is_some() || r.memory.is_some()) {
                 warnings.push(ignored("resources.cpu and resources.memory are ignored in disaggregated mode on KubeRay: set scaling.prefill.memory and scaling.decode.memory (worker CPU: provider.overrides.worker.resources.cpu)"));
             }

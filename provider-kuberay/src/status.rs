@@ -54,7 +54,8 @@ pub struct Application {
 }
 
 impl Application {
-    fn described(&self) -> String {
+    /// The application's message, or its name and status when it has none.
+    pub fn described(&self) -> String {
         let message = self.message.trim();
         if message.is_empty() {
             format!("Serve application {} is {}", self.name, self.status)

@@ -204,11 +204,12 @@ fn engine_arguments_are_typed_and_in_key_order() {
 
 #[test]
 fn replicas_image_and_defaults() {
-    // scaling.replicas 0 is honoured in Serve and in the worker group.
-    let (object, _) = render(&gpu_vllm(json!({"scaling": {"replicas": 0}})));
+    // scaling.replicas goes to Serve and to the worker group (0 is refused by the
+    // compatibility check, see `compatibility_messages`).
+    let (object, _) = render(&gpu_vllm(json!({"scaling": {"replicas": 3}})));
     assert_eq!(
         llm_config(&object)["deployment_config"],
-        json!({"num_replicas": 0})
+        json!({"num_replicas": 3})
     );
     let group = &workers(&object)[0];
     assert_eq!(
@@ -217,7 +218,7 @@ fn replicas_image_and_defaults() {
             &group["minReplicas"],
             &group["maxReplicas"]
         ),
-        (&json!(0), &json!(0), &json!(0))
+        (&json!(3), &json!(3), &json!(3))
     );
     // Defaults: one replica, the Ray LLM image, head 4 CPUs / 16Gi, workers 32Gi.
     let (object, _) = render(&gpu_vllm(json!({})));
@@ -366,11 +367,8 @@ fn disaggregated_full_object() {
         "resources": {"memory": "10Gi"},
     })));
     let messages: Vec<&str> = warnings.iter().map(|(_, m)| m.as_str()).collect();
-    assert_eq!(messages.len(), 2, "{messages:?}");
-    assert!(
-        messages[0].starts_with("scaling.replicas is ignored in disaggregated mode on KubeRay")
-    );
-    assert!(messages[1].starts_with(
+    assert_eq!(messages.len(), 1, "{messages:?}");
+    assert!(messages[0].starts_with(
         "resources.cpu and resources.memory are ignored in disaggregated mode on KubeRay"
     ));
     assert!(
@@ -533,6 +531,16 @@ fn compatibility_messages() {
         (
             json!({"model": {"source": "custom"}, "engine": {"type": "vllm"}, "resources": {"gpu": {"count": 1}}}),
             "KubeRay requires model.id (the model the Ray Serve application loads)",
+        ),
+        // No zero: the Ray head always runs (aggregated and disaggregated alike).
+        (
+            json!({"model": {"id": "a/b"}, "engine": {"type": "vllm"}, "resources": {"gpu": {"count": 1}}, "scaling": {"replicas": 0}}),
+            airunway_provider_kuberay::compat::NO_ZERO,
+        ),
+        (
+            json!({"model": {"id": "a/b"}, "engine": {"type": "vllm"}, "serving": {"mode": "disaggregated"},
+                "scaling": {"replicas": 0, "prefill": {"gpu": {"count": 1}}, "decode": {"gpu": {"count": 1}}}}),
+            airunway_provider_kuberay::compat::NO_ZERO,
         ),
     ] {
         assert_eq!(
@@ -971,4 +979,110 @@ fn storage_volumes_on_every_ray_pod() {
         .clone();
     assert_eq!(head(&plain)["template"]["spec"]["volumes"], Value::Null);
     assert_eq!(container(&head(&plain))["volumeMounts"], Value::Null);
+}
+
+/// The scale subresource writes `scaling.replicas`: a disaggregated deployment scales in units
+/// of its prefill:decode ratio, in the worker groups and in Serve alike.
+#[test]
+fn scaling_replicas_scales_a_disaggregated_deployment_in_units_of_its_ratio() {
+    for (units, prefill, decode) in [(1, 1, 2), (3, 3, 6)] {
+        let (object, _) = render(&md(json!({
+            "model": {"id": "a/b"}, "engine": {"type": "vllm"}, "serving": {"mode": "disaggregated"},
+            "scaling": {"replicas": units, "prefill": {"replicas": 1, "gpu": {"count": 1}},
+                        "decode": {"replicas": 2, "gpu": {"count": 1}}},
+        })));
+        let groups = workers(&object);
+        assert_eq!(
+            (groups[0]["replicas"].clone(), groups[1]["replicas"].clone()),
+            (json!(prefill), json!(decode))
+        );
+        let args = &serve_config(&object)["applications"][0]["args"];
+        assert_eq!(
+            (
+                args["prefill_config"]["deployment_config"]["num_replicas"].clone(),
+                args["decode_config"]["deployment_config"]["num_replicas"].clone()
+            ),
+            (json!(prefill), json!(decode))
+        );
+    }
+}
+
+/// Through the SDK's status path: one of two GPU workers ready on a serving cluster gives
+/// `Degraded=True` from the counts; a failed application on a ready cluster gives
+/// `ApplicationUnhealthy`; the status carries `workload` and `selector` of the cluster's workers.
+#[test]
+fn one_of_two_workers_ready_and_a_failed_application_are_degraded_through_the_sdk() {
+    use airunway_api::constants::condition_types::DEGRADED;
+    use airunway_api::v1alpha1::ConditionStatus;
+    let now = airunway_api::k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
+        "2026-01-01T00:00:00Z".parse().unwrap(),
+    );
+    let deployment = gpu_vllm(json!({"scaling": {"replicas": 2}}));
+    let first = cycle::apply(&KubeRayProvider, &deployment, &schema(), None, &now).unwrap();
+    let serving = |ready: i32, app: &str| {
+        cycle::served(
+            &first.desired,
+            json!({
+                "conditions": [{"type": "Ready", "status": "True", "reason": "NonZeroServeEndpoints"}],
+                "activeServiceStatus": {
+                    "rayClusterName": "m-raycluster-a1",
+                    "applicationStatuses": {"llm": {"status": app, "message": "replica crashed"}},
+                    "rayClusterStatus": {"readyWorkerReplicas": ready, "availableWorkerReplicas": ready},
+                },
+            }),
+        )
+        .unwrap()
+    };
+    let degraded = |ready: i32, app: &str| {
+        let (status, _) = cycle::status_sync(
+            &KubeRayProvider,
+            &deployment,
+            &first.desired,
+            &serving(ready, app),
+        );
+        let condition = status
+            .conditions
+            .iter()
+            .find(|c| c.type_ == DEGRADED)
+            .unwrap()
+            .clone();
+        (
+            condition.status,
+            condition.reason,
+            condition.message,
+            status,
+        )
+    };
+    let (state, reason, message, status) = degraded(1, "RUNNING");
+    assert_eq!(
+        (state, reason.as_str(), message.as_str()),
+        (
+            ConditionStatus::True,
+            "ReplicasUnavailable",
+            "1 of 2 replicas ready: serving at reduced capacity"
+        )
+    );
+    let patch = status.patch(&deployment, &now);
+    assert_eq!(
+        patch["status"]["selector"],
+        "ray.io/cluster=m-raycluster-a1,ray.io/node-type=worker"
+    );
+    assert_eq!(
+        patch["status"]["workload"]["workloads"][0]["kind"],
+        "RayCluster"
+    );
+    let (state, reason, ..) = degraded(2, "RUNNING");
+    assert_eq!(
+        (state, reason.as_str()),
+        (ConditionStatus::False, "NotDegraded")
+    );
+    let (state, reason, message, _) = degraded(2, "UNHEALTHY");
+    assert_eq!(
+        (state, reason.as_str(), message.as_str()),
+        (
+            ConditionStatus::True,
+            "ApplicationUnhealthy",
+            "Serve application llm is UNHEALTHY while the Ray cluster serves: replica crashed"
+        )
+    );
 }

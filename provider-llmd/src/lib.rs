@@ -25,6 +25,7 @@ use airunway_api::provider::{
 use airunway_api::v1alpha1::{
     EndpointPicker, EngineCapability, EngineCapabilityEntry, EngineType, GatewayCapability,
     InferenceProviderConfigSpec, ModelDeployment, ProviderCapabilities, ServingMode,
+    WorkloadStatus,
 };
 
 /// The provider name (and InferenceProviderConfig name).
@@ -130,6 +131,14 @@ impl Provider for LlmdProvider {
         upstream: &[Option<&DynamicObject>],
     ) -> TranslatedStatus {
         status::translate(deployment, upstream)
+    }
+
+    fn workload(
+        &self,
+        deployment: &ModelDeployment,
+        upstream: &[Option<&DynamicObject>],
+    ) -> Option<WorkloadStatus> {
+        Some(status::workload(deployment, upstream))
     }
 }
 

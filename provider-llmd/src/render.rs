@@ -4,7 +4,8 @@
 //! - Aggregated: Deployment and Service `<name>`, pods labelled `llm-d.ai/role: both`.
 //! - Disaggregated: Deployments and Services `<name>-decode` and `<name>-prefill` (in that
 //!   order: the decode Deployment is the primary object and `<name>-decode` the endpoint), each
-//!   with its component's replicas, GPUs (`scaling.<role>.gpu`) and memory, pods labelled
+//!   with its component's replicas times `scaling.replicas` (`ModelDeploymentSpec::role_replicas`:
+//!   the scale subresource scales both roles in units of their ratio, 0 stops both), GPUs (`scaling.<role>.gpu`) and memory, pods labelled
 //!   `llm-d.ai/role: decode|prefill` (what the llm-d inference scheduler's decode filter
 //!   reads) and vLLM's KV-transfer role: `--kv-transfer-config
 //!   {"kv_connector":"PyNcclConnector","kv_role":"kv_consumer"|"kv_producer"}`.
@@ -51,7 +52,8 @@ fn disaggregated(
     };
     Component {
         name: format!("{name}-{role}"),
-        replicas: scaling.and_then(|s| s.replicas).unwrap_or(1),
+        // The role's ratio times `scaling.replicas` (the scale subresource's units).
+        replicas: md.spec.role_replicas(scaling),
         gpus: gpu.and_then(|g| g.count).unwrap_or(0),
         gpu_type: gpu
             .and_then(|g| g.gpu_type.clone())
@@ -63,6 +65,7 @@ fn disaggregated(
             format!(r#"{{"kv_connector":"{KV_CONNECTOR}","kv_role":"{kv_role}"}}"#),
         ],
         pod_labels: BTreeMap::from([(ROLE_LABEL.to_string(), role.to_string())]),
+        role: role.to_string(),
     }
 }
 

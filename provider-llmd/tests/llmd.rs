@@ -10,7 +10,7 @@ use airunway_api::provider::Incompatible;
 use airunway_api::provider::plan::{self, Write};
 use airunway_api::provider::{Provider, SchemaDetection, UpstreamSchema, cycle};
 use airunway_api::serde_json::{self, Value, json};
-use airunway_api::v1alpha1::{EngineCapabilityEntry, ModelDeployment, Phase};
+use airunway_api::v1alpha1::{ConditionStatus, EngineCapabilityEntry, ModelDeployment, Phase};
 use airunway_provider_llmd::{ENDPOINT_PICKER_IMAGE, LlmdProvider, compat};
 
 fn schema() -> UpstreamSchema {
@@ -641,5 +641,157 @@ fn pod_spec_overrides_other_than_scheduling_are_refused_naming_the_key() {
     assert_eq!(
         checked.desired[0].object["spec"]["template"]["spec"]["terminationGracePeriodSeconds"],
         60
+    );
+}
+
+/// The scale subresource's `scaling.replicas` scales a disaggregated deployment in units of
+/// its prefill:decode ratio (2:1 here); 0 stops both roles.
+#[test]
+fn disaggregated_roles_follow_scaling_replicas_in_units_of_their_ratio() {
+    let replicas = |scale: Option<i32>| -> Vec<(String, i64)> {
+        let mut md = disaggregated();
+        if let Some(scale) = scale {
+            md.spec.scaling.as_mut().unwrap().replicas = Some(scale);
+        }
+        objects(&md)
+            .iter()
+            .filter(|o| o["kind"] == "Deployment")
+            .map(|o| {
+                (
+                    o["metadata"]["name"].as_str().unwrap().to_string(),
+                    o["spec"]["replicas"].as_i64().unwrap(),
+                )
+            })
+            .collect()
+    };
+    assert_eq!(
+        replicas(None),
+        [("m-decode".into(), 1), ("m-prefill".into(), 2)]
+    );
+    assert_eq!(
+        replicas(Some(3)),
+        [("m-decode".into(), 3), ("m-prefill".into(), 6)]
+    );
+    assert_eq!(
+        replicas(Some(0)),
+        [("m-decode".into(), 0), ("m-prefill".into(), 0)]
+    );
+    let three = aggregated(json!({"scaling": {"replicas": 3}}));
+    assert_eq!(objects(&three)[0]["spec"]["replicas"], 3);
+}
+
+/// The set's status through the SDK, every Deployment with `deployment_status`.
+fn set_status(
+    md: &ModelDeployment,
+    deployment_status: impl Fn(&str) -> Value,
+) -> airunway_api::provider::desired::ProviderStatus {
+    let first = cycle::apply_set(&LlmdProvider, md, &schema(), &[], &now()).unwrap();
+    let served: Vec<DynamicObject> = first
+        .objects
+        .iter()
+        .map(|(desired, _)| {
+            let status = if desired.kind() == "Deployment" {
+                deployment_status(desired.name())
+            } else {
+                json!({})
+            };
+            cycle::served(desired, status).unwrap()
+        })
+        .collect();
+    let live: Vec<Option<&DynamicObject>> = served.iter().map(Some).collect();
+    cycle::apply_set(&LlmdProvider, md, &schema(), &live, &now())
+        .unwrap()
+        .status
+}
+
+fn condition<'a>(
+    status: &'a airunway_api::provider::desired::ProviderStatus,
+    type_: &str,
+) -> &'a airunway_api::conditions::DesiredCondition {
+    status.conditions.iter().find(|c| c.type_ == type_).unwrap()
+}
+
+/// `status.workload` of a disaggregated deployment: both Deployments with their roles, the
+/// pods of both selected by `airunway.ai/deployment` (the label both selectors share, which
+/// every pod of both carries); aggregated: the Deployment's own selector.
+#[test]
+fn workload_lists_both_roles_and_selects_the_pods_of_both() {
+    let md = disaggregated();
+    let status = set_status(&md, |name| {
+        available(if name == "m-decode" { 1 } else { 2 })
+    });
+    let workload = status.workload.clone().unwrap();
+    let roles: Vec<(String, Option<String>)> = workload
+        .workloads
+        .clone()
+        .unwrap()
+        .into_iter()
+        .map(|w| (w.name, w.role))
+        .collect();
+    assert_eq!(
+        roles,
+        [
+            ("m-decode".into(), Some("decode".into())),
+            ("m-prefill".into(), Some("prefill".into()))
+        ]
+    );
+    assert_eq!(workload.upstream.as_ref().unwrap().name, "m-decode");
+    assert_eq!(
+        workload.selector_string().as_deref(),
+        Some("airunway.ai/deployment=m")
+    );
+    assert_eq!(
+        (workload.container.as_deref(), workload.port),
+        (Some("vllm"), Some(8000))
+    );
+    for deployment in objects(&md).iter().filter(|o| o["kind"] == "Deployment") {
+        assert_eq!(
+            deployment["spec"]["template"]["metadata"]["labels"]["airunway.ai/deployment"],
+            "m"
+        );
+    }
+    let aggregated = aggregated(json!({}));
+    let status = set_status(&aggregated, |_| available(1));
+    assert_eq!(
+        status.workload.unwrap().selector_string().as_deref(),
+        Some("airunway.ai/deployment=m,app=m")
+    );
+}
+
+/// Both roles at zero: `Running` with `Ready=False` `ScaledToZero`; one of three pods down:
+/// `Degraded=True` (and the phase is what the Deployments say).
+#[test]
+fn zero_is_running_not_ready_and_a_pod_down_is_degraded() {
+    let mut md = disaggregated();
+    md.spec.scaling.as_mut().unwrap().replicas = Some(0);
+    let zero = set_status(
+        &md,
+        |_| json!({"conditions": [{"type": "Available", "status": "True", "reason": "MinimumReplicasAvailable", "message": "ok"}]}),
+    );
+    assert_eq!(zero.phase, Phase::Running);
+    let ready = condition(&zero, "Ready");
+    assert_eq!(
+        (ready.status, ready.reason.as_str()),
+        (ConditionStatus::False, "ScaledToZero")
+    );
+    assert_eq!(condition(&zero, "Degraded").status, ConditionStatus::False);
+
+    let md = disaggregated();
+    let one_down = set_status(&md, |name| {
+        if name == "m-prefill" {
+            json!({"replicas": 2, "readyReplicas": 1, "availableReplicas": 1, "conditions": [
+                {"type": "Available", "status": "False", "reason": "MinimumReplicasUnavailable", "message": "Deployment does not have minimum availability."},
+                {"type": "Progressing", "status": "True", "reason": "NewReplicaSetAvailable", "message": "ok"}]})
+        } else {
+            available(1)
+        }
+    });
+    let degraded = condition(&one_down, "Degraded");
+    assert_eq!(
+        (degraded.status, degraded.message.as_str()),
+        (
+            ConditionStatus::True,
+            "2 of 3 replicas ready: serving at reduced capacity"
+        )
     );
 }

@@ -20,14 +20,15 @@ pub mod render;
 use std::sync::OnceLock;
 
 use airunway_api::kube::core::DynamicObject;
-use airunway_api::provider::vllm_kit::{self, status};
+use airunway_api::provider::vllm_kit::render::Component;
+use airunway_api::provider::vllm_kit::{self, status, workload};
 use airunway_api::provider::{
     Incompatible, OverrideSchema, Preparation, Provider, RenderError, Rendered, TranslatedStatus,
     UpstreamKind, UpstreamSchema, primary,
 };
 use airunway_api::v1alpha1::{
     EngineCapability, EngineCapabilityEntry, EngineType, InferenceProviderConfigSpec,
-    ModelDeployment, ProviderCapabilities, ServingMode,
+    ModelDeployment, ProviderCapabilities, ServingMode, WorkloadStatus,
 };
 
 /// The provider name (and InferenceProviderConfig name).
@@ -174,6 +175,20 @@ impl Provider for VllmProvider {
     ) -> TranslatedStatus {
         let name = deployment.metadata.name.as_deref().unwrap_or_default();
         status::translate(&[(name, primary(upstream))], name)
+    }
+
+    /// The Deployment (role `aggregated`), its pods selected by its own selector
+    /// (`airunway.ai/deployment: <name>, app: <name>`), container `vllm`, port 8000.
+    fn workload(
+        &self,
+        deployment: &ModelDeployment,
+        upstream: &[Option<&DynamicObject>],
+    ) -> Option<WorkloadStatus> {
+        Some(workload::workload(
+            deployment,
+            &[Component::aggregated(deployment)],
+            upstream,
+        ))
     }
 }
 

@@ -8,9 +8,12 @@ use airunway_api::kube::core::DynamicObject;
 use airunway_api::provider::BUILTIN_FINGERPRINT;
 use airunway_api::provider::Incompatible;
 use airunway_api::provider::plan::Write;
+use airunway_api::provider::vllm_kit::status;
 use airunway_api::provider::{Provider, RenderError, SchemaDetection, UpstreamSchema, cycle};
 use airunway_api::serde_json::{self, Value, json};
-use airunway_api::v1alpha1::{EngineCapabilityEntry, ModelDeployment, Phase, ServingMode};
+use airunway_api::v1alpha1::{
+    ConditionStatus, EngineCapabilityEntry, ModelDeployment, Phase, ServingMode,
+};
 use airunway_provider_vllm::{VllmProvider, compat, image};
 
 fn schema() -> UpstreamSchema {
@@ -765,4 +768,133 @@ mod image_status {
         );
         assert!(plain.conditions.iter().all(|c| c.type_ != "RecipeResolved"));
     }
+}
+
+/// The SDK's status of the set over `live` Deployment status `deployment` (and the Service).
+fn settled_status(
+    md: &ModelDeployment,
+    deployment: Value,
+) -> airunway_api::provider::desired::ProviderStatus {
+    let first = cycle::apply_set(&VllmProvider::default(), md, &schema(), &[], &now()).unwrap();
+    let served: Vec<DynamicObject> = first
+        .objects
+        .iter()
+        .map(|(desired, _)| {
+            let status = if desired.kind() == "Deployment" {
+                deployment.clone()
+            } else {
+                json!({})
+            };
+            cycle::served(desired, status).unwrap()
+        })
+        .collect();
+    let live: Vec<Option<&DynamicObject>> = served.iter().map(Some).collect();
+    cycle::apply_set(&VllmProvider::default(), md, &schema(), &live, &now())
+        .unwrap()
+        .status
+}
+
+fn condition<'a>(
+    status: &'a airunway_api::provider::desired::ProviderStatus,
+    type_: &str,
+) -> &'a airunway_api::conditions::DesiredCondition {
+    status.conditions.iter().find(|c| c.type_ == type_).unwrap()
+}
+
+/// `status.workload`: the Deployment (its uid, role `aggregated`) as upstream and workload,
+/// the Deployment's own selector as the pod selector (and `status.selector`), container and
+/// port.
+#[test]
+fn workload_is_the_deployment_and_its_selector() {
+    let md = aggregated(json!({"scaling": {"replicas": 3},
+        "podTemplate": {"metadata": {"labels": {"app": "mine", "team": "a"}}}}));
+    let status = settled_status(&md, available(3));
+    let workload = status.workload.clone().unwrap();
+    assert_eq!(
+        serde_json::to_value(&workload).unwrap(),
+        json!({"upstream": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "m",
+                            "uid": "00000000-0000-0000-0000-000000000001"},
+               "workloads": [{"apiVersion": "apps/v1", "kind": "Deployment", "name": "m",
+                              "uid": "00000000-0000-0000-0000-000000000001", "role": "aggregated"}],
+               "podSelector": {"airunway.ai/deployment": "m", "app": "m"},
+               "container": "vllm", "port": 8000})
+    );
+    assert_eq!(
+        workload.selector_string().as_deref(),
+        Some("airunway.ai/deployment=m,app=m"),
+        "status.selector"
+    );
+    let deployment = &objects(&md)[0];
+    assert_eq!(
+        deployment["spec"]["selector"]["matchLabels"],
+        json!(workload.pod_selector),
+        "the pod selector is the Deployment's own"
+    );
+    for (key, value) in workload.pod_selector.unwrap() {
+        assert_eq!(
+            deployment["spec"]["template"]["metadata"]["labels"][&key],
+            json!(value),
+            "every pod carries {key}"
+        );
+    }
+    assert_eq!(
+        container(deployment)["name"],
+        workload.container.unwrap().as_str()
+    );
+}
+
+/// Scaled to zero: `Running` (settled) with `Ready=False` `ScaledToZero`, not degraded; one
+/// replica of two ready: `Degraded=True`.
+#[test]
+fn zero_replicas_is_running_not_ready_and_a_replica_down_is_degraded() {
+    let zero = aggregated(json!({"scaling": {"replicas": 0}}));
+    let status = settled_status(
+        &zero,
+        json!({"conditions": [{"type": "Available", "status": "True", "reason": "MinimumReplicasAvailable", "message": "ok"}]}),
+    );
+    assert_eq!(status.phase, Phase::Running);
+    let ready = condition(&status, "Ready");
+    assert_eq!(
+        (ready.status, ready.reason.as_str()),
+        (ConditionStatus::False, "ScaledToZero")
+    );
+    assert_eq!(ready.message, status::SCALED_TO_ZERO);
+    assert_eq!(status.message, status::SCALED_TO_ZERO);
+    let degraded = condition(&status, "Degraded");
+    assert_eq!(
+        (degraded.status, degraded.message.as_str()),
+        (ConditionStatus::False, "0 of 0 replicas ready")
+    );
+    assert!(
+        status
+            .workload
+            .as_ref()
+            .and_then(|w| w.selector_string())
+            .is_some(),
+        "the selector stays at zero, for an autoscaler to scale it up again"
+    );
+
+    let two = aggregated(json!({"scaling": {"replicas": 2}}));
+    let one_down = settled_status(
+        &two,
+        json!({"replicas": 2, "readyReplicas": 1, "availableReplicas": 1, "conditions": [
+            {"type": "Available", "status": "False", "reason": "MinimumReplicasUnavailable", "message": "Deployment does not have minimum availability."},
+            {"type": "Progressing", "status": "True", "reason": "NewReplicaSetAvailable", "message": "ok"}]}),
+    );
+    let degraded = condition(&one_down, "Degraded");
+    assert_eq!(
+        (
+            degraded.status,
+            degraded.reason.as_str(),
+            degraded.message.as_str()
+        ),
+        (
+            ConditionStatus::True,
+            "ReplicasUnavailable",
+            "1 of 2 replicas ready: serving at reduced capacity"
+        )
+    );
+    let all = settled_status(&two, available(2));
+    assert_eq!(condition(&all, "Degraded").status, ConditionStatus::False);
+    assert_eq!(condition(&all, "Ready").status, ConditionStatus::True);
 }

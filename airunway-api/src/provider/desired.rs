@@ -214,8 +214,27 @@ impl ProviderStatus {
                 condition_types::READY,
                 true,
                 crate::constants::reasons::DEPLOYMENT_READY,
-                "All replicas are ready",
+                match translated.replicas.as_ref().map(|r| (r.ready, r.desired)) {
+                    Some((Some(ready), Some(desired))) if ready < desired => {
+                        format!("Serving: {ready} of {desired} replicas ready (see Degraded)")
+                    }
+                    _ => "All replicas are ready".to_string(),
+                },
             ),
+            // Settled at zero replicas: nothing serves, and nothing is in progress either.
+            (false, Phase::Running)
+                if translated.replicas.as_ref().and_then(|r| r.desired) == Some(0) =>
+            {
+                DesiredCondition::new(
+                    condition_types::READY,
+                    false,
+                    crate::constants::reasons::SCALED_TO_ZERO,
+                    translated
+                        .message
+                        .clone()
+                        .unwrap_or_else(|| format!("{kind} {name} is scaled to zero")),
+                )
+            }
             (_, Phase::Failed) => DesiredCondition::new(
                 condition_types::READY,
                 false,

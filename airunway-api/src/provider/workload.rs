@@ -71,6 +71,12 @@ pub fn degraded_condition(
             reasons::REPLICAS_UNAVAILABLE,
             format!("{ready} of {desired} replicas ready: serving at reduced capacity"),
         ),
+        (Some(ready), Some(desired)) if ready > desired => DesiredCondition::new(
+            condition_types::DEGRADED,
+            false,
+            reasons::NOT_DEGRADED,
+            format!("{ready} replicas ready, scaling down to {desired}"),
+        ),
         (Some(ready), Some(desired)) => DesiredCondition::new(
             condition_types::DEGRADED,
             false,
@@ -109,7 +115,15 @@ mod tests {
             one_of_two.message,
             "1 of 2 replicas ready: serving at reduced capacity"
         );
-        for (desired, ready) in [(2, 2), (2, 0), (0, 0), (1, 3)] {
+        let shrinking = degraded_condition(Some(&counts(1, 3)), None);
+        assert_eq!(
+            (shrinking.status, shrinking.message.as_str()),
+            (
+                ConditionStatus::False,
+                "3 replicas ready, scaling down to 1"
+            )
+        );
+        for (desired, ready) in [(2, 2), (2, 0), (0, 0)] {
             let condition = degraded_condition(Some(&counts(desired, ready)), None);
             assert_eq!(
                 condition.status,

@@ -5,7 +5,9 @@
 --   status.observedGeneration behind generation   -> Progressing (nobody acted on the spec yet)
 --   Stalled=True                                  -> Degraded (a change is needed)
 --   Reconciling=True                              -> Progressing
+--   Degraded=True (serving, not fully)            -> Degraded
 --   Ready=True                                    -> Healthy
+--   Ready=False ScaledToZero while Running        -> Healthy (as its spec asks: zero replicas)
 --   phase Failed                                  -> Degraded
 --   anything else                                 -> Progressing
 -- Install: the key resource.customizations.health.airunway.ai_ModelDeployment of argocd-cm
@@ -54,6 +56,12 @@ if reconciling ~= nil and reconciling.status == "True" then
   hs.message = describe(reconciling)
   return hs
 end
+local degraded = found["Degraded"]
+if degraded ~= nil and degraded.status == "True" then
+  hs.status = "Degraded"
+  hs.message = describe(degraded)
+  return hs
+end
 local ready = found["Ready"]
 if ready ~= nil and ready.status == "True" then
   hs.status = "Healthy"
@@ -61,6 +69,11 @@ if ready ~= nil and ready.status == "True" then
   if hs.message == "" then
     hs.message = describe(ready)
   end
+  return hs
+end
+if ready ~= nil and ready.reason == "ScaledToZero" and status.phase == "Running" then
+  hs.status = "Healthy"
+  hs.message = describe(ready)
   return hs
 end
 if status.phase == "Failed" then

@@ -7,11 +7,14 @@
 //!    than `resource.count` → status "nodes not ready" (`NodesReady=False`, state Pending) and
 //!    nothing is created.
 //! 2. The workload, owned by the Workspace and named like it, with a required node affinity
-//!    on the label selector: for `inference.template` a **Deployment** from that pod template;
-//!    for `inference.preset` a **StatefulSet** (with a headless Service `<name>-headless`) whose
-//!    container asks for every GPU of a matching node. `resource.count` replicas. A Service
-//!    `<name>` (port 80 → 5000) selects its Pods. The Pods then really run: kube-scheduler
-//!    places them and KWOK reports them Running/Ready.
+//!    on the label selector: a **StatefulSet** (KAITO runs every inference Workspace as one
+//!    since v0.8) whose pods carry `kaito.sh/workspace: <name>` (its selector): for
+//!    `inference.template` from that pod template, for `inference.preset` with one container
+//!    named like the Workspace asking for every GPU of a matching node. `resource.count`
+//!    replicas, set once: KAITO never resizes it (its webhook refuses a `resource.count`
+//!    change). A Service `<name>` (port 80 → 5000) selects pod `<name>-0` (KAITO's selector:
+//!    `statefulset.kubernetes.io/pod-name`), a headless Service `<name>-headless` every pod.
+//!    The Pods then really run: kube-scheduler places them and KWOK reports them Running/Ready.
 //! 3. Status, from the workload's real readiness: `readyReplicas == replicas` → state Ready
 //!    (`InferenceReady=True`); before that → Pending; after having been Ready → NotReady.
 //!    `workerNodes` and `targetNodeCount` are the real ones.
@@ -185,10 +188,18 @@ pub async fn reconcile(client: &Client, workspace: &DynamicObject) -> Result<Opt
         create_if_missing(&services, &serde_json::from_value(json!({
             "apiVersion": "v1", "kind": "Service",
             "metadata": {"name": name, "ownerReferences": [owner], "labels": pod_labels},
-            "spec": {"selector": pod_labels, "ports": [{"name": "http", "port": 80, "targetPort": INFERENCE_PORT}]},
+            "spec": {"selector": {WORKSPACE_LABEL: name, "statefulset.kubernetes.io/pod-name": format!("{name}-0")},
+                     "ports": [{"name": "http", "port": 80, "targetPort": INFERENCE_PORT}]},
         }))?)
         .await?;
-        let (replicas, ready) = if value["inference"]["template"].is_object() {
+        create_if_missing(&services, &serde_json::from_value(json!({
+            "apiVersion": "v1", "kind": "Service",
+            "metadata": {"name": format!("{name}-headless"), "ownerReferences": [owner], "labels": pod_labels},
+            "spec": {"clusterIP": "None", "publishNotReadyAddresses": true, "selector": pod_labels,
+                     "ports": [{"name": "http", "port": INFERENCE_PORT}]},
+        }))?)
+        .await?;
+        let template = if value["inference"]["template"].is_object() {
             let mut template = value["inference"]["template"].clone();
             let mut labels = template["metadata"]["labels"]
                 .as_object()
@@ -197,18 +208,7 @@ pub async fn reconcile(client: &Client, workspace: &DynamicObject) -> Result<Opt
             labels.insert(WORKSPACE_LABEL.into(), json!(name));
             template["metadata"]["labels"] = Value::Object(labels);
             template["spec"]["affinity"] = node_affinity(&selector);
-            let deployments: Api<Deployment> = Api::namespaced(client.clone(), &namespace);
-            create_if_missing(&deployments, &serde_json::from_value(json!({
-                "apiVersion": "apps/v1", "kind": "Deployment",
-                "metadata": {"name": name, "ownerReferences": [owner], "labels": pod_labels},
-                "spec": {"replicas": target, "selector": {"matchLabels": pod_labels}, "template": template},
-            }))?)
-            .await?;
-            let status = deployments.get(&name).await?.status.unwrap_or_default();
-            (
-                status.replicas.unwrap_or(0),
-                status.ready_replicas.unwrap_or(0),
-            )
+            template
         } else {
             // A preset name may be a Hugging Face id (`Qwen/Qwen3-0.6B`): made image-safe.
             let preset = value["inference"]["preset"]["name"]
@@ -228,31 +228,28 @@ pub async fn reconcile(client: &Client, workspace: &DynamicObject) -> Result<Opt
                 })
                 .map(|q| q.0)
                 .unwrap_or_else(|| "1".into());
-            create_if_missing(&services, &serde_json::from_value(json!({
-                "apiVersion": "v1", "kind": "Service",
-                "metadata": {"name": format!("{name}-headless"), "ownerReferences": [owner], "labels": pod_labels},
-                "spec": {"clusterIP": "None", "publishNotReadyAddresses": true, "selector": pod_labels,
-                         "ports": [{"name": "http", "port": INFERENCE_PORT}]},
-            }))?)
-            .await?;
-            let statefulsets: Api<StatefulSet> = Api::namespaced(client.clone(), &namespace);
-            create_if_missing(&statefulsets, &serde_json::from_value(json!({
+            json!({"metadata": {"labels": pod_labels},
+                   "spec": {"affinity": node_affinity(&selector),
+                            "containers": [{"name": name,
+                                "image": format!("registry.invalid/simulated/kaito-preset-{preset}:0.10.0"),
+                                "ports": [{"containerPort": INFERENCE_PORT}],
+                                "resources": {"limits": {"nvidia.com/gpu": gpus}, "requests": {"nvidia.com/gpu": gpus}}}]}})
+        };
+        let statefulsets: Api<StatefulSet> = Api::namespaced(client.clone(), &namespace);
+        create_if_missing(
+            &statefulsets,
+            &serde_json::from_value(json!({
                 "apiVersion": "apps/v1", "kind": "StatefulSet",
                 "metadata": {"name": name, "ownerReferences": [owner], "labels": pod_labels},
                 "spec": {"replicas": target, "serviceName": format!("{name}-headless"),
                          "podManagementPolicy": "Parallel",
                          "selector": {"matchLabels": pod_labels},
-                         "template": {"metadata": {"labels": pod_labels},
-                                      "spec": {"affinity": node_affinity(&selector),
-                                               "containers": [{"name": name,
-                                                   "image": format!("registry.invalid/simulated/kaito-preset-{preset}:0.10.0"),
-                                                   "ports": [{"containerPort": INFERENCE_PORT}],
-                                                   "resources": {"limits": {"nvidia.com/gpu": gpus}, "requests": {"nvidia.com/gpu": gpus}}}]}}},
-            }))?)
-            .await?;
-            let status = statefulsets.get(&name).await?.status.unwrap_or_default();
-            (status.replicas, status.ready_replicas.unwrap_or(0))
-        };
+                         "template": template},
+            }))?,
+        )
+        .await?;
+        let status = statefulsets.get(&name).await?.status.unwrap_or_default();
+        let (replicas, ready) = (status.replicas, status.ready_replicas.unwrap_or(0));
         // 3. Status from the workload's readiness.
         if replicas > 0 && ready >= replicas && i64::from(ready) >= target {
             ("workspace-ready.yaml", "Ready")

@@ -12,13 +12,13 @@ use std::process::ExitCode;
 use airunway_api::kube::core::DynamicObject;
 use airunway_api::provider::{
     Incompatible, Provider, RenderError, Rendered, TranslatedStatus, UpstreamKind, UpstreamSchema,
-    primary,
+    primary, reference_to,
 };
 use airunway_api::serde_json::json;
 use airunway_api::v1alpha1::{
     EndpointStatus, EngineCapability, EngineCapabilityEntry, EngineType,
     InferenceProviderConfigSpec, ModelDeployment, Phase, ProviderCapabilities, ReplicaStatus,
-    SelectionRule, ServingMode,
+    SelectionRule, ServingMode, WorkloadStatus,
 };
 
 /// The example provider.
@@ -149,6 +149,23 @@ impl Provider for ConfigMapProvider {
                 ready: true,
             },
         }
+    }
+
+    // `status.workload`, the contract tools bind to: what was created and where the serving
+    // pods are. A ConfigMap runs no pods, so this provider reports only the upstream object
+    // (what the SDK would fill in by itself; written out here to show a provider filling it):
+    // no workloads, no pod selector (so no `status.selector`: an HPA cannot target it), no
+    // container or port. A provider whose objects run pods also lists the objects that run
+    // them, the labels that select exactly those pods, the serving container and its port.
+    fn workload(
+        &self,
+        _deployment: &ModelDeployment,
+        upstream: &[Option<&DynamicObject>],
+    ) -> Option<WorkloadStatus> {
+        Some(WorkloadStatus {
+            upstream: primary(upstream).map(|object| reference_to(object, None)),
+            ..Default::default()
+        })
     }
 }
 

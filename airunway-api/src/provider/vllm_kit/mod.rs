@@ -9,7 +9,8 @@
 //! - [`overrides`]: `provider.overrides` merged into the Deployments, with the same refusals
 //!   for every provider of the kit;
 //! - [`status`]: the deployment status translated from the real Deployment conditions the
-//!   deployment controller writes.
+//!   deployment controller writes;
+//! - [`workload`]: `status.workload`, the Deployments and the selector of their pods.
 //!
 //! What differs between the providers (extra arguments, pod labels, the default image) is
 //! passed in.
@@ -18,6 +19,7 @@ pub mod compat;
 pub mod overrides;
 pub mod render;
 pub mod status;
+pub mod workload;
 
 use super::traits::UpstreamKind;
 

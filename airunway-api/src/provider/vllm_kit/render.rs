@@ -67,7 +67,13 @@ pub struct Component {
     pub args: Vec<String>,
     /// Pod labels of this component (e.g. its role), besides the shared ones.
     pub pod_labels: BTreeMap<String, String>,
+    /// What it does for the deployment: [`AGGREGATED_ROLE`], `prefill` or `decode` (its
+    /// `role` in `status.workload.workloads`).
+    pub role: String,
 }
+
+/// The role of the one component of an aggregated deployment.
+pub const AGGREGATED_ROLE: &str = "aggregated";
 
 impl Component {
     /// The aggregated component of `md`, named after it.
@@ -83,6 +89,7 @@ impl Component {
             cpu: resources.and_then(|r| r.cpu.clone()),
             args: Vec::new(),
             pod_labels: BTreeMap::new(),
+            role: AGGREGATED_ROLE.to_string(),
         }
     }
 }

@@ -5,6 +5,13 @@
 //! - not created yet → `Pending` (`Waiting for Deployment <name> to be created`);
 //! - no conditions yet → `Pending`;
 //! - `Available` True → `Running`;
+//! - `Available` False (below the Deployment's minimum availability: during a scale-up, or a
+//!   replica lost) while at least one replica is available → `Running`,
+//!   `<available> of <desired> replicas available` (then `: <why>` when the Deployment also
+//!   reports a progress deadline exceeded or a replica failure) — it serves, so the gateway
+//!   keeps its route, and the SDK's `Degraded` says it serves at reduced capacity (the Go AI
+//!   Runway shows `Deploying` or `Failed` here, and its route goes until every replica is back:
+//!   a departure on purpose);
 //! - `Progressing` False with reason `ProgressDeadlineExceeded` → `Failed` with its message
 //!   (`Deployment <name> exceeded its progress deadline` when it has none);
 //! - `ReplicaFailure` True (pods cannot be created: quota, admission) → `Failed` with its
@@ -18,6 +25,12 @@
 //! the first one's that is not running, prefixed with its name. Replicas are summed: desired
 //! `spec.replicas`, ready `status.readyReplicas`, available `status.availableReplicas`.
 //! Endpoint: the given Service, port 8000.
+//!
+//! Scaled to zero (every Deployment exists and asks for 0 replicas, e.g. `kubectl scale
+//! md/<name> --replicas=0`): the deployment controller reports such a Deployment `Available`,
+//! so the phase stays `Running` — the deployment is as its spec asks, kstatus reads it as
+//! current and the gateway keeps its route — but it is not ready ([`SCALED_TO_ZERO`]):
+//! `Ready=False`, since no replica serves.
 
 use kube::core::DynamicObject;
 use serde_json::Value;
@@ -54,26 +67,37 @@ pub fn deployment_phase(name: &str, live: Option<&DynamicObject>) -> (Phase, Opt
     if available.is_some_and(|c| c["status"] == "True") {
         return (Phase::Running, None);
     }
-    if let Some(p) = progressing
+    let failure = if let Some(p) = progressing
         && p["status"] == "False"
         && p["reason"] == "ProgressDeadlineExceeded"
     {
+        Some(
+            message(p)
+                .unwrap_or_else(|| format!("Deployment {name} exceeded its progress deadline")),
+        )
+    } else {
+        find("ReplicaFailure")
+            .filter(|c| c["status"] == "True")
+            .map(|f| {
+                message(f).unwrap_or_else(|| format!("Deployment {name} cannot create its pods"))
+            })
+    };
+    // Below the minimum availability but serving: Running (the gateway keeps its route), the
+    // message says how many serve and why the others do not, when the Deployment says.
+    let available_replicas = count(&live.data["status"]["availableReplicas"]);
+    if available_replicas > 0 {
+        let desired = count(&live.data["spec"]["replicas"]);
+        let serving = format!("{available_replicas} of {desired} replicas available");
         return (
-            Phase::Failed,
-            Some(
-                message(p)
-                    .unwrap_or_else(|| format!("Deployment {name} exceeded its progress deadline")),
-            ),
+            Phase::Running,
+            Some(match failure {
+                Some(why) => format!("{serving}: {why}"),
+                None => serving,
+            }),
         );
     }
-    if let Some(failure) = find("ReplicaFailure").filter(|c| c["status"] == "True") {
-        return (
-            Phase::Failed,
-            Some(
-                message(failure)
-                    .unwrap_or_else(|| format!("Deployment {name} cannot create its pods")),
-            ),
-        );
+    if let Some(why) = failure {
+        return (Phase::Failed, Some(why));
     }
     if let Some(p) = progressing.filter(|c| c["status"] == "True") {
         return (Phase::Deploying, message(p));
@@ -88,6 +112,10 @@ pub fn deployment_phase(name: &str, live: Option<&DynamicObject>) -> (Phase, Opt
 
 /// `status.message` while Deployments exist but say nothing more specific (Go's text).
 pub const CREATED_WAITING: &str = "Deployments created, waiting for pods to be ready";
+
+/// `status.message` (and `Ready`'s) of a deployment scaled to zero.
+pub const SCALED_TO_ZERO: &str =
+    "Scaled to zero (spec.scaling.replicas is 0): no replica serves until it is scaled up";
 
 fn count(value: &Value) -> i32 {
     replica_count(value).unwrap_or(0)
@@ -135,6 +163,14 @@ pub fn translate(
             available = sum_replicas([available, count(&live.data["status"]["availableReplicas"])]);
         }
     }
+    // Running with nothing asked for: settled, but nothing serves.
+    let all_live = !deployments.is_empty() && deployments.iter().all(|(_, live)| live.is_some());
+    let scaled_to_zero = phase == Phase::Running && all_live && desired == 0;
+    let message = if scaled_to_zero {
+        Some(SCALED_TO_ZERO.to_string())
+    } else {
+        message
+    };
     TranslatedStatus {
         phase,
         message,
@@ -147,7 +183,7 @@ pub fn translate(
             service: Some(service.to_string()),
             port: Some(PORT),
         }),
-        ready: phase == Phase::Running,
+        ready: phase == Phase::Running && !scaled_to_zero,
     }
 }
 
@@ -251,7 +287,7 @@ mod tests {
         );
         let progressing = live(
             3,
-            json!({"readyReplicas": 1, "availableReplicas": 1, "conditions": [
+            json!({"readyReplicas": 0, "availableReplicas": 0, "conditions": [
                 condition("Progressing", "True", "ReplicaSetUpdated", "rolling")]}),
         );
         let status = translate(
@@ -267,8 +303,8 @@ mod tests {
             status.replicas,
             Some(ReplicaStatus {
                 desired: Some(5),
-                ready: Some(3),
-                available: Some(3)
+                ready: Some(2),
+                available: Some(2)
             })
         );
         assert_eq!(
@@ -303,5 +339,115 @@ mod tests {
         );
         assert_eq!(status.phase, Phase::Failed);
         assert_eq!(status.message.as_deref(), Some("m-prefill: timed out"));
+    }
+
+    /// A Deployment the controller reports `Available` with a replica down is `Running`, and
+    /// the SDK's `Degraded` says so from the counts; it clears when all are ready.
+    #[test]
+    fn available_with_a_replica_down_is_running_and_degraded() {
+        let three_of_four = live(
+            4,
+            json!({"replicas": 4, "readyReplicas": 3, "availableReplicas": 3, "conditions": [
+                condition("Available", "True", "MinimumReplicasAvailable", "Deployment has minimum availability."),
+                condition("Progressing", "True", "NewReplicaSetAvailable", "ok")]}),
+        );
+        let status = translate(&[("d", Some(&three_of_four))], "d");
+        assert_eq!((status.phase, status.ready), (Phase::Running, true));
+        let degraded =
+            crate::provider::workload::degraded_condition(status.replicas.as_ref(), None);
+        assert_eq!(degraded.status, crate::v1alpha1::ConditionStatus::True);
+        assert_eq!(
+            degraded.message,
+            "3 of 4 replicas ready: serving at reduced capacity"
+        );
+        let all = live(
+            4,
+            json!({"readyReplicas": 4, "availableReplicas": 4, "conditions": [
+                condition("Available", "True", "MinimumReplicasAvailable", "ok")]}),
+        );
+        let status = translate(&[("d", Some(&all))], "d");
+        let cleared = crate::provider::workload::degraded_condition(status.replicas.as_ref(), None);
+        assert_eq!(cleared.status, crate::v1alpha1::ConditionStatus::False);
+        // One of two ready: the controller's minimum availability is not met (maxUnavailable
+        // rounds down to 0) and the Go mapping would say `Deploying`, taking the gateway route
+        // away from the replica that serves; here it is `Running` and `Degraded` is True.
+        let one_of_two = live(
+            2,
+            json!({"readyReplicas": 1, "availableReplicas": 1, "conditions": [
+                condition("Available", "False", "MinimumReplicasUnavailable", "Deployment does not have minimum availability."),
+                condition("Progressing", "True", "NewReplicaSetAvailable", "ok")]}),
+        );
+        let status = translate(&[("d", Some(&one_of_two))], "d");
+        assert_eq!((status.phase, status.ready), (Phase::Running, true));
+        assert_eq!(status.message.as_deref(), Some("1 of 2 replicas available"));
+        // The same with no GPU left for the second replica: still serving, the reason said.
+        let stuck = live(
+            2,
+            json!({"readyReplicas": 1, "availableReplicas": 1, "conditions": [
+                condition("Available", "False", "MinimumReplicasUnavailable", "Deployment does not have minimum availability."),
+                condition("Progressing", "False", "ProgressDeadlineExceeded", "ReplicaSet \"d-1\" has timed out progressing.")]}),
+        );
+        assert_eq!(
+            deployment_phase("d", Some(&stuck)),
+            (
+                Phase::Running,
+                Some(
+                    "1 of 2 replicas available: ReplicaSet \"d-1\" has timed out progressing."
+                        .into()
+                )
+            )
+        );
+        let degraded =
+            crate::provider::workload::degraded_condition(status.replicas.as_ref(), None);
+        assert_eq!(
+            (degraded.status, degraded.message.as_str()),
+            (
+                crate::v1alpha1::ConditionStatus::True,
+                "1 of 2 replicas ready: serving at reduced capacity"
+            )
+        );
+    }
+
+    /// Every Deployment at 0 replicas: `Running` (settled) but not ready, with its message;
+    /// one Deployment still missing is not "scaled to zero".
+    #[test]
+    fn scaled_to_zero_is_running_but_not_ready() {
+        let zero = live(
+            0,
+            json!({"conditions": [
+                condition("Available", "True", "MinimumReplicasAvailable", "Deployment has minimum availability."),
+                condition("Progressing", "True", "NewReplicaSetAvailable", "ok")]}),
+        );
+        let status = translate(
+            &[("m-decode", Some(&zero)), ("m-prefill", Some(&zero))],
+            "m-decode",
+        );
+        assert_eq!(status.phase, Phase::Running);
+        assert!(!status.ready, "no replica serves");
+        assert_eq!(status.message.as_deref(), Some(SCALED_TO_ZERO));
+        assert_eq!(
+            status.replicas,
+            Some(ReplicaStatus {
+                desired: Some(0),
+                ready: Some(0),
+                available: Some(0)
+            })
+        );
+        let one = live(
+            1,
+            json!({"readyReplicas": 1, "availableReplicas": 1, "conditions": [
+                condition("Available", "True", "MinimumReplicasAvailable", "ok")]}),
+        );
+        let serving = translate(&[("d", Some(&one))], "d");
+        assert_eq!(
+            (serving.phase, serving.ready, serving.message),
+            (Phase::Running, true, None)
+        );
+        let missing = translate(
+            &[("m-decode", Some(&zero)), ("m-prefill", None)],
+            "m-decode",
+        );
+        assert_eq!(missing.phase, Phase::Deploying);
+        assert_ne!(missing.message.as_deref(), Some(SCALED_TO_ZERO));
     }
 }
