@@ -302,7 +302,33 @@ impl Integration {
             hpa: live(&self.hpas, Kind::Hpa),
             keda_hpa,
         };
-        let plan = plan::plan(&inputs);
+        let mut plan = plan::plan(&inputs);
+        // The watches see only labelled objects: before creating one, ask the API server
+        // whether an object of the name exists that is not ours (never take it over).
+        if let Some((kind, _)) = &plan.apply {
+            let cached = match kind {
+                Kind::ScaledObject => &inputs.scaled_object,
+                Kind::Hpa => &inputs.hpa,
+            };
+            if cached.is_none() {
+                match self.get(*kind, &namespace, &name).await {
+                    Ok(Some(object)) => {
+                        let live = Some(Live::of(&object, md));
+                        let mut fresh = inputs.clone();
+                        match kind {
+                            Kind::ScaledObject => fresh.scaled_object = live,
+                            Kind::Hpa => fresh.hpa = live,
+                        }
+                        plan = plan::plan(&fresh);
+                    }
+                    Ok(None) => {}
+                    Err(e) => {
+                        tracing::warn!(error = %e, category = e.category(), "autoscaler read failed");
+                        return plan::apply_failed(*kind, md, &e.to_string());
+                    }
+                }
+            }
+        }
         let reference = md.object_ref(&());
         for kind in &plan.delete {
             if let Err(e) = self.delete(*kind, &namespace, &name).await {
@@ -343,6 +369,24 @@ impl Integration {
                 .await;
         }
         plan.status
+    }
+
+    async fn get(
+        &self,
+        kind: Kind,
+        namespace: &str,
+        name: &str,
+    ) -> Result<Option<Value>, AutoscalingError> {
+        let api: Api<DynamicObject> =
+            Api::namespaced_with(self.client.clone(), namespace, &resource(kind));
+        match api.get_opt(name).await {
+            Ok(found) => Ok(found.and_then(|o| serde_json::to_value(o).ok())),
+            Err(source) => Err(AutoscalingError::Api {
+                action: format!("get {}", kind.as_str()),
+                object: format!("{namespace}/{name}"),
+                source,
+            }),
+        }
     }
 
     async fn apply(
