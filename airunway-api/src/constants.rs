@@ -255,8 +255,9 @@ pub mod reasons {
     /// Ready=False while the upstream operator works (the Go AI Runway's reason; the message
     /// says what is awaited).
     pub const DEPLOYMENT_IN_PROGRESS: &str = "DeploymentInProgress";
-    /// Ready=False on a `Running` deployment that asks for no replica (scaled to zero): settled,
-    /// but nothing serves.
+    /// Ready=True on a `Running` deployment that asks for no replica (scaled to zero): settled
+    /// as asked and ready to be scaled up (as Knative and KServe say of a service at zero); the
+    /// message says no replica serves.
     pub const SCALED_TO_ZERO: &str = "ScaledToZero";
     /// Ready=False: the upstream reports an error.
     pub const DEPLOYMENT_FAILED: &str = "DeploymentFailed";

@@ -998,7 +998,7 @@ async fn kubectl_scale_scales_both_roles_in_place_by_their_ratio_to_zero_and_bac
     assert_eq!(md.phase(), Some(Phase::Running));
     assert_eq!(
         md.condition(condition_types::READY).map(|c| c.status),
-        Some(ConditionStatus::False)
+        Some(ConditionStatus::True)
     );
     assert_eq!(
         md.status.as_ref().and_then(|s| s.selector.as_deref()),

@@ -1044,7 +1044,7 @@ async fn kubectl_scale_in_place_workload_selector_zero_and_degraded() {
     assert_eq!(
         condition_of(&md, condition_types::READY),
         (
-            ConditionStatus::False,
+            ConditionStatus::True,
             reasons::SCALED_TO_ZERO.into(),
             airunway_api::provider::vllm_kit::status::SCALED_TO_ZERO.into()
         )

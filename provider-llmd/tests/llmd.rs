@@ -758,10 +758,10 @@ fn workload_lists_both_roles_and_selects_the_pods_of_both() {
     );
 }
 
-/// Both roles at zero: `Running` with `Ready=False` `ScaledToZero`; one of three pods down:
-/// `Degraded=True` (and the phase is what the Deployments say).
+/// Both roles at zero: `Running` with `Ready=True` `ScaledToZero` (ready to be scaled up); one
+/// of three pods down: `Degraded=True` (and the phase is what the Deployments say).
 #[test]
-fn zero_is_running_not_ready_and_a_pod_down_is_degraded() {
+fn zero_is_running_ready_to_scale_and_a_pod_down_is_degraded() {
     let mut md = disaggregated();
     md.spec.scaling.as_mut().unwrap().replicas = Some(0);
     let zero = set_status(
@@ -772,7 +772,7 @@ fn zero_is_running_not_ready_and_a_pod_down_is_degraded() {
     let ready = condition(&zero, "Ready");
     assert_eq!(
         (ready.status, ready.reason.as_str()),
-        (ConditionStatus::False, "ScaledToZero")
+        (ConditionStatus::True, "ScaledToZero")
     );
     assert_eq!(condition(&zero, "Degraded").status, ConditionStatus::False);
 

@@ -843,10 +843,10 @@ fn workload_is_the_deployment_and_its_selector() {
     );
 }
 
-/// Scaled to zero: `Running` (settled) with `Ready=False` `ScaledToZero`, not degraded; one
-/// replica of two ready: `Degraded=True`.
+/// Scaled to zero: `Running` (settled) with `Ready=True` `ScaledToZero` (ready to be scaled
+/// up), not degraded; one replica of two ready: `Running`, `Ready=True`, `Degraded=True`.
 #[test]
-fn zero_replicas_is_running_not_ready_and_a_replica_down_is_degraded() {
+fn zero_replicas_is_running_ready_to_scale_and_a_replica_down_is_degraded() {
     let zero = aggregated(json!({"scaling": {"replicas": 0}}));
     let status = settled_status(
         &zero,
@@ -856,7 +856,7 @@ fn zero_replicas_is_running_not_ready_and_a_replica_down_is_degraded() {
     let ready = condition(&status, "Ready");
     assert_eq!(
         (ready.status, ready.reason.as_str()),
-        (ConditionStatus::False, "ScaledToZero")
+        (ConditionStatus::True, "ScaledToZero")
     );
     assert_eq!(ready.message, status::SCALED_TO_ZERO);
     assert_eq!(status.message, status::SCALED_TO_ZERO);
@@ -893,6 +893,11 @@ fn zero_replicas_is_running_not_ready_and_a_replica_down_is_degraded() {
             "ReplicasUnavailable",
             "1 of 2 replicas ready: serving at reduced capacity"
         )
+    );
+    assert_eq!(one_down.phase, Phase::Running);
+    assert_eq!(
+        condition(&one_down, "Ready").message,
+        "Serving: 1 of 2 replicas ready (see Degraded)"
     );
     let all = settled_status(&two, available(2));
     assert_eq!(condition(&all, "Degraded").status, ConditionStatus::False);

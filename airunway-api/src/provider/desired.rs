@@ -221,13 +221,15 @@ impl ProviderStatus {
                     _ => "All replicas are ready".to_string(),
                 },
             ),
-            // Settled at zero replicas: nothing serves, and nothing is in progress either.
+            // Settled at zero replicas, as asked: ready to be scaled up (as Knative and KServe
+            // say of a service at zero), so kstatus, Flux, Argo CD and `kubectl wait` read it as
+            // done; the reason and the message say no replica serves.
             (false, Phase::Running)
                 if translated.replicas.as_ref().and_then(|r| r.desired) == Some(0) =>
             {
                 DesiredCondition::new(
                     condition_types::READY,
-                    false,
+                    true,
                     crate::constants::reasons::SCALED_TO_ZERO,
                     translated
                         .message

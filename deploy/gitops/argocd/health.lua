@@ -7,7 +7,7 @@
 --   Reconciling=True                              -> Progressing
 --   Degraded=True (serving, not fully)            -> Degraded
 --   Ready=True                                    -> Healthy
---   Ready=False ScaledToZero while Running        -> Healthy (as its spec asks: zero replicas)
+--   (a deployment scaled to zero is Ready=True, reason ScaledToZero -> Healthy)
 --   phase Failed                                  -> Degraded
 --   anything else                                 -> Progressing
 -- Install: the key resource.customizations.health.airunway.ai_ModelDeployment of argocd-cm
@@ -69,11 +69,6 @@ if ready ~= nil and ready.status == "True" then
   if hs.message == "" then
     hs.message = describe(ready)
   end
-  return hs
-end
-if ready ~= nil and ready.reason == "ScaledToZero" and status.phase == "Running" then
-  hs.status = "Healthy"
-  hs.message = describe(ready)
   return hs
 end
 if status.phase == "Failed" then

@@ -29,8 +29,9 @@
 //! Scaled to zero (every Deployment exists and asks for 0 replicas, e.g. `kubectl scale
 //! md/<name> --replicas=0`): the deployment controller reports such a Deployment `Available`,
 //! so the phase stays `Running` — the deployment is as its spec asks, kstatus reads it as
-//! current and the gateway keeps its route — but it is not ready ([`SCALED_TO_ZERO`]):
-//! `Ready=False`, since no replica serves.
+//! current and the gateway keeps its route — with `Ready=True` reason `ScaledToZero` and the
+//! message [`SCALED_TO_ZERO`] (the SDK turns `ready: false` at zero replicas into that):
+//! ready to be scaled up, though no replica serves.
 
 use kube::core::DynamicObject;
 use serde_json::Value;
