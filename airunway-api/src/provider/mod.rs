@@ -31,10 +31,10 @@
 //!    provider resolving its image to a digest) implements [`Provider::prepare`]: the
 //!    [`Preparation`]'s status fields and conditions are written (manager
 //!    `<name>-provider-prepare`, only when changed) and the render sees them.
-//!    The pipeline is observe (the watch caches) → [`plan::triage`] → [`plan::plan`] (one pure
-//!    function over the set of objects, the same one [`cycle`] runs offline) → act (fresh reads
+//!    The pipeline is observe (the watch caches) → `plan::triage` → `plan::plan` (one pure
+//!    function over the set of objects, the same one `cycle` (with the `testing` feature) runs offline) → act (fresh reads
 //!    only to confirm a cache entry the plan doubts, then the applies and deletions the plan
-//!    lists) → [`plan::report`] (the status, written only when it changed); a change of an
+//!    lists) → `plan::report` (the status, written only when it changed); a change of an
 //!    upstream object (its operator's status, an edit, a deletion) arrives through the
 //!    provider's watch on its kind (only objects labelled `airunway.ai/managed-by: airunway`),
 //!    never by polling.

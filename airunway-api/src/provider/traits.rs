@@ -203,7 +203,7 @@ pub trait Provider: Send + Sync + 'static {
     }
 
     /// The upstream versions this provider renders for, preferred first, with the schema paths
-    /// it writes and the fingerprints it was tested against (see [`schema`](super::schema)).
+    /// it writes and the fingerprints it was tested against (see `SchemaAdapter`).
     /// Only read for an [upstream kind](Provider::upstream) from a CRD. Default: none.
     fn schema_adapters(&self) -> &'static [SchemaAdapter] {
         &[]

@@ -9,7 +9,7 @@ pub struct GetInfoResponse {
     /// The provider name: the name of its InferenceProviderConfig (e.g. "kaito").
     #[prost(string, tag = "1")]
     pub name: ::prost::alloc::string::String,
-    /// "<name>-provider:<version>", as in the InferenceProviderConfig status.
+    /// `<name>-provider:<version>`, as in the InferenceProviderConfig status.
     #[prost(string, tag = "2")]
     pub version: ::prost::alloc::string::String,
     /// The engines the provider serves.
