@@ -110,6 +110,7 @@ pub fn translate(md: &ModelDeployment, dgd: Option<&DynamicObject>) -> Translate
             replicas: None,
             endpoint: None,
             ready: false,
+            not_ready: None,
         };
     };
     let data = &dgd.data;
@@ -130,6 +131,7 @@ pub fn translate(md: &ModelDeployment, dgd: Option<&DynamicObject>) -> Translate
         replicas: replicas.clone(),
         endpoint: endpoint.clone(),
         ready,
+        not_ready: None,
     };
     match status["state"].as_str() {
         Some("successful") => result(Phase::Running, None, true),

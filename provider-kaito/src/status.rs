@@ -62,6 +62,7 @@ pub fn translate(md: &ModelDeployment, workspace: Option<&DynamicObject>) -> Tra
             replicas: None,
             endpoint: None,
             ready: false,
+            not_ready: None,
         };
     };
     let status = &workspace.data["status"];
@@ -82,6 +83,7 @@ pub fn translate(md: &ModelDeployment, workspace: Option<&DynamicObject>) -> Tra
         replicas: replicas.clone(),
         endpoint: endpoint.clone(),
         ready,
+        not_ready: None,
     };
 
     if workspace_ready {

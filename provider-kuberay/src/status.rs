@@ -140,6 +140,7 @@ pub fn translate(md: &ModelDeployment, ray_service: Option<&DynamicObject>) -> T
             replicas: None,
             endpoint: None,
             ready: false,
+            not_ready: None,
         };
     };
     let endpoint = Some(EndpointStatus {
@@ -165,6 +166,7 @@ pub fn translate(md: &ModelDeployment, ray_service: Option<&DynamicObject>) -> T
         replicas: Some(worker_replicas(data, ready.then_some(active))),
         endpoint: endpoint.clone(),
         ready,
+        not_ready: None,
     };
 
     if ready_condition.is_none() {

@@ -10,7 +10,7 @@ use super::traits::TranslatedStatus;
 use crate::conditions::{self, DesiredCondition, Progress};
 use crate::constants::{annotations, condition_types, labels};
 use crate::managed_fields::OwnedFields;
-use crate::v1alpha1::{ConditionStatus, ModelDeployment, Phase};
+use crate::v1alpha1::{ConditionStatus, ModelDeployment, NotReadyReason, NotReadyStatus, Phase};
 
 /// The upstream object to apply, with the hashes that tell drift from spec changes.
 #[derive(Clone, Debug, PartialEq)]
@@ -183,6 +183,8 @@ pub struct ProviderStatus {
     pub endpoint: Option<crate::v1alpha1::EndpointStatus>,
     /// `status.workload`, and from its pod selector `status.selector`.
     pub workload: Option<crate::v1alpha1::WorkloadStatus>,
+    /// `status.notReady`: why `Ready` is `False` (`None` while `True`).
+    pub not_ready: Option<NotReadyStatus>,
     /// `ProviderCompatible`, `ResourceCreated`, `Ready`, and `Degraded` once the resource exists. `Reconciling` and `Stalled` are
     /// derived from the phase when written ([`ProviderStatus::progress`]).
     pub conditions: Vec<DesiredCondition>,
@@ -200,6 +202,32 @@ fn running_message(kind: &str) -> String {
     format!("{noun} created, pods are ready")
 }
 
+/// The not-ready reason of a deployment held with nothing applied, from why no resource was
+/// created (the `ResourceCreated=False` reason).
+fn held_reason(resource_created: &str) -> NotReadyReason {
+    use crate::constants::reasons;
+    match resource_created {
+        reasons::UPSTREAM_CRD_NOT_INSTALLED
+        | reasons::UPSTREAM_CONTROLLER_MISSING
+        | reasons::UPSTREAM_CONTROLLER_NOT_READY => NotReadyReason::UpstreamOperatorMissing,
+        reasons::IMAGE_RESOLUTION_FAILED => NotReadyReason::ImagePullFailed,
+        reasons::DOWNLOAD_FAILED => NotReadyReason::ModelDownloadFailed,
+        reasons::PVCS_PENDING | reasons::DOWNLOAD_IN_PROGRESS => NotReadyReason::InProgress,
+        reasons::RECREATING => NotReadyReason::Updating,
+        _ => NotReadyReason::NotDeployed,
+    }
+}
+
+/// `Ready=False` for `not_ready`: its reason and message.
+fn not_ready_condition(not_ready: &NotReadyStatus) -> DesiredCondition {
+    DesiredCondition::new(
+        condition_types::READY,
+        false,
+        not_ready.reason.as_str(),
+        not_ready.message.clone(),
+    )
+}
+
 impl ProviderStatus {
     /// The status for a translated upstream status on a created resource.
     pub fn from_translation(
@@ -209,52 +237,62 @@ impl ProviderStatus {
     ) -> ProviderStatus {
         let (kind, name) = (resource.1.clone(), resource.0.clone());
         // `Ready` is `True` only while `Running`, whatever the upstream says.
-        let ready = match (translated.ready, translated.phase) {
-            (true, Phase::Running) => DesiredCondition::new(
-                condition_types::READY,
-                true,
-                crate::constants::reasons::DEPLOYMENT_READY,
-                match translated.replicas.as_ref().map(|r| (r.ready, r.desired)) {
-                    Some((Some(ready), Some(desired))) if ready < desired => {
-                        format!("Serving: {ready} of {desired} replicas ready (see Degraded)")
-                    }
-                    _ => "All replicas are ready".to_string(),
-                },
+        let (ready, not_ready) = match (translated.ready, translated.phase) {
+            (true, Phase::Running) => (
+                DesiredCondition::new(
+                    condition_types::READY,
+                    true,
+                    crate::constants::reasons::DEPLOYMENT_READY,
+                    match translated.replicas.as_ref().map(|r| (r.ready, r.desired)) {
+                        Some((Some(ready), Some(desired))) if ready < desired => {
+                            format!("Serving: {ready} of {desired} replicas ready (see Degraded)")
+                        }
+                        _ => "All replicas are ready".to_string(),
+                    },
+                ),
+                None,
             ),
             // Settled at zero replicas, as asked: ready to be scaled up (as Knative and KServe
             // say of a service at zero), so kstatus, Flux, Argo CD and `kubectl wait` read it as
             // done; the reason and the message say no replica serves.
             (false, Phase::Running)
-                if translated.replicas.as_ref().and_then(|r| r.desired) == Some(0) =>
+                if translated.not_ready.is_none()
+                    && translated.replicas.as_ref().and_then(|r| r.desired) == Some(0) =>
             {
-                DesiredCondition::new(
-                    condition_types::READY,
-                    true,
-                    crate::constants::reasons::SCALED_TO_ZERO,
-                    translated
-                        .message
-                        .clone()
-                        .unwrap_or_else(|| format!("{kind} {name} is scaled to zero")),
+                (
+                    DesiredCondition::new(
+                        condition_types::READY,
+                        true,
+                        crate::constants::reasons::SCALED_TO_ZERO,
+                        translated
+                            .message
+                            .clone()
+                            .unwrap_or_else(|| format!("{kind} {name} is scaled to zero")),
+                    ),
+                    None,
                 )
             }
-            (_, Phase::Failed) => DesiredCondition::new(
-                condition_types::READY,
-                false,
-                crate::constants::reasons::DEPLOYMENT_FAILED,
-                translated
-                    .message
-                    .clone()
-                    .unwrap_or_else(|| format!("{kind} {name} failed")),
-            ),
-            _ => DesiredCondition::new(
-                condition_types::READY,
-                false,
-                crate::constants::reasons::DEPLOYMENT_IN_PROGRESS,
-                translated
-                    .message
-                    .clone()
-                    .unwrap_or_else(|| format!("Waiting for {kind} {name} to become ready")),
-            ),
+            (_, phase) => {
+                let not_ready = translated.not_ready.clone().unwrap_or_else(|| {
+                    if phase == Phase::Failed {
+                        NotReadyStatus::new(
+                            NotReadyReason::Unclassified,
+                            translated
+                                .message
+                                .clone()
+                                .unwrap_or_else(|| format!("{kind} {name} failed")),
+                        )
+                    } else {
+                        NotReadyStatus::new(
+                            NotReadyReason::InProgress,
+                            translated.message.clone().unwrap_or_else(|| {
+                                format!("Waiting for {kind} {name} to become ready")
+                            }),
+                        )
+                    }
+                });
+                (not_ready_condition(&not_ready), Some(not_ready))
+            }
         };
         ProviderStatus {
             phase: translated.phase,
@@ -269,6 +307,7 @@ impl ProviderStatus {
             replicas: translated.replicas.clone(),
             endpoint: translated.endpoint.clone(),
             workload: None,
+            not_ready,
             conditions: vec![
                 DesiredCondition::new(
                     condition_types::PROVIDER_COMPATIBLE,
@@ -303,6 +342,10 @@ impl ProviderStatus {
             replicas: None,
             endpoint: None,
             workload: None,
+            not_ready: Some(NotReadyStatus::new(
+                held_reason(resource_created.0),
+                message.clone(),
+            )),
             conditions: vec![
                 DesiredCondition::new(
                     condition_types::PROVIDER_COMPATIBLE,
@@ -319,11 +362,33 @@ impl ProviderStatus {
                 DesiredCondition::new(
                     condition_types::READY,
                     false,
-                    crate::constants::reasons::NOT_DEPLOYED,
+                    held_reason(resource_created.0).as_str(),
                     message,
                 ),
             ],
         }
+    }
+
+    /// Shows the deployment not ready for `not_ready`: `Ready=False` with its reason and
+    /// message, and `status.notReady`.
+    pub fn set_not_ready(&mut self, not_ready: NotReadyStatus) {
+        let condition = not_ready_condition(&not_ready);
+        match self
+            .conditions
+            .iter_mut()
+            .find(|c| c.type_ == condition_types::READY)
+        {
+            Some(ready) => *ready = condition,
+            None => self.conditions.push(condition),
+        }
+        self.not_ready = Some(not_ready);
+    }
+
+    /// Whether `Ready` is `True`.
+    pub fn is_ready(&self) -> bool {
+        self.conditions
+            .iter()
+            .any(|c| c.type_ == condition_types::READY && c.status == ConditionStatus::True)
     }
 
     /// `Reconciling`/`Stalled` for this status: `Running` is settled, `Failed` is stalled, any
@@ -345,13 +410,43 @@ impl ProviderStatus {
         } else {
             self.message.clone()
         };
+        let stalled_while_serving = self.phase == Phase::Running
+            && self
+                .not_ready
+                .as_ref()
+                .is_some_and(|n| n.reason.is_stalled());
+        let waiting_while_serving = self.phase == Phase::Running && self.not_ready.is_some();
         match self.phase {
+            // A new generation that waits for someone to act while the old one serves.
+            _ if stalled_while_serving => Progress::Stalled {
+                reason: self.not_ready_reason(reason),
+                message: self.not_ready_message(message),
+            },
+            // Serving, but not ready for this generation yet (a rollout, the gateway route).
+            _ if waiting_while_serving => Progress::InProgress {
+                reason: self.not_ready_reason(reason),
+                message: self.not_ready_message(message),
+            },
             Phase::Running => Progress::Settled,
             Phase::Failed => Progress::Stalled { reason, message },
             Phase::Pending | Phase::Deploying | Phase::Terminating => {
                 Progress::InProgress { reason, message }
             }
         }
+    }
+
+    fn not_ready_reason(&self, fallback: String) -> String {
+        self.not_ready
+            .as_ref()
+            .map(|n| n.reason.as_str().to_string())
+            .unwrap_or(fallback)
+    }
+
+    fn not_ready_message(&self, fallback: String) -> String {
+        self.not_ready
+            .as_ref()
+            .map(|n| n.message.clone())
+            .unwrap_or(fallback)
     }
 
     /// Every condition the provider writes: its own three, then `Reconciling` and `Stalled`.
@@ -382,6 +477,9 @@ impl ProviderStatus {
             if let Some(selector) = workload.selector_string() {
                 status["selector"] = json!(selector);
             }
+        }
+        if let Some(not_ready) = &self.not_ready {
+            status["notReady"] = serde_json::to_value(not_ready).unwrap_or(Value::Null);
         }
         status
     }
@@ -417,7 +515,7 @@ impl ProviderStatus {
         if provider.get("resourceName").is_some() || provider.get("resourceKind").is_some() {
             current["provider"] = json!({"resourceName": provider["resourceName"], "resourceKind": provider["resourceKind"]});
         }
-        for key in ["replicas", "endpoint", "workload", "selector"] {
+        for key in ["replicas", "endpoint", "workload", "selector", "notReady"] {
             if !status[key].is_null() {
                 current[key] = status[key].clone();
             }
@@ -509,6 +607,7 @@ mod tests {
                 port: Some(80),
             }),
             ready: true,
+            not_ready: None,
         };
         let desired =
             ProviderStatus::from_translation("P", ("m".into(), "ConfigMap".into()), &translated);
@@ -543,6 +642,7 @@ mod tests {
             replicas: None,
             endpoint: None,
             ready,
+            not_ready: None,
         }
     }
 
@@ -592,7 +692,11 @@ mod tests {
 
         let failed = status(Phase::Failed, false, Some("image pull failed"));
         assert!(!truth(&failed, ready) && !truth(&failed, reconciling) && truth(&failed, stalled));
-        assert_eq!(by_type(&failed, stalled).reason, reasons::DEPLOYMENT_FAILED);
+        assert_eq!(
+            by_type(&failed, stalled).reason,
+            "Unclassified",
+            "a failure the provider did not map says it is unclassified"
+        );
         assert_eq!(by_type(&failed, stalled).message, "image pull failed");
 
         // An upstream that calls itself ready while the phase is not Running: Ready stays False.

@@ -1115,18 +1115,19 @@ mod planner_tests {
         ));
         assert_eq!(held.cause, HoldCause::Prepare);
         assert_eq!(held.status.message, message);
-        for t in [condition_types::RESOURCE_CREATED, condition_types::READY] {
+        // ResourceCreated says why nothing was created; Ready says it in the vocabulary of
+        // not-ready reasons.
+        for (t, reason) in [
+            (condition_types::RESOURCE_CREATED, reasons::UPSTREAM_CONTROLLER_MISSING),
+            (condition_types::READY, "UpstreamOperatorMissing"),
+        ] {
             let condition = held
                 .status
                 .conditions
                 .iter()
                 .find(|c| c.type_ == t)
                 .unwrap();
-            assert_eq!(
-                condition.reason,
-                reasons::UPSTREAM_CONTROLLER_MISSING,
-                "{t}"
-            );
+            assert_eq!(condition.reason, reason, "{t}");
             assert_eq!(condition.message, message, "{t}");
         }
         // Any other preparation hold carries its own reason on the same conditions.
@@ -1140,14 +1141,17 @@ mod planner_tests {
                 message: "no image".into(),
             }),
         ));
-        for t in [condition_types::RESOURCE_CREATED, condition_types::READY] {
+        for (t, reason) in [
+            (condition_types::RESOURCE_CREATED, reasons::IMAGE_RESOLUTION_FAILED),
+            (condition_types::READY, "ImagePullFailed"),
+        ] {
             let condition = other
                 .status
                 .conditions
                 .iter()
                 .find(|c| c.type_ == t)
                 .unwrap();
-            assert_eq!(condition.reason, reasons::IMAGE_RESOLUTION_FAILED, "{t}");
+            assert_eq!(condition.reason, reason, "{t}");
         }
     }
 

@@ -515,6 +515,7 @@ mod tests {
             replicas: None,
             endpoint: None,
             ready: true,
+            not_ready: None,
         };
         let base = ProviderStatus::from_translation(
             "KAITO",

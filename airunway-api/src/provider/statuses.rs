@@ -173,18 +173,12 @@ pub fn recreating<P: Provider>(provider: &P, kind: &str, name: &str) -> Provider
 /// The status of a deployment [`Provider::prepare`] held: `Failed` with `message`, compatible,
 /// nothing created.
 pub fn prepare_held<P: Provider>(provider: &P, hold: &PreparationHold) -> ProviderStatus {
-    let mut status = ProviderStatus::not_deployed(
+    ProviderStatus::not_deployed(
         Phase::Failed,
         hold.message.clone(),
         compatible(provider),
         (hold.reason, hold.message.clone()),
-    );
-    for condition in &mut status.conditions {
-        if condition.type_ == condition_types::READY {
-            condition.reason = hold.reason.to_string();
-        }
-    }
-    status
+    )
 }
 
 /// The provider-owned status translated from the live (or just applied) objects of a set, in

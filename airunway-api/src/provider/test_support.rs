@@ -57,5 +57,6 @@ pub(crate) fn translated(
         replicas: None,
         endpoint: None,
         ready,
+        not_ready: None,
     }
 }

@@ -8,8 +8,8 @@ use super::rendered::{RenderError, Rendered};
 use super::schema::SchemaAdapter;
 use super::workload::Degradation;
 use crate::v1alpha1::{
-    EndpointStatus, InferenceProviderConfigSpec, ModelDeployment, Phase, ReplicaStatus,
-    WorkloadStatus,
+    EndpointStatus, InferenceProviderConfigSpec, ModelDeployment, NotReadyStatus, Phase,
+    ReplicaStatus, WorkloadStatus,
 };
 
 /// The upstream kind a provider creates one object of per deployment.
@@ -138,6 +138,10 @@ pub struct TranslatedStatus {
     pub endpoint: Option<EndpointStatus>,
     /// Whether the deployment serves (the `Ready` condition).
     pub ready: bool,
+    /// Why it does not serve (`Ready=False` with this reason, and `status.notReady`), from the
+    /// vocabulary every provider maps its upstream state to. `None`: `DeploymentInProgress`
+    /// (or `Unclassified` when the phase is `Failed`), unless the pods tell more.
+    pub not_ready: Option<NotReadyStatus>,
 }
 
 /// What a provider derives with I/O before rendering (see [`Provider::prepare`]).

@@ -4,6 +4,7 @@ mod autoscaling;
 mod condition;
 mod model_cache;
 mod model_deployment;
+mod not_ready;
 mod provider_config;
 mod workload;
 
@@ -11,5 +12,6 @@ pub use autoscaling::*;
 pub use condition::{Condition, ConditionStatus};
 pub use model_cache::*;
 pub use model_deployment::*;
+pub use not_ready::*;
 pub use provider_config::*;
 pub use workload::*;

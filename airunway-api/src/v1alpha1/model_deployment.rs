@@ -640,6 +640,10 @@ pub struct ModelDeploymentStatus {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub workload: Option<super::WorkloadStatus>,
 
+    /// Why the deployment is not ready, and the object that says so (absent while `Ready=True`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub not_ready: Option<super::NotReadyStatus>,
+
     /// The autoscaler the core created for `spec.scaling.autoscaling`, and its last decision.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub autoscaling: Option<super::AutoscalingStatus>,

@@ -133,6 +133,7 @@ impl Provider for ConfigMapProvider {
                 replicas: None,
                 endpoint: None,
                 ready: false,
+                not_ready: None,
             },
             Some(object) => TranslatedStatus {
                 phase: Phase::Running,
@@ -147,6 +148,7 @@ impl Provider for ConfigMapProvider {
                     port: Some(8000),
                 }),
                 ready: true,
+                not_ready: None,
             },
         }
     }

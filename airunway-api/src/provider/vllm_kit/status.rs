@@ -185,6 +185,7 @@ pub fn translate(
             port: Some(PORT),
         }),
         ready: phase == Phase::Running && !scaled_to_zero,
+        not_ready: None,
     }
 }
 
