@@ -15,8 +15,10 @@
 use std::time::{Duration, Instant};
 
 use airunway_api::apply_body;
-use airunway_api::constants::condition_types::GATEWAY_READY;
-use airunway_api::v1alpha1::{ConditionStatus, InferenceProviderConfig, ModelDeployment, Phase};
+use airunway_api::constants::condition_types::{self, GATEWAY_READY};
+use airunway_api::v1alpha1::{
+    ConditionStatus, InferenceProviderConfig, ModelDeployment, NotReadyReason, Phase,
+};
 use airunway_e2e::stack::{self, FAST_HEALTH, Running};
 use airunway_e2e::wait::{eventually, wait_deleted, wait_for};
 use airunway_e2e::{TestEnv, cluster_lock, paths};
@@ -414,6 +416,32 @@ async fn a_running_deployment_is_routed_through_the_gateway_and_cleaned_up() {
 
     // No status from the gateway yet: pending, with status.gateway from the Gateway's address.
     let md = wait_reason(&mds, "qwen", "RoutePending").await;
+    // The pods serve but the route the deployment gets is not accepted: not Ready, and says
+    // why (the provider folds the core's GatewayReady into Ready); still Running, so the route
+    // stays.
+    let blocked = wait_for(&mds, "qwen", WAIT, "Ready=False GatewayNotReady", |md| {
+        md.condition(condition_types::READY)
+            .is_some_and(|c| c.reason.as_deref() == Some("GatewayNotReady"))
+    })
+    .await;
+    let blocked_status = blocked.status.clone().unwrap();
+    assert_eq!(blocked_status.phase, Some(Phase::Running));
+    let not_ready = blocked_status.not_ready.clone().unwrap();
+    assert_eq!(not_ready.reason, NotReadyReason::GatewayNotReady);
+    assert!(
+        not_ready.message.starts_with(
+            "The model server is ready but the gateway does not route to it (RoutePending: "
+        ),
+        "{}",
+        not_ready.message
+    );
+    assert_eq!(
+        blocked
+            .condition(condition_types::RECONCILING)
+            .map(|c| (c.status, c.reason.clone())),
+        Some((ConditionStatus::True, Some("GatewayNotReady".to_string()))),
+        "kstatus reads it as still in progress"
+    );
     let status_gateway = md.status.clone().unwrap().gateway.unwrap();
     assert_eq!(status_gateway.endpoint.as_deref(), Some(GATEWAY_ADDRESS));
     assert_eq!(status_gateway.model_name.as_deref(), Some(MODEL));
@@ -434,6 +462,13 @@ async fn a_running_deployment_is_routed_through_the_gateway_and_cleaned_up() {
     .await;
     let md = wait_reason(&mds, "qwen", "GatewayConfigured").await;
     let (status, _, message) = gateway_ready(&md).unwrap();
+    // Accepted: the provider's Ready follows, and status.notReady goes.
+    let md = wait_for(&mds, "qwen", WAIT, "Ready=True", |md| {
+        md.condition(condition_types::READY)
+            .is_some_and(|c| c.status == ConditionStatus::True)
+    })
+    .await;
+    assert_eq!(md.status.as_ref().unwrap().not_ready, None);
     assert_eq!(status, ConditionStatus::True);
     assert!(
         message.contains(&format!(

@@ -649,3 +649,141 @@ async fn finalizer_timeout_releases_a_stuck_deletion() {
     provider.process.terminate(Duration::from_secs(10));
     core.process.terminate(Duration::from_secs(10));
 }
+
+/// kstatus (the real `sigs.k8s.io/cli-utils`, `e2e/go/kstatus`) of one object: its status.
+fn kstatus_of(object: &ModelDeployment) -> String {
+    use std::io::Write;
+    let binary = std::env::var_os("AIRUNWAY_KSTATUS_BIN")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| airunway_e2e::scale::go_program("e2e/go/kstatus/build.sh", "kstatus"));
+    let mut child = std::process::Command::new(&binary)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut object = serde_json::to_value(object).unwrap();
+    object["apiVersion"] = json!("airunway.ai/v1alpha1");
+    object["kind"] = json!("ModelDeployment");
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(serde_json::to_string(&[object]).unwrap().as_bytes())
+        .unwrap();
+    let output = child.wait_with_output().unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let results: Vec<Value> = serde_json::from_slice(&output.stdout).unwrap();
+    results[0]["status"].as_str().unwrap().to_string()
+}
+
+#[tokio::test]
+async fn a_generation_refused_after_the_provider_took_over_is_failed_for_kstatus() {
+    let _lock = cluster_lock().await;
+    let env = TestEnv::new("sdk-refused-generation").await;
+    clean_slate(&env).await;
+    let kubeconfig = provider_identity(&env).await;
+    // No admission webhook here: the spec below passes the CRD's rules, not the core's checks.
+    let core = start_core(&env, &env.control_plane.kubeconfig, &FAST_HEALTH, "core").await;
+    let provider = start_example(&env, &kubeconfig, &[]).await;
+    let mds: Api<ModelDeployment> = Api::namespaced(env.client.clone(), &env.namespace);
+    mds.create(
+        &PostParams::default(),
+        &deployment(
+            "refused",
+            json!({"model": {"id": "example/chat"}, "engine": {"type": "llamacpp"}}),
+        ),
+    )
+    .await
+    .unwrap();
+    let running = wait_for(&mds, "refused", WAIT, "Running", |md| {
+        md.phase() == Some(Phase::Running)
+    })
+    .await;
+    assert_eq!(kstatus_of(&running), "Current");
+
+    let escalate = json!({"spec": {"provider": {"overrides": {"frontend": {"securityContext": {"privileged": true}}}}}});
+    let patched = mds
+        .patch("refused", &PatchParams::default(), &Patch::Merge(&escalate))
+        .await
+        .unwrap();
+    let generation = patched.metadata.generation;
+    let md = wait_for(
+        &mds,
+        "refused",
+        WAIT,
+        "the provider's status for the refused generation",
+        |md| {
+            md.status.as_ref().and_then(|s| s.observed_generation) == generation
+                && md
+                    .condition(condition_types::READY)
+                    .is_some_and(|c| c.reason.as_deref() == Some("ValidationFailed"))
+        },
+    )
+    .await;
+    let status = md.status.clone().unwrap();
+    // The ConfigMap of the previous generation still serves: the phase stays, Ready does not.
+    assert_eq!(status.phase, Some(Phase::Running));
+    let not_ready = status.not_ready.clone().unwrap();
+    assert!(
+        not_ready.message.starts_with(&format!(
+            "Generation {} is not deployed: spec.provider.overrides.frontend.securityContext",
+            generation.unwrap()
+        )),
+        "{}",
+        not_ready.message
+    );
+    assert!(not_ready.message.ends_with(&format!(
+        "generation {} keeps serving",
+        running.metadata.generation.unwrap()
+    )));
+    let stalled = md.condition(condition_types::STALLED).unwrap();
+    assert_eq!(
+        (stalled.status, stalled.reason.as_deref()),
+        (ConditionStatus::True, Some("ValidationFailed"))
+    );
+    assert_eq!(
+        kstatus_of(&md),
+        "Failed",
+        "the kstatus gap of docs/notes.md"
+    );
+    let cm: ConfigMap = Api::namespaced(env.client.clone(), &env.namespace)
+        .get("refused")
+        .await
+        .unwrap();
+    assert!(
+        !serde_json::to_string(&cm).unwrap().contains("privileged"),
+        "nothing of the refused generation is deployed"
+    );
+    // No churn while it stays refused.
+    let version = md.metadata.resource_version.clone();
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert_eq!(
+        mds.get("refused").await.unwrap().metadata.resource_version,
+        version
+    );
+
+    // Fixed: deployed again, Ready, current.
+    let fix = json!({"spec": {"provider": {"overrides": null}}});
+    mds.patch("refused", &PatchParams::default(), &Patch::Merge(&fix))
+        .await
+        .unwrap();
+    let md = wait_for(&mds, "refused", WAIT, "Ready again", |md| {
+        md.condition(condition_types::READY)
+            .is_some_and(|c| c.status == ConditionStatus::True)
+            && md.status.as_ref().and_then(|s| s.observed_generation) == md.metadata.generation
+    })
+    .await;
+    assert_eq!(md.status.as_ref().unwrap().not_ready, None);
+    assert_eq!(kstatus_of(&md), "Current");
+    mds.delete("refused", &DeleteParams::default())
+        .await
+        .unwrap();
+    wait_deleted(&mds, "refused", WAIT).await;
+    provider.process.terminate(Duration::from_secs(10));
+    core.process.terminate(Duration::from_secs(10));
+}

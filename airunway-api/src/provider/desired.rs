@@ -410,15 +410,15 @@ impl ProviderStatus {
         } else {
             self.message.clone()
         };
-        let stalled_while_serving = self.phase == Phase::Running
-            && self
-                .not_ready
-                .as_ref()
-                .is_some_and(|n| n.reason.is_stalled());
+        let stalled = self
+            .not_ready
+            .as_ref()
+            .is_some_and(|n| n.reason.is_stalled());
         let waiting_while_serving = self.phase == Phase::Running && self.not_ready.is_some();
         match self.phase {
-            // A new generation that waits for someone to act while the old one serves.
-            _ if stalled_while_serving => Progress::Stalled {
+            // A generation that waits for someone to act (a stalled rollout, a refused spec),
+            // even while the old one serves.
+            _ if stalled => Progress::Stalled {
                 reason: self.not_ready_reason(reason),
                 message: self.not_ready_message(message),
             },

@@ -1118,7 +1118,10 @@ mod planner_tests {
         // ResourceCreated says why nothing was created; Ready says it in the vocabulary of
         // not-ready reasons.
         for (t, reason) in [
-            (condition_types::RESOURCE_CREATED, reasons::UPSTREAM_CONTROLLER_MISSING),
+            (
+                condition_types::RESOURCE_CREATED,
+                reasons::UPSTREAM_CONTROLLER_MISSING,
+            ),
             (condition_types::READY, "UpstreamOperatorMissing"),
         ] {
             let condition = held
@@ -1142,7 +1145,10 @@ mod planner_tests {
             }),
         ));
         for (t, reason) in [
-            (condition_types::RESOURCE_CREATED, reasons::IMAGE_RESOLUTION_FAILED),
+            (
+                condition_types::RESOURCE_CREATED,
+                reasons::IMAGE_RESOLUTION_FAILED,
+            ),
             (condition_types::READY, "ImagePullFailed"),
         ] {
             let condition = other

@@ -79,7 +79,14 @@ async fn reconcile_inner<P: Provider>(
                 Ok(Action::await_change())
             }
         }
-        Triage::AwaitValidSpec => Ok(Action::await_change()),
+        Triage::AwaitValidSpec => {
+            // Nothing is deployed for a refused generation; once the provider holds the
+            // phase it still says it saw it (kstatus: Failed, not InProgress for good).
+            if let Some(status) = super::invalid_generation::status(md, &ctx.manager()) {
+                status_write::write(md, ctx, &status).await?;
+            }
+            Ok(Action::await_change())
+        }
         Triage::Deploy => {
             finalizer::forget_move(md, ctx);
             deploy(md, ctx, &namespace).await

@@ -215,7 +215,18 @@ pub fn status_from_set<P: Provider>(
     {
         created.message = format!("{} created successfully", kinds_created(desired));
     }
+    fold_serving_path(&mut status, md);
     status
+}
+
+/// `Ready` is never `True` while the gateway route the deployment asked for is known broken
+/// ([`serving_path::gateway_blocks`](super::serving_path::gateway_blocks)).
+fn fold_serving_path(status: &mut ProviderStatus, md: &ModelDeployment) {
+    if status.is_ready()
+        && let Some(blocked) = super::serving_path::gateway_blocks(md)
+    {
+        status.set_not_ready(blocked);
+    }
 }
 
 /// `Deployments and Services`, `Deployment and Service`: the kinds of a set, in order, plural
