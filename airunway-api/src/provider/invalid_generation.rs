@@ -24,12 +24,11 @@ pub fn status(md: &ModelDeployment, manager: &str) -> Option<ProviderStatus> {
     }
     let shown = md.status.as_ref()?;
     let generation = md.metadata.generation.unwrap_or_default();
+    // (Not the number of the generation that serves: `observedGeneration` moves to this one
+    // with the write, and the message must not change with it.)
     let serving = match shown.phase {
-        Some(Phase::Running) => format!(
-            "; generation {} keeps serving",
-            shown.observed_generation.unwrap_or_default()
-        ),
-        _ => String::new(),
+        Some(Phase::Running) => "; the previous generation keeps serving",
+        _ => "",
     };
     let not_ready = NotReadyStatus::new(
         NotReadyReason::ValidationFailed,
@@ -114,7 +113,7 @@ mod tests {
         assert_eq!(not_ready.reason, NotReadyReason::ValidationFailed);
         assert_eq!(
             not_ready.message,
-            "Generation 3 is not deployed: spec.resources.gpu.count: must be at least 1; generation 2 keeps serving"
+            "Generation 3 is not deployed: spec.resources.gpu.count: must be at least 1; the previous generation keeps serving"
         );
         assert!(matches!(
             status.progress(),
@@ -127,6 +126,21 @@ mod tests {
                 .iter()
                 .any(|c| c.type_ == condition_types::RESOURCE_CREATED
                     && c.status == ConditionStatus::True)
+        );
+        // Written once: the status it leads to gives the same status.
+        let mut written = md("vllm-provider");
+        let body = status.patch(
+            &written,
+            &k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(jiff::Timestamp::UNIX_EPOCH),
+        );
+        let mut shown = serde_json::to_value(written.status.clone().unwrap()).unwrap();
+        for key in ["phase", "message", "observedGeneration", "notReady"] {
+            shown[key] = body["status"][key].clone();
+        }
+        written.status = Some(serde_json::from_value(shown).unwrap());
+        assert_eq!(
+            super::status(&written, "vllm-provider").unwrap().not_ready,
+            status.not_ready
         );
         // observedGeneration becomes the deployment's generation.
         let patch = status.patch(
