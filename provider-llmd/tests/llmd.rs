@@ -341,8 +341,8 @@ fn live(object: &Value, status: Value) -> DynamicObject {
 }
 
 fn available(replicas: i64) -> Value {
-    json!({"replicas": replicas, "readyReplicas": replicas, "availableReplicas": replicas,
-        "conditions": [
+    json!({"replicas": replicas, "updatedReplicas": replicas, "readyReplicas": replicas,
+        "availableReplicas": replicas, "conditions": [
             {"type": "Available", "status": "True", "reason": "MinimumReplicasAvailable", "message": "Deployment has minimum availability."},
             {"type": "Progressing", "status": "True", "reason": "NewReplicaSetAvailable", "message": "ReplicaSet \"m-1\" has successfully progressed."}]})
 }
