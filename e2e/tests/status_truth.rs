@@ -9,7 +9,8 @@
 //! test writes a Pod, a Deployment or an upstream status.
 //!
 //! Shown: llm-d's `InsufficientCapacity` naming `nvidia.com/gpu`, `ImagePullFailed` and
-//! `EngineCrashLoop` with the termination message, a rollout whose new ReplicaSet never gets
+//! `EngineCrashLoop` with the termination message, `QuotaExceeded` from a ResourceQuota the
+//! real quota admission enforces, a rollout whose new ReplicaSet never gets
 //! ready going `Updating` then `RolloutStalled` (`Ready=False`, `Stalled=True`) while the old
 //! replica keeps the deployment `Running` with its endpoint; the KubeRay workload's Pods (the
 //! real KubeRay operator) and KAITO's (the KAITO simulator) `InsufficientCapacity`; and no
@@ -226,6 +227,69 @@ async fn llmd_pods_say_capacity_image_and_crash() {
     );
 
     assert_no_churn(&mds, &["too-big", "bad-image", "crashing"]).await;
+    drop((core, provider));
+}
+
+/// A ResourceQuota of one GPU in the namespace and an llm-d deployment asking for two: the
+/// quota admission refuses the Pod, the real ReplicaSet controller reports `FailedCreate` and
+/// the Deployment `ReplicaFailure`; the deployment is `Ready=False` `QuotaExceeded` with the API
+/// server's words (`Failed`, `Stalled=True`: someone must change the quota or the spec).
+#[tokio::test]
+async fn pods_a_quota_refuses_are_quota_exceeded() {
+    use k8s_openapi::api::core::v1::ResourceQuota;
+
+    let _lock = cluster_lock().await;
+    let env = TestEnv::new("truth-quota").await;
+    let quotas: Api<ResourceQuota> = Api::namespaced(env.client.clone(), &env.namespace);
+    quotas
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({"metadata": {"name": "gpus"},
+                "spec": {"hard": {"requests.nvidia.com/gpu": "1"}}}))
+            .unwrap(),
+        )
+        .await
+        .unwrap();
+    // The quota controller has counted the namespace's usage (the admission refuses every Pod
+    // before it has).
+    wait_for(&quotas, "gpus", WAIT, "usage counted", |q| {
+        q.status.as_ref().and_then(|s| s.used.as_ref()).is_some()
+    })
+    .await;
+    let (core, provider) = start(&env, "llmd").await;
+    let mds: Api<ModelDeployment> = Api::namespaced(env.client.clone(), &env.namespace);
+    let started = Instant::now();
+    mds.create(
+        &PostParams::default(),
+        &deployment("over-quota", on_llmd(2, json!({}))),
+    )
+    .await
+    .unwrap();
+    let md = wait_not_ready(&mds, "over-quota", NotReadyReason::QuotaExceeded).await;
+    eprintln!(
+        "QuotaExceeded {:.1}s after creation",
+        started.elapsed().as_secs_f64()
+    );
+    let found = not_ready(&md).unwrap();
+    assert!(
+        found.message.contains("exceeded quota: gpus")
+            && found.message.contains("requests.nvidia.com/gpu"),
+        "the API server's words: {}",
+        found.message
+    );
+    assert_eq!(
+        found
+            .object
+            .as_ref()
+            .map(|o| (o.kind.as_str(), o.name.as_str())),
+        Some(("Deployment", "over-quota"))
+    );
+    assert_eq!(md.phase(), Some(Phase::Failed));
+    assert_eq!(
+        md.condition(condition_types::STALLED).map(|c| c.status),
+        Some(ConditionStatus::True)
+    );
+    assert_no_churn(&mds, &["over-quota"]).await;
     drop((core, provider));
 }
 
