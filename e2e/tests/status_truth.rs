@@ -26,7 +26,8 @@ use airunway_api::v1alpha1::{
     Phase,
 };
 use airunway_e2e::control_plane::workloads::{
-    POD_STATE_ANNOTATION, TERMINATION_MESSAGE_ANNOTATION,
+    EXIT_CODE_ANNOTATION, POD_STATE_ANNOTATION, TERMINATION_MESSAGE_ANNOTATION,
+    TERMINATION_REASON_ANNOTATION,
 };
 use airunway_e2e::sandbox::kaito;
 use airunway_e2e::stack::{self, FAST_HEALTH, Running};
@@ -139,15 +140,16 @@ async fn assert_no_churn(mds: &Api<ModelDeployment>, names: &[&str]) {
 }
 
 /// llm-d: Pods that ask for 16 GPUs (the simulated nodes have 8), Pods whose image cannot be
-/// pulled, and Pods whose engine keeps crashing each give their own reason, read from the Pod;
-/// none of them is written again while it stays so.
+/// pulled, Pods whose engine keeps crashing, is OOM-killed, or is refused the gated model each
+/// give their own reason, read from the Pod; none of them is written again while it stays so.
 #[tokio::test]
-async fn llmd_pods_say_capacity_image_and_crash() {
+async fn llmd_pods_say_capacity_image_crash_oom_and_credentials() {
     let _lock = cluster_lock().await;
     let env = TestEnv::new("truth-llmd-pods").await;
     let (core, provider) = start(&env, "llmd").await;
     let mds: Api<ModelDeployment> = Api::namespaced(env.client.clone(), &env.namespace);
     let started = Instant::now();
+    let gated = "huggingface_hub.errors.GatedRepoError: 401 Client Error. Cannot access gated repo for url https://huggingface.co/meta-llama/Llama-3.1-8B-Instruct/resolve/main/config.json. Access to model meta-llama/Llama-3.1-8B-Instruct is restricted. You must have access to it and be authenticated to access it. Please log in.";
     let crash = "ValueError: The model's max seq len (40960) is larger than the maximum number of tokens that can be stored in KV cache (16384).";
     for (name, spec) in [
         ("too-big", on_llmd(16, json!({}))),
@@ -160,6 +162,21 @@ async fn llmd_pods_say_capacity_image_and_crash() {
             on_llmd(
                 1,
                 json!({POD_STATE_ANNOTATION: "crash-loop", TERMINATION_MESSAGE_ANNOTATION: crash}),
+            ),
+        ),
+        (
+            "out-of-memory",
+            on_llmd(
+                1,
+                json!({POD_STATE_ANNOTATION: "crash-loop", EXIT_CODE_ANNOTATION: "137",
+                       TERMINATION_REASON_ANNOTATION: "OOMKilled"}),
+            ),
+        ),
+        (
+            "gated",
+            on_llmd(
+                1,
+                json!({POD_STATE_ANNOTATION: "crash-loop", TERMINATION_MESSAGE_ANNOTATION: gated}),
             ),
         ),
     ] {
@@ -221,12 +238,26 @@ async fn llmd_pods_say_capacity_image_and_crash() {
         found.message,
         format!("container vllm keeps crashing: exit code 1 (Error): {crash}")
     );
+    let oom = wait_not_ready(&mds, "out-of-memory", NotReadyReason::OomKilled).await;
+    assert_eq!(
+        not_ready(&oom).unwrap().message,
+        "container vllm was killed for exceeding its memory limit (OOMKilled, exit code 137)"
+    );
+    let refused = wait_not_ready(&mds, "gated", NotReadyReason::ModelAuthFailed).await;
+    assert_eq!(
+        not_ready(&refused).unwrap().message,
+        format!("container vllm: the model source refused the credentials: {gated}")
+    );
     eprintln!(
-        "all three reasons {:.1}s after creation",
+        "all five reasons {:.1}s after creation",
         started.elapsed().as_secs_f64()
     );
 
-    assert_no_churn(&mds, &["too-big", "bad-image", "crashing"]).await;
+    assert_no_churn(
+        &mds,
+        &["too-big", "bad-image", "crashing", "out-of-memory", "gated"],
+    )
+    .await;
     drop((core, provider));
 }
 

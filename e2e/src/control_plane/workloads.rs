@@ -28,6 +28,10 @@ pub const POD_STATE_ANNOTATION: &str = "kwok.airunway.test/pod-state";
 /// The termination message a Pod of the `crash-loop` stage reports (default: `the engine
 /// exited`).
 pub const TERMINATION_MESSAGE_ANNOTATION: &str = "kwok.airunway.test/termination-message";
+/// The last termination reason a Pod of the `crash-loop` stage reports (default `Error`).
+pub const TERMINATION_REASON_ANNOTATION: &str = "kwok.airunway.test/termination-reason";
+/// The last exit code a Pod of the `crash-loop` stage reports (default 1).
+pub const EXIT_CODE_ANNOTATION: &str = "kwok.airunway.test/exit-code";
 
 /// Annotation that hands a node to KWOK.
 pub const KWOK_NODE_ANNOTATION: &str = "kwok.x-k8s.io/node";
