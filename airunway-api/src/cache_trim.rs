@@ -7,6 +7,10 @@
 //! `kubectl.kubernetes.io/last-applied-configuration` annotation (a second copy of the spec
 //! that nothing here reads). Upstream objects lose their `managedFields` entirely.
 
+use k8s_openapi::api::core::v1::{
+    ContainerState, ContainerStateRunning, ContainerStateTerminated, ContainerStateWaiting,
+    ContainerStatus, Pod, PodCondition, PodStatus,
+};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 /// The annotation `kubectl apply` keeps a copy of the applied object in.
@@ -44,6 +48,77 @@ fn drop_last_applied(meta: &mut ObjectMeta) {
         if annotations.is_empty() {
             meta.annotations = None;
         }
+    }
+}
+
+/// Keeps of a watched Pod only what a provider's not-ready mapping
+/// ([`pod_state`](crate::provider::pod_state)) and the mapping to its deployments read: name,
+/// namespace, uid, resourceVersion, labels, owner references and deletion time; the phase; the
+/// conditions' type, status, reason and message; and each container's name, readiness,
+/// restart count and states (waiting reason and message, terminated exit code, reason and
+/// message). No spec, annotation, time, address or image is kept, so a Pod costs a few hundred
+/// bytes and a change of what is dropped (a heartbeat time, a pod IP) leaves it the same.
+pub fn trim_pod(pod: &mut Pod) {
+    let meta = std::mem::take(&mut pod.metadata);
+    pod.metadata = ObjectMeta {
+        name: meta.name,
+        namespace: meta.namespace,
+        uid: meta.uid,
+        resource_version: meta.resource_version,
+        labels: meta.labels,
+        owner_references: meta.owner_references,
+        deletion_timestamp: meta.deletion_timestamp,
+        ..ObjectMeta::default()
+    };
+    pod.spec = None;
+    pod.status = pod.status.take().map(|status| PodStatus {
+        phase: status.phase,
+        conditions: status.conditions.map(|conditions| {
+            conditions
+                .into_iter()
+                .map(|c| PodCondition {
+                    type_: c.type_,
+                    status: c.status,
+                    reason: c.reason,
+                    message: c.message,
+                    ..PodCondition::default()
+                })
+                .collect()
+        }),
+        init_container_statuses: status.init_container_statuses.map(trim_containers),
+        container_statuses: status.container_statuses.map(trim_containers),
+        ..PodStatus::default()
+    });
+}
+
+fn trim_containers(statuses: Vec<ContainerStatus>) -> Vec<ContainerStatus> {
+    statuses
+        .into_iter()
+        .map(|c| ContainerStatus {
+            name: c.name,
+            ready: c.ready,
+            restart_count: c.restart_count,
+            state: c.state.map(trim_state),
+            last_state: c.last_state.map(trim_state),
+            ..ContainerStatus::default()
+        })
+        .collect()
+}
+
+fn trim_state(state: ContainerState) -> ContainerState {
+    ContainerState {
+        running: state.running.map(|_| ContainerStateRunning::default()),
+        terminated: state.terminated.map(|t| ContainerStateTerminated {
+            exit_code: t.exit_code,
+            reason: t.reason,
+            message: t.message,
+            signal: t.signal,
+            ..ContainerStateTerminated::default()
+        }),
+        waiting: state.waiting.map(|w| ContainerStateWaiting {
+            reason: w.reason,
+            message: w.message,
+        }),
     }
 }
 
@@ -89,6 +164,48 @@ mod tests {
         let mut m = meta();
         keep_status_ownership_of(&mut m, "airunway-core");
         assert_eq!(m.managed_fields.unwrap().len(), 1);
+    }
+
+    #[cfg(feature = "provider-sdk")]
+    #[test]
+    fn a_pod_keeps_what_its_not_ready_reason_is_read_from() {
+        let full: Pod = serde_json::from_value(json!({"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": "m-1", "namespace": "ns", "uid": "u", "resourceVersion": "7",
+                "labels": {"app": "m"}, "annotations": {"a": "b"},
+                "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "m-5d", "uid": "r"}],
+                "managedFields": [{"manager": "kube-controller-manager", "operation": "Update"}]},
+            "spec": {"containers": [{"name": "vllm", "image": "vllm/vllm-openai:v0.10.0"}]},
+            "status": {"phase": "Running", "podIP": "10.0.0.1", "hostIP": "10.0.0.2",
+                "startTime": "2026-01-01T00:00:00Z",
+                "conditions": [{"type": "Ready", "status": "False", "reason": "ContainersNotReady",
+                    "message": "containers with unready status: [vllm]",
+                    "lastTransitionTime": "2026-01-01T00:00:00Z"}],
+                "containerStatuses": [{"name": "vllm", "ready": false, "restartCount": 4,
+                    "image": "vllm/vllm-openai:v0.10.0", "imageID": "sha256:abc", "containerID": "containerd://x",
+                    "state": {"waiting": {"reason": "CrashLoopBackOff", "message": "back-off 1m20s"}},
+                    "lastState": {"terminated": {"exitCode": 1, "reason": "Error", "message": "boom",
+                        "startedAt": "2026-01-01T00:00:00Z", "finishedAt": "2026-01-01T00:00:01Z",
+                        "containerID": "containerd://x"}}}]}}))
+        .unwrap();
+        let before = crate::provider::pod_state::pod_not_ready(&full);
+        let mut trimmed = full.clone();
+        trim_pod(&mut trimmed);
+        assert_eq!(crate::provider::pod_state::pod_not_ready(&trimmed), before);
+        assert!(before.is_some());
+        assert_eq!(
+            serde_json::to_value(&trimmed).unwrap(),
+            json!({"apiVersion": "v1", "kind": "Pod",
+                "metadata": {"name": "m-1", "namespace": "ns", "uid": "u", "resourceVersion": "7",
+                    "labels": {"app": "m"},
+                    "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "m-5d", "uid": "r"}]},
+                "status": {"phase": "Running",
+                    "conditions": [{"type": "Ready", "status": "False", "reason": "ContainersNotReady",
+                        "message": "containers with unready status: [vllm]"}],
+                    "containerStatuses": [{"name": "vllm", "ready": false, "restartCount": 4,
+                        "image": "", "imageID": "",
+                        "state": {"waiting": {"reason": "CrashLoopBackOff", "message": "back-off 1m20s"}},
+                        "lastState": {"terminated": {"exitCode": 1, "reason": "Error", "message": "boom"}}}]}})
+        );
     }
 
     #[test]

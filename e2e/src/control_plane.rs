@@ -46,10 +46,11 @@ pub fn audit_log_path(dir: &Path) -> PathBuf {
 
 /// The kube-controller-manager controllers the harness runs: what Deployments, ReplicaSets,
 /// StatefulSets, Jobs (the model cache's downloads), Services (Endpoints, EndpointSlices),
-/// ServiceAccounts, garbage collection, namespace deletion and HorizontalPodAutoscalers (the
-/// autoscaling suite: KEDA's HPAs and the core's) need. Nodes are KWOK's (no node lifecycle,
-/// IPAM or taint controllers).
-pub const KCM_CONTROLLERS: [&str; 11] = [
+/// ServiceAccounts, garbage collection, namespace deletion, HorizontalPodAutoscalers (the
+/// autoscaling suite: KEDA's HPAs and the core's) and ResourceQuotas (their usage, which the
+/// quota admission needs: the `status_truth` suite's quota) need. Nodes are KWOK's (no node
+/// lifecycle, IPAM or taint controllers).
+pub const KCM_CONTROLLERS: [&str; 12] = [
     "garbage-collector-controller",
     "namespace-controller",
     "deployment-controller",
@@ -61,6 +62,7 @@ pub const KCM_CONTROLLERS: [&str; 11] = [
     "serviceaccount-controller",
     "serviceaccount-token-controller",
     "horizontal-pod-autoscaler-controller",
+    "resourcequota-controller",
 ];
 
 /// How often the HPA controller evaluates every HorizontalPodAutoscaler (15 s in a cluster):

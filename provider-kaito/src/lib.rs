@@ -292,6 +292,13 @@ impl Provider for KaitoProvider {
         schema::ADAPTERS
     }
 
+    /// KAITO labels its workload's Pods `kaito.sh/workspace: <workspace>` (the StatefulSet's or
+    /// Deployment's selector): their state says why a deployment is not ready (capacity,
+    /// image, crash; see `airunway_api::provider::pod_state`).
+    fn pod_watch_selector(&self) -> Option<String> {
+        Some(WORKSPACE_LABEL.to_string())
+    }
+
     fn overrides(&self) -> OverrideSchema {
         render::OVERRIDES
     }

@@ -192,6 +192,13 @@ impl Provider for KubeRayProvider {
         schema::ADAPTERS
     }
 
+    /// The Ray Pods carry the labels of the RayCluster's templates, `airunway.ai/deployment`
+    /// among them: their state says why a deployment is not ready (capacity, image, crash; see
+    /// `airunway_api::provider::pod_state`).
+    fn pod_watch_selector(&self) -> Option<String> {
+        Some(airunway_api::constants::labels::DEPLOYMENT.to_string())
+    }
+
     fn overrides(&self) -> OverrideSchema {
         overrides::SCHEMA
     }

@@ -341,8 +341,8 @@ fn live(object: &Value, status: Value) -> DynamicObject {
 }
 
 fn available(replicas: i64) -> Value {
-    json!({"replicas": replicas, "readyReplicas": replicas, "availableReplicas": replicas,
-        "conditions": [
+    json!({"replicas": replicas, "updatedReplicas": replicas, "readyReplicas": replicas,
+        "availableReplicas": replicas, "conditions": [
             {"type": "Available", "status": "True", "reason": "MinimumReplicasAvailable", "message": "Deployment has minimum availability."},
             {"type": "Progressing", "status": "True", "reason": "NewReplicaSetAvailable", "message": "ReplicaSet \"m-1\" has successfully progressed."}]})
 }
@@ -779,7 +779,7 @@ fn zero_is_running_ready_to_scale_and_a_pod_down_is_degraded() {
     let md = disaggregated();
     let one_down = set_status(&md, |name| {
         if name == "m-prefill" {
-            json!({"replicas": 2, "readyReplicas": 1, "availableReplicas": 1, "conditions": [
+            json!({"replicas": 2, "updatedReplicas": 2, "readyReplicas": 1, "availableReplicas": 1, "conditions": [
                 {"type": "Available", "status": "False", "reason": "MinimumReplicasUnavailable", "message": "Deployment does not have minimum availability."},
                 {"type": "Progressing", "status": "True", "reason": "NewReplicaSetAvailable", "message": "ok"}]})
         } else {

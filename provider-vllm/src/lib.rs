@@ -145,6 +145,12 @@ impl Provider for VllmProvider {
         vec![vllm_kit::service_kind()]
     }
 
+    /// The Deployments' Pods carry `airunway.ai/deployment`: their state says why a deployment
+    /// is not ready (capacity, image, crash; see `airunway_api::provider::pod_state`).
+    fn pod_watch_selector(&self) -> Option<String> {
+        Some(airunway_api::constants::labels::DEPLOYMENT.to_string())
+    }
+
     fn overrides(&self) -> OverrideSchema {
         vllm_kit::overrides::SCHEMA
     }

@@ -315,8 +315,8 @@ fn overrides_merge_into_the_deployment_with_the_shared_refusals() {
 }
 
 fn available(replicas: i64) -> Value {
-    json!({"replicas": replicas, "readyReplicas": replicas, "availableReplicas": replicas,
-        "conditions": [
+    json!({"replicas": replicas, "updatedReplicas": replicas, "readyReplicas": replicas,
+        "availableReplicas": replicas, "conditions": [
             {"type": "Available", "status": "True", "reason": "MinimumReplicasAvailable", "message": "Deployment has minimum availability."},
             {"type": "Progressing", "status": "True", "reason": "NewReplicaSetAvailable", "message": "ReplicaSet \"m-1\" has successfully progressed."}]})
 }
@@ -877,7 +877,7 @@ fn zero_replicas_is_running_ready_to_scale_and_a_replica_down_is_degraded() {
     let two = aggregated(json!({"scaling": {"replicas": 2}}));
     let one_down = settled_status(
         &two,
-        json!({"replicas": 2, "readyReplicas": 1, "availableReplicas": 1, "conditions": [
+        json!({"replicas": 2, "updatedReplicas": 2, "readyReplicas": 1, "availableReplicas": 1, "conditions": [
             {"type": "Available", "status": "False", "reason": "MinimumReplicasUnavailable", "message": "Deployment does not have minimum availability."},
             {"type": "Progressing", "status": "True", "reason": "NewReplicaSetAvailable", "message": "ok"}]}),
     );

@@ -88,6 +88,9 @@ pub struct Context<P: Provider> {
     pub pod_security: crate::pod_security::Policy,
     /// `--stale-status-threshold` (see [`super::staleness`]).
     pub stale_threshold: Duration,
+    /// The watched Pods, trimmed ([`crate::cache_trim::trim_pod`]), when the provider declares
+    /// [`Provider::pod_watch_selector`].
+    pub pods: Option<kube::runtime::reflector::Store<k8s_openapi::api::core::v1::Pod>>,
 }
 
 impl<P: Provider> Context<P> {
@@ -178,6 +181,20 @@ impl<P: Provider> Context<P> {
                     .is_ok_and(|value| super::desired::owned_by(&value, md))
             })
             .collect()
+    }
+
+    /// The watched Pods of `namespace` (none without a Pod watch).
+    pub(super) fn pods_in(&self, namespace: &str) -> Vec<Arc<k8s_openapi::api::core::v1::Pod>> {
+        self.pods
+            .as_ref()
+            .map(|store| {
+                store
+                    .state()
+                    .into_iter()
+                    .filter(|pod| pod.metadata.namespace.as_deref() == Some(namespace))
+                    .collect()
+            })
+            .unwrap_or_default()
     }
 
     /// Waits (at most `limit`) until every watch has listed its objects once.

@@ -118,6 +118,7 @@ pub fn run<P: Provider>(
                 &kinds,
                 &rollout.desired(),
                 &live,
+                &[],
                 now.0,
                 super::staleness::DEFAULT_THRESHOLD,
             ))
@@ -243,6 +244,7 @@ pub fn status_sync<P: Provider>(
         md,
         std::slice::from_ref(desired),
         &[Some(live)],
+        &[],
     );
     let current = status.is_current(
         md,

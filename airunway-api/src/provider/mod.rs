@@ -37,7 +37,11 @@
 //!    lists) → `plan::report` (the status, written only when it changed); a change of an
 //!    upstream object (its operator's status, an edit, a deletion) arrives through the
 //!    provider's watch on its kind (only objects labelled `airunway.ai/managed-by: airunway`),
-//!    never by polling.
+//!    never by polling. A provider that names its deployments' Pods
+//!    ([`Provider::pod_watch_selector`]) gets `Ready=False` with what they report
+//!    ([`pod_state`]: unschedulable, image pull, crash loop, OOM, refused credentials, failed
+//!    download) while its own reason is missing or generic; a Pod change wakes the deployments
+//!    whose `status.workload.podSelector` selects it.
 //! 4. **Operations**: metrics, `/healthz`, `/readyz`, Lease leader election, tracing, graceful
 //!    shutdown — the same flags as the core.
 //!
@@ -71,6 +75,7 @@ pub mod plan;
 #[cfg(not(feature = "testing"))]
 #[allow(dead_code, reason = "public, and used, only with the feature testing")]
 mod plan;
+pub mod pod_state;
 mod preparation;
 mod probe_server;
 mod read_your_writes;

@@ -480,17 +480,23 @@ impl Report {
 
 /// The status after a rollout (pure): translated from `live` (the objects as applied or as
 /// they were, in the order of `desired`) and judged for staleness on the primary object at
-/// `now` (`threshold`: `--stale-status-threshold`).
+/// `now` (`threshold`: `--stale-status-threshold`); `pods`: the watched Pods of `md`'s
+/// namespace (see [`statuses::status_from_set`]).
+#[allow(
+    clippy::too_many_arguments,
+    reason = "the observed state of one reconcile, each part from another source"
+)]
 pub fn report<P: Provider>(
     provider: &P,
     md: &ModelDeployment,
     kinds: &KindTable,
     desired: &[DesiredUpstream],
     live: &[Option<&DynamicObject>],
+    pods: &[&k8s_openapi::api::core::v1::Pod],
     now: jiff::Timestamp,
     threshold: Duration,
 ) -> Report {
-    let mut status = statuses::status_from_set(provider, md, desired, live);
+    let mut status = statuses::status_from_set(provider, md, desired, live, pods);
     let primary_from_crd = desired
         .first()
         .and_then(|d| kinds.id_of(d))
@@ -1178,6 +1184,7 @@ mod planner_tests {
             &table(),
             &planned.desired(),
             &[Some(&primary), service],
+            &[],
             now,
             staleness::DEFAULT_THRESHOLD,
         );
@@ -1200,6 +1207,7 @@ mod planner_tests {
             &table(),
             &planned.desired(),
             &[Some(&primary), service],
+            &[],
             early,
             staleness::DEFAULT_THRESHOLD,
         );

@@ -277,12 +277,15 @@ async fn roll_out<P: Provider>(
     }
     let live: Vec<Option<&DynamicObject>> = live.iter().map(Option::as_deref).collect();
     let now = jiff::Timestamp::now();
+    let pods = ctx.pods_in(namespace);
+    let pods: Vec<&k8s_openapi::api::core::v1::Pod> = pods.iter().map(Arc::as_ref).collect();
     let report = plan::report(
         provider,
         md,
         ctx.kinds.table(),
         &desired,
         &live,
+        &pods,
         now,
         ctx.stale_threshold,
     );

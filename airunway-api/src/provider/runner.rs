@@ -6,10 +6,12 @@ use std::time::Duration;
 use clap::Parser;
 use futures::StreamExt;
 use futures::channel::mpsc;
+use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::Client;
 use kube::api::{Api, ApiResource, DynamicObject};
 use kube::runtime::controller::{Config as ControllerConfig, Controller};
+use kube::runtime::reflector::{ObjectRef, Store};
 use kube::runtime::{WatchStreamExt, reflector, watcher};
 use prometheus_client::registry::Registry;
 use tokio::sync::watch;
@@ -181,6 +183,90 @@ fn watch_owned(
     .touched_objects();
     let changes = track(changes, watch_name(resource), progress.clone(), false);
     (live, changes)
+}
+
+/// The watch of the Pods `selector` selects in every namespace (see
+/// [`Provider::pod_watch_selector`]), cached trimmed to what the not-ready mapping reads
+/// ([`cache_trim::trim_pod`]): the cache, and the stream of the Pods whose trimmed state
+/// changed (a pod IP or a heartbeat time changing wakes nothing).
+fn watch_pods(
+    client: &Client,
+    selector: &str,
+    progress: &Arc<Mutex<Progress>>,
+) -> (
+    Store<Pod>,
+    impl futures::Stream<Item = Result<Pod, watcher::Error>> + Send + 'static + use<>,
+) {
+    let writer = reflector::store::Writer::<Pod>::default();
+    let store = writer.as_reader();
+    let changes = watcher(
+        Api::<Pod>::all(client.clone()),
+        watcher::Config::default().labels(selector).any_semantic(),
+    )
+    .backoff(WatchBackoff::default())
+    .modify(cache_trim::trim_pod)
+    .reflect(writer)
+    .touched_objects()
+    .predicate_filter(trimmed_state, Default::default());
+    let changes = track(changes, "pods".to_string(), progress.clone(), false);
+    (store, changes)
+}
+
+/// A hash of what the trimmed `pod` says (labels, deletion, status): the Pod wakes its
+/// deployments only when it changes.
+fn trimmed_state(pod: &Pod) -> Option<u64> {
+    use std::hash::{Hash, Hasher};
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    serde_json::to_string(&(
+        &pod.metadata.labels,
+        &pod.metadata.deletion_timestamp,
+        &pod.status,
+    ))
+    .ok()?
+    .hash(&mut hasher);
+    Some(hasher.finish())
+}
+
+/// The deployments of `provider` `pod` belongs to: those of its namespace assigned to
+/// `provider` whose `status.workload.podSelector` selects it. The deployment the pod's
+/// `airunway.ai/deployment` label names is looked up directly; otherwise every cached
+/// deployment is scanned (KAITO's and KubeRay's own Pods need not carry the label).
+fn deployments_of_pod(
+    deployments: &Store<ModelDeployment>,
+    provider: &str,
+    pod: &Pod,
+) -> Vec<ObjectRef<ModelDeployment>> {
+    let Some(namespace) = pod.metadata.namespace.as_deref() else {
+        return Vec::new();
+    };
+    let selects = |md: &ModelDeployment| {
+        let status = md.status.as_ref();
+        status
+            .and_then(|s| s.provider.as_ref())
+            .is_some_and(|p| p.name.as_deref() == Some(provider))
+            && status
+                .and_then(|s| s.workload.as_ref())
+                .and_then(|w| w.pod_selector.as_ref())
+                .is_some_and(|selector| super::pod_state::selects(selector, pod))
+    };
+    let named = pod
+        .metadata
+        .labels
+        .as_ref()
+        .and_then(|l| l.get(labels::DEPLOYMENT))
+        .map(|name| ObjectRef::<ModelDeployment>::new(name).within(namespace));
+    if let Some(named) = named
+        && let Some(md) = deployments.get(&named)
+        && selects(&md)
+    {
+        return vec![named];
+    }
+    deployments
+        .state()
+        .into_iter()
+        .filter(|md| md.metadata.namespace.as_deref() == Some(namespace) && selects(md))
+        .map(|md| ObjectRef::from_obj(md.as_ref()))
+        .collect()
 }
 
 /// Why [`run`] stopped with an error: the provider could not start, or lost its leadership
@@ -577,6 +663,13 @@ pub async fn run_with_args<P: Provider>(provider: P, args: ProviderArgs) -> Resu
         true,
     );
 
+    // The Pods of the deployments, when the provider names them: a change of what a Pod says
+    // wakes the deployments that select it.
+    let pod_watch = provider
+        .pod_watch_selector()
+        .map(|selector| watch_pods(&client, &selector, &progress));
+    let pods = pod_watch.as_ref().map(|(store, _)| store.clone());
+
     let ctx = Arc::new(Context {
         provider: provider.clone(),
         client: client.clone(),
@@ -592,12 +685,19 @@ pub async fn run_with_args<P: Provider>(provider: P, args: ProviderArgs) -> Resu
         recent: Default::default(),
         pod_security: args.pod_security(),
         stale_threshold: args.stale_status_threshold,
+        pods,
     });
     let stop_controller = shutdown.child_token();
     let mut controller = Controller::for_stream(deployment_changes, deployments)
         .owns_stream_with(owned_changes, resource);
     for (changes, resource) in secondary_changes {
         controller = controller.owns_stream_with(changes, resource);
+    }
+    if let Some((_, changes)) = pod_watch {
+        let (deployments, provider) = (controller.store(), name.clone());
+        controller = controller.watches_stream(changes, move |pod: Pod| {
+            deployments_of_pod(&deployments, &provider, &pod)
+        });
     }
     let controller = controller
         .reconcile_all_on(detection_changes)
@@ -737,5 +837,88 @@ mod tests {
         let mut downloaded = with("True");
         trim_deployment(&mut downloaded, "p");
         assert_eq!(gate(&downloaded), StorageGate::Open);
+    }
+
+    /// A Pod wakes the deployments of its provider, in its namespace, whose
+    /// `status.workload.podSelector` selects it.
+    #[test]
+    fn a_pod_wakes_the_deployments_that_select_it() {
+        let md = |namespace: &str, name: &str, provider: &str, app: &str| -> ModelDeployment {
+            serde_json::from_value(json!({
+                "apiVersion": "airunway.ai/v1alpha1", "kind": "ModelDeployment",
+                "metadata": {"name": name, "namespace": namespace},
+                "spec": {"model": {"id": "a/b"}},
+                "status": {"provider": {"name": provider},
+                    "workload": {"podSelector": {"app": app}}},
+            }))
+            .unwrap()
+        };
+        let mut writer = reflector::store::Writer::<ModelDeployment>::default();
+        writer.apply_watcher_event(&watcher::Event::Init);
+        for deployment in [
+            md("ns", "m", "p", "m"),
+            md("ns", "shares-the-label", "p", "m"),
+            md("ns", "other-app", "p", "other"),
+            md("ns", "other-provider", "q", "m"),
+            md("elsewhere", "m", "p", "m"),
+        ] {
+            writer.apply_watcher_event(&watcher::Event::InitApply(deployment));
+        }
+        writer.apply_watcher_event(&watcher::Event::InitDone);
+        let store = writer.as_reader();
+        let pod = |labels: serde_json::Value| -> Pod {
+            serde_json::from_value(
+                json!({"metadata": {"name": "m-1", "namespace": "ns", "labels": labels}}),
+            )
+            .unwrap()
+        };
+        let names = |refs: Vec<ObjectRef<ModelDeployment>>| -> Vec<(String, String)> {
+            let mut names: Vec<_> = refs
+                .into_iter()
+                .map(|r| (r.namespace.unwrap_or_default(), r.name))
+                .collect();
+            names.sort();
+            names
+        };
+        // Named by its label: looked up directly.
+        assert_eq!(
+            names(deployments_of_pod(
+                &store,
+                "p",
+                &pod(json!({"app": "m", "airunway.ai/deployment": "m"}))
+            )),
+            [("ns".to_string(), "m".to_string())]
+        );
+        // Not named (KAITO's, KubeRay's pods may not be): every selecting deployment.
+        assert_eq!(
+            names(deployments_of_pod(&store, "p", &pod(json!({"app": "m"})))),
+            [
+                ("ns".to_string(), "m".to_string()),
+                ("ns".to_string(), "shares-the-label".to_string())
+            ]
+        );
+        assert!(deployments_of_pod(&store, "p", &pod(json!({"app": "x"}))).is_empty());
+    }
+
+    /// What wakes a deployment is what the trimmed Pod says, not a heartbeat time or a pod IP.
+    #[test]
+    fn only_a_change_of_what_the_mapping_reads_wakes_a_deployment() {
+        let pod = |ip: &str, reason: &str| -> Pod {
+            let mut pod: Pod = serde_json::from_value(json!({
+                "metadata": {"name": "m-1", "namespace": "ns", "resourceVersion": ip},
+                "status": {"podIP": ip, "conditions": [{"type": "PodScheduled", "status": "False",
+                    "reason": reason, "lastTransitionTime": "2026-01-01T00:00:00Z"}]}}))
+            .unwrap();
+            cache_trim::trim_pod(&mut pod);
+            pod
+        };
+        assert_eq!(
+            trimmed_state(&pod("10.0.0.1", "Unschedulable")),
+            trimmed_state(&pod("10.0.0.2", "Unschedulable"))
+        );
+        assert_ne!(
+            trimmed_state(&pod("10.0.0.1", "Unschedulable")),
+            trimmed_state(&pod("10.0.0.1", "SchedulingGated"))
+        );
     }
 }

@@ -2,6 +2,7 @@
 //! the holds (nothing applied, and why), recreation, and the status translated from the live
 //! objects of a set.
 
+use k8s_openapi::api::core::v1::Pod;
 use kube::core::DynamicObject;
 
 use super::desired::{DesiredUpstream, ProviderStatus};
@@ -182,12 +183,16 @@ pub fn prepare_held<P: Provider>(provider: &P, hold: &PreparationHold) -> Provid
 }
 
 /// The provider-owned status translated from the live (or just applied) objects of a set, in
-/// the order of `desired` (the primary first).
+/// the order of `desired` (the primary first). `pods`: the watched Pods of the deployment's
+/// namespace (see [`Provider::pod_watch_selector`]); those `status.workload.podSelector`
+/// selects say why the deployment is not ready when the translation gives no reason or a
+/// generic one ([`from_pods`]).
 pub fn status_from_set<P: Provider>(
     provider: &P,
     md: &ModelDeployment,
     desired: &[DesiredUpstream],
     live: &[Option<&DynamicObject>],
+    pods: &[&Pod],
 ) -> ProviderStatus {
     let translated = provider.translate_status(md, live);
     let resource = desired
@@ -215,8 +220,36 @@ pub fn status_from_set<P: Provider>(
     {
         created.message = format!("{} created successfully", kinds_created(desired));
     }
+    if let Some(found) = from_pods(&status, md, pods) {
+        status.set_not_ready(found);
+    }
     fold_serving_path(&mut status, md);
     status
+}
+
+/// The reason the deployment's Pods give (see [`pod_state`](super::pod_state)) when `status`
+/// is not ready for no reason or a generic one (`DeploymentInProgress`, `Updating`,
+/// `Unclassified`): a provider's specific reason, read from what the upstream operator
+/// writes, wins. The Pods are those of `md`'s namespace that `status.workload.podSelector`
+/// selects; none without a selector.
+fn from_pods(
+    status: &ProviderStatus,
+    md: &ModelDeployment,
+    pods: &[&Pod],
+) -> Option<crate::v1alpha1::NotReadyStatus> {
+    if status.is_ready()
+        || status
+            .not_ready
+            .as_ref()
+            .is_some_and(|n| !n.reason.is_generic())
+    {
+        return None;
+    }
+    let selector = status.workload.as_ref()?.pod_selector.as_ref()?;
+    let namespace = md.metadata.namespace.as_deref();
+    super::pod_state::pods_not_ready(pods.iter().copied().filter(|pod| {
+        pod.metadata.namespace.as_deref() == namespace && super::pod_state::selects(selector, pod)
+    }))
 }
 
 /// `Ready` is never `True` while the gateway route the deployment asked for is known broken
@@ -253,5 +286,161 @@ fn kinds_created(desired: &[DesiredUpstream]) -> String {
         Some((last, [])) => last.clone(),
         Some((last, rest)) => format!("{} and {last}", rest.join(", ")),
         None => String::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use super::*;
+    use crate::provider::rendered::{RenderError, Rendered};
+    use crate::provider::test_support::{compatibility, deployment, kind};
+    use crate::provider::traits::{Incompatible, TranslatedStatus, UpstreamKind, UpstreamSchema};
+    use crate::v1alpha1::{
+        InferenceProviderConfigSpec, NotReadyReason, NotReadyStatus, WorkloadStatus,
+    };
+    use serde_json::json;
+
+    /// Translates to the status it is built with; its pods are labelled `app: m`.
+    struct Fixed(TranslatedStatus);
+
+    impl Provider for Fixed {
+        fn name(&self) -> &str {
+            "fixed"
+        }
+        fn display_name(&self) -> &str {
+            "Fixed"
+        }
+        fn version(&self) -> &str {
+            "0.0.1"
+        }
+        fn registration(&self) -> InferenceProviderConfigSpec {
+            InferenceProviderConfigSpec::default()
+        }
+        fn upstream(&self) -> UpstreamKind {
+            kind("apps", "Deployment", "deployments", "v1")
+        }
+        fn check_compatibility(&self, md: &ModelDeployment) -> Result<(), Incompatible> {
+            compatibility("Fixed", md)
+        }
+        fn render(&self, _: &ModelDeployment, _: &UpstreamSchema) -> Result<Rendered, RenderError> {
+            Ok(Rendered::one(json!({})))
+        }
+        fn translate_status(
+            &self,
+            _: &ModelDeployment,
+            _: &[Option<&DynamicObject>],
+        ) -> TranslatedStatus {
+            self.0.clone()
+        }
+        fn workload(
+            &self,
+            _: &ModelDeployment,
+            _: &[Option<&DynamicObject>],
+        ) -> Option<WorkloadStatus> {
+            Some(WorkloadStatus {
+                pod_selector: Some(BTreeMap::from([("app".to_string(), "m".to_string())])),
+                ..WorkloadStatus::default()
+            })
+        }
+    }
+
+    fn translated(
+        phase: Phase,
+        ready: bool,
+        not_ready: Option<NotReadyStatus>,
+    ) -> TranslatedStatus {
+        TranslatedStatus {
+            phase,
+            message: None,
+            replicas: None,
+            endpoint: None,
+            ready,
+            not_ready,
+        }
+    }
+
+    fn pod(namespace: &str, app: &str) -> Pod {
+        serde_json::from_value(json!({"metadata": {"name": "m-1", "namespace": namespace,
+            "labels": {"app": app}},
+            "status": {"phase": "Pending", "conditions": [{"type": "PodScheduled", "status": "False",
+                "reason": "Unschedulable",
+                "message": "0/4 nodes are available: 2 Insufficient nvidia.com/gpu."}]}}))
+        .unwrap()
+    }
+
+    fn status(provider: &Fixed, pods: &[&Pod]) -> ProviderStatus {
+        status_from_set(provider, &deployment("a/b"), &[], &[], pods)
+    }
+
+    #[test]
+    fn the_pods_replace_a_missing_or_generic_reason() {
+        let unschedulable = pod("ns", "m");
+        let waiting = status(
+            &Fixed(translated(Phase::Deploying, false, None)),
+            &[&unschedulable],
+        );
+        let not_ready = waiting.not_ready.clone().unwrap();
+        assert_eq!(not_ready.reason, NotReadyReason::InsufficientCapacity);
+        assert_eq!(not_ready.object.unwrap().name, "m-1");
+        let ready = waiting
+            .conditions
+            .iter()
+            .find(|c| c.type_ == condition_types::READY)
+            .unwrap();
+        assert_eq!(ready.reason, "InsufficientCapacity");
+        assert!(ready.message.contains("nvidia.com/gpu"));
+        assert_eq!(
+            waiting.phase,
+            Phase::Deploying,
+            "the phase is the provider's"
+        );
+
+        let updating = Fixed(translated(
+            Phase::Running,
+            false,
+            Some(NotReadyStatus::new(NotReadyReason::Updating, "rolling out")),
+        ));
+        assert_eq!(
+            status(&updating, &[&unschedulable])
+                .not_ready
+                .unwrap()
+                .reason,
+            NotReadyReason::InsufficientCapacity
+        );
+    }
+
+    #[test]
+    fn a_specific_reason_a_ready_deployment_and_other_pods_are_left_alone() {
+        let unschedulable = pod("ns", "m");
+        let stalled = Fixed(translated(
+            Phase::Running,
+            false,
+            Some(NotReadyStatus::new(
+                NotReadyReason::RolloutStalled,
+                "no progress",
+            )),
+        ));
+        assert_eq!(
+            status(&stalled, &[&unschedulable])
+                .not_ready
+                .unwrap()
+                .reason,
+            NotReadyReason::RolloutStalled
+        );
+        let serving = status(
+            &Fixed(translated(Phase::Running, true, None)),
+            &[&unschedulable],
+        );
+        assert!(serving.is_ready() && serving.not_ready.is_none());
+        let deploying = Fixed(translated(Phase::Deploying, false, None));
+        for other in [pod("elsewhere", "m"), pod("ns", "other")] {
+            assert_eq!(
+                status(&deploying, &[&other]).not_ready.unwrap().reason,
+                NotReadyReason::InProgress,
+                "{other:?}"
+            );
+        }
     }
 }

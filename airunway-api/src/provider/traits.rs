@@ -206,6 +206,19 @@ pub trait Provider: Send + Sync + 'static {
         Vec::new()
     }
 
+    /// The label selector (`kubectl`'s syntax, e.g. `airunway.ai/deployment`) of the Pods this
+    /// provider's deployments run, watched in every namespace so that `Ready=False` names what
+    /// the Pods report (no node with the GPUs asked for, an image that cannot be pulled, a
+    /// crashing engine; see [`pod_state`](super::pod_state)). The SDK keeps only what that
+    /// mapping reads of each Pod, finds a Pod's deployments through their
+    /// `status.workload.podSelector` (same namespace; see [`workload`](Provider::workload)),
+    /// and uses the Pods' reason only while the deployment is not ready and the translated
+    /// reason is missing or generic. The provider's RBAC must allow `get`, `list` and `watch`
+    /// on `pods`. Default `None`: no Pod is watched.
+    fn pod_watch_selector(&self) -> Option<String> {
+        None
+    }
+
     /// The upstream versions this provider renders for, preferred first, with the schema paths
     /// it writes and the fingerprints it was tested against (see `SchemaAdapter`).
     /// Only read for an [upstream kind](Provider::upstream) from a CRD. Default: none.

@@ -4,7 +4,10 @@
 //! KWOK plays the kubelets: nodes annotated `kwok.x-k8s.io/node: fake` get Ready conditions and
 //! a heartbeat, Pods bound to them become Running and Ready with a pod IP (so Deployments become
 //! Available and Endpoints/EndpointSlices fill), and deleted Pods go away. No container runs.
-//! The stages are KWOK's own defaults, taken from its module by `e2e/control-plane/build.sh`.
+//! The stages are KWOK's own defaults, taken from its module by `e2e/control-plane/build.sh`,
+//! and ours in `e2e/control-plane/kwok-stages/` (see its README): a Pod annotated
+//! [`POD_STATE_ANNOTATION`] reports an image it cannot pull, a crash loop or a model server
+//! that never gets ready, and KWOK's `pod-ready` never picks it.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -18,6 +21,17 @@ use kube::{Client, ResourceExt};
 
 use crate::paths;
 use crate::process::{Lifetime, ProcessHandle, Spawn};
+
+/// The pod annotation that selects one of our KWOK stages (`e2e/control-plane/kwok-stages/`):
+/// `image-pull-failed`, `crash-loop` or `never-ready`.
+pub const POD_STATE_ANNOTATION: &str = "kwok.airunway.test/pod-state";
+/// The termination message a Pod of the `crash-loop` stage reports (default: `the engine
+/// exited`).
+pub const TERMINATION_MESSAGE_ANNOTATION: &str = "kwok.airunway.test/termination-message";
+/// The last termination reason a Pod of the `crash-loop` stage reports (default `Error`).
+pub const TERMINATION_REASON_ANNOTATION: &str = "kwok.airunway.test/termination-reason";
+/// The last exit code a Pod of the `crash-loop` stage reports (default 1).
+pub const EXIT_CODE_ANNOTATION: &str = "kwok.airunway.test/exit-code";
 
 /// Annotation that hands a node to KWOK.
 pub const KWOK_NODE_ANNOTATION: &str = "kwok.x-k8s.io/node";
@@ -182,6 +196,7 @@ pub(super) fn spawn_kwok(
     if stages.is_empty() {
         bail!("no KWOK stages in {}", stages_dir.display());
     }
+    let stages = with_our_stages(&stages, kubeconfig)?;
     let server_port = std::net::TcpListener::bind("127.0.0.1:0")?
         .local_addr()?
         .port();
@@ -205,6 +220,50 @@ pub(super) fn spawn_kwok(
         lifetime,
     }
     .start()
+}
+
+/// KWOK's default `stages` and ours (`e2e/control-plane/kwok-stages/*.yaml`), with KWOK's
+/// `pod-ready` written beside `kubeconfig` with one more selector expression: Pods annotated
+/// [`POD_STATE_ANNOTATION`] are left to our stages.
+fn with_our_stages(
+    stages: &[std::path::PathBuf],
+    kubeconfig: &Path,
+) -> Result<Vec<std::path::PathBuf>> {
+    let dir = kubeconfig
+        .parent()
+        .context("kubeconfig without a directory")?
+        .join("kwok-stages");
+    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    let mut all = Vec::with_capacity(stages.len() + 3);
+    for stage in stages {
+        if stage.file_name().is_some_and(|n| n == "pod-ready.yaml") {
+            let text = std::fs::read_to_string(stage)
+                .with_context(|| format!("reading {}", stage.display()))?;
+            let anchor = "    matchExpressions:\n";
+            if !text.contains(anchor) {
+                bail!("{} has no matchExpressions to add to", stage.display());
+            }
+            let exclusion = format!(
+                "{anchor}    - key: '.metadata.annotations[\"{POD_STATE_ANNOTATION}\"]'\n      operator: 'DoesNotExist'\n"
+            );
+            let patched = dir.join("pod-ready.yaml");
+            std::fs::write(&patched, text.replacen(anchor, &exclusion, 1))
+                .with_context(|| format!("writing {}", patched.display()))?;
+            all.push(patched);
+        } else {
+            all.push(stage.clone());
+        }
+    }
+    let ours = paths::workspace_root().join("e2e/control-plane/kwok-stages");
+    let mut extra: Vec<_> = std::fs::read_dir(&ours)
+        .with_context(|| format!("reading {}", ours.display()))?
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|e| e == "yaml"))
+        .collect();
+    extra.sort();
+    all.extend(extra);
+    Ok(all)
 }
 
 /// Creates the [`simulated_nodes`] (kept when they exist) and waits until KWOK reports each

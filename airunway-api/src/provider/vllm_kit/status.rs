@@ -26,6 +26,14 @@
 //! `spec.replicas`, ready `status.readyReplicas`, available `status.availableReplicas`.
 //! Endpoint: the given Service, port 8000.
 //!
+//! Rollouts ([`crate::provider::pod_state::deployment_not_ready`]): while a Deployment that
+//! serves (`Running` above) rolls out a new generation, the deployment stays `Running` (the
+//! old replicas serve, the gateway keeps its route) but is not ready for the new generation:
+//! `Ready=False` with `Updating`, then `RolloutStalled` once the Deployment's progress
+//! deadline passes (`Stalled=True`); `Degraded` follows the ready replicas. Pods a quota
+//! refuses give `QuotaExceeded` whatever the phase (Go AI Runway #422: Ready was True during
+//! a rollout whose new replicas never came).
+//!
 //! Scaled to zero (every Deployment exists and asks for 0 replicas, e.g. `kubectl scale
 //! md/<name> --replicas=0`): the deployment controller reports such a Deployment `Available`,
 //! so the phase stays `Running` — the deployment is as its spec asks, kstatus reads it as
@@ -33,12 +41,14 @@
 //! message [`SCALED_TO_ZERO`] (the SDK turns `ready: false` at zero replicas into that):
 //! ready to be scaled up, though no replica serves.
 
+use k8s_openapi::api::apps::v1::Deployment;
 use kube::core::DynamicObject;
 use serde_json::Value;
 
 use super::render::PORT;
+use crate::provider::pod_state::{self, PRECEDENCE};
 use crate::provider::{TranslatedStatus, replica_count, sum_replicas};
-use crate::v1alpha1::{EndpointStatus, Phase, ReplicaStatus};
+use crate::v1alpha1::{EndpointStatus, NotReadyReason, NotReadyStatus, Phase, ReplicaStatus};
 
 /// The phase and message of one Deployment (`None`: not created yet).
 pub fn deployment_phase(name: &str, live: Option<&DynamicObject>) -> (Phase, Option<String>) {
@@ -172,6 +182,16 @@ pub fn translate(
     } else {
         message
     };
+    let not_ready = if scaled_to_zero {
+        None
+    } else {
+        rollout_not_ready(deployments, &phases)
+    };
+    // Serving the old generation while the new one rolls out (or stalls): the message says so.
+    let message = match (&not_ready, phase) {
+        (Some(not_ready), Phase::Running) => Some(not_ready.message.clone()),
+        _ => message,
+    };
     TranslatedStatus {
         phase,
         message,
@@ -184,9 +204,35 @@ pub fn translate(
             service: Some(service.to_string()),
             port: Some(PORT),
         }),
-        ready: phase == Phase::Running && !scaled_to_zero,
-        not_ready: None,
+        ready: phase == Phase::Running && !scaled_to_zero && not_ready.is_none(),
+        not_ready,
     }
+}
+
+/// What the Deployments say of their rollouts ([`pod_state::deployment_not_ready`]), the
+/// reason of highest precedence, the first Deployment on a tie: `QuotaExceeded` whatever the
+/// phase; `RolloutStalled` and `Updating` only from a Deployment that serves (its phase is
+/// `Running`), so Ready is not True while a new generation has not come (Go AI Runway #422)
+/// though the old replicas keep the phase `Running` and the gateway route. While nothing
+/// serves, the Pods say more than "a rollout" (see [`pod_state`]).
+fn rollout_not_ready(
+    deployments: &[(&str, Option<&DynamicObject>)],
+    phases: &[(Phase, Option<String>)],
+) -> Option<NotReadyStatus> {
+    let rank = |reason: NotReadyReason| PRECEDENCE.iter().position(|r| *r == reason);
+    deployments
+        .iter()
+        .zip(phases)
+        .filter_map(|((_, live), (phase, _))| {
+            let deployment: Deployment = (*live)?.clone().try_parse().ok()?;
+            let found = pod_state::deployment_not_ready(&deployment)?;
+            (found.reason == NotReadyReason::QuotaExceeded || *phase == Phase::Running)
+                .then_some(found)
+        })
+        .fold(None, |best: Option<NotReadyStatus>, next| match best {
+            Some(best) if rank(best.reason) <= rank(next.reason) => Some(best),
+            _ => Some(next),
+        })
 }
 
 #[cfg(test)]
@@ -194,10 +240,105 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn live(replicas: i64, status: Value) -> DynamicObject {
+    /// Deployment `d` asking for `replicas`, with `status` (a settled rollout unless it says
+    /// otherwise: every replica of the newest ReplicaSet, the generation observed).
+    fn live(replicas: i64, mut status: Value) -> DynamicObject {
+        for key in ["replicas", "updatedReplicas"] {
+            if status.get(key).is_none() {
+                status[key] = json!(replicas);
+            }
+        }
+        if status.get("observedGeneration").is_none() {
+            status["observedGeneration"] = json!(1);
+        }
         serde_json::from_value(json!({"apiVersion": "apps/v1", "kind": "Deployment",
-            "metadata": {"name": "d"}, "spec": {"replicas": replicas}, "status": status}))
+            "metadata": {"name": "d", "generation": 1}, "spec": {"replicas": replicas}, "status": status}))
         .unwrap()
+    }
+
+    /// Go AI Runway #422: a new generation whose replicas never come is not Ready, while the
+    /// old replicas keep the deployment `Running`; `Updating` first, `RolloutStalled` after the
+    /// progress deadline.
+    #[test]
+    fn a_rollout_is_not_ready_for_the_new_generation_while_the_old_one_serves() {
+        let rolling = |progressing: Value| {
+            live(
+                1,
+                json!({"observedGeneration": 1, "replicas": 2, "updatedReplicas": 1,
+                    "readyReplicas": 1, "availableReplicas": 1, "unavailableReplicas": 1,
+                    "conditions": [
+                    condition("Available", "True", "MinimumReplicasAvailable", "Deployment has minimum availability."),
+                    progressing]}),
+            )
+        };
+        let updating = translate(
+            &[(
+                "d",
+                Some(&rolling(condition(
+                    "Progressing",
+                    "True",
+                    "ReplicaSetUpdated",
+                    "ReplicaSet \"d-2\" is progressing.",
+                ))),
+            )],
+            "d",
+        );
+        assert_eq!((updating.phase, updating.ready), (Phase::Running, false));
+        let not_ready = updating.not_ready.unwrap();
+        assert_eq!(not_ready.reason, NotReadyReason::Updating);
+        assert_eq!(
+            updating.message.as_deref(),
+            Some(not_ready.message.as_str())
+        );
+        let stalled = translate(
+            &[(
+                "d",
+                Some(&rolling(condition(
+                    "Progressing",
+                    "False",
+                    "ProgressDeadlineExceeded",
+                    "ReplicaSet \"d-2\" has timed out progressing.",
+                ))),
+            )],
+            "d",
+        );
+        assert_eq!((stalled.phase, stalled.ready), (Phase::Running, false));
+        assert_eq!(
+            stalled.not_ready.unwrap().reason,
+            NotReadyReason::RolloutStalled
+        );
+        assert_eq!(
+            stalled.replicas.unwrap().ready,
+            Some(1),
+            "Degraded follows the counts"
+        );
+    }
+
+    /// Pods a quota refuses: `QuotaExceeded`, serving or not; a first rollout that has nothing
+    /// serving leaves the reason to the Pods.
+    #[test]
+    fn quota_whatever_the_phase_and_no_rollout_reason_while_nothing_serves() {
+        let refused = live(
+            1,
+            json!({"replicas": 0, "updatedReplicas": 0, "conditions": [
+                condition("Available", "False", "MinimumReplicasUnavailable", "Deployment does not have minimum availability."),
+                condition("ReplicaFailure", "True", "FailedCreate", "pods \"d-1-x\" is forbidden: exceeded quota: q, requested: requests.nvidia.com/gpu=1, used: requests.nvidia.com/gpu=0, limited: requests.nvidia.com/gpu=0")]}),
+        );
+        let status = translate(&[("d", Some(&refused))], "d");
+        assert_eq!(status.phase, Phase::Failed);
+        assert_eq!(
+            status.not_ready.unwrap().reason,
+            NotReadyReason::QuotaExceeded
+        );
+        let first = live(
+            1,
+            json!({"generation": 1, "replicas": 1, "updatedReplicas": 0, "conditions": [
+                condition("Available", "False", "MinimumReplicasUnavailable", "Deployment does not have minimum availability."),
+                condition("Progressing", "True", "ReplicaSetUpdated", "ReplicaSet \"d-1\" is progressing.")]}),
+        );
+        let status = translate(&[("d", Some(&first))], "d");
+        assert_eq!(status.phase, Phase::Deploying);
+        assert_eq!(status.not_ready, None);
     }
 
     fn condition(type_: &str, status: &str, reason: &str, message: &str) -> Value {
