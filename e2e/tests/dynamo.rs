@@ -6,7 +6,7 @@
 use std::time::Duration;
 
 use airunway_api::constants::condition_types;
-use airunway_api::v1alpha1::{ConditionStatus, ModelDeployment, Phase};
+use airunway_api::v1alpha1::{ConditionStatus, ModelDeployment, NotReadyReason, Phase};
 use airunway_e2e::stack::{self, FAST_HEALTH, Running};
 use airunway_e2e::wait::{wait_deleted, wait_for, wait_for_condition};
 use airunway_e2e::{TestEnv, cluster_lock, paths};
@@ -368,6 +368,13 @@ async fn examples_auto_selection_and_status() {
             Some(ready),
             "{file}"
         );
+        // Why it is not ready, in the shared vocabulary, read from the DynamoGraphDeployment.
+        let reason = match file {
+            "dgd-failed.yaml" => Some(NotReadyReason::UpstreamReconcileError),
+            "dgd-successful.yaml" => None,
+            _ => Some(NotReadyReason::InProgress),
+        };
+        assert_not_ready(&md, reason, "DynamoGraphDeployment", file);
         let endpoint = status.endpoint.unwrap();
         assert_eq!(
             (endpoint.service.as_deref(), endpoint.port),
@@ -384,6 +391,37 @@ async fn examples_auto_selection_and_status() {
             "{file}"
         );
     }
+    every_status_fixture_on_the_live_object(&mds, &dgd, "llama-8b", "dynamo").await;
+
+    // Dynamo calls the graph successful while a worker's new revision has not rolled out (a
+    // Deployment in mid-rollout is Available): not Ready for this generation, still serving.
+    let mut rolling = paths::upstream_status_sample("dgd-successful.yaml").unwrap();
+    rolling["services"]["VllmWorker"]["updatedReplicas"] = json!(0);
+    dgd.patch_status(
+        "llama-8b",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"status": rolling})),
+    )
+    .await
+    .unwrap();
+    let md = wait_for(&mds, "llama-8b", WAIT, "Updating", |md| {
+        md.status
+            .as_ref()
+            .and_then(|s| s.not_ready.as_ref())
+            .is_some_and(|n| n.reason == NotReadyReason::Updating)
+    })
+    .await;
+    assert_eq!(md.phase(), Some(Phase::Running));
+    assert_not_ready(
+        &md,
+        Some(NotReadyReason::Updating),
+        "DynamoGraphDeployment",
+        "successful mid-rollout",
+    );
+    assert_eq!(
+        md.condition(condition_types::RECONCILING).unwrap().status,
+        ConditionStatus::True
+    );
     env.wait_for_event("ProviderError", |n| {
         n.contains("no multinode orchestrator available")
     })
@@ -854,4 +892,93 @@ async fn kubectl_scale_changes_the_worker_replicas_in_place_and_degraded_follows
     wait_deleted(&mds, "chat", Duration::from_secs(60)).await;
     player.abort();
     stack.stop();
+}
+
+/// `status.notReady` and `Ready` say the same: `reason`, read from an object of `kind`
+/// (`None`: Ready, no `status.notReady`).
+fn assert_not_ready(md: &ModelDeployment, reason: Option<NotReadyReason>, kind: &str, case: &str) {
+    let status = md.status.as_ref().unwrap();
+    let ready = md.condition(condition_types::READY).unwrap();
+    let Some(reason) = reason else {
+        assert!(status.not_ready.is_none(), "{case}: {:?}", status.not_ready);
+        assert_eq!(ready.reason.as_deref(), Some("DeploymentReady"), "{case}");
+        return;
+    };
+    let not_ready = status
+        .not_ready
+        .as_ref()
+        .unwrap_or_else(|| panic!("{case}: no status.notReady"));
+    assert_eq!(not_ready.reason, reason, "{case}: {}", not_ready.message);
+    assert_eq!(ready.reason.as_deref(), Some(reason.as_str()), "{case}");
+    assert_eq!(
+        ready.message.as_deref(),
+        Some(not_ready.message.as_str()),
+        "{case}"
+    );
+    assert_eq!(
+        not_ready.object.as_ref().map(|o| o.kind.as_str()),
+        Some(kind),
+        "{case}"
+    );
+}
+
+/// Every status fixture `provider` declares for the conformance suite
+/// (`provider-<provider>/conformance/status-fixtures.yaml`), written to the live upstream
+/// object `name` as its operator would (the API server checks it against the real CRD
+/// schema), gives deployment `name` the fixture's phase and `Ready` reason. Each fixture is
+/// reached from a state of another reason, so a state left over cannot pass for it.
+async fn every_status_fixture_on_the_live_object(
+    mds: &Api<ModelDeployment>,
+    upstream: &Api<DynamicObject>,
+    name: &str,
+    provider: &str,
+) {
+    let path = paths::workspace_root().join(format!(
+        "provider-{provider}/conformance/status-fixtures.yaml"
+    ));
+    let fixtures: Vec<Value> =
+        serde_saphyr::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let field = |f: &Value, key: &str| f[key].as_str().unwrap().to_string();
+    let ready = fixtures
+        .iter()
+        .find(|f| f["reason"] == "DeploymentReady")
+        .unwrap()
+        .clone();
+    let other = fixtures
+        .iter()
+        .find(|f| f["reason"] != "DeploymentReady")
+        .unwrap()
+        .clone();
+    let started = std::time::Instant::now();
+    for fixture in &fixtures {
+        let reset = if fixture["reason"] == "DeploymentReady" {
+            &other
+        } else {
+            &ready
+        };
+        for step in [reset, fixture] {
+            let (phase, reason) = (field(step, "phase"), field(step, "reason"));
+            let patch: json_patch::Patch = serde_json::from_value(
+                json!([{"op": "add", "path": "/status", "value": step["upstreamStatus"]}]),
+            )
+            .unwrap();
+            upstream
+                .patch_status(name, &PatchParams::default(), &Patch::Json::<()>(patch))
+                .await
+                .unwrap_or_else(|e| panic!("{}: {e}", field(step, "name")));
+            wait_for(mds, name, WAIT, &field(step, "name"), |md| {
+                md.phase().map(|p| p.as_str()) == Some(phase.as_str())
+                    && md
+                        .condition(condition_types::READY)
+                        .and_then(|c| c.reason.as_deref())
+                        == Some(reason.as_str())
+            })
+            .await;
+        }
+    }
+    eprintln!(
+        "{} {provider} status fixtures on the live object in {:.1}s",
+        fixtures.len(),
+        started.elapsed().as_secs_f64()
+    );
 }

@@ -11,7 +11,8 @@ use std::time::Duration;
 
 use airunway_api::constants::{condition_types, messages};
 use airunway_api::v1alpha1::{
-    ConditionStatus, InferenceProviderConfig, ModelDeployment, Phase, ProviderStatus,
+    ConditionStatus, InferenceProviderConfig, ModelDeployment, NotReadyReason, Phase,
+    ProviderStatus,
 };
 use airunway_e2e::control_plane::{crd_files, install_crds};
 use airunway_e2e::sandbox::kaito;
@@ -221,6 +222,15 @@ async fn cpu_llamacpp_lifecycle_with_the_real_workspace_schema() {
             "{file}"
         );
         assert_eq!(status.replicas.as_ref().unwrap().desired, Some(1), "{file}");
+        // Why it is not ready, in the shared vocabulary, read from the Workspace.
+        let reason = match file {
+            "workspace-pending.yaml" => Some(NotReadyReason::InProgress),
+            "workspace-nodes-not-ready.yaml" => Some(NotReadyReason::InsufficientCapacity),
+            "workspace-reconcile-error.yaml" => Some(NotReadyReason::UpstreamReconcileError),
+            "workspace-notready.yaml" => Some(NotReadyReason::Unclassified),
+            _ => None,
+        };
+        assert_not_ready(&md, reason, "Workspace", file);
         let endpoint = status.endpoint.unwrap();
         assert_eq!(
             (endpoint.service.as_deref(), endpoint.port),
@@ -228,6 +238,8 @@ async fn cpu_llamacpp_lifecycle_with_the_real_workspace_schema() {
             "{file}"
         );
     }
+
+    every_status_fixture_on_the_live_object(&mds, &ws, "gemma-cpu", "kaito").await;
 
     // A hand edit of the Workspace is restored, with a DriftDetected event.
     ws.patch(
@@ -401,9 +413,10 @@ async fn without_the_workspace_controller_nothing_is_created_until_it_is_back() 
         ConditionStatus::False,
     )
     .await;
+    // Ready in the shared vocabulary; ResourceCreated keeps the Go AI Runway's reason (below).
     assert_eq!(
         condition.reason.as_deref(),
-        Some("UpstreamControllerMissing"),
+        Some(NotReadyReason::UpstreamOperatorMissing.as_str()),
         "{condition:?}"
     );
     let message = condition.message.unwrap_or_default();
@@ -891,6 +904,28 @@ async fn stale_upstream_status_is_flagged_with_since_and_cleared_when_kaito_repo
         )
     );
     assert_eq!(stale.observed_generation, md.metadata.generation);
+    // Not ready for the new generation, because the operator does not act: Ready says so in
+    // the shared vocabulary, naming the operator, the Workspace and since when; the previous
+    // version keeps serving.
+    assert_eq!(md.phase(), Some(Phase::Running));
+    assert_not_ready(
+        &md,
+        Some(NotReadyReason::UpstreamOperatorMissing),
+        "Workspace",
+        "stale",
+    );
+    assert_eq!(
+        md.status
+            .as_ref()
+            .unwrap()
+            .not_ready
+            .as_ref()
+            .unwrap()
+            .message,
+        format!(
+            "The kaito.sh operator has not reported on Workspace gemma (generation {generation}) since {applied}, more than 5s: is it installed and running?"
+        )
+    );
 
     // "KAITO" reports on the new generation: the condition turns False, the phase is Running.
     ws.patch_status(
@@ -910,6 +945,7 @@ async fn stale_upstream_status_is_flagged_with_since_and_cleared_when_kaito_repo
     .await;
     assert_eq!(current.reason.as_deref(), Some("UpstreamStatusCurrent"));
     assert_eq!(md.phase(), Some(Phase::Running));
+    assert_not_ready(&md, None, "Workspace", "reported again");
     assert_eq!(
         md.status.as_ref().unwrap().replicas.as_ref().unwrap().ready,
         Some(1)
@@ -1093,4 +1129,93 @@ async fn kubectl_scale_is_held_naming_the_count_kaito_keeps() {
     simulator.abort();
     provider.process.terminate(Duration::from_secs(10));
     core.process.terminate(Duration::from_secs(10));
+}
+
+/// `status.notReady` and `Ready` say the same: `reason`, read from an object of `kind`
+/// (`None`: Ready, no `status.notReady`).
+fn assert_not_ready(md: &ModelDeployment, reason: Option<NotReadyReason>, kind: &str, case: &str) {
+    let status = md.status.as_ref().unwrap();
+    let ready = md.condition(condition_types::READY).unwrap();
+    let Some(reason) = reason else {
+        assert!(status.not_ready.is_none(), "{case}: {:?}", status.not_ready);
+        assert_eq!(ready.reason.as_deref(), Some("DeploymentReady"), "{case}");
+        return;
+    };
+    let not_ready = status
+        .not_ready
+        .as_ref()
+        .unwrap_or_else(|| panic!("{case}: no status.notReady"));
+    assert_eq!(not_ready.reason, reason, "{case}: {}", not_ready.message);
+    assert_eq!(ready.reason.as_deref(), Some(reason.as_str()), "{case}");
+    assert_eq!(
+        ready.message.as_deref(),
+        Some(not_ready.message.as_str()),
+        "{case}"
+    );
+    assert_eq!(
+        not_ready.object.as_ref().map(|o| o.kind.as_str()),
+        Some(kind),
+        "{case}"
+    );
+}
+
+/// Every status fixture `provider` declares for the conformance suite
+/// (`provider-<provider>/conformance/status-fixtures.yaml`), written to the live upstream
+/// object `name` as its operator would (the API server checks it against the real CRD
+/// schema), gives deployment `name` the fixture's phase and `Ready` reason. Each fixture is
+/// reached from a state of another reason, so a state left over cannot pass for it.
+async fn every_status_fixture_on_the_live_object(
+    mds: &Api<ModelDeployment>,
+    upstream: &Api<DynamicObject>,
+    name: &str,
+    provider: &str,
+) {
+    let path = paths::workspace_root().join(format!(
+        "provider-{provider}/conformance/status-fixtures.yaml"
+    ));
+    let fixtures: Vec<Value> =
+        serde_saphyr::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let field = |f: &Value, key: &str| f[key].as_str().unwrap().to_string();
+    let ready = fixtures
+        .iter()
+        .find(|f| f["reason"] == "DeploymentReady")
+        .unwrap()
+        .clone();
+    let other = fixtures
+        .iter()
+        .find(|f| f["reason"] != "DeploymentReady")
+        .unwrap()
+        .clone();
+    let started = std::time::Instant::now();
+    for fixture in &fixtures {
+        let reset = if fixture["reason"] == "DeploymentReady" {
+            &other
+        } else {
+            &ready
+        };
+        for step in [reset, fixture] {
+            let (phase, reason) = (field(step, "phase"), field(step, "reason"));
+            let patch: json_patch::Patch = serde_json::from_value(
+                json!([{"op": "add", "path": "/status", "value": step["upstreamStatus"]}]),
+            )
+            .unwrap();
+            upstream
+                .patch_status(name, &PatchParams::default(), &Patch::Json::<()>(patch))
+                .await
+                .unwrap_or_else(|e| panic!("{}: {e}", field(step, "name")));
+            wait_for(mds, name, WAIT, &field(step, "name"), |md| {
+                md.phase().map(|p| p.as_str()) == Some(phase.as_str())
+                    && md
+                        .condition(condition_types::READY)
+                        .and_then(|c| c.reason.as_deref())
+                        == Some(reason.as_str())
+            })
+            .await;
+        }
+    }
+    eprintln!(
+        "{} {provider} status fixtures on the live object in {:.1}s",
+        fixtures.len(),
+        started.elapsed().as_secs_f64()
+    );
 }

@@ -10,7 +10,8 @@ use std::time::Duration;
 
 use airunway_api::constants::{condition_types, messages};
 use airunway_api::v1alpha1::{
-    ConditionStatus, InferenceProviderConfig, ModelDeployment, Phase, ProviderStatus,
+    ConditionStatus, InferenceProviderConfig, ModelDeployment, NotReadyReason, Phase,
+    ProviderStatus,
 };
 use airunway_e2e::control_plane::{crd_files, install_crds};
 use airunway_e2e::stack::{self, FAST_HEALTH, Running};
@@ -308,6 +309,16 @@ async fn gpu_vllm_named_kuberay_lifecycle_with_the_real_rayservice_schema() {
             (Some(1), Some(ready_replicas)),
             "case {index}"
         );
+        // Why it is not ready, in the shared vocabulary, read from the RayService: Serve's
+        // Python error is unclassified, its CUDA out-of-memory error is OOMKilled.
+        let reason = [
+            Some(NotReadyReason::InProgress),
+            None,
+            Some(NotReadyReason::Unclassified),
+            Some(NotReadyReason::OomKilled),
+            None,
+        ][index];
+        assert_not_ready(&md, reason, "RayService", &format!("case {index}"));
         let endpoint = status.endpoint.unwrap();
         assert_eq!(
             (endpoint.service.as_deref(), endpoint.port),
@@ -315,6 +326,7 @@ async fn gpu_vllm_named_kuberay_lifecycle_with_the_real_rayservice_schema() {
             "case {index}"
         );
     }
+    every_status_fixture_on_the_live_object(&mds, &rs, "qwen", "kuberay").await;
     env.wait_for_event("ProviderError", |n| {
         n.contains("No module named 'vllm_serve'")
     })
@@ -1211,4 +1223,93 @@ async fn kubectl_scale_resizes_the_running_raycluster_in_place() {
     operator.process.terminate(Duration::from_secs(10));
     provider.process.terminate(Duration::from_secs(10));
     core.process.terminate(Duration::from_secs(10));
+}
+
+/// `status.notReady` and `Ready` say the same: `reason`, read from an object of `kind`
+/// (`None`: Ready, no `status.notReady`).
+fn assert_not_ready(md: &ModelDeployment, reason: Option<NotReadyReason>, kind: &str, case: &str) {
+    let status = md.status.as_ref().unwrap();
+    let ready = md.condition(condition_types::READY).unwrap();
+    let Some(reason) = reason else {
+        assert!(status.not_ready.is_none(), "{case}: {:?}", status.not_ready);
+        assert_eq!(ready.reason.as_deref(), Some("DeploymentReady"), "{case}");
+        return;
+    };
+    let not_ready = status
+        .not_ready
+        .as_ref()
+        .unwrap_or_else(|| panic!("{case}: no status.notReady"));
+    assert_eq!(not_ready.reason, reason, "{case}: {}", not_ready.message);
+    assert_eq!(ready.reason.as_deref(), Some(reason.as_str()), "{case}");
+    assert_eq!(
+        ready.message.as_deref(),
+        Some(not_ready.message.as_str()),
+        "{case}"
+    );
+    assert_eq!(
+        not_ready.object.as_ref().map(|o| o.kind.as_str()),
+        Some(kind),
+        "{case}"
+    );
+}
+
+/// Every status fixture `provider` declares for the conformance suite
+/// (`provider-<provider>/conformance/status-fixtures.yaml`), written to the live upstream
+/// object `name` as its operator would (the API server checks it against the real CRD
+/// schema), gives deployment `name` the fixture's phase and `Ready` reason. Each fixture is
+/// reached from a state of another reason, so a state left over cannot pass for it.
+async fn every_status_fixture_on_the_live_object(
+    mds: &Api<ModelDeployment>,
+    upstream: &Api<DynamicObject>,
+    name: &str,
+    provider: &str,
+) {
+    let path = paths::workspace_root().join(format!(
+        "provider-{provider}/conformance/status-fixtures.yaml"
+    ));
+    let fixtures: Vec<Value> =
+        serde_saphyr::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let field = |f: &Value, key: &str| f[key].as_str().unwrap().to_string();
+    let ready = fixtures
+        .iter()
+        .find(|f| f["reason"] == "DeploymentReady")
+        .unwrap()
+        .clone();
+    let other = fixtures
+        .iter()
+        .find(|f| f["reason"] != "DeploymentReady")
+        .unwrap()
+        .clone();
+    let started = std::time::Instant::now();
+    for fixture in &fixtures {
+        let reset = if fixture["reason"] == "DeploymentReady" {
+            &other
+        } else {
+            &ready
+        };
+        for step in [reset, fixture] {
+            let (phase, reason) = (field(step, "phase"), field(step, "reason"));
+            let patch: json_patch::Patch = serde_json::from_value(
+                json!([{"op": "add", "path": "/status", "value": step["upstreamStatus"]}]),
+            )
+            .unwrap();
+            upstream
+                .patch_status(name, &PatchParams::default(), &Patch::Json::<()>(patch))
+                .await
+                .unwrap_or_else(|e| panic!("{}: {e}", field(step, "name")));
+            wait_for(mds, name, WAIT, &field(step, "name"), |md| {
+                md.phase().map(|p| p.as_str()) == Some(phase.as_str())
+                    && md
+                        .condition(condition_types::READY)
+                        .and_then(|c| c.reason.as_deref())
+                        == Some(reason.as_str())
+            })
+            .await;
+        }
+    }
+    eprintln!(
+        "{} {provider} status fixtures on the live object in {:.1}s",
+        fixtures.len(),
+        started.elapsed().as_secs_f64()
+    );
 }

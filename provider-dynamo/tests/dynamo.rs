@@ -1020,3 +1020,58 @@ fn one_of_two_workers_ready_is_degraded_through_the_sdk() {
         .unwrap();
     assert_eq!(degraded.status, ConditionStatus::False);
 }
+
+#[test]
+fn successful_is_not_ready_while_a_service_rolls_out() {
+    use airunway_api::v1alpha1::NotReadyReason;
+    let deployment = md(
+        json!({"model": {"id": "Qwen/Qwen3-0.6B"}, "engine": {"type": "vllm"}, "resources": {"gpu": {"count": 1}}}),
+    );
+    let translate =
+        |object: &DynamicObject| DynamoProvider.translate_status(&deployment, &[Some(object)]);
+    let ok = sample("dgd-successful.yaml");
+    assert!(translate(&ok).ready);
+
+    // "successful" while the worker's new revision has 1 of 2 replicas: not Ready.
+    let mut mid = ok.clone();
+    mid.data["status"]["services"]["VllmWorker"]["replicas"] = json!(2);
+    mid.data["status"]["services"]["VllmWorker"]["readyReplicas"] = json!(2);
+    let translated = translate(&mid);
+    assert_eq!(
+        (translated.phase, translated.ready),
+        (Phase::Running, false)
+    );
+    let not_ready = translated.not_ready.unwrap();
+    assert_eq!(not_ready.reason, NotReadyReason::Updating);
+    assert_eq!(
+        not_ready.message,
+        "Updating DynamoGraphDeployment qwen3: services rolling out: VllmWorker 1/2 updated; the previous version keeps serving"
+    );
+    let source = not_ready.object.unwrap();
+    assert_eq!(
+        (source.kind.as_str(), source.name.as_str()),
+        ("DynamoGraphDeployment", "qwen3")
+    );
+
+    // A generation the operator has not reported on.
+    let mut behind = ok.clone();
+    behind.metadata.generation = Some(3);
+    behind.data["status"]["observedGeneration"] = json!(2);
+    let not_ready = translate(&behind).not_ready.unwrap();
+    assert_eq!(
+        not_ready.message,
+        "Updating DynamoGraphDeployment qwen3: the operator has not acted on generation 3 yet (it reports generation 2); the previous version keeps serving"
+    );
+
+    // The operator's reconcile error, with its words.
+    let failed = translate(&sample("dgd-failed.yaml"));
+    assert_eq!(failed.phase, Phase::Failed);
+    let not_ready = failed.not_ready.unwrap();
+    assert_eq!(
+        (not_ready.reason, not_ready.message.as_str()),
+        (
+            NotReadyReason::UpstreamReconcileError,
+            "failed to reconcile Dynamo components deployments: no multinode orchestrator available"
+        )
+    );
+}

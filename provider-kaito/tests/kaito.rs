@@ -914,3 +914,104 @@ fn kaito_readiness_is_all_or_nothing_so_degraded_stays_false() {
         assert_eq!(patch["status"]["workload"]["container"], "model");
     }
 }
+
+#[test]
+fn not_ready_reasons_name_the_workspace_and_what_is_missing() {
+    use airunway_api::v1alpha1::NotReadyReason;
+    let deployment = md(
+        json!({"model": {"id": "a/b"}, "engine": {"type": "vllm"}, "resources": {"gpu": {"count": 1}}}),
+    );
+    let translate = |object: &DynamicObject, deployment: &ModelDeployment| {
+        KaitoProvider::default().translate_status(deployment, &[Some(object)])
+    };
+
+    // No node matches: capacity, naming the nodes KAITO waits for, read from the Workspace.
+    let nodes = sample("workspace-nodes-not-ready.yaml");
+    let not_ready = translate(&nodes, &deployment).not_ready.unwrap();
+    assert_eq!(not_ready.reason, NotReadyReason::InsufficientCapacity);
+    assert_eq!(
+        not_ready.message,
+        "KAITO: Not enough Nodes are ready: Workspace phi-4-mini needs 1 ready node(s) matching apps=phi-4-mini; 0 node(s) match"
+    );
+    let source = not_ready.object.unwrap();
+    assert_eq!(
+        (
+            source.api_version.as_str(),
+            source.kind.as_str(),
+            source.name.as_str()
+        ),
+        ("kaito.sh/v1beta1", "Workspace", "phi-4-mini")
+    );
+
+    // Reconcile errors by what they say.
+    for (error, reason) in [
+        (
+            "failed to get GPU config: missing required nvidia.com labels on node n",
+            NotReadyReason::UpstreamReconcileError,
+        ),
+        (
+            "error listing files: authentication required for accessing https://huggingface.co/api/models/x/y/tree/main?recursive=true",
+            NotReadyReason::ModelAuthFailed,
+        ),
+        (
+            "error fetching config: failed to fetch https://huggingface.co/x/y/resolve/main/config.json: status 401",
+            NotReadyReason::ModelAuthFailed,
+        ),
+        (
+            "error fetching config: failed to fetch https://huggingface.co/x/y/resolve/main/config.json: status 404",
+            NotReadyReason::ModelDownloadFailed,
+        ),
+        (
+            "statefulsets.apps \"w\" is forbidden: exceeded quota: q",
+            NotReadyReason::QuotaExceeded,
+        ),
+    ] {
+        assert_eq!(
+            airunway_provider_kaito::status::reconcile_error_reason(error),
+            reason,
+            "{error}"
+        );
+    }
+
+    // A new generation KAITO has not reported on while the previous one is Ready: Running,
+    // not ready for this generation.
+    let mut behind = sample("workspace-ready.yaml");
+    behind.metadata.generation = Some(2);
+    let translated = translate(&behind, &deployment);
+    assert_eq!(
+        (
+            translated.phase,
+            translated.ready,
+            translated.not_ready.as_ref().map(|n| n.reason)
+        ),
+        (Phase::Running, false, Some(NotReadyReason::Updating))
+    );
+    assert_eq!(
+        translated.not_ready.unwrap().message,
+        "KAITO has not acted on Workspace phi-4-mini generation 2 yet (it reports generation 1); the previous version keeps serving"
+    );
+
+    // Then KAITO rolls the workload (state NotReady): still Updating while the deployment
+    // shows it, the catch-all once it does not.
+    let lost = sample("workspace-notready.yaml");
+    assert_eq!(
+        translate(&lost, &deployment).not_ready.unwrap().reason,
+        NotReadyReason::Unclassified
+    );
+    let mut updating = deployment.clone();
+    updating.status.as_mut().unwrap().conditions = Some(vec![
+        serde_json::from_value(
+            json!({"type": "Ready", "status": "False", "reason": "Updating",
+            "message": "x", "lastTransitionTime": "2026-05-14T11:30:00Z"}),
+        )
+        .unwrap(),
+    ]);
+    assert_eq!(
+        translate(&lost, &updating).not_ready.unwrap().reason,
+        NotReadyReason::Updating
+    );
+    assert_eq!(
+        translate(&sample("workspace-ready.yaml"), &updating).not_ready,
+        None
+    );
+}

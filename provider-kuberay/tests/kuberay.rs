@@ -11,7 +11,7 @@ use airunway_api::provider::{
     Provider, RenderError, SchemaDetection, UpstreamSchema, cycle, registration_spec, testing,
 };
 use airunway_api::serde_json::{self, Value, json};
-use airunway_api::v1alpha1::{ModelDeployment, Phase};
+use airunway_api::v1alpha1::{ModelDeployment, NotReadyReason, Phase};
 use airunway_provider_kuberay::KubeRayProvider;
 use airunway_provider_kuberay::schema::{V1_KUBERAY_1_3, V1ALPHA1_KUBERAY_1_3};
 
@@ -727,9 +727,9 @@ fn upgrades() {
     assert_eq!(
         translate(upgrading),
         (
-            Phase::Deploying,
+            Phase::Running,
             Some("Updating: a new Ray cluster is being prepared and the previous one keeps serving: RayCluster Pods are being provisioned for first time".into()),
-            true,
+            false,
             (Some(1), Some(1), Some(1))
         )
     );
@@ -743,11 +743,11 @@ fn upgrades() {
     assert_eq!(
         translate(upgrade_failed),
         (
-            Phase::Failed,
+            Phase::Running,
             Some(format!(
                 "The update failed to deploy; the previous version keeps serving: {TRACEBACK}"
             )),
-            true,
+            false,
             (Some(1), Some(1), Some(1))
         )
     );
@@ -1084,5 +1084,137 @@ fn one_of_two_workers_ready_and_a_failed_application_are_degraded_through_the_sd
             "ApplicationUnhealthy",
             "Serve application llm is UNHEALTHY while the Ray cluster serves: replica crashed"
         )
+    );
+}
+
+/// The not-ready reason (and the kind and name of the object it was read from) of a RayService
+/// status.
+fn not_ready(value: Value) -> Option<(NotReadyReason, String, String, String)> {
+    let deployment = gpu_vllm(json!({}));
+    let t = KubeRayProvider.translate_status(&deployment, &[Some(&object(value))]);
+    t.not_ready.map(|n| {
+        let source = n.object.unwrap();
+        (n.reason, source.kind, source.name, n.message)
+    })
+}
+
+#[test]
+fn not_ready_reasons_from_what_kuberay_and_serve_write() {
+    let running = sample("rayservice-running.yaml");
+    let pending = sample("rayservice-pending.yaml");
+    let reason_of = |value: Value| not_ready(value).map(|n| n.0);
+    assert_eq!(reason_of(running.clone()), None);
+    assert_eq!(
+        reason_of(pending.clone()),
+        Some(NotReadyReason::InProgress),
+        "pods provisioning: nothing wrong seen"
+    );
+    assert_eq!(
+        reason_of(sample("rayservice-deploy-failed.yaml")),
+        Some(NotReadyReason::Unclassified),
+        "a Python error Serve reports, no reason of ours: the catch-all with Serve's words"
+    );
+
+    // The Serve application's message names the cause.
+    for (message, expected) in [
+        (
+            "Deploying app 'llm' failed with exception:\nTraceback (most recent call last):\nhuggingface_hub.errors.GatedRepoError: 403 Client Error.\nCannot access gated repo for url https://huggingface.co/meta-llama/Llama-3.1-8B/resolve/main/config.json.",
+            NotReadyReason::ModelAuthFailed,
+        ),
+        (
+            "Deploying app 'llm' failed: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB",
+            NotReadyReason::OomKilled,
+        ),
+        (
+            "huggingface_hub.errors.RepositoryNotFoundError: 404 Client Error. Repository Not Found for url: https://huggingface.co/api/models/nobody/nothing",
+            NotReadyReason::ModelDownloadFailed,
+        ),
+    ] {
+        let mut failed = running.clone();
+        failed["status"]["activeServiceStatus"]["applicationStatuses"]["llm"] =
+            json!({"status": "DEPLOY_FAILED", "message": message});
+        let (reason, kind, name, text) = not_ready(failed).unwrap();
+        assert_eq!(reason, expected, "{message}");
+        assert_eq!((kind.as_str(), name.as_str()), ("RayService", "qwen3"));
+        assert_eq!(text, message);
+    }
+
+    // Serve's own words for replicas that wait for GPUs, on a deploying application's
+    // deployment: the capacity that is missing.
+    let unscheduled = "Deployment 'LLMServer:qwen' in application 'llm' has 1 replicas that have taken more than 30s to be scheduled. This may be due to waiting for the cluster to auto-scale or for a runtime environment to be installed. Resources required for each replica: [{\"CPU\": 1.0, \"GPU\": 1.0}], total resources available: {}. Use `ray status` for more details.";
+    let mut waiting = pending.clone();
+    waiting["status"]["pendingServiceStatus"]["applicationStatuses"] = json!({"llm": {
+        "status": "DEPLOYING", "message": "",
+        "serveDeploymentStatuses": {"LLMServer:qwen": {"status": "UPDATING", "message": unscheduled}}}});
+    let (reason, _, _, text) = not_ready(waiting).unwrap();
+    assert_eq!(
+        (reason, text.as_str()),
+        (NotReadyReason::InsufficientCapacity, unscheduled)
+    );
+
+    // KubeRay cannot create the worker Pods: a quota, read from the RayCluster.
+    let mut quota = pending.clone();
+    quota["status"]["pendingServiceStatus"]["rayClusterStatus"]["conditions"]
+        .as_array_mut()
+        .unwrap()
+        .push(json!({"type": "ReplicaFailure", "status": "True", "reason": "FailedCreateWorkerPod",
+            "message": "FailedCreateWorkerPod\npods \"qwen3-raycluster-x7k2p-gpu-workers-worker-abcde\" is forbidden: exceeded quota: gpu-quota, requested: requests.nvidia.com/gpu=1, used: requests.nvidia.com/gpu=8, limited: requests.nvidia.com/gpu=8",
+            "lastTransitionTime": "2026-05-14T10:00:09Z"}));
+    let (reason, kind, name, text) = not_ready(quota.clone()).unwrap();
+    assert_eq!(
+        (reason, kind.as_str(), name.as_str()),
+        (
+            NotReadyReason::QuotaExceeded,
+            "RayCluster",
+            "qwen3-raycluster-x7k2p"
+        )
+    );
+    assert!(
+        text.starts_with("KubeRay cannot create the Pods of RayCluster qwen3-raycluster-x7k2p: FailedCreateWorkerPod: pods "),
+        "{text}"
+    );
+    // Any other Pod creation failure is the operator's error.
+    let mut refused = quota;
+    refused["status"]["pendingServiceStatus"]["rayClusterStatus"]["conditions"][4]["message"] =
+        json!("FailedCreateHeadPod\nadmission webhook \"x\" denied the request");
+    assert_eq!(
+        reason_of(refused),
+        Some(NotReadyReason::UpstreamReconcileError)
+    );
+    // The deprecated state `failed`, should a KubeRay write it.
+    let mut failed_cluster = pending.clone();
+    failed_cluster["status"]["pendingServiceStatus"]["rayClusterStatus"]["state"] = json!("failed");
+    failed_cluster["status"]["pendingServiceStatus"]["rayClusterStatus"]["reason"] =
+        json!("head pod deleted");
+    assert_eq!(
+        reason_of(failed_cluster),
+        Some(NotReadyReason::UpstreamReconcileError)
+    );
+
+    // Serve endpoints dropped to 0: it served and stopped, KubeRay does not say why.
+    let mut dropped = running.clone();
+    dropped["status"]["conditions"][0] = json!({"type": "Ready", "status": "False", "reason": "ZeroServeEndpoints",
+        "message": "Number of serve endpoints dropped to 0", "lastTransitionTime": "2026-05-14T10:09:00Z"});
+    assert_eq!(reason_of(dropped), Some(NotReadyReason::Unclassified));
+
+    // Upgrades: rolling → Updating; failed while the previous version serves → RolloutStalled.
+    let mut upgrading = running.clone();
+    upgrading["status"]["pendingServiceStatus"] = pending["status"]["pendingServiceStatus"].clone();
+    assert_eq!(reason_of(upgrading), Some(NotReadyReason::Updating));
+    let mut upgrade_failed = running.clone();
+    upgrade_failed["status"]["pendingServiceStatus"] =
+        sample("rayservice-deploy-failed.yaml")["status"]["pendingServiceStatus"].clone();
+    assert_eq!(
+        reason_of(upgrade_failed),
+        Some(NotReadyReason::RolloutStalled)
+    );
+    // A generation KubeRay has not reported on while the previous one serves: Updating, Running.
+    let mut behind = running;
+    behind["metadata"]["generation"] = json!(2);
+    let deployment = gpu_vllm(json!({}));
+    let t = KubeRayProvider.translate_status(&deployment, &[Some(&object(behind))]);
+    assert_eq!(
+        (t.phase, t.ready, t.not_ready.map(|n| n.reason)),
+        (Phase::Running, false, Some(NotReadyReason::Updating))
     );
 }

@@ -21,6 +21,11 @@
 //! write; it is stale once that is longer ago than the threshold (`--stale-status-threshold`,
 //! 5 minutes by default). The watch cache keeps just those `managedFields` times
 //! ([`keep_update_times`]), without the field sets.
+//!
+//! A deployment that is not ready while its upstream status is stale is not ready because the
+//! operator does not act: [`mark`] makes `Ready`'s reason (and `status.notReady`)
+//! `UpstreamOperatorMissing`, naming the operator (by the object's API group), the object and
+//! since when — whatever reason the stale status gave, it described an older generation.
 
 use std::time::Duration;
 
@@ -31,7 +36,7 @@ use serde_json::Value;
 use super::desired::ProviderStatus;
 use crate::conditions::{self, DesiredCondition};
 use crate::constants::{condition_types, reasons};
-use crate::v1alpha1::{Condition, ModelDeployment};
+use crate::v1alpha1::{Condition, ModelDeployment, NotReadyReason, NotReadySource, NotReadyStatus};
 
 /// The spec's staleness threshold: 5 minutes (the default of `--stale-status-threshold`; the
 /// offline cycle and the tests use it).
@@ -46,6 +51,8 @@ const MAX_CONDITIONS: usize = 64;
 pub struct Stale {
     /// Since when the operator has been behind.
     pub since: jiff::Timestamp,
+    /// The object's `apiVersion`.
+    pub api_version: String,
     /// The object's kind.
     pub kind: String,
     /// The object's name.
@@ -114,6 +121,11 @@ pub fn judge(
     }
     Staleness::Stale(Stale {
         since,
+        api_version: live
+            .types
+            .as_ref()
+            .map(|t| t.api_version.clone())
+            .unwrap_or_default(),
         kind: live
             .types
             .as_ref()
@@ -258,7 +270,44 @@ pub fn mark(
     if let Some(condition) = condition(&staleness, existing, threshold) {
         status.conditions.push(condition);
     }
+    if let Staleness::Stale(stale) = &staleness
+        && !status.is_ready()
+    {
+        status.set_not_ready(operator_missing(stale, threshold));
+    }
     staleness
+}
+
+/// The not-ready reason of a deployment whose upstream operator has not reported on its object
+/// for longer than `threshold`: `UpstreamOperatorMissing`, naming the operator by the object's
+/// API group, the object, and since when (a fixed time, so the message does not change while
+/// nothing does).
+pub fn operator_missing(stale: &Stale, threshold: Duration) -> NotReadyStatus {
+    let group = stale
+        .api_version
+        .rsplit_once('/')
+        .map_or(stale.api_version.as_str(), |(group, _)| group);
+    let operator = if group.is_empty() {
+        format!("The controller of {}", stale.kind)
+    } else {
+        format!("The {group} operator")
+    };
+    NotReadyStatus::new(
+        NotReadyReason::UpstreamOperatorMissing,
+        format!(
+            "{operator} has not reported on {} {} (generation {}) since {}, more than {}: is it installed and running?",
+            stale.kind,
+            stale.name,
+            stale.generation,
+            stale.since,
+            format_threshold(threshold)
+        ),
+    )
+    .from_object(NotReadySource::new(
+        stale.api_version.clone(),
+        stale.kind.clone(),
+        stale.name.clone(),
+    ))
 }
 
 /// When to look again: at the moment a waiting object becomes stale, if that is before
@@ -327,6 +376,7 @@ mod tests {
         let stale = |since, generation| {
             Staleness::Stale(Stale {
                 since: ts(since),
+                api_version: "kaito.sh/v1beta1".into(),
                 kind: "Workspace".into(),
                 name: "w".into(),
                 generation,
@@ -469,6 +519,7 @@ mod tests {
     fn the_condition_appears_when_stale_and_turns_false_after() {
         let stale = Staleness::Stale(Stale {
             since: ts("2026-01-01T12:00:00Z"),
+            api_version: "kaito.sh/v1beta1".into(),
             kind: "Workspace".into(),
             name: "w".into(),
             generation: 2,
@@ -609,6 +660,114 @@ mod tests {
             later.is_current(&md, MANAGER),
             "cleared stays cleared without writes"
         );
+    }
+
+    #[test]
+    fn not_ready_while_stale_is_upstream_operator_missing_without_churn() {
+        use crate::provider::TranslatedStatus;
+        use crate::v1alpha1::{ConditionStatus, Phase};
+        let md: ModelDeployment = serde_json::from_value(json!({
+            "apiVersion": "airunway.ai/v1alpha1", "kind": "ModelDeployment",
+            "metadata": {"name": "w", "namespace": "ns", "generation": 1},
+            "spec": {"model": {"id": "a/b"}}}))
+        .unwrap();
+        let translated = |phase, ready, not_ready| TranslatedStatus {
+            phase,
+            message: Some("Updating".into()),
+            replicas: None,
+            endpoint: None,
+            ready,
+            not_ready,
+        };
+        let updating = ProviderStatus::from_translation(
+            "KAITO",
+            ("w".into(), "Workspace".into()),
+            &translated(
+                Phase::Running,
+                false,
+                Some(NotReadyStatus::new(
+                    NotReadyReason::Updating,
+                    "KAITO has not acted on generation 2",
+                )),
+            ),
+        );
+        let behind = object(2, json!({"observedGeneration": 1}), &[APPLIED]);
+        let ready_condition = |status: &ProviderStatus| {
+            status
+                .conditions
+                .iter()
+                .find(|c| c.type_ == condition_types::READY)
+                .cloned()
+                .unwrap()
+        };
+
+        // Within the threshold: the provider's own reason stays.
+        let mut waiting = updating.clone();
+        mark(
+            &mut waiting,
+            &md,
+            Some((&behind, true)),
+            MANAGER,
+            ts("2026-01-01T12:04:00Z"),
+            MIN5,
+        );
+        assert_eq!(waiting, updating);
+
+        // Stale: the operator does not act.
+        let mut stale = updating.clone();
+        mark(
+            &mut stale,
+            &md,
+            Some((&behind, true)),
+            MANAGER,
+            ts("2026-01-01T12:06:00Z"),
+            MIN5,
+        );
+        let ready = ready_condition(&stale);
+        let expected = "The kaito.sh operator has not reported on Workspace w (generation 2) since 2026-01-01T12:00:00Z, more than 5m: is it installed and running?";
+        assert_eq!(
+            (ready.status, ready.reason.as_str(), ready.message.as_str()),
+            (ConditionStatus::False, "UpstreamOperatorMissing", expected)
+        );
+        let not_ready = stale.not_ready.clone().unwrap();
+        assert_eq!(not_ready.reason, NotReadyReason::UpstreamOperatorMissing);
+        assert_eq!(
+            not_ready.object,
+            Some(NotReadySource::new("kaito.sh/v1beta1", "Workspace", "w"))
+        );
+
+        // Written once, the same verdict later writes nothing (the message names a fixed time).
+        let time = k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(ts("2026-01-01T12:06:00Z"));
+        let mut value = serde_json::to_value(&md).unwrap();
+        value["status"] = stale.patch(&md, &time)["status"].clone();
+        let shown: ModelDeployment = serde_json::from_value(value).unwrap();
+        let mut later = updating.clone();
+        mark(
+            &mut later,
+            &shown,
+            Some((&behind, true)),
+            MANAGER,
+            ts("2026-01-01T13:00:00Z"),
+            MIN5,
+        );
+        assert!(later.is_current(&shown, MANAGER));
+
+        // A ready deployment keeps its Ready=True (StaleStatus says the rest).
+        let running = ProviderStatus::from_translation(
+            "KAITO",
+            ("w".into(), "Workspace".into()),
+            &translated(Phase::Running, true, None),
+        );
+        let mut still = running.clone();
+        mark(
+            &mut still,
+            &md,
+            Some((&behind, true)),
+            MANAGER,
+            ts("2026-01-01T12:06:00Z"),
+            MIN5,
+        );
+        assert!(still.is_ready() && still.not_ready.is_none());
     }
 
     #[test]
