@@ -117,13 +117,34 @@ pub fn parse_line(line: &str) -> Option<Request> {
     })
 }
 
-/// The completed requests of `user` received at or after `since`.
-pub fn read(path: &Path, user: &str, since: Timestamp) -> Result<Vec<Request>, ConformanceError> {
-    let text = std::fs::read_to_string(path).map_err(|source| ConformanceError::Read {
+/// The completed requests of `user` received at or after `since`, read from byte `offset` on
+/// (the log's length when the run started: earlier lines are not read again).
+pub fn read(
+    path: &Path,
+    offset: u64,
+    user: &str,
+    since: Timestamp,
+) -> Result<Vec<Request>, ConformanceError> {
+    use std::io::{Read, Seek, SeekFrom};
+    let error = |source| ConformanceError::Read {
         path: path.to_path_buf(),
         source,
-    })?;
-    Ok(requests_of(&text, user, since))
+    };
+    let mut file = std::fs::File::open(path).map_err(error)?;
+    file.seek(SeekFrom::Start(offset)).map_err(error)?;
+    let mut bytes = Vec::new();
+    file.read_to_end(&mut bytes).map_err(error)?;
+    Ok(requests_of(&String::from_utf8_lossy(&bytes), user, since))
+}
+
+/// The log's current length (where a run starts reading).
+pub fn length(path: &Path) -> Result<u64, ConformanceError> {
+    std::fs::metadata(path)
+        .map(|m| m.len())
+        .map_err(|source| ConformanceError::Read {
+            path: path.to_path_buf(),
+            source,
+        })
 }
 
 /// [`read`] on the log's text.

@@ -81,6 +81,7 @@ struct Run<'a> {
     manager: String,
     finalizer: String,
     started_at: Timestamp,
+    audit_offset: u64,
     process: Option<ProviderProcess>,
     report: Report,
     mds: Api<DynamicObject>,
@@ -134,6 +135,10 @@ pub(super) async fn run(options: &Options) -> Result<Report, ConformanceError> {
         }
     };
     let started_at = Timestamp::now();
+    let audit_offset = match &options.audit_log {
+        Some(path) => audit::length(path)?,
+        None => 0,
+    };
     let process = match &options.provider_binary {
         Some(binary) => Some(
             ProviderProcess::start(
@@ -142,6 +147,7 @@ pub(super) async fn run(options: &Options) -> Result<Report, ConformanceError> {
                     kubeconfig: &kubeconfig,
                     namespace: &namespace,
                     args: &data.args,
+                    env: &data.env,
                     log: work.join(format!("{}-provider.log", data.provider)),
                 },
                 options.timeout,
@@ -166,6 +172,7 @@ pub(super) async fn run(options: &Options) -> Result<Report, ConformanceError> {
         namespace,
         user,
         started_at,
+        audit_offset,
         process,
         mds,
         accepted: Vec::new(),
@@ -295,7 +302,7 @@ impl Run<'_> {
 
     async fn audit(&self) -> Result<Option<Vec<audit::Request>>, String> {
         match &self.options.audit_log {
-            Some(path) => audit::read(path, &self.user, self.started_at)
+            Some(path) => audit::read(path, self.audit_offset, &self.user, self.started_at)
                 .map(Some)
                 .map_err(|e| e.to_string()),
             None => Ok(None),
@@ -649,13 +656,16 @@ impl Run<'_> {
         let start = Instant::now();
         let mut last = (String::new(), String::new());
         let mut since = Instant::now();
+        let mut recent = Vec::new();
         while start.elapsed() < self.options.timeout {
             if let Some(requests) = self.audit().await? {
                 let now = Timestamp::now();
                 let from = now - jiff::SignedDuration::from_secs(3);
-                if audit::writes_between(&requests, from, now).is_empty()
-                    && start.elapsed() >= quiet
-                {
+                recent = audit::writes_between(&requests, from, now)
+                    .iter()
+                    .map(|r| r.describe())
+                    .collect();
+                if recent.is_empty() && start.elapsed() >= quiet {
                     return Ok(());
                 }
             } else {
@@ -674,10 +684,27 @@ impl Run<'_> {
             }
             tokio::time::sleep(Duration::from_millis(500)).await;
         }
-        Err(format!(
-            "the provider kept writing for {} s after the deployment settled",
-            self.options.timeout.as_secs()
-        ))
+        Err(if recent.is_empty() {
+            format!(
+                "ModelDeployment {name} or {} {} kept changing for {} s with nothing to change (no audit log to tell who wrote)",
+                upstream.kind,
+                upstream.name,
+                self.options.timeout.as_secs()
+            )
+        } else {
+            format!(
+                "the provider never settled: {} writes by {} in the last 3 s of {} s with nothing to change (expected none besides heartbeat and lease): {}",
+                recent.len(),
+                self.user,
+                self.options.timeout.as_secs(),
+                recent
+                    .iter()
+                    .take(5)
+                    .cloned()
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
+        })
     }
 
     async fn idempotence(&mut self) -> Checked {
@@ -803,8 +830,12 @@ impl Run<'_> {
         )))
     }
 
-    fn spec_hash(live: &Value) -> String {
-        live["metadata"]["annotations"][annotations::SPEC_HASH].to_string()
+    /// What the provider applied to `live` (its managed fields), to tell whether it applied a
+    /// change.
+    fn applied(&self, live: &Value) -> String {
+        fields::applied_by(live, &self.manager)
+            .map(|v| v.to_string())
+            .unwrap_or_default()
     }
 
     async fn scale(&mut self) -> Checked {
@@ -820,7 +851,8 @@ impl Run<'_> {
             .await?
             .ok_or_else(|| format!("{} {} is gone", upstream.kind, upstream.name))?;
         let replicas = scale.replicas.unwrap_or(2);
-        self.patch_md(&name, json!({"spec": {"replicas": replicas}}))
+        let md_before = self.md(&name).await?;
+        self.patch_md(&name, json!({"spec": {"scaling": {"replicas": replicas}}}))
             .await?;
         match scale.mode {
             ScaleMode::Held => {
@@ -838,12 +870,33 @@ impl Run<'_> {
                     },
                 )
                 .await?;
+                // Back to what it was, and the hold lifts (the later checks need the
+                // deployment served again).
+                let shows = |md: &Value| {
+                    md["status"]["message"].as_str() == Some(message.as_str())
+                        || md["status"]["conditions"].as_array().is_some_and(|cs| {
+                            cs.iter()
+                                .any(|c| c["message"].as_str() == Some(message.as_str()))
+                        })
+                };
+                self.patch_md(
+                    &name,
+                    json!({"spec": {"scaling": {"replicas": md_before["spec"]["scaling"]["replicas"]}}}),
+                )
+                .await?;
+                self.wait_md(
+                    &name,
+                    "the hold to lift once scaling.replicas was set back",
+                    self.options.timeout,
+                    |md| !shows(md),
+                )
+                .await?;
                 Ok(Verdict::Pass(format!(
-                    "replicas {replicas} held with {message:?}"
+                    "replicas {replicas} held with {message:?}; lifted when set back"
                 )))
             }
             _ => {
-                let hash = Self::spec_hash(&before);
+                let hash = self.applied(&before);
                 let after = wait_until(
                     &format!(
                         "{} {} updated for replicas {replicas}",
@@ -852,7 +905,7 @@ impl Run<'_> {
                     self.options.timeout,
                     || async {
                         let live = self.live(&upstream).await.ok().flatten()?;
-                        (Self::spec_hash(&live) != hash).then_some(live)
+                        (self.applied(&live) != hash).then_some(live)
                     },
                 )
                 .await
@@ -883,13 +936,13 @@ impl Run<'_> {
                 json!({"metadata": {"annotations": {annotations::RECONCILE_PAUSED: "true"}}}),
             )
             .await?;
-        let replicas = md["spec"]["replicas"].as_i64().unwrap_or(1) + 1;
+        let replicas = md["spec"]["scaling"]["replicas"].as_i64().unwrap_or(1) + 1;
         let before = self.live(&upstream).await?.unwrap_or_default();
-        self.patch_md(&name, json!({"spec": {"replicas": replicas}}))
+        self.patch_md(&name, json!({"spec": {"scaling": {"replicas": replicas}}}))
             .await?;
         tokio::time::sleep(self.options.quiet_window).await;
         let during = self.live(&upstream).await?.unwrap_or_default();
-        if Self::spec_hash(&during) != Self::spec_hash(&before) {
+        if self.applied(&during) != self.applied(&before) {
             return Err(format!(
                 "replicas {replicas} were applied to {} {} while {} was set",
                 upstream.kind,
@@ -902,13 +955,13 @@ impl Run<'_> {
             json!({"metadata": {"annotations": {annotations::RECONCILE_PAUSED: null}}}),
         )
         .await?;
-        let hash = Self::spec_hash(&before);
+        let hash = self.applied(&before);
         wait_until(
             "the change to be applied once the pause annotation was removed",
             self.options.timeout,
             || async {
                 let live = self.live(&upstream).await.ok().flatten()?;
-                (Self::spec_hash(&live) != hash).then_some(())
+                (self.applied(&live) != hash).then_some(())
             },
         )
         .await
@@ -1023,17 +1076,18 @@ impl Run<'_> {
         let mut names = Vec::new();
         for refused in self.data.refuse.clone() {
             let name = self.create_md(&refused.deployment).await?;
+            let refusing = refused.condition.as_str();
             let md = self
                 .wait_md(
                     &name,
-                    "ProviderCompatible=False",
+                    &format!("{refusing}=False"),
                     self.options.timeout,
-                    |md| condition_is(md, condition_types::PROVIDER_COMPATIBLE, "False"),
+                    |md| condition_is(md, refusing, "False"),
                 )
                 .await;
             match md {
                 Ok(md) => {
-                    let message = condition(&md, condition_types::PROVIDER_COMPATIBLE)
+                    let message = condition(&md, refusing)
                         .and_then(|c| c["message"].as_str())
                         .unwrap_or_default()
                         .to_string();
@@ -1384,6 +1438,7 @@ fn summary(md: &Value) -> String {
             c["type"].as_str().is_some_and(|t| {
                 condition_types::PROVIDER_OWNED.contains(&t)
                     || t == condition_types::PROVIDER_SELECTED
+                    || t == condition_types::VALIDATED
             })
         })
         .map(|c| {

@@ -24,6 +24,9 @@ pub struct ProviderData {
     /// heartbeat interval itself).
     #[serde(default)]
     pub args: Vec<String>,
+    /// Extra environment variables for the provider binary.
+    #[serde(default)]
+    pub env: std::collections::BTreeMap<String, String>,
     /// The ServiceAccount of the kustomize base the provider runs as (default: the only
     /// ServiceAccount the base holds).
     #[serde(default)]
@@ -74,8 +77,17 @@ pub struct Accepted {
 pub struct Refused {
     /// The ModelDeployment manifest (`spec.provider.name` is set to the provider).
     pub deployment: Value,
-    /// The exact `ProviderCompatible=False` message.
+    /// The exact message of the refusing condition.
     pub message: String,
+    /// The condition that refuses it with `status: False`: `ProviderCompatible` (the
+    /// provider's own check, the default) or `Validated` (the core's check against the
+    /// capabilities the provider registered).
+    #[serde(default = "provider_compatible")]
+    pub condition: String,
+}
+
+fn provider_compatible() -> String {
+    crate::constants::condition_types::PROVIDER_COMPATIBLE.to_string()
 }
 
 /// How the provider handles `spec.replicas`.
@@ -166,6 +178,15 @@ impl ProviderData {
             if d["kind"] != "ModelDeployment" || d["metadata"]["name"].as_str().is_none() {
                 return Err(format!(
                     "deployment {i}: a ModelDeployment with metadata.name is needed"
+                ));
+            }
+        }
+        for refused in &self.refuse {
+            use crate::constants::condition_types::{PROVIDER_COMPATIBLE, VALIDATED};
+            if refused.condition != PROVIDER_COMPATIBLE && refused.condition != VALIDATED {
+                return Err(format!(
+                    "refuse: condition {} is neither {PROVIDER_COMPATIBLE} nor {VALIDATED}",
+                    refused.condition
                 ));
             }
         }

@@ -33,6 +33,8 @@ pub struct Launch<'a> {
     pub namespace: &'a str,
     /// Extra flags.
     pub args: &'a [String],
+    /// Extra environment variables.
+    pub env: &'a std::collections::BTreeMap<String, String>,
     /// Its log file.
     pub log: PathBuf,
 }
@@ -68,6 +70,7 @@ impl ProviderProcess {
                 HEARTBEAT_INTERVAL.as_secs()
             ))
             .args(launch.args)
+            .envs(launch.env)
             .env("KUBECONFIG", launch.kubeconfig)
             .env("POD_NAMESPACE", launch.namespace)
             .env("POD_NAME", "conformance-0")
