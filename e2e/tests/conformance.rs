@@ -51,6 +51,19 @@ async fn run_suite(env: &TestEnv, subject: &Subject) -> Report {
         let original = root.join(subject.data);
         let mut value: serde_json::Value =
             serde_saphyr::from_str(&std::fs::read_to_string(&original).unwrap()).unwrap();
+        // The broken provider registers under a name of its own per fault
+        // (BROKEN_PROVIDER_NAME), which the data and the messages naming it follow.
+        if let Some((_, name)) = subject
+            .env
+            .iter()
+            .find(|(k, _)| *k == "BROKEN_PROVIDER_NAME")
+        {
+            let text = serde_json::to_string(&value)
+                .unwrap()
+                .replace("provider broken ", &format!("provider {name} "));
+            value = serde_json::from_str(&text).unwrap();
+            value["provider"] = serde_json::json!(name);
+        }
         value["env"] = subject
             .env
             .iter()
@@ -190,6 +203,7 @@ async fn every_provider_conforms() {
 /// The broken provider with one fault: `mode` (`BROKEN_PROVIDER_MODE`) with the base
 /// `deploy`, or (`missing-permission`) no fault in the binary with the base lacking one.
 fn broken(mode: &'static str) -> Subject {
+    let name: &'static str = Box::leak(format!("broken-{mode}").into_boxed_str());
     let (env_mode, base) = match mode {
         "missing-permission" => ("none", "e2e/broken-provider/deploy-missing-permission"),
         _ => (mode, "e2e/broken-provider/deploy"),
@@ -198,7 +212,10 @@ fn broken(mode: &'static str) -> Subject {
         binary: "broken-provider",
         base,
         data: "e2e/broken-provider/conformance/conformance.yaml",
-        env: vec![("BROKEN_PROVIDER_MODE", env_mode)],
+        env: vec![
+            ("BROKEN_PROVIDER_MODE", env_mode),
+            ("BROKEN_PROVIDER_NAME", name),
+        ],
         tag: mode,
         // Shorter: these runs wait out the checks that fail.
         timeout: Duration::from_secs(12),
@@ -249,37 +266,47 @@ async fn broken_providers_fail_the_check_they_break() {
     let _lock = cluster_lock().await;
     let env = TestEnv::new("conformance-broken").await;
     let core = start_core(&env, &env.control_plane.kubeconfig, &FAST_HEALTH, "core").await;
-    // One registration name, so one at a time.
-    let report = run_suite(&env, &broken("reapply")).await;
+    // Each fault under a registration name of its own, all at once.
+    let subjects = [
+        broken("reapply"),
+        broken("ignore-deletion"),
+        broken("failed-as-running"),
+        broken("missing-permission"),
+    ];
+    let started = Instant::now();
+    let reports = futures::future::join_all(subjects.iter().map(|s| run_suite(&env, s))).await;
+    println!(
+        "{} faults through the suite in {:.1} s",
+        reports.len(),
+        started.elapsed().as_secs_f64()
+    );
     // Writing on every pass also hides drift: the restored edit is one more re-apply, not a
     // repair (no DriftDetected).
     assert_fails(
-        &report,
+        &reports[0],
         &[
             ("idempotence", "writes by system:serviceaccount:"),
             ("drift", "DriftDetected"),
         ],
     );
-    let report = run_suite(&env, &broken("ignore-deletion")).await;
     // Its Widgets never go, so an identity change cannot recreate one either.
     assert_fails(
-        &report,
+        &reports[1],
         &[
             ("deletion", "still there, Terminating"),
             ("identity-change", "recreated (a new uid)"),
         ],
     );
-    let report = run_suite(&env, &broken("failed-as-running")).await;
     assert_fails(
-        &report,
+        &reports[2],
         &[(
             "status-fixtures",
             "fixture failed: expected phase Failed and Ready reason Unclassified",
         )],
     );
-    let report = run_suite(&env, &broken("missing-permission")).await;
+    // Without `delete` its Widgets cannot go either.
     assert_fails(
-        &report,
+        &reports[3],
         &[
             ("permissions", "refused (403)"),
             ("deletion", "still there"),

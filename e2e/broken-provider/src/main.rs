@@ -4,7 +4,8 @@
 //! `conformance.airunway.ai/v1`, in `deploy/crd.yaml`) whose status says `state: Ready`,
 //! `Failed` or anything else (in progress).
 //!
-//! `BROKEN_PROVIDER_MODE` (the environment) chooses the fault:
+//! `BROKEN_PROVIDER_MODE` (the environment) chooses the fault, `BROKEN_PROVIDER_NAME` its
+//! registration name (default `broken`; the base's RBAC names `broken` and `broken-<fault>`):
 //! - unset or `none`: no fault (it passes the suite);
 //! - `reapply`: renders a new value on every pass, so it writes on every reconcile;
 //! - `ignore-deletion`: puts a finalizer of its own on each Widget and never removes it, so a
@@ -42,12 +43,15 @@ const KEEP: &str = "conformance.airunway.ai/keep";
 
 /// The broken provider.
 struct BrokenProvider {
+    /// Its registration name: `BROKEN_PROVIDER_NAME`, default `broken` (one per fault lets the
+    /// suite run the faults side by side; the base's RBAC names each).
+    name: String,
     mode: Mode,
 }
 
 impl Provider for BrokenProvider {
     fn name(&self) -> &str {
-        "broken"
+        &self.name
     }
 
     fn display_name(&self) -> &str {
@@ -207,7 +211,8 @@ async fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    match airunway_api::provider::run(BrokenProvider { mode }).await {
+    let name = std::env::var("BROKEN_PROVIDER_NAME").unwrap_or_else(|_| "broken".to_string());
+    match airunway_api::provider::run(BrokenProvider { name, mode }).await {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
             eprintln!("error: {error:#}");
