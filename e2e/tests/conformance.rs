@@ -223,8 +223,8 @@ fn broken(mode: &'static str) -> Subject {
 }
 
 /// Asserts that exactly the checks `failing` failed in `report`, each with a message holding
-/// `words`, and that every other check passed or was skipped.
-fn assert_fails(report: &Report, failing: &[(&str, &str)]) {
+/// `words`, and that every other check but those in `either` passed or was skipped.
+fn assert_fails(report: &Report, failing: &[(&str, &str)], either: &[&str]) {
     let failures = report.failures();
     for (check, words) in failing {
         let result = report
@@ -249,7 +249,9 @@ fn assert_fails(report: &Report, failing: &[(&str, &str)]) {
         );
     }
     for result in &report.checks {
-        if !failing.iter().any(|(c, _)| *c == result.name) {
+        if !failing.iter().any(|(c, _)| *c == result.name)
+            && !either.contains(&result.name.as_str())
+        {
             assert_ne!(
                 result.outcome,
                 Outcome::Failed,
@@ -280,14 +282,13 @@ async fn broken_providers_fail_the_check_they_break() {
         reports.len(),
         started.elapsed().as_secs_f64()
     );
-    // Writing on every pass also hides drift: the restored edit is one more re-apply, not a
-    // repair (no DriftDetected).
+    // Never settling: idempotence fails. Whether its drift repair is noticed depends on the
+    // moment (an edit within the same 2 s is restored with DriftDetected, one across a change
+    // of the rendered value is overwritten as one more re-apply), so drift is not asserted.
     assert_fails(
         &reports[0],
-        &[
-            ("idempotence", "writes by system:serviceaccount:"),
-            ("drift", "DriftDetected"),
-        ],
+        &[("idempotence", "writes by system:serviceaccount:")],
+        &["drift"],
     );
     // Its Widgets never go, so an identity change cannot recreate one either.
     assert_fails(
@@ -296,6 +297,7 @@ async fn broken_providers_fail_the_check_they_break() {
             ("deletion", "still there, Terminating"),
             ("identity-change", "recreated (a new uid)"),
         ],
+        &[],
     );
     assert_fails(
         &reports[2],
@@ -303,15 +305,18 @@ async fn broken_providers_fail_the_check_they_break() {
             "status-fixtures",
             "fixture failed: expected phase Failed and Ready reason Unclassified",
         )],
+        &[],
     );
-    // Without `delete` its Widgets cannot go either.
+    // Without `delete` its Widgets cannot go either: the deployment is released by the
+    // finalizer timeout (and the Widget by the garbage collector), the identity change never.
     assert_fails(
         &reports[3],
         &[
             ("permissions", "refused (403)"),
-            ("deletion", "still there"),
+            ("deletion", "released only by the finalizer timeout"),
             ("identity-change", "recreated (a new uid)"),
         ],
+        &[],
     );
     core.process.terminate(Duration::from_secs(10));
 }

@@ -28,7 +28,7 @@ use crate::constants::{annotations, condition_types, event_reasons, finalizers, 
 use crate::v1alpha1::{InferenceProviderConfig, ModelDeployment};
 
 /// The checks, in the order they run (their names in the report).
-pub const CHECKS: [&str; 14] = [
+pub const CHECKS: [&str; 15] = [
     "registration",
     "accept",
     "assignment",
@@ -41,6 +41,7 @@ pub const CHECKS: [&str; 14] = [
     "identity-change",
     "compatibility",
     "deletion",
+    "finalizer-timeout",
     "permissions",
     "stale-detection",
 ];
@@ -139,6 +140,10 @@ pub(super) async fn run(options: &Options) -> Result<Report, ConformanceError> {
         Some(path) => audit::length(path)?,
         None => 0,
     };
+    let mut args = data.args.clone();
+    if let Some(seconds) = data.finalizer_timeout_seconds {
+        args.push(format!("--finalizer-timeout={seconds}s"));
+    }
     let process = match &options.provider_binary {
         Some(binary) => Some(
             ProviderProcess::start(
@@ -146,7 +151,7 @@ pub(super) async fn run(options: &Options) -> Result<Report, ConformanceError> {
                     binary,
                     kubeconfig: &kubeconfig,
                     namespace: &namespace,
-                    args: &data.args,
+                    args: &args,
                     env: &data.env,
                     log: work.join(format!("{}-provider.log", data.provider)),
                 },
@@ -206,6 +211,7 @@ impl Run<'_> {
         check!(self, "identity-change", identity_change);
         check!(self, "compatibility", compatibility);
         check!(self, "deletion", deletion);
+        check!(self, "finalizer-timeout", finalizer_timeout);
         check!(self, "permissions", permissions);
         check!(self, "stale-detection", stale_detection);
     }
@@ -1180,6 +1186,23 @@ impl Run<'_> {
                 }
             }
         }
+        // Released by the provider's cleanup, not by its finalizer timeout.
+        let events: Api<Event> = Api::namespaced(self.client.clone(), &self.namespace);
+        if let Ok(list) = events.list(&ListParams::default()).await {
+            for name in &self.accepted {
+                let timed_out = list.items.iter().any(|e| {
+                    e.reason.as_deref() == Some(event_reasons::FINALIZER_TIMEOUT)
+                        && e.regarding.as_ref().and_then(|r| r.name.as_deref())
+                            == Some(name.as_str())
+                });
+                if timed_out {
+                    problems.push(format!(
+                        "ModelDeployment {name} was released only by the finalizer timeout (a {} event): the provider did not finish its cleanup",
+                        event_reasons::FINALIZER_TIMEOUT
+                    ));
+                }
+            }
+        }
         if problems.is_empty() {
             Ok(Verdict::Pass(format!(
                 "{} deployments and their {} objects deleted in {:.1} s",
@@ -1190,6 +1213,119 @@ impl Run<'_> {
         } else {
             Err(problems.join("; "))
         }
+    }
+
+    async fn finalizer_timeout(&mut self) -> Checked {
+        let Some(seconds) = self.data.finalizer_timeout_seconds else {
+            return Ok(Verdict::Skip("no finalizerTimeoutSeconds declared".into()));
+        };
+        if self.process.is_none() {
+            return Ok(Verdict::Skip(
+                "the provider was not started by the runner (no --provider-binary)".into(),
+            ));
+        }
+        let (_, upstream) = self.primary()?;
+        let mut manifest = self.data.accept[0].deployment.clone();
+        let name = "conformance-stuck".to_string();
+        manifest["metadata"] = json!({"name": name});
+        self.create_md(&manifest).await?;
+        let finalizer = self.finalizer.clone();
+        let md = self
+            .wait_md(
+                &name,
+                "the finalizer and status.workload.upstream",
+                self.options.timeout,
+                |md| {
+                    has_finalizer(md, &finalizer)
+                        && md["status"]["workload"]["upstream"]["name"].is_string()
+                },
+            )
+            .await?;
+        // The "upstream operator" never finishes deleting its object.
+        let object = Upstream {
+            name: md["status"]["workload"]["upstream"]["name"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string(),
+            ..upstream.clone()
+        };
+        let stuck = "conformance.airunway.ai/stuck";
+        object
+            .api
+            .patch(
+                &object.name,
+                &PatchParams::default(),
+                &Patch::Merge(json!({"metadata": {"finalizers": [stuck]}})),
+            )
+            .await
+            .map_err(|e| {
+                format!(
+                    "adding a finalizer to {} {}: {e}",
+                    upstream.kind, object.name
+                )
+            })?;
+        let start = Instant::now();
+        self.mds
+            .delete(&name, &DeleteParams::default())
+            .await
+            .map_err(|e| format!("deleting ModelDeployment {name}: {e}"))?;
+        let timeout = Duration::from_secs(seconds);
+        let released = wait_until(
+            &format!("ModelDeployment {name} released by the finalizer timeout ({seconds} s)"),
+            self.options.timeout + timeout,
+            || async {
+                match self.mds.get_opt(&name).await {
+                    Ok(None) => Some(()),
+                    _ => None,
+                }
+            },
+        )
+        .await;
+        let took = start.elapsed();
+        let events: Api<Event> = Api::namespaced(self.client.clone(), &self.namespace);
+        let event = wait_until(
+            &format!("a {} event", event_reasons::FINALIZER_TIMEOUT),
+            Duration::from_secs(10),
+            || async {
+                events
+                    .list(&ListParams::default())
+                    .await
+                    .ok()?
+                    .items
+                    .iter()
+                    .any(|e| {
+                        e.reason.as_deref() == Some(event_reasons::FINALIZER_TIMEOUT)
+                            && e.regarding.as_ref().and_then(|r| r.name.as_deref())
+                                == Some(name.as_str())
+                    })
+                    .then_some(())
+            },
+        )
+        .await;
+        // Let the object go.
+        let _ = object
+            .api
+            .patch(
+                &object.name,
+                &PatchParams::default(),
+                &Patch::Merge(json!({"metadata": {"finalizers": null}})),
+            )
+            .await;
+        released.map_err(|e| e.to_string())?;
+        if took < timeout {
+            return Err(format!(
+                "released after {:.1} s, before the {seconds} s timeout, while its {} was still there",
+                took.as_secs_f64(),
+                upstream.kind
+            ));
+        }
+        event.map_err(|e| format!("released, but no {e}"))?;
+        Ok(Verdict::Pass(format!(
+            "a deletion whose {} never went was released after {:.1} s (timeout {seconds} s) with a {} event",
+            upstream.kind,
+            took.as_secs_f64(),
+            event_reasons::FINALIZER_TIMEOUT
+        )))
     }
 
     async fn permissions(&mut self) -> Checked {
@@ -1469,13 +1605,13 @@ mod tests {
     fn the_summary_names_phase_and_provider_conditions() {
         let md = json!({"metadata": {"finalizers": ["airunway.ai/x-provider"]}, "status": {"phase": "Failed", "message": "m",
             "conditions": [{"type": "ProviderCompatible", "status": "False", "reason": "Incompatible", "message": "no"},
-                           {"type": "Validated", "status": "True"}]}});
+                           {"type": "EngineSelected", "status": "True"}]}});
         assert_eq!(
             summary(&md),
             "phase Failed, message \"m\", finalizers [\"airunway.ai/x-provider\"], conditions [ProviderCompatible=False Incompatible \"no\"]"
         );
         assert!(has_finalizer(&md, "airunway.ai/x-provider"));
         assert!(condition_is(&md, "ProviderCompatible", "False"));
-        assert_eq!(CHECKS.len(), 14);
+        assert_eq!(CHECKS.len(), 15);
     }
 }

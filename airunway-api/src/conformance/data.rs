@@ -43,6 +43,11 @@ pub struct ProviderData {
     /// merge patch of the ModelDeployment); `None`: the check is skipped.
     #[serde(default)]
     pub identity_change: Option<Value>,
+    /// The provider's `--finalizer-timeout` in seconds (the SDK's flag): the runner passes it
+    /// and checks that a deletion whose upstream object never goes is released after it.
+    /// `None`: the check is skipped.
+    #[serde(default)]
+    pub finalizer_timeout_seconds: Option<u64>,
     /// The status fixtures file, relative to this file.
     #[serde(default)]
     pub status_fixtures: Option<PathBuf>,

@@ -7,7 +7,7 @@
 //! `BROKEN_PROVIDER_MODE` (the environment) chooses the fault, `BROKEN_PROVIDER_NAME` its
 //! registration name (default `broken`; the base's RBAC names `broken` and `broken-<fault>`):
 //! - unset or `none`: no fault (it passes the suite);
-//! - `reapply`: renders a new value on every pass, so it writes on every reconcile;
+//! - `reapply`: renders a value that changes every 2 s, so it never stops writing;
 //! - `ignore-deletion`: puts a finalizer of its own on each Widget and never removes it, so a
 //!   deleted deployment's Widget is never deleted;
 //! - `failed-as-running`: reports a failed Widget as Running and ready.
@@ -144,10 +144,12 @@ impl Provider for BrokenProvider {
         });
         match self.mode {
             Mode::Reapply => {
-                // A value that differs on every render: a write on every reconcile.
+                // A value that changes every 2 s: a write on the next reconcile, and that
+                // write's watch event brings the next one, for ever (at a pace that leaves the
+                // provider's other work alone).
                 let now = std::time::SystemTime::now()
                     .duration_since(std::time::UNIX_EPOCH)
-                    .map(|d| d.as_nanos())
+                    .map(|d| d.as_secs() / 2 * 2)
                     .unwrap_or_default();
                 widget["spec"]["renderedAt"] = json!(now.to_string());
             }
