@@ -30,6 +30,8 @@ pub use serde_json;
 pub mod apply_body;
 pub mod cache_trim;
 pub mod conditions;
+#[cfg(feature = "conformance")]
+pub mod conformance;
 pub mod constants;
 #[cfg(feature = "generate")]
 pub mod generate;
