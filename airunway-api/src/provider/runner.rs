@@ -206,9 +206,11 @@ fn watch_pods(
     .backoff(WatchBackoff::default())
     .modify(cache_trim::trim_pod)
     .reflect(writer)
-    .touched_objects()
-    .predicate_filter(trimmed_state, Default::default());
-    let changes = track(changes, "pods".to_string(), progress.clone(), false);
+    .touched_objects();
+    // Tracked before the filter: a re-listing after an API server restart delivers unchanged
+    // Pods only, and they must still say the watch works again.
+    let changes = track(changes, "pods".to_string(), progress.clone(), false)
+        .predicate_filter(trimmed_state, Default::default());
     (store, changes)
 }
 
