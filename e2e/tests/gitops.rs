@@ -25,7 +25,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use airunway_api::constants::{condition_types, reasons};
-use airunway_api::v1alpha1::{ConditionStatus, ModelDeployment, Phase};
+use airunway_api::v1alpha1::{ConditionStatus, ModelDeployment, NotReadyReason, Phase};
 use airunway_e2e::sandbox::kaito;
 use airunway_e2e::scale::{go_program, kubectl_binary};
 use airunway_e2e::stack::{self, FAST_HEALTH};
@@ -375,7 +375,8 @@ async fn argo_cd_health_and_kstatus_for_every_phase() {
             .unwrap()
             .reason
             .as_deref(),
-        Some(reasons::DEPLOYMENT_FAILED)
+        Some(NotReadyReason::UpstreamReconcileError.as_str()),
+        "Dynamo's reconcile error, in the shared vocabulary"
     );
     let (met, output, met_at) = tokio::time::timeout(WAIT, waiter).await.unwrap().unwrap();
     assert!(met, "kubectl wait md/running: {output}");
@@ -511,6 +512,37 @@ async fn argo_cd_health_and_kstatus_for_every_phase() {
     )
     .await
     .unwrap();
+    // The provider applies the Workspace's new generation; until KAITO (played here) reports on
+    // it, the deployment keeps serving but is not Ready for generation 2 (issue 35: Updating).
+    let workspace = wait_for(&ws, "running", WAIT, "Workspace generation 2", |w| {
+        w.metadata.generation.is_some_and(|g| g >= 2)
+    })
+    .await;
+    let updating = wait_for(&mds, "running", WAIT, "Updating", |md| {
+        md.status.as_ref().is_some_and(|s| {
+            s.observed_generation == Some(2)
+                && s.not_ready
+                    .as_ref()
+                    .is_some_and(|n| n.reason == NotReadyReason::Updating)
+        })
+    })
+    .await;
+    assert_eq!(updating.phase(), Some(Phase::Running));
+    assert_eq!(
+        is(&updating, condition_types::READY),
+        Some(ConditionStatus::False)
+    );
+    let mut reported = paths::upstream_status_sample("workspace-ready.yaml").unwrap();
+    for condition in reported["conditions"].as_array_mut().unwrap() {
+        condition["observedGeneration"] = json!(workspace.metadata.generation);
+    }
+    ws.patch_status(
+        "running",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"status": reported})),
+    )
+    .await
+    .unwrap();
     let resumed = kubectl_wait_ready(&kubectl, &env, "running", Duration::from_secs(60));
     let (met, output, _) = tokio::time::timeout(WAIT, resumed).await.unwrap().unwrap();
     assert!(met, "kubectl wait md/running at generation 2: {output}");
@@ -601,7 +633,7 @@ async fn argo_cd_health_and_kstatus_for_every_phase() {
     assert!(
         health[5]
             .1
-            .starts_with("DeploymentFailed: failed to reconcile Dynamo components"),
+            .starts_with("UpstreamReconcileError: failed to reconcile Dynamo components"),
         "{:?}",
         health[5]
     );

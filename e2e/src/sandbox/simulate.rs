@@ -165,9 +165,16 @@ pub async fn run(client: Client, delay: Duration) -> Result<()> {
                 let (since, stage) = *seen
                     .entry(uid.clone())
                     .or_insert((Instant::now(), Stage::Created));
+                // A real operator reports on every new generation (a spec change): a ready
+                // object whose status is about an older generation is reported on again.
+                let behind = matches!(
+                    (object.data["status"]["observedGeneration"].as_i64(), object.metadata.generation),
+                    (Some(observed), Some(generation)) if observed < generation
+                );
                 let next = match stage {
                     Stage::Created if since.elapsed() >= delay => Stage::Progressing,
                     Stage::Progressing if since.elapsed() >= delay * 2 => Stage::Ready,
+                    Stage::Ready if behind => Stage::Ready,
                     _ => continue,
                 };
                 let value = serde_json::to_value(&object)?;
