@@ -143,10 +143,10 @@ fn shipped(name: &'static str) -> Subject {
 /// The checks each provider is expected to skip, and why (from its data and upstream kind).
 fn expected_skips(tag: &str) -> &'static [&'static str] {
     match tag {
-        // A ConfigMap has no status.
-        "configmap" => &["status-fixtures"],
-        // apps/v1 Deployments: kube-controller-manager owns their status.
-        "llmd" | "vllm" => &["status-fixtures"],
+        // A ConfigMap has no status, and no CRD.
+        "configmap" => &["status-fixtures", "deletion-without-crd"],
+        // apps/v1 Deployments: kube-controller-manager owns their status; no CRD.
+        "llmd" | "vllm" => &["status-fixtures", "deletion-without-crd"],
         // KAITO holds a scale (a Workspace's resource.count is immutable), so the pause
         // check has no in-place change to hold back.
         "kaito" => &["status-fixtures", "pause"],

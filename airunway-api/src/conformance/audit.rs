@@ -27,6 +27,9 @@ pub struct Request {
     pub uri: String,
     /// The response code (0 when the event has none).
     pub code: u16,
+    /// The authorizer's decision (`allow`, `forbid`; the `authorization.k8s.io/decision`
+    /// annotation), when recorded.
+    pub decision: Option<String>,
 }
 
 impl Request {
@@ -68,6 +71,8 @@ struct RawEvent {
     object_ref: Option<RawObjectRef>,
     response_status: Option<RawStatus>,
     request_received_timestamp: Timestamp,
+    #[serde(default)]
+    annotations: std::collections::BTreeMap<String, String>,
 }
 
 #[derive(Deserialize)]
@@ -114,6 +119,10 @@ pub fn parse_line(line: &str) -> Option<Request> {
         name,
         uri: raw.request_uri,
         code: raw.response_status.and_then(|s| s.code).unwrap_or(0),
+        decision: raw
+            .annotations
+            .get("authorization.k8s.io/decision")
+            .cloned(),
     })
 }
 
@@ -164,9 +173,13 @@ pub fn writes_between(requests: &[Request], from: Timestamp, to: Timestamp) -> V
         .collect()
 }
 
-/// The requests refused for lack of permission (403).
+/// The requests refused for lack of permission: 403 from the authorizer (a 403 the authorizer
+/// allowed comes from elsewhere, e.g. creating an object of a CRD being deleted).
 pub fn forbidden(requests: &[Request]) -> Vec<&Request> {
-    requests.iter().filter(|r| r.code == 403).collect()
+    requests
+        .iter()
+        .filter(|r| r.code == 403 && r.decision.as_deref() != Some("allow"))
+        .collect()
 }
 
 #[cfg(test)]
@@ -275,5 +288,28 @@ mod tests {
         let refused = forbidden(&requests);
         assert_eq!(refused.len(), 1);
         assert_eq!(refused[0].verb, "delete");
+    }
+
+    #[test]
+    fn a_403_the_authorizer_allowed_is_not_a_missing_permission() {
+        let at = "2026-01-01T00:00:01Z";
+        let denied = line("ResponseComplete", "patch", "widgets", None, 403, at).replace(
+            "\"level\"",
+            "\"annotations\":{\"authorization.k8s.io/decision\":\"forbid\"},\"level\"",
+        );
+        let terminating = line("ResponseComplete", "patch", "widgets", None, 403, at).replace(
+            "\"level\"",
+            "\"annotations\":{\"authorization.k8s.io/decision\":\"allow\"},\"level\"",
+        );
+        let requests = requests_of(
+            &[denied, terminating].join("\n"),
+            "system:serviceaccount:ns:p",
+            "2026-01-01T00:00:00Z".parse().unwrap(),
+        );
+        assert_eq!(requests.len(), 2);
+        assert_eq!(requests[0].decision.as_deref(), Some("forbid"));
+        let refused = forbidden(&requests);
+        assert_eq!(refused.len(), 1);
+        assert_eq!(refused[0].decision.as_deref(), Some("forbid"));
     }
 }

@@ -28,7 +28,7 @@ use crate::constants::{annotations, condition_types, event_reasons, finalizers, 
 use crate::v1alpha1::{InferenceProviderConfig, ModelDeployment};
 
 /// The checks, in the order they run (their names in the report).
-pub const CHECKS: [&str; 15] = [
+pub const CHECKS: [&str; 16] = [
     "registration",
     "accept",
     "assignment",
@@ -41,6 +41,7 @@ pub const CHECKS: [&str; 15] = [
     "identity-change",
     "compatibility",
     "deletion",
+    "deletion-without-crd",
     "finalizer-timeout",
     "permissions",
     "stale-detection",
@@ -211,6 +212,7 @@ impl Run<'_> {
         check!(self, "identity-change", identity_change);
         check!(self, "compatibility", compatibility);
         check!(self, "deletion", deletion);
+        check!(self, "deletion-without-crd", deletion_without_crd);
         check!(self, "finalizer-timeout", finalizer_timeout);
         check!(self, "permissions", permissions);
         check!(self, "stale-detection", stale_detection);
@@ -1215,6 +1217,116 @@ impl Run<'_> {
         }
     }
 
+    async fn deletion_without_crd(&mut self) -> Checked {
+        let (_, upstream) = self.primary()?;
+        let Some(crd_name) = upstream.crd.clone() else {
+            return Ok(Verdict::Skip(format!(
+                "{} is a built-in kind (no CRD to delete)",
+                upstream.kind
+            )));
+        };
+        if !self.data.crd_deletion {
+            return Ok(Verdict::Skip(
+                "crdDeletion not declared (the CRD may be shared)".into(),
+            ));
+        }
+        let mut manifest = self.data.accept[0].deployment.clone();
+        let name = "conformance-no-crd".to_string();
+        manifest["metadata"] = json!({"name": name});
+        self.create_md(&manifest).await?;
+        let finalizer = self.finalizer.clone();
+        self.wait_md(
+            &name,
+            "the finalizer and status.workload.upstream",
+            self.options.timeout,
+            |md| {
+                has_finalizer(md, &finalizer)
+                    && md["status"]["workload"]["upstream"]["name"].is_string()
+            },
+        )
+        .await?;
+        let crds: Api<CustomResourceDefinition> = Api::all(self.client.clone());
+        let crd = crds
+            .get(&crd_name)
+            .await
+            .map_err(|e| format!("reading CRD {crd_name}: {e}"))?;
+        let mut saved = to_value(&crd);
+        saved["metadata"] = json!({"name": crd_name, "labels": saved["metadata"]["labels"], "annotations": saved["metadata"]["annotations"]});
+        if let Some(map) = saved.as_object_mut() {
+            map.remove("status");
+        }
+        crds.delete(&crd_name, &DeleteParams::default())
+            .await
+            .map_err(|e| format!("deleting CRD {crd_name}: {e}"))?;
+        let gone = wait_until(
+            &format!("CRD {crd_name} to be deleted"),
+            self.options.timeout,
+            || async { matches!(crds.get_opt(&crd_name).await, Ok(None)).then_some(()) },
+        )
+        .await;
+        let start = Instant::now();
+        let released = match gone {
+            Ok(()) => {
+                let _ = self.mds.delete(&name, &DeleteParams::default()).await;
+                wait_until(
+                    &format!("ModelDeployment {name} to be deleted while CRD {crd_name} is absent"),
+                    self.options.timeout,
+                    || async { matches!(self.mds.get_opt(&name).await, Ok(None)).then_some(()) },
+                )
+                .await
+                .map_err(|e| {
+                    format!("{e} (the provider kept its finalizer {finalizer} without the CRD)")
+                })
+            }
+            Err(e) => Err(e.to_string()),
+        };
+        let took = start.elapsed();
+        // The CRD back, as it was, for the checks after this one.
+        let restored = crds
+            .patch(
+                &crd_name,
+                &PatchParams::apply(FIELD_MANAGER).force(),
+                &Patch::Apply(&saved),
+            )
+            .await
+            .map_err(|e| format!("re-creating CRD {crd_name}: {e}"));
+        let established = wait_until(
+            &format!("CRD {crd_name} Established again"),
+            self.options.timeout,
+            || async {
+                let crd = crds.get_opt(&crd_name).await.ok().flatten()?;
+                crd.status?
+                    .conditions?
+                    .iter()
+                    .any(|c| c.type_ == "Established" && c.status == "True")
+                    .then_some(())
+            },
+        )
+        .await;
+        released?;
+        restored?;
+        established.map_err(|e| e.to_string())?;
+        // The provider sees the CRD again (its detection runs with the heartbeat) before the
+        // next check.
+        let back = Timestamp::now() + jiff::SignedDuration::from_secs(2);
+        let ipcs: Api<InferenceProviderConfig> = Api::all(self.client.clone());
+        let provider = self.data.provider.clone();
+        wait_until(
+            "the provider to report ready with the CRD back",
+            self.options.timeout,
+            || async {
+                let status = ipcs.get_opt(&provider).await.ok().flatten()?.status?;
+                (status.ready == Some(true) && status.last_heartbeat?.0 >= back).then_some(())
+            },
+        )
+        .await
+        .map_err(|e| e.to_string())?;
+        Ok(Verdict::Pass(format!(
+            "with CRD {crd_name} deleted, a deleted deployment was released in {:.1} s; the CRD re-created",
+            took.as_secs_f64()
+        )))
+    }
+
     async fn finalizer_timeout(&mut self) -> Checked {
         let Some(seconds) = self.data.finalizer_timeout_seconds else {
             return Ok(Verdict::Skip("no finalizerTimeoutSeconds declared".into()));
@@ -1612,6 +1724,6 @@ mod tests {
         );
         assert!(has_finalizer(&md, "airunway.ai/x-provider"));
         assert!(condition_is(&md, "ProviderCompatible", "False"));
-        assert_eq!(CHECKS.len(), 15);
+        assert_eq!(CHECKS.len(), 16);
     }
 }

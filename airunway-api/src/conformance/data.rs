@@ -48,6 +48,10 @@ pub struct ProviderData {
     /// `None`: the check is skipped.
     #[serde(default)]
     pub finalizer_timeout_seconds: Option<u64>,
+    /// Whether the runner may delete the upstream CRD (and re-create it) to check that deletion
+    /// does not hang without it: only when nothing else in the cluster uses that CRD.
+    #[serde(default)]
+    pub crd_deletion: bool,
     /// The status fixtures file, relative to this file.
     #[serde(default)]
     pub status_fixtures: Option<PathBuf>,
