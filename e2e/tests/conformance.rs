@@ -149,9 +149,8 @@ fn expected_skips(tag: &str) -> &'static [&'static str] {
         "llmd" | "vllm" => &["status-fixtures", "deletion-without-crd"],
         // KAITO holds a scale (a Workspace's resource.count is immutable), so the pause
         // check has no in-place change to hold back.
-        "kaito" => &["status-fixtures", "pause"],
-        // Status fixtures not declared yet for these upstreams.
-        _ => &["status-fixtures"],
+        "kaito" => &["pause"],
+        _ => &[],
     }
 }
 
