@@ -179,9 +179,10 @@ fn watch_owned(
     .modify(move |object: &mut DynamicObject| {
         super::staleness::keep_update_times(&mut object.metadata, &manager)
     })
-    .reflect(writer)
-    .touched_objects();
-    let changes = track(changes, watch_name(resource), progress.clone(), false);
+    .reflect(writer);
+    // Tracked on the watch's events, not its objects: a re-listing that finds nothing still
+    // says the watch works again (its `InitDone`).
+    let changes = track(changes, watch_name(resource), progress.clone(), false).touched_objects();
     (live, changes)
 }
 
@@ -205,11 +206,12 @@ fn watch_pods(
     )
     .backoff(WatchBackoff::default())
     .modify(cache_trim::trim_pod)
-    .reflect(writer)
-    .touched_objects();
-    // Tracked before the filter: a re-listing after an API server restart delivers unchanged
-    // Pods only, and they must still say the watch works again.
+    .reflect(writer);
+    // Tracked on the watch's events, before the filter: a re-listing after an API server
+    // restart delivers unchanged Pods only, or none at all (its `InitDone` then), and either
+    // must still say the watch works again.
     let changes = track(changes, "pods".to_string(), progress.clone(), false)
+        .touched_objects()
         .predicate_filter(trimmed_state, Default::default());
     (store, changes)
 }
