@@ -728,11 +728,16 @@ async fn several_gateways_own_routes_and_provider_managed_pools() {
     // A change of the user's route is not watched (it carries no label of ours); the next
     // spec change or resync reads it. Touch the spec.
     mds.patch("byo", &PatchParams::default(), &Patch::Merge(json!({"metadata": {"annotations": {"touch": "1"}}, "spec": {"gateway": {"modelName": "byo-model"}}}))).await.unwrap();
-    let md = wait_reason(&mds, "byo", "GatewayConfigured").await;
-    assert_eq!(
-        md.status.unwrap().gateway.unwrap().model_name.as_deref(),
-        Some("byo-model")
-    );
+    // (The status before the change was GatewayConfigured too: wait for the new model name.)
+    let md = wait_for(&mds, "byo", WAIT, "the new model name", |md| {
+        md.status
+            .as_ref()
+            .and_then(|s| s.gateway.as_ref())
+            .and_then(|g| g.model_name.as_deref())
+            == Some("byo-model")
+    })
+    .await;
+    assert_eq!(gateway_ready(&md).unwrap().1, "GatewayConfigured");
     assert!(
         routes(&env.client, &ns)
             .get_opt("byo")
