@@ -43,6 +43,9 @@ pub mod labels {
     pub const MANAGED_BY_VALUE: &str = "airunway";
     /// Set on upstream objects: the name of the owning ModelDeployment.
     pub const DEPLOYMENT: &str = "airunway.ai/deployment";
+    /// On every object a provider applies: the provider that manages it (the identity the
+    /// shipped admission policies check a provider's writes against).
+    pub const PROVIDER: &str = "airunway.ai/provider";
     /// On the model server pods a provider creates: the name of the owning ModelDeployment.
     /// The core's InferencePool selects on it (docs/gateway.md), so every provider whose
     /// pods the gateway routes to writes it on its pod template.
@@ -157,8 +160,14 @@ pub mod condition_types {
     /// (the deployment is scaled above its minimum, or woken from zero).
     pub const SCALING_ACTIVE: &str = "ScalingActive";
 
+    /// ModelDeployment, written by the core: whether the runtime configuration the deployment
+    /// names was found (True also when the implicit `default` does not exist: no defaults
+    /// apply).
+    pub const RUNTIME_CONFIG_RESOLVED: &str = "RuntimeConfigResolved";
+
     /// Condition types the core owns on a ModelDeployment (server-side apply manager `airunway-core`).
-    pub const CORE_OWNED: [&str; 9] = [
+    pub const CORE_OWNED: [&str; 10] = [
+        RUNTIME_CONFIG_RESOLVED,
         VALIDATED,
         ENGINE_SELECTED,
         PROVIDER_SELECTED,
@@ -339,6 +348,18 @@ pub mod reasons {
         pub const CLEAN: [&str; 4] = [DISABLED, NOT_RUNNING, CRDS_NOT_AVAILABLE, NO_GATEWAY];
     }
 
+    /// `RuntimeConfigResolved` reasons (docs/platform.md).
+    pub mod runtime_config {
+        /// True: a `RuntimeConfig` in the deployment's namespace applies.
+        pub const NAMESPACE_CONFIG: &str = "NamespaceRuntimeConfig";
+        /// True: a `ClusterRuntimeConfig` applies.
+        pub const CLUSTER_CONFIG: &str = "ClusterRuntimeConfig";
+        /// True: no config named `default` exists (the name was not given): no defaults apply.
+        pub const DEFAULT_NOT_FOUND: &str = "DefaultRuntimeConfigNotFound";
+        /// False: the named config exists in neither scope; the deployment waits for it.
+        pub const NOT_FOUND: &str = "RuntimeConfigNotFound";
+    }
+
     /// `ScalingReady` and `ScalingActive` reasons the core writes itself (docs/autoscaling.md);
     /// otherwise the autoscaler's own reasons (KEDA's, the HorizontalPodAutoscaler's) are
     /// carried over.
@@ -413,6 +434,14 @@ pub mod event_reasons {
     pub const AUTOSCALER_REMOVED: &str = "AutoscalerRemoved";
     /// Warning: the API server refused a deployment's autoscaler.
     pub const AUTOSCALER_FAILED: &str = "AutoscalerFailed";
+    /// Normal: the deployment names no runtime configuration and no `default` exists in its
+    /// namespace or the cluster (AIM's `DefaultRuntimeConfigNotFound`): no defaults apply.
+    pub const DEFAULT_RUNTIME_CONFIG_NOT_FOUND: &str = "DefaultRuntimeConfigNotFound";
+    /// Warning: the runtime configuration the deployment names does not exist.
+    pub const RUNTIME_CONFIG_NOT_FOUND: &str = "RuntimeConfigNotFound";
+    /// Normal: the deployment's effective runtime configuration changed (another source, or
+    /// its defaults changed).
+    pub const RUNTIME_CONFIG_CHANGED: &str = "RuntimeConfigChanged";
 }
 
 /// Kubernetes `StatusCause` types the core's admission answers carry.

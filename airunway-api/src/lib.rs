@@ -48,6 +48,7 @@ pub mod provider;
 pub mod resolve;
 #[cfg(feature = "runtime")]
 pub mod runtime;
+pub mod runtime_config;
 pub mod schema;
 pub mod storage;
 pub mod v1alpha1;

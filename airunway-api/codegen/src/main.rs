@@ -10,7 +10,9 @@
 use std::path::{Path, PathBuf};
 
 use airunway_api::kube::CustomResourceExt;
-use airunway_api::v1alpha1::{InferenceProviderConfig, ModelCache, ModelDeployment};
+use airunway_api::v1alpha1::{
+    ClusterRuntimeConfig, InferenceProviderConfig, ModelCache, ModelDeployment, RuntimeConfig,
+};
 use anyhow::{Context, Result, bail};
 
 mod deps;
@@ -67,6 +69,14 @@ fn generate(root: &Path) -> Result<Vec<Generated>> {
         Generated {
             path: PathBuf::from("deploy/crds/airunway.ai_modelcaches.yaml"),
             contents: crd_yaml::<ModelCache>()?,
+        },
+        Generated {
+            path: PathBuf::from("deploy/crds/airunway.ai_runtimeconfigs.yaml"),
+            contents: crd_yaml::<RuntimeConfig>()?,
+        },
+        Generated {
+            path: PathBuf::from("deploy/crds/airunway.ai_clusterruntimeconfigs.yaml"),
+            contents: crd_yaml::<ClusterRuntimeConfig>()?,
         },
     ])
 }

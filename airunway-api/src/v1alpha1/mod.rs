@@ -6,6 +6,7 @@ mod model_cache;
 mod model_deployment;
 mod not_ready;
 mod provider_config;
+mod runtime_config;
 mod workload;
 
 pub use autoscaling::*;
@@ -14,4 +15,5 @@ pub use model_cache::*;
 pub use model_deployment::*;
 pub use not_ready::*;
 pub use provider_config::*;
+pub use runtime_config::*;
 pub use workload::*;

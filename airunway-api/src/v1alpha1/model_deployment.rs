@@ -133,6 +133,16 @@ pub struct ModelDeploymentSpec {
     /// Routing through the cluster's inference gateway (InferencePool and HTTPRoute).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gateway: Option<GatewaySpec>,
+
+    /// The runtime configuration whose defaults apply: the `RuntimeConfig` of this name in the
+    /// namespace, else the `ClusterRuntimeConfig` of this name. Omitted: `default`, and no
+    /// error when neither exists; a name given must exist (the deployment waits for it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(
+        length(min = 1, max = 253),
+        regex(pattern = r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")
+    )]
+    pub runtime_config_name: Option<String>,
 }
 
 /// A label value as Kubernetes accepts it (empty, or up to 63 characters).
@@ -144,7 +154,7 @@ const LABEL_VALUE_PATTERN: &str = "^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$
 /// toleration operators and effects. Map keys (label keys) need CEL, whose cost the API server
 /// estimates from the request size: they stay with the webhook and the core's reconcile-time
 /// validation, which say the same for these values.
-fn value_limits(schema: &mut schemars::Schema) {
+pub(crate) fn value_limits(schema: &mut schemars::Schema) {
     use serde_json::{Value, json};
     let Some(properties) = schema.get_mut("properties").and_then(Value::as_object_mut) else {
         return;
@@ -614,6 +624,10 @@ pub struct ModelDeploymentStatus {
     /// Lifecycle phase: Pending, Deploying, Running, Failed or Terminating.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub phase: Option<Phase>,
+
+    /// The runtime configuration applied (written by the core): its source and hash.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub effective_runtime_config: Option<super::EffectiveRuntimeConfig>,
 
     /// Human-readable detail for the phase, e.g. the upstream error.
     #[serde(default, skip_serializing_if = "Option::is_none")]
