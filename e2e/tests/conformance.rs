@@ -319,3 +319,65 @@ async fn broken_providers_fail_the_check_they_break() {
     );
     core.process.terminate(Duration::from_secs(10));
 }
+
+/// The check `runtime-config` (pure, no cluster): each shipped provider renders its first
+/// accepted deployment, through the SDK, with a runtime configuration's node selector, env and
+/// propagated label, and `airunway.ai/provider` on every object.
+#[test]
+fn runtime_config_defaults_reach_every_render() {
+    use airunway_api::conformance::data::ProviderData;
+    use airunway_api::conformance::runtime_config::check;
+    let root = paths::workspace_root();
+    let data = |provider: &str| {
+        ProviderData::load(&root.join(format!("provider-{provider}/conformance/conformance.yaml")))
+            .unwrap()
+    };
+    let results = [
+        (
+            "kaito",
+            check(
+                &airunway_provider_kaito::KaitoProvider::default(),
+                &data("kaito"),
+            ),
+        ),
+        (
+            "dynamo",
+            check(&airunway_provider_dynamo::DynamoProvider, &data("dynamo")),
+        ),
+        (
+            "kuberay",
+            check(
+                &airunway_provider_kuberay::KubeRayProvider,
+                &data("kuberay"),
+            ),
+        ),
+        (
+            "llmd",
+            check(&airunway_provider_llmd::LlmdProvider, &data("llmd")),
+        ),
+        (
+            "vllm",
+            check(
+                &airunway_provider_vllm::VllmProvider::default(),
+                &data("vllm"),
+            ),
+        ),
+    ];
+    for (provider, result) in &results {
+        eprintln!("{provider}: {result:?}");
+    }
+    let failed: Vec<String> = results
+        .iter()
+        .filter_map(|(provider, result)| result.as_ref().err().map(|e| format!("{provider}: {e}")))
+        .collect();
+    assert!(failed.is_empty(), "{failed:#?}");
+    // Every shipped provider renders a Pod template: the whole check ran.
+    for (provider, result) in &results {
+        assert!(
+            result
+                .as_ref()
+                .is_ok_and(|m| m.contains("the Pod template has")),
+            "{provider}: {result:?}"
+        );
+    }
+}

@@ -653,13 +653,18 @@ fn model_and_engine_labels() {
         json!({"model": {"id": "a/b"}, "engine": {"type": "vllm"}, "resources": {"gpu": {"count": 1}}}),
     );
     let rendered = DynamoProvider.render(&deployment, &schema()).unwrap();
-    let desired =
-        airunway_api::provider::desired::desired_object(&deployment, &rendered.objects[0]);
+    let desired = airunway_api::provider::desired::desired_object(
+        &deployment,
+        "dynamo",
+        &Default::default(),
+        &rendered.objects[0],
+    );
     let labels = &desired.object["metadata"]["labels"];
     assert_eq!(labels["airunway.ai/model-id"], "a-b");
     assert_eq!(labels["airunway.ai/engine-type"], "vllm");
     assert_eq!(labels["airunway.ai/model-deployment"], "m");
     assert_eq!(labels["airunway.ai/managed-by"], "airunway");
+    assert_eq!(labels["airunway.ai/provider"], "dynamo");
 }
 
 #[test]

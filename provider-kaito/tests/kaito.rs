@@ -563,8 +563,12 @@ fn engine_fields_and_pod_metadata_on_a_vllm_preset() {
     let rendered = KaitoProvider::default()
         .render(&deployment, &v1beta1())
         .unwrap();
-    let desired =
-        airunway_api::provider::desired::desired_object(&deployment, &rendered.objects[0]);
+    let desired = airunway_api::provider::desired::desired_object(
+        &deployment,
+        "kaito",
+        &Default::default(),
+        &rendered.objects[0],
+    );
     assert_eq!(
         desired.object["metadata"]["labels"]["airunway.ai/managed-by"],
         "airunway"

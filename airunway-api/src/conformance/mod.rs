@@ -17,6 +17,7 @@ pub mod data;
 pub mod fields;
 pub mod process;
 pub mod report;
+pub mod runtime_config;
 
 use std::path::PathBuf;
 use std::time::Duration;

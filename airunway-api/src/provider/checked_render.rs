@@ -2,6 +2,8 @@
 //! overrides, the provider's render of the whole set, and the Pod Security check of every rendered object. Either the desired
 //! objects (completed with owner reference, labels and hashes) or the [`Hold`] to show.
 
+use std::collections::BTreeMap;
+
 use super::desired::{self, DesiredUpstream};
 use super::rendered::{RenderError, RenderWarning};
 use super::statuses::{Hold, HoldCause, compatible, hold, hold_incompatible, storage_held};
@@ -21,11 +23,13 @@ pub struct Checked {
 }
 
 /// Compatibility, the storage gate, schema, overrides, render, and the Pod Security check of every rendered object
-/// (`policy`): the objects to apply, or the hold to show instead (nothing of a set is applied
+/// (`policy`): the objects to apply (labelled with `propagated` besides the SDK's labels, see
+/// [`desired::desired_object`]), or the hold to show instead (nothing of a set is applied
 /// when one object breaks the policy).
 pub fn checked_render<P: Provider>(
     provider: &P,
     md: &ModelDeployment,
+    propagated: &BTreeMap<String, String>,
     detection: &SchemaDetection,
     policy: &pod_security::Policy,
 ) -> Result<Checked, Box<Hold>> {
@@ -94,7 +98,7 @@ pub fn checked_render<P: Provider>(
         desired: rendered
             .objects
             .iter()
-            .map(|object| desired::desired_object(md, object))
+            .map(|object| desired::desired_object(md, provider.name(), propagated, object))
             .collect(),
         warnings: rendered.warnings,
     })

@@ -14,6 +14,7 @@ use super::error::{ReconcileError, api_error};
 use super::kinds::{KindId, KindTable};
 use super::metrics::ProviderMetrics;
 use super::read_your_writes::{LiveObjects, RecentDeployments};
+use super::runtime_configs::ConfigStores;
 use super::traits::{Provider, SchemaDetection, UpstreamKind};
 use crate::constants::{field_managers, finalizers};
 use crate::runtime::EventPublisher;
@@ -91,6 +92,8 @@ pub struct Context<P: Provider> {
     /// The watched Pods, trimmed ([`crate::cache_trim::trim_pod`]), when the provider declares
     /// [`Provider::pod_watch_selector`].
     pub pods: Option<kube::runtime::reflector::Store<k8s_openapi::api::core::v1::Pod>>,
+    /// The watched runtime configurations (see [`super::runtime_configs`]).
+    pub runtime_configs: ConfigStores,
 }
 
 impl<P: Provider> Context<P> {

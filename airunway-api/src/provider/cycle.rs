@@ -12,9 +12,11 @@ use super::checked_render::{self, Checked};
 use super::desired::{DesiredUpstream, ProviderStatus};
 use super::kinds::{KindId, KindTable};
 use super::plan::{self, Observed, Plan, Report, Seen, Write};
+use super::runtime_configs::{self, ConfigWait};
 use super::statuses::{Hold, HoldCause};
 use super::traits::{Provider, SchemaDetection, UpstreamSchema};
-use crate::v1alpha1::ModelDeployment;
+use crate::runtime_config::Effective;
+use crate::v1alpha1::{ClusterRuntimeConfig, ModelDeployment, RuntimeConfig};
 
 /// Why a deployment stops before its objects are applied.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -33,6 +35,9 @@ pub enum CycleError {
     /// An object is being deleted or is to be deleted and created anew (an identity change).
     #[error("an object is being replaced")]
     Replacing,
+    /// The runtime configuration the status names is not among those given as published.
+    #[error("waiting for the runtime configuration: {0}")]
+    AwaitingRuntimeConfig(ConfigWait),
 }
 
 impl CycleError {
@@ -42,6 +47,7 @@ impl CycleError {
             CycleError::Incompatible(_) => "incompatible",
             CycleError::Held { cause, .. } => cause.error_category().unwrap_or("held"),
             CycleError::Replacing => "replacing",
+            CycleError::AwaitingRuntimeConfig(wait) => wait.category(),
         }
     }
 
@@ -55,6 +61,7 @@ impl CycleError {
                 cause,
                 message: status.message,
             },
+            Plan::AwaitRuntimeConfig(wait) => CycleError::AwaitingRuntimeConfig(wait),
             Plan::AwaitDeletion | Plan::Recreate { .. } | Plan::Confirm(_) | Plan::Apply(_) => {
                 CycleError::Replacing
             }
@@ -72,9 +79,47 @@ pub struct Cycle {
     pub report: Option<Report>,
 }
 
+/// The runtime configurations an offline cycle finds a deployment's published config among
+/// (what the SDK's watch caches hold in a cluster).
+#[derive(Clone, Debug, Default)]
+pub struct RuntimeConfigs {
+    /// The `RuntimeConfig`s.
+    pub namespaced: Vec<RuntimeConfig>,
+    /// The `ClusterRuntimeConfig`s.
+    pub cluster: Vec<ClusterRuntimeConfig>,
+}
+
+impl RuntimeConfigs {
+    /// The deployment as the provider renders it, as the SDK computes it in a cluster (see
+    /// [`runtime_configs::effective`]).
+    pub fn effective(&self, md: &ModelDeployment) -> Result<Effective, ConfigWait> {
+        runtime_configs::effective(
+            md,
+            |namespace, name| {
+                self.namespaced
+                    .iter()
+                    .find(|c| {
+                        c.metadata.namespace.as_deref() == Some(namespace)
+                            && c.metadata.name.as_deref() == Some(name)
+                    })
+                    .cloned()
+                    .map(Arc::new)
+            },
+            |name| {
+                self.cluster
+                    .iter()
+                    .find(|c| c.metadata.name.as_deref() == Some(name))
+                    .cloned()
+                    .map(Arc::new)
+            },
+        )
+    }
+}
+
 /// [`plan::plan`] for `md` with the upstream `schema`, the default pod security policy and
 /// `live` as the objects the API server has (an object not among them does not exist), then
-/// [`plan::report`] at `now` for a rollout.
+/// [`plan::report`] at `now` for a rollout. No runtime configuration is given: a deployment
+/// whose status names one waits ([`Plan::AwaitRuntimeConfig`]); see [`run_with_configs`].
 pub fn run<P: Provider>(
     provider: &P,
     md: &ModelDeployment,
@@ -82,6 +127,29 @@ pub fn run<P: Provider>(
     live: &[&DynamicObject],
     now: &Time,
 ) -> Cycle {
+    run_with_configs(provider, md, &RuntimeConfigs::default(), schema, live, now)
+}
+
+/// [`run`] with `configs` as the runtime configurations the caches hold: the deployment is
+/// rendered with the config its status names applied, as the SDK does in a cluster.
+pub fn run_with_configs<P: Provider>(
+    provider: &P,
+    md: &ModelDeployment,
+    configs: &RuntimeConfigs,
+    schema: &UpstreamSchema,
+    live: &[&DynamicObject],
+    now: &Time,
+) -> Cycle {
+    let effective = match configs.effective(md) {
+        Ok(effective) => effective,
+        Err(wait) => {
+            return Cycle {
+                plan: Plan::AwaitRuntimeConfig(wait),
+                report: None,
+            };
+        }
+    };
+    let md = &effective.deployment;
     let kinds = KindTable::of(provider);
     let objects: Vec<Seen> = live
         .iter()
@@ -100,6 +168,7 @@ pub fn run<P: Provider>(
         provider,
         &Observed {
             deployment: md,
+            propagated: &effective.propagated_labels,
             detection: &detection,
             policy: &policy,
             kinds: &kinds,
@@ -147,6 +216,7 @@ pub fn checked<P: Provider>(
     checked_render::checked_render(
         provider,
         md,
+        &Default::default(),
         detection,
         &crate::pod_security::Policy::default(),
     )
@@ -273,6 +343,7 @@ mod tests {
     use crate::provider::rendered::{RenderError, Rendered};
     use crate::provider::test_support::{compatibility, deployment, kind, translated};
     use crate::provider::traits::{Incompatible, TranslatedStatus, UpstreamKind};
+    use crate::runtime_config::Source;
     use crate::v1alpha1::{InferenceProviderConfigSpec, Phase};
     use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 
@@ -387,6 +458,67 @@ mod tests {
         written["status"] = status.patch(&md, &now())["status"].clone();
         let written: ModelDeployment = serde_json::from_value(written).unwrap();
         assert!(status_sync(&Echo, &written, &first.desired, &live).1);
+    }
+
+    #[test]
+    fn the_published_runtime_config_is_rendered_and_a_change_nothing_renders_writes_nothing() {
+        let config = |size: &str| -> RuntimeConfig {
+            serde_json::from_value(json!({
+                "apiVersion": "airunway.ai/v1alpha1", "kind": "RuntimeConfig",
+                "metadata": {"name": "team", "namespace": "ns"},
+                "spec": {"labelPropagation": {"enabled": true, "match": ["org.example/*"]},
+                         "modelCache": {"size": size}},
+            }))
+            .unwrap()
+        };
+        let published = |config: &RuntimeConfig| -> ModelDeployment {
+            let mut md = serde_json::to_value(md("a/b")).unwrap();
+            md["metadata"]["labels"] = json!({"org.example/cost-center": "ml-42"});
+            md["status"]["effectiveRuntimeConfig"] =
+                serde_json::to_value(Source::Namespace(Arc::new(config.clone())).effective())
+                    .unwrap();
+            serde_json::from_value(md).unwrap()
+        };
+        let (small, large) = (config("10Gi"), config("20Gi"));
+        let configs = |c: &RuntimeConfig| RuntimeConfigs {
+            namespaced: vec![c.clone()],
+            cluster: vec![],
+        };
+        let md = published(&small);
+        let first = run_with_configs(&Echo, &md, &configs(&small), &schema(), &[], &now());
+        let Plan::Apply(rollout) = &first.plan else {
+            panic!("{:?}", first.plan)
+        };
+        let desired = &rollout.steps[0].desired;
+        assert_eq!(rollout.steps[0].write, Write::Create);
+        let labels = &desired.object["metadata"]["labels"];
+        assert_eq!(labels["org.example/cost-center"], "ml-42");
+        assert_eq!(labels["airunway.ai/provider"], "echo");
+        let live = served(desired, json!({"ready": true})).unwrap();
+
+        // Without the config in the caches (or with another spec than published): wait.
+        assert!(matches!(
+            run(&Echo, &md, &schema(), &[&live], &now()).plan,
+            Plan::AwaitRuntimeConfig(ConfigWait::Missing(_))
+        ));
+        assert!(matches!(
+            run_with_configs(&Echo, &md, &configs(&large), &schema(), &[&live], &now()).plan,
+            Plan::AwaitRuntimeConfig(ConfigWait::HashMismatch { .. })
+        ));
+        // A change of a field Echo does not render, once published: nothing is written.
+        let changed = published(&large);
+        let again = run_with_configs(
+            &Echo,
+            &changed,
+            &configs(&large),
+            &schema(),
+            &[&live],
+            &now(),
+        );
+        let Plan::Apply(rollout) = &again.plan else {
+            panic!("{:?}", again.plan)
+        };
+        assert!(!rollout.writes(), "{rollout:?}");
     }
 
     #[test]

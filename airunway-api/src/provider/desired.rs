@@ -51,13 +51,23 @@ pub(crate) fn identity_hash(md: &ModelDeployment) -> String {
 
 /// Completes one `rendered` object of a [`Rendered`](super::rendered::Rendered) set into the
 /// object to apply: its rendered name (the deployment's when it has none) and the deployment's
-/// namespace, a controller owner reference (`blockOwnerDeletion`), the deployment's
-/// `airunway.ai/` labels, `airunway.ai/managed-by: airunway`, `airunway.ai/deployment: <name>`,
-/// and the hash annotations.
-pub fn desired_object(md: &ModelDeployment, rendered: &Value) -> DesiredUpstream {
+/// namespace, a controller owner reference (`blockOwnerDeletion`), the labels (lowest
+/// precedence first: the labels the deployment's runtime configuration propagates
+/// (`propagated`, see [`crate::runtime_config::propagated_labels`]), the deployment's
+/// `airunway.ai/` labels with `airunway.ai/managed-by: airunway`, `airunway.ai/deployment:
+/// <name>`, the rendered object's own, and `airunway.ai/provider: <provider>`), and the hash
+/// annotations. The labels are part of the spec hash: a change of the propagated labels
+/// re-applies the object.
+pub fn desired_object(
+    md: &ModelDeployment,
+    provider: &str,
+    propagated: &BTreeMap<String, String>,
+    rendered: &Value,
+) -> DesiredUpstream {
     let name = md.metadata.name.clone().unwrap_or_default();
     let mut object = rendered.clone();
-    let mut object_labels: BTreeMap<String, String> = md.propagated_labels();
+    let mut object_labels: BTreeMap<String, String> = propagated.clone();
+    object_labels.extend(md.propagated_labels());
     object_labels.insert(labels::DEPLOYMENT.to_string(), name.clone());
     if let Some(extra) = object["metadata"]["labels"].as_object() {
         for (k, v) in extra {
@@ -66,6 +76,7 @@ pub fn desired_object(md: &ModelDeployment, rendered: &Value) -> DesiredUpstream
             }
         }
     }
+    object_labels.insert(labels::PROVIDER.to_string(), provider.to_string());
     let spec_hash = short_hash(
         serde_json::to_string(&json!({"object": rendered, "labels": object_labels}))
             .unwrap_or_default()
@@ -556,14 +567,19 @@ mod tests {
         json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "m"}, "data": {"model": "a/b", "replicas": "1"}})
     }
 
+    fn no_labels() -> BTreeMap<String, String> {
+        BTreeMap::new()
+    }
+
     #[test]
     fn desired_object_carries_ownership_labels_and_hashes() {
-        let desired = desired_object(&md(), &rendered());
+        let desired = desired_object(&md(), "p", &no_labels(), &rendered());
         let meta = &desired.object["metadata"];
         assert_eq!(meta["namespace"], "ns");
         assert_eq!(
             meta["labels"],
-            json!({"airunway.ai/team": "a", "airunway.ai/managed-by": "airunway", "airunway.ai/deployment": "m"})
+            json!({"airunway.ai/team": "a", "airunway.ai/managed-by": "airunway",
+                   "airunway.ai/deployment": "m", "airunway.ai/provider": "p"})
         );
         assert_eq!(meta["ownerReferences"][0]["uid"], "u-1");
         assert_eq!(meta["ownerReferences"][0]["controller"], true);
@@ -580,8 +596,46 @@ mod tests {
     }
 
     #[test]
+    fn propagated_labels_join_below_the_sdk_labels_and_change_the_spec_hash() {
+        let propagated = BTreeMap::from([
+            ("org.example/cost-center".to_string(), "ml-42".to_string()),
+            // A propagated label never replaces one the SDK sets.
+            ("airunway.ai/provider".to_string(), "forged".to_string()),
+            ("airunway.ai/managed-by".to_string(), "forged".to_string()),
+        ]);
+        let plain = desired_object(&md(), "p", &no_labels(), &rendered());
+        let labelled = desired_object(&md(), "p", &propagated, &rendered());
+        let labels = &labelled.object["metadata"]["labels"];
+        assert_eq!(labels["org.example/cost-center"], "ml-42");
+        assert_eq!(labels["airunway.ai/provider"], "p");
+        assert_eq!(labels["airunway.ai/managed-by"], "airunway");
+        assert_ne!(
+            plain.spec_hash, labelled.spec_hash,
+            "a label change re-applies"
+        );
+        assert_eq!(
+            plain.identity_hash, labelled.identity_hash,
+            "but recreates nothing"
+        );
+        // The same inputs hash the same: a config change that changes nothing rendered
+        // writes nothing.
+        assert_eq!(
+            labelled.spec_hash,
+            desired_object(&md(), "p", &propagated, &rendered()).spec_hash
+        );
+        // A rendered label cannot replace the provider label either.
+        let mut claims = rendered();
+        claims["metadata"]["labels"] = json!({"airunway.ai/provider": "other"});
+        let desired = desired_object(&md(), "p", &no_labels(), &claims);
+        assert_eq!(
+            desired.object["metadata"]["labels"]["airunway.ai/provider"],
+            "p"
+        );
+    }
+
+    #[test]
     fn drift_versus_spec_change() {
-        let desired = desired_object(&md(), &rendered());
+        let desired = desired_object(&md(), "p", &no_labels(), &rendered());
         let mut live = desired.object.clone();
         live["metadata"]["resourceVersion"] = json!("5");
         live["metadata"]["labels"]["extra"] = json!("added-by-someone");

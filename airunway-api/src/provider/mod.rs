@@ -87,6 +87,7 @@ mod registration;
 mod rendered;
 mod replica_count;
 mod runner;
+pub(crate) mod runtime_configs;
 mod schema;
 mod serving_path;
 mod staleness;
@@ -107,6 +108,8 @@ pub use tokio;
 
 pub use args::ProviderArgs;
 pub use cache_mounts::{cache_env, cache_volumes};
+#[cfg(feature = "conformance")]
+pub(crate) use checked_render::checked_render;
 pub use overrides::{OverrideSchema, OverrideType};
 pub use plan::controller_missing_hold;
 pub use registration::registration_spec;
@@ -114,6 +117,7 @@ pub use registration::{ControllerHealth, controller_health};
 pub use rendered::{RenderError, RenderWarning, Rendered};
 pub use replica_count::{replica_count, sum_replicas};
 pub use runner::{RunError, run, run_with_args};
+pub use runtime_configs::{ConfigRef, ConfigWait};
 pub use schema::{BUILTIN_FINGERPRINT, SchemaAdapter};
 pub use traits::{
     Incompatible, Preparation, PreparationHold, Provider, SchemaDetection, TranslatedStatus,

@@ -16,6 +16,7 @@ use super::checked_render::checked_render;
 use super::desired::{self, DesiredUpstream, ProviderStatus};
 use super::kinds::{KindId, KindTable};
 use super::rendered::RenderWarning;
+use super::runtime_configs::ConfigWait;
 use super::staleness::{self, Staleness};
 use super::statuses::{self, Hold, HoldCause};
 use super::traits::{PreparationHold, Provider, SchemaDetection};
@@ -119,8 +120,11 @@ impl Seen {
 /// Everything the planner looks at.
 #[derive(Clone, Copy, Debug)]
 pub struct Observed<'a> {
-    /// The deployment as the render sees it (with the fields [`Provider::prepare`] derived).
+    /// The deployment as the render sees it: its runtime configuration applied (see
+    /// [`super::runtime_configs::effective`]), with the fields [`Provider::prepare`] derived.
     pub deployment: &'a ModelDeployment,
+    /// The labels its runtime configuration propagates to every object it causes.
+    pub propagated: &'a std::collections::BTreeMap<String, String>,
     /// The upstream detection.
     pub detection: &'a SchemaDetection,
     /// What rendered objects are checked against.
@@ -196,6 +200,10 @@ pub enum Plan {
     /// read, not a false `DriftDetected` and an apply; a missing object may be someone
     /// else's, which the forced apply would take over.
     Confirm(Vec<(KindId, String)>),
+    /// The runtime configuration the deployment's status names is not in the caches as the
+    /// core published it: write nothing, wait for the next event of the config or of the
+    /// deployment.
+    AwaitRuntimeConfig(ConfigWait),
     /// Nothing can be applied: show the status, touch nothing.
     Hold(Hold),
     /// An object is being deleted (an identity change): wait until the watch reports it gone.
@@ -236,7 +244,13 @@ pub fn plan<P: Provider>(provider: &P, observed: &Observed<'_>) -> Plan {
             status: statuses::prepare_held(provider, hold),
         });
     }
-    let checked = match checked_render(provider, md, observed.detection, observed.policy) {
+    let checked = match checked_render(
+        provider,
+        md,
+        observed.propagated,
+        observed.detection,
+        observed.policy,
+    ) {
         Ok(checked) => checked,
         Err(held) => return Plan::Hold(*held),
     };
@@ -704,6 +718,7 @@ mod planner_tests {
             &Pair,
             &Observed {
                 deployment: md,
+                propagated: &Default::default(),
                 detection,
                 policy: &pod_security::Policy::default(),
                 kinds: &table(),
@@ -842,7 +857,8 @@ mod planner_tests {
         let md = deployment("a/b");
         let mut objects = settled(&md);
         let mut old = serde_json::to_value(objects[1].object.as_deref().unwrap()).unwrap();
-        let previous = desired::desired_object(&deployment("old/model"), &old);
+        let previous =
+            desired::desired_object(&deployment("old/model"), "pair", &Default::default(), &old);
         old["metadata"]["annotations"] = previous.object["metadata"]["annotations"].clone();
         objects[1].object = Some(Arc::new(serde_json::from_value(old).unwrap()));
         let Plan::Recreate { objects, status } = plan_of(&md, &objects, false) else {

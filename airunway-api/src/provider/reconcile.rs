@@ -94,14 +94,19 @@ async fn reconcile_inner<P: Provider>(
     }
 }
 
-/// A deployment to deploy: observe → [`plan::plan`] (pure; once more after confirming what
-/// the caches suggest with fresh reads) → [`act`].
+/// A deployment to deploy: its runtime configuration applied (or a wait for it, see
+/// [`super::runtime_configs::effective`]), observe → [`plan::plan`] (pure; once more after
+/// confirming what the caches suggest with fresh reads) → [`act`].
 async fn deploy<P: Provider>(
     md: &ModelDeployment,
     ctx: &Context<P>,
     namespace: &str,
 ) -> Result<Action, ReconcileError> {
-    let (md, prepare_hold) = prepare(md, ctx).await?;
+    let effective = match ctx.runtime_configs.effective(md) {
+        Ok(effective) => effective,
+        Err(wait) => return act(md, ctx, namespace, Plan::AwaitRuntimeConfig(wait)).await,
+    };
+    let (md, prepare_hold) = prepare(&effective.deployment, ctx).await?;
     let detection = ctx.detection();
     let mut objects: Vec<Seen> = ctx
         .observed(&md)
@@ -113,6 +118,7 @@ async fn deploy<P: Provider>(
             ctx.provider.as_ref(),
             &Observed {
                 deployment: &md,
+                propagated: &effective.propagated_labels,
                 detection: &detection,
                 policy: &ctx.pod_security,
                 kinds: ctx.kinds.table(),
@@ -174,6 +180,12 @@ async fn act<P: Provider>(
         // The watch reports the deletion; the timer is only a safety net. (A second
         // confirmation cannot be asked for: fresh reads are not confirmed again.)
         Plan::AwaitDeletion | Plan::Confirm(_) => Ok(Action::requeue(ctx.resync)),
+        // An event of the config (the cache catching up) or of the deployment (the core
+        // publishing the new hash) wakes it; the timer is only a safety net.
+        Plan::AwaitRuntimeConfig(wait) => {
+            tracing::debug!(object = %md.name_any(), reason = wait.category(), %wait, "waiting for the published runtime configuration");
+            Ok(Action::requeue(ctx.resync))
+        }
         Plan::Hold(Hold { cause, status }) => {
             if let Some(category) = cause.error_category() {
                 ctx.metrics.error(category);

@@ -24,6 +24,7 @@ use super::plan;
 use super::read_your_writes::LiveObjects;
 use super::reconcile::{error_policy, reconcile};
 use super::registration::{self, ControllerHealth, Heartbeat};
+use super::runtime_configs::{self, ConfigRef, ConfigStores};
 use super::traits::{Provider, SchemaDetection};
 use crate::cache_trim;
 use crate::constants::{field_managers, labels};
@@ -33,7 +34,7 @@ use crate::runtime::{
     EventPublisher, LeaderElection, LeaderError, Started, default_identity, init_telemetry,
     install_crypto_provider, serve_metrics, start,
 };
-use crate::v1alpha1::{ModelDeployment, ProbeEndpoint};
+use crate::v1alpha1::{ClusterRuntimeConfig, ModelDeployment, ProbeEndpoint, RuntimeConfig};
 
 /// Writes heartbeats for one provider.
 struct Reporter<P> {
@@ -214,6 +215,52 @@ fn watch_pods(
         .touched_objects()
         .predicate_filter(trimmed_state, Default::default());
     (store, changes)
+}
+
+/// The watch of every object of one runtime configuration kind (`watch`: its name in health
+/// messages), cached without `managedFields` ([`cache_trim::drop_ownership`]): the cache, and
+/// the stream of the objects whose spec changed (`spec_hash`; a metadata-only change wakes
+/// nothing).
+fn watch_configs<K>(
+    client: &Client,
+    watch: &str,
+    spec_hash: fn(&K) -> Option<u64>,
+    progress: &Arc<Mutex<Progress>>,
+) -> (
+    Store<K>,
+    impl futures::Stream<Item = Result<K, watcher::Error>> + Send + 'static + use<K>,
+)
+where
+    K: kube::Resource<DynamicType = ()>
+        + Clone
+        + serde::de::DeserializeOwned
+        + std::fmt::Debug
+        + Send
+        + Sync
+        + 'static,
+{
+    let writer = reflector::store::Writer::<K>::default();
+    let store = writer.as_reader();
+    let changes = watcher(
+        Api::<K>::all(client.clone()),
+        watcher::Config::default().any_semantic(),
+    )
+    .backoff(WatchBackoff::default())
+    .modify(|config: &mut K| cache_trim::drop_ownership(config.meta_mut()))
+    .reflect(writer);
+    // Tracked on the watch's events, like the owned objects' watches.
+    let changes = track(changes, watch.to_string(), progress.clone(), false)
+        .touched_objects()
+        .predicate_filter(spec_hash, Default::default());
+    (store, changes)
+}
+
+/// A hash of a config's defaults (the predicate of [`watch_configs`]).
+fn defaults_hash(defaults: &crate::v1alpha1::RuntimeDefaults) -> Option<u64> {
+    use std::hash::{Hash, Hasher};
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    crate::runtime_config::spec_hash(defaults).hash(&mut hasher);
+    Some(hasher.finish())
 }
 
 /// A hash of what the trimmed `pod` says (labels, deletion, status): the Pod wakes its
@@ -674,6 +721,21 @@ pub async fn run_with_args<P: Provider>(provider: P, args: ProviderArgs) -> Resu
         .map(|selector| watch_pods(&client, &selector, &progress));
     let pods = pod_watch.as_ref().map(|(store, _)| store.clone());
 
+    // The runtime configurations: a change of one re-renders the deployments whose status
+    // names it.
+    let (namespaced_configs, namespaced_config_changes) = watch_configs::<RuntimeConfig>(
+        &client,
+        "runtimeconfigs.airunway.ai",
+        |config| defaults_hash(&config.spec.defaults),
+        &progress,
+    );
+    let (cluster_configs, cluster_config_changes) = watch_configs::<ClusterRuntimeConfig>(
+        &client,
+        "clusterruntimeconfigs.airunway.ai",
+        |config| defaults_hash(&config.spec.defaults),
+        &progress,
+    );
+
     let ctx = Arc::new(Context {
         provider: provider.clone(),
         client: client.clone(),
@@ -690,6 +752,10 @@ pub async fn run_with_args<P: Provider>(provider: P, args: ProviderArgs) -> Resu
         pod_security: args.pod_security(),
         stale_threshold: args.stale_status_threshold,
         pods,
+        runtime_configs: ConfigStores {
+            namespaced: namespaced_configs,
+            cluster: cluster_configs,
+        },
     });
     let stop_controller = shutdown.child_token();
     let mut controller = Controller::for_stream(deployment_changes, deployments)
@@ -701,6 +767,26 @@ pub async fn run_with_args<P: Provider>(provider: P, args: ProviderArgs) -> Resu
         let (deployments, provider) = (controller.store(), name.clone());
         controller = controller.watches_stream(changes, move |pod: Pod| {
             deployments_of_pod(&deployments, &provider, &pod)
+        });
+    }
+    {
+        let (deployments, provider) = (controller.store(), name.clone());
+        controller = controller.watches_stream(namespaced_config_changes, move |config| {
+            let all = deployments.state();
+            runtime_configs::deployments_using(
+                all.iter().map(Arc::as_ref),
+                &provider,
+                &ConfigRef::namespaced(&config),
+            )
+        });
+        let (deployments, provider) = (controller.store(), name.clone());
+        controller = controller.watches_stream(cluster_config_changes, move |config| {
+            let all = deployments.state();
+            runtime_configs::deployments_using(
+                all.iter().map(Arc::as_ref),
+                &provider,
+                &ConfigRef::cluster(&config),
+            )
         });
     }
     let controller = controller

@@ -393,7 +393,7 @@ pub fn outcome<P: Provider>(
     policy: &Policy,
     marker: Option<&(&'static str, Value)>,
 ) -> Outcome {
-    match checked_render(provider, md, detection, policy) {
+    match checked_render(provider, md, &Default::default(), detection, policy) {
         Ok(prepared) => {
             let objects: Vec<Value> = prepared.desired.into_iter().map(|d| d.object).collect();
             for object in &objects {
