@@ -427,6 +427,35 @@ mod tests {
         assert_eq!(desired.phase, Some((Phase::Pending, message)));
     }
 
+    #[tokio::test]
+    async fn answers_are_kept_for_the_ttl_per_author_namespace_and_resource() {
+        // A client that is never used: the cache alone is tested here (the reviews themselves
+        // run against the real API server in e2e/tests/access.rs).
+        let client =
+            Client::try_from(kube::Config::new("http://127.0.0.1:9".parse().unwrap())).unwrap();
+        let check = Check::new(client, Duration::from_millis(200));
+        let key = |user: &str, namespace: &str| Key {
+            author: Author {
+                user: user.into(),
+                groups: vec!["team-a".into()],
+            },
+            namespace: namespace.into(),
+            resource: UpstreamResource {
+                group: "ray.io".into(),
+                resource: "rayservices".into(),
+            },
+        };
+        assert_eq!(check.cached(&key("alice", "a")), None);
+        check.remember(key("alice", "a"), false);
+        check.remember(key("bob", "a"), true);
+        assert_eq!(check.cached(&key("alice", "a")), Some(false));
+        assert_eq!(check.cached(&key("bob", "a")), Some(true));
+        assert_eq!(check.cached(&key("alice", "b")), None);
+        std::thread::sleep(Duration::from_millis(250));
+        assert_eq!(check.cached(&key("alice", "a")), None, "expired");
+        assert_eq!(check.reviews(), 0);
+    }
+
     #[test]
     fn only_the_cores_own_choices_are_checked() {
         let md: ModelDeployment = serde_json::from_value(
