@@ -13,6 +13,7 @@ use airunway_api::constants::{annotations, condition_types, event_reasons, label
 use airunway_api::v1alpha1::{ConditionStatus, InferenceProviderConfig, ModelDeployment, Phase};
 use airunway_e2e::admission::{self, install_webhooks, remove_webhooks, wait_webhook_active};
 use airunway_e2e::binaries::free_port;
+use airunway_e2e::control_plane::audit_log_path;
 use airunway_e2e::stack::{self, FAST_HEALTH};
 use airunway_e2e::wait::{eventually, wait_for, wait_for_condition};
 use airunway_e2e::{TestEnv, cluster_lock, manifests, paths, providers};
@@ -126,6 +127,20 @@ async fn grant(env: &TestEnv, namespace: &str, name: &str, rules: Value, subject
         ],
     )
     .await;
+}
+
+/// SubjectAccessReviews `user` made so far, from the API server's audit log.
+fn core_reviews(env: &TestEnv, user: &str) -> usize {
+    let log = std::fs::read_to_string(audit_log_path(&env.control_plane.dir)).unwrap();
+    log.lines()
+        .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+        .filter(|e| {
+            e["stage"] == "ResponseComplete"
+                && e["verb"] == "create"
+                && e["objectRef"]["resource"] == "subjectaccessreviews"
+                && e["user"]["username"] == user
+        })
+        .count()
 }
 
 fn user(name: &str) -> Value {
@@ -481,6 +496,30 @@ async fn the_upstream_access_check_with_impersonated_users_and_the_spec_author_p
     )
     .await;
     deployed(&mds, &workloads, "carol-md").await;
+
+    // Answers are cached: with nothing denied, five reconciles of bob's deployment in quick
+    // succession (each a metadata change) ask at most once per resource (two
+    // SubjectAccessReviews, none if the answers are still fresh), not once per pass (ten),
+    // counted in the API server's audit log by the core's identity.
+    let core_user = format!("system:serviceaccount:{ns}:airunway-core");
+    let before = core_reviews(&env, &core_user);
+    for i in 0..5 {
+        mds.patch(
+            "bob-md",
+            &PatchParams::default(),
+            &Patch::Merge(
+                json!({"metadata": {"annotations": {"example.com/pass": i.to_string()}}}),
+            ),
+        )
+        .await
+        .unwrap();
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let asked = core_reviews(&env, &core_user) - before;
+    eprintln!("SubjectAccessReviews by the core: {before} before, {asked} for 5 reconciles");
+    assert!(asked <= 2, "{asked} SubjectAccessReviews for 5 reconciles");
+    assert!(before >= 6, "the checks above asked {before} times");
 
     // Clean up what is cluster-wide.
     mds.delete_collection(&DeleteParams::default(), &Default::default())
