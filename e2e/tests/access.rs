@@ -218,6 +218,10 @@ async fn the_upstream_access_check_with_impersonated_users_and_the_spec_author_p
     extra.extend_from_slice(&FAST_HEALTH);
     let core = admission::start_core(&env, &identity, port, &extra).await;
     wait_webhook_active(&env).await;
+    // Created before the policy, where the webhook does not run: no author is recorded.
+    create(&env.client, &bare, &vllm_deployment("unattributed"))
+        .await
+        .unwrap();
     install_spec_author_policy(&env, &[&ns, &bare]).await;
 
     // The real vLLM provider: its SDK registration lists what it creates.
@@ -393,6 +397,27 @@ async fn the_upstream_access_check_with_impersonated_users_and_the_spec_author_p
         md.metadata.finalizers
     );
 
+    // No recorded author: denied, saying why.
+    let bare_mds: Api<ModelDeployment> = Api::namespaced(env.client.clone(), &bare);
+    let (_, condition) = wait_for_condition(
+        &bare_mds,
+        "unattributed",
+        WAIT,
+        condition_types::PROVIDER_SELECTED,
+        ConditionStatus::False,
+    )
+    .await;
+    assert_eq!(
+        condition.reason.as_deref(),
+        Some(reasons::access::UPSTREAM_ACCESS_DENIED)
+    );
+    assert!(
+        condition.message.as_deref().is_some_and(|m| m.starts_with(
+            "Provider vllm not selected: no spec author is recorded (annotation airunway.ai/spec-author is missing)"
+        )),
+        "{condition:?}"
+    );
+
     // A forged author: an annotation-only update is refused by the policy (the webhook does not
     // see it), whoever it names.
     let forged = json!({"metadata": {"annotations": {annotations::access::SPEC_AUTHOR: "bob"}}});
@@ -523,6 +548,10 @@ async fn the_upstream_access_check_with_impersonated_users_and_the_spec_author_p
 
     // Clean up what is cluster-wide.
     mds.delete_collection(&DeleteParams::default(), &Default::default())
+        .await
+        .unwrap();
+    bare_mds
+        .delete_collection(&DeleteParams::default(), &Default::default())
         .await
         .unwrap();
     remove_policies(&env.client, &["airunway-spec-author"]).await;
@@ -663,12 +692,17 @@ async fn a_provider_service_account_writes_only_its_own_registration_and_objects
     .await;
     let as_vllm_deployments: Api<Deployment> = Api::namespaced(vllm.clone(), &ns);
     let touch = json!({"metadata": {"annotations": {"example.com/touched": "1"}}});
-    let refusal = message(
-        as_vllm_deployments
+    // Each policy takes effect a moment after it is created (a harmless annotation until then).
+    let refusal = eventually("the policy to refuse llm-d's Deployment", WAIT, || async {
+        match as_vllm_deployments
             .patch("llmd-owned", &PatchParams::default(), &Patch::Merge(&touch))
             .await
-            .unwrap_err(),
-    );
+        {
+            Ok(_) => Err("admitted".to_string()),
+            Err(e) => Ok(message(e)),
+        }
+    })
+    .await;
     assert!(
         refusal.contains(&format!("provider vllm may only write deployments labelled airunway.ai/provider=vllm; {ns}/llmd-owned is labelled airunway.ai/provider=llmd")),
         "{refusal}"

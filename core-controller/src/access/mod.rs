@@ -146,7 +146,7 @@ impl Check {
         };
         let Some(author) = author::of(md) else {
             return Ok(denied(format!(
-                "Provider {provider} not selected: no spec author is recorded (annotation {} is missing), so the upstream access check cannot tell who asks for {}; the core's mutating webhook records it when the spec is created or changed: re-apply the spec with the webhook running",
+                "Provider {provider} not selected: no spec author is recorded (annotation {} is missing), so the upstream access check cannot tell who asks for {}; the core's mutating webhook records it when the spec is created or changed: have the deployment's owner change its spec while the webhook runs (docs/security.md)",
                 annotations::access::SPEC_AUTHOR,
                 list(&resources)
             )));
