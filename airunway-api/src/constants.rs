@@ -31,6 +31,19 @@ pub mod annotations {
     /// name to the PromQL query that metric stands for, for the metrics adapter's rules
     /// (docs/autoscaling.md).
     pub const AUTOSCALING_QUERIES: &str = "airunway.ai/autoscaling-queries";
+
+    /// The spec author (docs/security.md): who last created or changed a ModelDeployment's
+    /// spec, recorded by the core's mutating webhook and held to the request's user by the
+    /// `airunway-spec-author` ValidatingAdmissionPolicy (`deploy/components/upstream-access-check`).
+    pub mod access {
+        /// The username of the request that last created or changed the spec.
+        pub const SPEC_AUTHOR: &str = "airunway.ai/spec-author";
+        /// That request's groups, joined with [`GROUP_SEPARATOR`] (empty: none).
+        pub const SPEC_AUTHOR_GROUPS: &str = "airunway.ai/spec-author-groups";
+        /// What joins the groups in [`SPEC_AUTHOR_GROUPS`]; a group holding it cannot be
+        /// recorded (the policy refuses the request).
+        pub const GROUP_SEPARATOR: &str = ",";
+    }
 }
 
 /// Labels AI Runway writes.
@@ -358,6 +371,16 @@ pub mod reasons {
         pub const DEFAULT_NOT_FOUND: &str = "DefaultRuntimeConfigNotFound";
         /// False: the named config exists in neither scope; the deployment waits for it.
         pub const NOT_FOUND: &str = "RuntimeConfigNotFound";
+    }
+
+    /// `ProviderSelected` reasons of the upstream access check (`--check-upstream-access`,
+    /// docs/security.md).
+    pub mod access {
+        /// False: the spec author may not create the provider's upstream resources in the
+        /// deployment's namespace, or no spec author is recorded.
+        pub const UPSTREAM_ACCESS_DENIED: &str = "UpstreamAccessDenied";
+        /// False: the SubjectAccessReview could not be made (retried).
+        pub const UPSTREAM_ACCESS_UNKNOWN: &str = "UpstreamAccessUnknown";
     }
 
     /// `ScalingReady` and `ScalingActive` reasons the core writes itself (docs/autoscaling.md);

@@ -38,6 +38,17 @@ pub struct Args {
     )]
     pub provider_probe_failure_threshold: u32,
 
+    /// Before selecting a provider, ask with a SubjectAccessReview whether the deployment's
+    /// spec author may create the provider's upstream resources in its namespace
+    /// (docs/security.md; needs the `upstream-access-check` component).
+    #[arg(long, env = "AIRUNWAY_CHECK_UPSTREAM_ACCESS", default_value_t = false, num_args = 0..=1, default_missing_value = "true", action = ArgAction::Set)]
+    pub check_upstream_access: bool,
+
+    /// How long an answer of the upstream access check is reused (and when a denied
+    /// deployment is looked at again).
+    #[arg(long, env = "AIRUNWAY_UPSTREAM_ACCESS_CACHE_TTL", default_value = "1m", value_parser = parse_duration)]
+    pub upstream_access_cache_ttl: Duration,
+
     /// Re-check every deployment this often even without changes.
     #[arg(long, env = "AIRUNWAY_RESYNC_INTERVAL", default_value = "5m", value_parser = parse_duration)]
     pub resync_interval: Duration,

@@ -61,6 +61,8 @@ pub struct Context {
     pub autoscaling: Option<Arc<crate::autoscaling::Integration>>,
     /// Consecutive reconcile failures per deployment, for the retry backoff.
     pub failures: FailureCounts,
+    /// The upstream access check (`None`: `--check-upstream-access` is off).
+    pub access: Option<Arc<crate::access::Check>>,
 }
 
 /// Decides for `md` on a blocking thread, holding one of the selection slots.
@@ -149,7 +151,10 @@ pub async fn reconcile(
     // `status.autoscaling` travel in the same apply.
     let mut autoscaling: Option<crate::autoscaling::DesiredAutoscaling> = None;
     let (views, decision, desired) = loop {
-        let (views, decision) = decide_off_runtime(&ctx, &current, &providers, &object).await?;
+        let (views, mut decision) = decide_off_runtime(&ctx, &current, &providers, &object).await?;
+        if let Some(access) = &ctx.access {
+            access.gate(&current, &providers, &mut decision).await?;
+        }
         if storage.is_none() {
             // Only a spec that passes validation gets caches, claims and a download (no
             // download of a model for a deployment that cannot run as it is).
@@ -236,7 +241,12 @@ pub async fn reconcile(
     tracing::debug!(%object, phase = ?desired.phase, "reconciled");
     ctx.failures
         .succeeded(md.metadata.uid.as_deref().unwrap_or_default());
-    Ok(Action::requeue(ctx.resync))
+    // A denied deployment is looked at again once the cached answer expires.
+    let requeue = match (&ctx.access, &decision.provider) {
+        (Some(access), Some(ProviderDecision::AccessDenied { .. })) => access.ttl().min(ctx.resync),
+        _ => ctx.resync,
+    };
+    Ok(Action::requeue(requeue))
 }
 
 /// Counts the error; a transient one is retried with backoff (5 s, doubling to 60 s), any other

@@ -38,6 +38,9 @@ pub enum ReconcileError {
     /// The storage part (model caches, managed claims) failed.
     #[error(transparent)]
     Storage(#[from] crate::model_cache::ModelCacheError),
+    /// The upstream access check could not ask the API server.
+    #[error(transparent)]
+    Access(#[from] crate::access::AccessError),
 }
 
 impl ReconcileError {
@@ -51,6 +54,7 @@ impl ReconcileError {
             ReconcileError::MissingField(_) => "invalid_object",
             ReconcileError::Selection { .. } => "selection",
             ReconcileError::Storage(e) => e.category(),
+            ReconcileError::Access(e) => e.category(),
         }
     }
 
@@ -66,6 +70,7 @@ impl ReconcileError {
             ReconcileError::MissingField(_) => false,
             ReconcileError::Selection { .. } => true,
             ReconcileError::Storage(e) => e.is_transient(),
+            ReconcileError::Access(_) => true,
         }
     }
 }

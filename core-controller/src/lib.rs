@@ -8,6 +8,7 @@
 //! [`status::desired_status`] → server-side apply of the core's status fields (skipped when
 //! nothing changed) → events and metrics.
 
+pub mod access;
 pub mod args;
 pub mod autoscaling;
 pub mod controller;

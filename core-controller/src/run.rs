@@ -217,6 +217,12 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         model_cache: Some(model_cache),
         autoscaling: Some(autoscaling),
         failures: Default::default(),
+        access: args.check_upstream_access.then(|| {
+            Arc::new(crate::access::Check::new(
+                client.clone(),
+                args.upstream_access_cache_ttl,
+            ))
+        }),
     });
     tracing::info!(
         provider_selector = args.enable_provider_selector,

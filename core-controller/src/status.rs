@@ -343,6 +343,7 @@ fn provider_selected(
             let reason = match failed {
                 ProviderDecision::SelectorDisabled => reasons::NO_PROVIDER,
                 ProviderDecision::WaitingForEngine => reasons::WAITING_FOR_ENGINE,
+                ProviderDecision::AccessDenied { reason, .. } => *reason,
                 _ => reasons::SELECTION_FAILED,
             };
             let message = failed.failure_message().unwrap_or_default();

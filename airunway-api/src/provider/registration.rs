@@ -21,16 +21,33 @@ use super::traits::{Provider, SchemaDetection, UpstreamController};
 use crate::conditions::{self, DesiredCondition};
 use crate::constants::{API_VERSION, annotations, condition_types, field_managers, reasons};
 use crate::runtime::watch_health::Stalled;
-use crate::v1alpha1::{InferenceProviderConfig, InferenceProviderConfigSpec};
+use crate::v1alpha1::{InferenceProviderConfig, InferenceProviderConfigSpec, UpstreamResource};
 
 /// The registration the SDK applies (without the probe endpoint, added at run time): the
 /// provider's [`registration`](Provider::registration) with the `overridePaths` derived from
-/// its [override declaration](Provider::overrides).
+/// its [override declaration](Provider::overrides) and the `upstreamResources` from its
+/// [kinds](super::kinds::KindTable).
 pub fn registration_spec<P: Provider>(provider: &P) -> InferenceProviderConfigSpec {
     InferenceProviderConfigSpec {
         override_paths: provider.overrides().paths(),
+        upstream_resources: Some(upstream_resources(&super::kinds::KindTable::of(provider))),
         ..provider.registration()
     }
+}
+
+/// The resources of `kinds` (the upstream kind first), each once.
+pub fn upstream_resources(kinds: &super::kinds::KindTable) -> Vec<UpstreamResource> {
+    let mut resources: Vec<UpstreamResource> = Vec::new();
+    for (_, kind) in kinds.iter() {
+        let resource = UpstreamResource {
+            group: kind.group.clone(),
+            resource: kind.plural.clone(),
+        };
+        if !resources.contains(&resource) {
+            resources.push(resource);
+        }
+    }
+    resources
 }
 
 /// The annotations the SDK writes on the registration, as the Go AI Runway writes them for its
@@ -442,6 +459,25 @@ mod tests {
             ".metadata.annotations.airunway.ai/display-name"
         ));
         assert_eq!(body, json!({"metadata": {"annotations": {}}}));
+    }
+
+    #[test]
+    fn upstream_resources_come_from_the_kind_table_each_once() {
+        use super::super::kinds::KindTable;
+        use super::super::vllm_kit::{deployment_kind, service_kind};
+        let table = KindTable::new(deployment_kind(), vec![service_kind(), deployment_kind()]);
+        let resources = upstream_resources(&table);
+        assert_eq!(
+            resources
+                .iter()
+                .map(UpstreamResource::qualified)
+                .collect::<Vec<_>>(),
+            ["deployments.apps", "services"]
+        );
+        assert_eq!(
+            serde_json::to_value(&resources).unwrap(),
+            json!([{"group": "apps", "resource": "deployments"}, {"group": "", "resource": "services"}])
+        );
     }
 
     #[test]

@@ -56,6 +56,42 @@ pub struct InferenceProviderConfigSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(max = 64), inner(length(max = 253)))]
     pub override_paths: Option<Vec<String>>,
+
+    /// The resources the provider creates for a deployment (its upstream kind first, then the
+    /// other kinds it writes), filled by the SDK from the provider's kinds. With
+    /// `--check-upstream-access` the core asks whether a deployment's spec author may `create`
+    /// each of them in the deployment's namespace before it selects this provider
+    /// (docs/security.md). Omitted: not declared (the check denies, naming the omission).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 16))]
+    pub upstream_resources: Option<Vec<UpstreamResource>>,
+}
+
+/// A resource a provider creates: its API group (`""` for the core group) and its plural
+/// resource name, as a `SubjectAccessReview` names it.
+#[derive(
+    Serialize, Deserialize, schemars::JsonSchema, Clone, Debug, Default, PartialEq, Eq, Hash,
+)]
+#[serde(rename_all = "camelCase")]
+pub struct UpstreamResource {
+    /// API group, e.g. `ray.io`; empty for the core group.
+    #[serde(default)]
+    #[schemars(length(max = 253))]
+    pub group: String,
+    /// Plural resource name, e.g. `rayservices`.
+    #[schemars(length(min = 1, max = 63))]
+    pub resource: String,
+}
+
+impl UpstreamResource {
+    /// `<resource>.<group>` (`<resource>` for the core group), as `kubectl` names it.
+    pub fn qualified(&self) -> String {
+        if self.group.is_empty() {
+            self.resource.clone()
+        } else {
+            format!("{}.{}", self.resource, self.group)
+        }
+    }
 }
 
 /// The paths of `overrides` (a deployment's `provider.overrides`) that `known` (a provider's

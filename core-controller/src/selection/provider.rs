@@ -46,6 +46,16 @@ pub enum ProviderDecision {
         /// `(provider, reason)`.
         rejections: Vec<(String, String)>,
     },
+    /// Decided, but the spec author may not create its upstream resources
+    /// (`--check-upstream-access`, [`crate::access`]).
+    AccessDenied {
+        /// The provider that was decided.
+        provider: String,
+        /// The reason of `ProviderSelected=False`.
+        reason: &'static str,
+        /// What is missing and how to fix it.
+        message: String,
+    },
 }
 
 impl ProviderDecision {
@@ -78,6 +88,7 @@ impl ProviderDecision {
                     .collect::<Vec<_>>()
                     .join("; ")
             )),
+            ProviderDecision::AccessDenied { message, .. } => Some(message.clone()),
             _ => None,
         }
     }

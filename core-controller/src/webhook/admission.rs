@@ -90,6 +90,7 @@ pub fn mutate_model_deployment(request: &AdmissionRequest<DynamicObject>) -> Adm
     if let Some(spec) = defaulted.get_mut("spec") {
         apply_spec_defaults_named(spec, name);
     }
+    crate::access::author::record(request, &mut defaulted);
     let patch = json_patch::diff(&original, &defaulted);
     if patch.0.is_empty() {
         return response;
@@ -555,14 +556,16 @@ mod tests {
                 "{path} missing from {ops:?}"
             );
         }
-        // Already defaulted: no patch.
+        // Already defaulted: the patch only records the spec author (crate::access::author).
         let full = md(
             json!({"model": {"id": "a/b", "source": "huggingface"}, "serving": {"mode": "aggregated"}, "scaling": {"replicas": 0}}),
         );
-        assert!(
-            mutate_model_deployment(&request("ModelDeployment", "CREATE", full, None))
-                .patch
-                .is_none()
+        let response = mutate_model_deployment(&request("ModelDeployment", "CREATE", full, None));
+        let patch: Value = serde_json::from_slice(response.patch.as_ref().unwrap()).unwrap();
+        assert_eq!(
+            patch,
+            json!([{"op": "add", "path": "/metadata/annotations",
+                    "value": {"airunway.ai/spec-author": "", "airunway.ai/spec-author-groups": ""}}])
         );
     }
 
