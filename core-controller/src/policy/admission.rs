@@ -121,11 +121,14 @@ pub async fn check(
         LEDGER_DEADLINE,
         reserve(
             policies,
-            &namespace,
-            &name,
-            &uid,
-            demand,
-            request.dry_run,
+            &Ask {
+                namespace: &namespace,
+                name: &name,
+                uid: &uid,
+                demand,
+                create: request.operation == Operation::Create,
+                dry_run: request.dry_run,
+            },
             |reserved| {
                 quotas
                     .iter()
@@ -218,16 +221,30 @@ async fn seed(policies: &Policies, namespace: &str, name: &str) -> Result<Ledger
     Ok(ledger)
 }
 
+/// What one admission request asks of the ledger.
+struct Ask<'a> {
+    namespace: &'a str,
+    name: &'a str,
+    uid: &'a str,
+    demand: i64,
+    create: bool,
+    dry_run: bool,
+}
+
 /// Read, check, write with the read `resourceVersion`; again on a conflict.
 async fn reserve(
     policies: &Policies,
-    namespace: &str,
-    name: &str,
-    uid: &str,
-    demand: i64,
-    dry_run: bool,
+    ask: &Ask<'_>,
     over_quota: impl Fn(i64) -> Vec<Violation>,
 ) -> Reservation {
+    let Ask {
+        namespace,
+        name,
+        uid,
+        demand,
+        create,
+        dry_run,
+    } = *ask;
     let api: Api<ConfigMap> = Api::namespaced(policies.client.clone(), &policies.ledger_namespace);
     let ledger_name = ledger::configmap_name(namespace);
     for attempt in 0..MAX_ATTEMPTS {
@@ -254,7 +271,12 @@ async fn reserve(
         if dry_run {
             return Reservation::Reserved;
         }
-        ledger.reserve(name, uid, demand, Timestamp::now());
+        // A create of a name the ledger holds (a deployment that exists, whose create will
+        // fail with AlreadyExists, or one deleted and not pruned yet) never lowers its entry:
+        // the leader's sync lowers it once the deployment shows what it asks for.
+        let held = ledger.entries.get(name).map_or(0, |e| e.gpus);
+        let gpus = if create { demand.max(held) } else { demand };
+        ledger.reserve(name, uid, gpus, Timestamp::now());
         let mut desired = ledger_configmap(policies, namespace, &ledger);
         let written = match existing {
             Some(existing) => {

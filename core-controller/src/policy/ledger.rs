@@ -133,7 +133,8 @@ impl Ledger {
     /// - an entry without a live deployment goes when the deployment was seen deleted, or once
     ///   it is older than the grace (admitted but never created); a younger one stays.
     ///
-    /// Returns when the youngest kept entry without a live deployment expires, for a recheck.
+    /// Returns when the first fresh entry that differs from its deployment (or has none)
+    /// stops being fresh, for a recheck.
     pub fn sync(
         &mut self,
         live: &[Live],
@@ -145,6 +146,10 @@ impl Ledger {
         // An entry from a replica whose clock runs ahead counts as fresh.
         let fresh = |entry: &Entry| now.duration_since(entry.at) < grace;
         let mut next_expiry: Option<Timestamp> = None;
+        let expires = |next: &mut Option<Timestamp>, entry: &Entry| {
+            let expiry = entry.at.checked_add(grace).unwrap_or(now);
+            *next = Some(next.map_or(expiry, |n: Timestamp| n.min(expiry)));
+        };
         let live_names: BTreeMap<&str, &Live> = live.iter().map(|l| (l.name.as_str(), l)).collect();
         self.entries.retain(|name, entry| {
             if live_names.contains_key(name.as_str()) {
@@ -157,8 +162,7 @@ impl Ledger {
                 return false;
             }
             if fresh(entry) {
-                let expiry = entry.at.checked_add(grace).unwrap_or(now);
-                next_expiry = Some(next_expiry.map_or(expiry, |n: Timestamp| n.min(expiry)));
+                expires(&mut next_expiry, entry);
                 return true;
             }
             false
@@ -173,6 +177,9 @@ impl Ledger {
                 Some(entry) if fresh(entry) => {
                     if deployment.gpus > entry.gpus {
                         entry.gpus = deployment.gpus;
+                    } else if deployment.gpus < entry.gpus {
+                        // Lowered once it is no longer fresh.
+                        expires(&mut next_expiry, entry);
                     }
                 }
                 Some(entry) => {
@@ -287,8 +294,12 @@ mod tests {
         let mut ledger = Ledger::default();
         // The webhook raised "a" to 4 a moment ago; the cache still shows its old 1.
         ledger.reserve("a", "u1", 4, at(10));
-        ledger.sync(&[live("a", "u1", 1)], &HashMap::new(), at(12), grace);
+        let next = ledger.sync(&[live("a", "u1", 1)], &HashMap::new(), at(12), grace);
         assert_eq!(ledger.entries["a"].gpus, 4);
+        assert_eq!(next, Some(at(40)), "looked at again once no longer fresh");
+        let mut later = ledger.clone();
+        later.sync(&[live("a", "u1", 1)], &HashMap::new(), at(41), grace);
+        assert_eq!(later.entries["a"].gpus, 1);
         // Once the cache shows more, the entry follows.
         ledger.sync(&[live("a", "u1", 6)], &HashMap::new(), at(13), grace);
         assert_eq!(ledger.entries["a"].gpus, 6);
