@@ -178,9 +178,14 @@ pub mod condition_types {
     /// apply).
     pub const RUNTIME_CONFIG_RESOLVED: &str = "RuntimeConfigResolved";
 
+    /// ModelDeployment, written by the core while at least one ModelDeploymentPolicy selects
+    /// the deployment's namespace: whether the deployment keeps every rule (docs/policy.md).
+    pub const POLICY_COMPLIANT: &str = "PolicyCompliant";
+
     /// Condition types the core owns on a ModelDeployment (server-side apply manager `airunway-core`).
-    pub const CORE_OWNED: [&str; 10] = [
+    pub const CORE_OWNED: [&str; 11] = [
         RUNTIME_CONFIG_RESOLVED,
+        POLICY_COMPLIANT,
         VALIDATED,
         ENGINE_SELECTED,
         PROVIDER_SELECTED,
@@ -383,6 +388,14 @@ pub mod reasons {
         pub const UPSTREAM_ACCESS_UNKNOWN: &str = "UpstreamAccessUnknown";
     }
 
+    /// `PolicyCompliant` reasons (docs/policy.md).
+    pub mod policy {
+        /// True: every rule of every policy selecting the namespace holds.
+        pub const COMPLIANT: &str = "PolicyCompliant";
+        /// False: a rule does not hold; the message names the policy, the rule and the field.
+        pub const VIOLATION: &str = "PolicyViolation";
+    }
+
     /// `ScalingReady` and `ScalingActive` reasons the core writes itself (docs/autoscaling.md);
     /// otherwise the autoscaler's own reasons (KEDA's, the HorizontalPodAutoscaler's) are
     /// carried over.
@@ -465,6 +478,10 @@ pub mod event_reasons {
     /// Normal: the deployment's effective runtime configuration changed (another source, or
     /// its defaults changed).
     pub const RUNTIME_CONFIG_CHANGED: &str = "RuntimeConfigChanged";
+
+    /// Warning: the deployment breaks a ModelDeploymentPolicy rule (`PolicyCompliant` turned
+    /// False or its message changed).
+    pub const POLICY_VIOLATION: &str = "PolicyViolation";
 }
 
 /// Kubernetes `StatusCause` types the core's admission answers carry.
@@ -693,4 +710,119 @@ pub mod messages {
     /// No InferenceProviderConfig at all when an engine is to be chosen (the Go AI Runway's text).
     pub const NO_PROVIDERS_REGISTERED: &str =
         "no providers registered (InferenceProviderConfig resources not found)";
+
+    /// The texts of ModelDeploymentPolicy refusals and `PolicyCompliant=False` (docs/policy.md
+    /// lists them). Each names the policy object, the rule and the field.
+    pub mod policy {
+        /// Prefix of `status.message` while a policy holds a deployment.
+        pub const HELD_PREFIX: &str = "Policy violation: ";
+        /// CEL: `maxGpusPerDeployment` above `gpuQuota`.
+        pub const MAX_ABOVE_QUOTA: &str =
+            "maxGpusPerDeployment must not exceed gpuQuota: no deployment could use the difference";
+        /// CEL: an `allowedImages` entry that does not start with its registry.
+        pub const IMAGE_PREFIX_NOT_NORMALISED: &str = "allowedImages entries start with the registry (docker.io/vllm, not vllm): images are matched in normalised form";
+
+        /// `ModelDeploymentPolicy "<policy>": `.
+        fn head(policy: &str) -> String {
+            format!("ModelDeploymentPolicy {policy:?}: ")
+        }
+
+        /// `allowedProviders`.
+        pub fn provider_not_allowed(
+            policy: &str,
+            allowed: &str,
+            field: &str,
+            provider: &str,
+        ) -> String {
+            format!(
+                "{}allowedProviders is {allowed}; {field} is {provider:?}",
+                head(policy)
+            )
+        }
+        /// `allowedEngines`.
+        pub fn engine_not_allowed(
+            policy: &str,
+            allowed: &str,
+            field: &str,
+            engine: &str,
+        ) -> String {
+            format!(
+                "{}allowedEngines is {allowed}; {field} is {engine:?}",
+                head(policy)
+            )
+        }
+        /// `allowedImages`.
+        pub fn image_not_allowed(
+            policy: &str,
+            allowed: &str,
+            field: &str,
+            image: &str,
+            normalised: &str,
+        ) -> String {
+            format!(
+                "{}allowedImages is {allowed}; {field} is {image:?} ({normalised})",
+                head(policy)
+            )
+        }
+        /// `allowedOverridePaths`.
+        pub fn override_not_allowed(policy: &str, allowed: &str, path: &str) -> String {
+            format!(
+                "{}allowedOverridePaths is {allowed}; {path} is not among them",
+                head(policy)
+            )
+        }
+        /// `maxGpusPerDeployment`.
+        pub fn too_many_gpus(policy: &str, max: i64, formula: &str, asked: i64) -> String {
+            format!(
+                "{}maxGpusPerDeployment is {max}; {formula} asks for {asked}",
+                head(policy)
+            )
+        }
+        /// `gpuQuota` at admission: the ledger's other entries and this deployment.
+        pub fn quota_exceeded(
+            policy: &str,
+            namespace: &str,
+            quota: i64,
+            reserved: i64,
+            formula: &str,
+            asked: i64,
+        ) -> String {
+            format!(
+                "{}gpuQuota of namespace {namespace:?} is {quota}; {reserved} are reserved by other deployments and {formula} asks for {asked}",
+                head(policy)
+            )
+        }
+        /// `gpuQuota` at reconcile time: deployments created earlier keep their GPUs.
+        pub fn quota_exceeded_by_order(
+            policy: &str,
+            namespace: &str,
+            quota: i64,
+            earlier: i64,
+            formula: &str,
+            asked: i64,
+        ) -> String {
+            format!(
+                "{}gpuQuota of namespace {namespace:?} is {quota}; {earlier} are taken by deployments created earlier and {formula} asks for {asked}",
+                head(policy)
+            )
+        }
+        /// The ledger kept changing under the webhook.
+        pub fn ledger_busy(namespace: &str, attempts: usize) -> String {
+            format!(
+                "the GPU ledger of namespace {namespace:?} changed under {attempts} attempts in a row (many concurrent changes); try again"
+            )
+        }
+        /// The ledger could not be read or written.
+        pub fn ledger_unavailable(namespace: &str, error: &str) -> String {
+            format!(
+                "the GPU ledger of namespace {namespace:?} could not be read or written ({error}); try again"
+            )
+        }
+        /// `PolicyCompliant=True`.
+        pub fn compliant(policies: usize) -> String {
+            format!(
+                "The deployment keeps every rule of the {policies} ModelDeploymentPolicy objects selecting its namespace"
+            )
+        }
+    }
 }

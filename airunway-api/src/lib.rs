@@ -6,7 +6,8 @@
 //!   `airunway.ai`), with their CRD schemas, defaults and CEL validation rules.
 //! - [`constants`]: annotations, labels, finalizers, field managers, condition types and
 //!   reasons, event reasons and the spec's exact messages.
-//! - [`resolve`] and [`conditions`]: pure helpers over the types; [`storage`]: the
+//! - [`resolve`] and [`conditions`]: pure helpers over the types; [`policy`]: ModelDeploymentPolicy
+//!   evaluation and GPU accounting; [`storage`]: the
 //!   `model.storage` volumes resolved and the shared model cache they name.
 //! - [`image_reference`] and [`kubernetes_names`]: the image-reference and Kubernetes name
 //!   and label grammars, one definition for every binary.
@@ -41,6 +42,7 @@ pub mod kube_error;
 pub mod kubernetes_names;
 pub mod managed_fields;
 pub mod pod_security;
+pub mod policy;
 #[cfg(feature = "probe")]
 pub mod probe;
 #[cfg(feature = "provider-sdk")]

@@ -63,6 +63,8 @@ pub struct Context {
     pub failures: FailureCounts,
     /// The upstream access check (`None`: `--check-upstream-access` is off).
     pub access: Option<Arc<crate::access::Check>>,
+    /// ModelDeploymentPolicy enforcement (`None` only where none runs, e.g. a bench).
+    pub policy: Option<Arc<crate::policy::Enforcement>>,
 }
 
 /// Decides for `md` on a blocking thread, holding one of the selection slots.
@@ -186,6 +188,10 @@ pub async fn reconcile(
         }
         let autoscaling = autoscaling.clone().unwrap_or_default();
         let mut desired = status::desired_status(&current, &decision);
+        if let Some(policy) = &ctx.policy {
+            let verdict = policy.verdict(&current, &decision);
+            crate::policy::reconcile::adjust(&current, verdict.as_ref(), &mut desired);
+        }
         desired.conditions.extend(gateway.condition.clone());
         desired.conditions.extend(storage.iter().flatten().cloned());
         desired
@@ -328,6 +334,10 @@ async fn publish_events(
         (
             condition_types::PROVIDER_HEALTHY,
             event_reasons::PROVIDER_UNHEALTHY,
+        ),
+        (
+            condition_types::POLICY_COMPLIANT,
+            event_reasons::POLICY_VIOLATION,
         ),
     ] {
         if let Some(condition) = changed(type_)

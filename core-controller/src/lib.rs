@@ -17,6 +17,7 @@ pub mod gateway;
 pub mod health;
 pub mod metrics;
 pub mod model_cache;
+pub mod policy;
 pub mod run;
 pub mod selection;
 pub mod status;

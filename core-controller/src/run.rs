@@ -57,6 +57,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     // The caches whose users a deployment event changes (see `model_cache::users`).
     let (cache_triggers, cache_trigger_receiver) = tokio::sync::mpsc::channel(CACHE_TRIGGER_BUFFER);
     let mut uses = UseTracker::default();
+    let (policy_events, policy_event_receiver) = crate::policy::sync::DeploymentEvents::new();
     let deployment_changes = watcher(deployments, watcher::Config::default().any_semantic())
         .backoff(WatchBackoff::default())
         .modify(|md: &mut ModelDeployment| cache_trim::keep_status_ownership(&mut md.metadata))
@@ -65,6 +66,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
             if let Some(gone) = &observed {
                 gone.observe(event);
             }
+            policy_events.observe(event);
             for cache in uses.observe(event) {
                 // A full buffer means a burst is queued; the caches' resync covers the rest.
                 let _ = cache_triggers.try_send(cache);
@@ -122,6 +124,11 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         .await
         .context("InferenceProviderConfig cache did not sync within 60s")??;
 
+    // ModelDeploymentPolicy caches: the webhooks on every replica, the reconcile on the leader.
+    let (policies, policy_changes) =
+        crate::policy::Policies::start(client.clone(), args.webhook_namespace(), shutdown.clone())
+            .await?;
+
     if args.webhook_bind_address.port() != 0 {
         let options = WebhookOptions {
             bind: args.webhook_bind_address,
@@ -136,7 +143,14 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
                 mutating_configuration: args.mutating_webhook_configuration.clone(),
             },
         };
-        start_webhooks(client.clone(), options, providers.clone(), shutdown.clone()).await?;
+        start_webhooks(
+            client.clone(),
+            options,
+            providers.clone(),
+            Some(policies.clone()),
+            shutdown.clone(),
+        )
+        .await?;
     }
 
     // Every replica is ready to serve admission; only the leader reconciles.
@@ -202,6 +216,19 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         shutdown.clone(),
     );
     let controller = controller.reconcile_on(autoscaling_triggers);
+    // Policies (leader only): deployments to judge again when a policy, a namespace's labels
+    // or a neighbour under a quota change; the GPU ledgers kept in step.
+    let enforcement = Arc::new(crate::policy::Enforcement {
+        policies,
+        deployments: controller.store(),
+    });
+    let policy_triggers = crate::policy::sync::start(
+        enforcement.clone(),
+        policy_changes,
+        policy_event_receiver,
+        shutdown.clone(),
+    );
+    let controller = controller.reconcile_on(policy_triggers);
     let ctx = Arc::new(Context {
         client: client.clone(),
         providers,
@@ -216,6 +243,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         gateway,
         model_cache: Some(model_cache),
         autoscaling: Some(autoscaling),
+        policy: Some(enforcement),
         failures: Default::default(),
         access: args.check_upstream_access.then(|| {
             Arc::new(crate::access::Check::new(

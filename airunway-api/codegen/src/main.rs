@@ -11,7 +11,8 @@ use std::path::{Path, PathBuf};
 
 use airunway_api::kube::CustomResourceExt;
 use airunway_api::v1alpha1::{
-    ClusterRuntimeConfig, InferenceProviderConfig, ModelCache, ModelDeployment, RuntimeConfig,
+    ClusterRuntimeConfig, InferenceProviderConfig, ModelCache, ModelDeployment,
+    ModelDeploymentPolicy, RuntimeConfig,
 };
 use anyhow::{Context, Result, bail};
 
@@ -77,6 +78,10 @@ fn generate(root: &Path) -> Result<Vec<Generated>> {
         Generated {
             path: PathBuf::from("deploy/crds/airunway.ai_clusterruntimeconfigs.yaml"),
             contents: crd_yaml::<ClusterRuntimeConfig>()?,
+        },
+        Generated {
+            path: PathBuf::from("deploy/crds/airunway.ai_modeldeploymentpolicies.yaml"),
+            contents: crd_yaml::<ModelDeploymentPolicy>()?,
         },
     ])
 }

@@ -34,6 +34,7 @@ pub struct WebhookOptions {
 struct AppState {
     providers: Store<InferenceProviderConfig>,
     selector_enabled: bool,
+    policies: Option<Arc<crate::policy::Policies>>,
 }
 
 type Review = Json<AdmissionReview<DynamicObject>>;
@@ -108,9 +109,22 @@ async fn validate_model_deployment(State(state): State<Arc<AppState>>, body: Byt
         .iter()
         .map(|p| (**p).clone())
         .collect();
-    respond(&body, |request| {
+    let Json(mut review) = respond(&body, |request| {
         admission::validate_model_deployment(request, &providers, state.selector_enabled)
-    })
+    });
+    // ModelDeploymentPolicy rules and the GPU quota (async: the ledger), after the other checks.
+    if let Some(policies) = state.policies.as_ref().filter(|p| !p.policies.is_empty())
+        && let Some(response) = review.response.take()
+    {
+        let request: Option<AdmissionRequest<DynamicObject>> = parse_review(&body)
+            .ok()
+            .and_then(|review| review.try_into().ok());
+        review.response = Some(match request {
+            Some(request) => crate::policy::admission::check(policies, &request, response).await,
+            None => response,
+        });
+    }
+    Json(review)
 }
 
 async fn validate_provider_config(body: Bytes) -> Review {
@@ -123,6 +137,7 @@ pub async fn start_webhooks(
     client: Client,
     options: WebhookOptions,
     providers: Store<InferenceProviderConfig>,
+    policies: Option<Arc<crate::policy::Policies>>,
     shutdown: CancellationToken,
 ) -> anyhow::Result<()> {
     let (cert, _) = certs::ensure_secret(&client, &options.certs).await?;
@@ -136,6 +151,7 @@ pub async fn start_webhooks(
     let state = Arc::new(AppState {
         providers,
         selector_enabled: options.selector_enabled,
+        policies,
     });
     let router = Router::new()
         .route("/mutate-modeldeployment", post(mutate_model_deployment))
