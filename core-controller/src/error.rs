@@ -38,6 +38,9 @@ pub enum ReconcileError {
     /// The storage part (model caches, managed claims) failed.
     #[error(transparent)]
     Storage(#[from] crate::model_cache::ModelCacheError),
+    /// The runtime configuration could not be resolved yet.
+    #[error(transparent)]
+    RuntimeConfig(#[from] crate::runtime_config::RuntimeConfigError),
 }
 
 impl ReconcileError {
@@ -51,6 +54,7 @@ impl ReconcileError {
             ReconcileError::MissingField(_) => "invalid_object",
             ReconcileError::Selection { .. } => "selection",
             ReconcileError::Storage(e) => e.category(),
+            ReconcileError::RuntimeConfig(e) => e.category(),
         }
     }
 
@@ -66,6 +70,7 @@ impl ReconcileError {
             ReconcileError::MissingField(_) => false,
             ReconcileError::Selection { .. } => true,
             ReconcileError::Storage(e) => e.is_transient(),
+            ReconcileError::RuntimeConfig(_) => true,
         }
     }
 }

@@ -17,6 +17,7 @@ pub mod health;
 pub mod metrics;
 pub mod model_cache;
 pub mod run;
+pub mod runtime_config;
 pub mod selection;
 pub mod status;
 pub mod unknown_fields;

@@ -124,6 +124,8 @@ pub enum Answer {
 pub struct Observed<'a> {
     /// The deployment (`Running`, routed: [`plan::intent`] said so).
     pub md: &'a ModelDeployment,
+    /// The labels its runtime configuration propagates to the objects.
+    pub labels: BTreeMap<String, String>,
     /// The provider's gateway capability for the resolved engine.
     pub capability: Option<&'a GatewayCapability>,
     /// The core's flags.
@@ -350,7 +352,7 @@ struct Target {
 }
 
 impl Target {
-    fn of(md: &ModelDeployment) -> Target {
+    fn of(md: &ModelDeployment, labels: &BTreeMap<String, String>) -> Target {
         let name = md.name_any();
         let namespace = md.namespace().unwrap_or_default();
         Target {
@@ -359,6 +361,7 @@ impl Target {
                 name,
                 namespace: namespace.clone(),
                 uid: md.uid().unwrap_or_default(),
+                propagated: labels.clone(),
             },
             namespace,
         }
@@ -369,7 +372,7 @@ impl Target {
 /// needs first.
 pub fn plan(observed: &Observed<'_>) -> Next {
     let md = observed.md;
-    let target = Target::of(md);
+    let target = Target::of(md, &observed.labels);
     // 1. The Gateway.
     let gateway = match select_gateway(observed.config.gateway.as_ref(), &observed.gateways) {
         Ok(gateway) => gateway,
@@ -514,6 +517,7 @@ fn pool(observed: &Observed<'_>, target: &Target, steps: &mut Vec<Step>) -> Resu
     if observed.destination_rules {
         inputs.push("istio-destination-rule".to_string());
     }
+    inputs.extend(owner.label_inputs());
     let hash = render::inputs_hash(&inputs.iter().map(String::as_str).collect::<Vec<_>>());
     let ours = PoolRef {
         namespace: namespace.clone(),
@@ -621,12 +625,14 @@ fn route(
             Answer::Failed(error) => Err(stop(reasons::ROUTE_FAILED, error)),
         };
     }
-    let hash = render::inputs_hash(&[
-        &gateway.reference.to_string(),
-        &pool.namespace,
-        &pool.name,
-        model_name,
-    ]);
+    let mut inputs = vec![
+        gateway.reference.to_string(),
+        pool.namespace.clone(),
+        pool.name.clone(),
+        model_name.to_string(),
+    ];
+    inputs.extend(owner.label_inputs());
+    let hash = render::inputs_hash(&inputs.iter().map(String::as_str).collect::<Vec<_>>());
     let live = match need!(
         observed,
         Read::object(
@@ -791,6 +797,7 @@ mod tests {
     ) -> (RoutePlan, Vec<Read>) {
         let mut observed = Observed {
             md,
+            labels: BTreeMap::new(),
             capability,
             config,
             gateways,
