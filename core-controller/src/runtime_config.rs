@@ -518,8 +518,9 @@ pub struct Event {
 
 /// The events the change from `before` (the deployment as read) to `plan` (written) tells,
 /// each once: `DefaultRuntimeConfigNotFound` and `RuntimeConfigNotFound` when the condition
-/// comes to say so, `RuntimeConfigChanged` when the effective config changes (another source
-/// or another hash) after a first resolution.
+/// comes to say so, `RuntimeConfigChanged` when what applied changes (another source, another
+/// hash, or a config where none applied), not on a first resolution nor when a deployment
+/// waiting for its named config gets it.
 pub fn events(before: &ModelDeployment, plan: &Plan) -> Vec<Event> {
     let t = condition_types::RUNTIME_CONFIG_RESOLVED;
     let old_condition = conditions::find(
@@ -550,7 +551,10 @@ pub fn events(before: &ModelDeployment, plan: &Plan) -> Vec<Event> {
             .status
             .as_ref()
             .and_then(|s| s.effective_runtime_config.as_ref());
-        if old_condition.is_some() && old != reference.as_ref() {
+        // A change of what applied: not the first resolution, nor the first config a
+        // deployment waiting for it gets.
+        let applied_before = old.is_some() || old_condition.is_some_and(|c| c.is_true());
+        if applied_before && old != reference.as_ref() {
             let side = |r: Option<&EffectiveRuntimeConfig>| match r {
                 Some(r) => format!("{} (hash {})", describe_reference(r), r.hash),
                 None => "no runtime configuration".to_string(),
@@ -947,6 +951,16 @@ mod tests {
                 "Runtime configuration changed from ClusterRuntimeConfig default (hash 0ld) to ClusterRuntimeConfig default (hash {hash})"
             )
         );
+        // The config a deployment waited for appears: the first that applies, no change.
+        let waited = with_condition("RuntimeConfigNotFound", "False", serde_json::Value::Null);
+        assert!(events(&waited, &found).is_empty());
+        // A `default` created where none applied: a change.
+        let none = with_condition(
+            "DefaultRuntimeConfigNotFound",
+            "True",
+            serde_json::Value::Null,
+        );
+        assert_eq!(events(&none, &found)[0].reason, "RuntimeConfigChanged");
         let same = json!({"clusterRef": {"kind": "ClusterRuntimeConfig", "name": "default"},
             "scope": "Cluster", "hash": hash});
         assert!(
