@@ -795,9 +795,21 @@ mod tests {
         gateways: Vec<GatewayView>,
         world: &World,
     ) -> (RoutePlan, Vec<Read>) {
+        run_labelled(md, capability, config, gateways, world, BTreeMap::new())
+    }
+
+    /// [`run`] with the labels a runtime configuration propagates.
+    fn run_labelled(
+        md: &ModelDeployment,
+        capability: Option<&GatewayCapability>,
+        config: &GatewayConfig,
+        gateways: Vec<GatewayView>,
+        world: &World,
+        labels: BTreeMap<String, String>,
+    ) -> (RoutePlan, Vec<Read>) {
         let mut observed = Observed {
             md,
-            labels: BTreeMap::new(),
+            labels,
             capability,
             config,
             gateways,
@@ -895,6 +907,47 @@ mod tests {
             }
         }
         world
+    }
+
+    /// Propagated labels (docs/platform.md) go on every object of the stack and the route;
+    /// unchanged they cost nothing, a changed value applies the stack and the route again.
+    #[test]
+    fn propagated_labels_are_applied_and_a_change_applies_again() {
+        let md = md(json!({}));
+        let gateways = vec![gateway(GATEWAY_NS, "inference-gateway", true)];
+        let world = World {
+            served: Some("qwen3".into()),
+            ..World::default()
+        };
+        let team = |v: &str| BTreeMap::from([("org.example/team".to_string(), v.to_string())]);
+        let (first, _) = run_labelled(&md, None, &config(), gateways.clone(), &world, team("ml"));
+        for step in &first.steps {
+            if let Step::Apply { object, .. } = step {
+                assert_eq!(
+                    object["metadata"]["labels"]["org.example/team"], "ml",
+                    "{}",
+                    object["kind"]
+                );
+            }
+        }
+        let after = world_after(&first);
+        let (same, _) = run_labelled(&md, None, &config(), gateways.clone(), &after, team("ml"));
+        assert!(
+            applied_kinds(&same).is_empty(),
+            "{:?}",
+            applied_kinds(&same)
+        );
+        let (changed, _) = run_labelled(&md, None, &config(), gateways, &after, team("infra"));
+        let kinds: Vec<String> = applied_kinds(&changed)
+            .into_iter()
+            .map(|(k, _)| k)
+            .collect();
+        assert!(kinds.contains(&"InferencePool".to_string()), "{kinds:?}");
+        assert!(kinds.contains(&"HTTPRoute".to_string()), "{kinds:?}");
+        assert_eq!(
+            applied(&changed, "HTTPRoute")["metadata"]["labels"]["org.example/team"],
+            "infra"
+        );
     }
 
     /// G4: with Istio's DestinationRule served, the picker stack carries the Go AI Runway's
