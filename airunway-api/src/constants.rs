@@ -44,6 +44,15 @@ pub mod annotations {
         /// recorded (the policy refuses the request).
         pub const GROUP_SEPARATOR: &str = ",";
     }
+
+    /// Annotations of the core's runtime configuration support (docs/platform.md).
+    pub mod runtime_config {
+        /// On an object the core created for a deployment (a managed claim, the deployment's
+        /// own ModelCache) and on the download Job of such a cache: the comma-separated keys
+        /// of the labels propagated to it from the deployment, so a key no longer propagated
+        /// is removed and the cache's Job gets the same labels.
+        pub const PROPAGATED_LABELS: &str = "airunway.ai/propagated-labels";
+    }
 }
 
 /// Labels AI Runway writes.
@@ -520,6 +529,12 @@ pub mod event_actions {
     pub const RENDER: &str = "Render";
     /// A provider's finalizer cleaned up after a deployment.
     pub const CLEANUP: &str = "Cleanup";
+
+    /// The core's runtime configuration resolution (docs/platform.md).
+    pub mod runtime_config {
+        /// The core resolved (or failed to resolve) a deployment's runtime configuration.
+        pub const RESOLVE: &str = "ResolveRuntimeConfig";
+    }
 }
 
 /// The environment variable the Hugging Face token reaches model servers as, and the key of the

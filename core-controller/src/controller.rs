@@ -28,6 +28,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::error::ReconcileError;
 use crate::metrics::{CoreMetrics, ErrorLabels, ProviderLabel, SelectionLabels};
+use crate::runtime_config::{self, Plan, RuntimeConfigs};
 use crate::selection::{ProviderDecision, ProviderView, RuleError, RuleSet, provider_views};
 use crate::status::{self, CoreDecision, DesiredCoreStatus};
 
@@ -65,6 +66,8 @@ pub struct Context {
     pub access: Option<Arc<crate::access::Check>>,
     /// ModelDeploymentPolicy enforcement (`None` only where none runs, e.g. a bench).
     pub policy: Option<Arc<crate::policy::Enforcement>>,
+    /// The runtime configuration caches (docs/platform.md).
+    pub runtime_configs: Arc<RuntimeConfigs>,
 }
 
 /// Decides for `md` on a blocking thread, holding one of the selection slots.
@@ -133,6 +136,20 @@ pub async fn reconcile(
     let api: Api<ModelDeployment> = Api::namespaced(ctx.client.clone(), &namespace);
     let object = format!("{namespace}/{name}");
 
+    // The runtime configuration first (pure, from the caches): everything after reads the
+    // effective deployment, the deployment with its config's defaults.
+    ctx.runtime_configs
+        .wait_synced()
+        .await
+        .map_err(ReconcileError::RuntimeConfig)?;
+    let resolution = ctx.runtime_configs.resolve(&md);
+    let first = runtime_config::plan(&md, &resolution);
+    let labels = runtime_config::propagated(&first);
+    let effective = match &first {
+        Plan::Proceed { effective, .. } => Some(effective.clone()),
+        Plan::Wait { .. } | Plan::Keep { .. } => None,
+    };
+
     let mut current = (*md).clone();
     let mut force = false;
     let providers: Vec<InferenceProviderConfig> = ctx
@@ -141,10 +158,20 @@ pub async fn reconcile(
         .iter()
         .map(|p| (**p).clone())
         .collect();
-    // The gateway part (applies pools, pickers and routes; pure decisions inside).
-    let gateway = match &ctx.gateway {
-        Some(gateway) => gateway.reconcile(&md, &providers).await,
-        None => crate::gateway::DesiredGateway::default(),
+    // The gateway part (applies pools, pickers and routes; pure decisions inside). A
+    // deployment whose named config is gone keeps what it has; one waiting for its config has
+    // nothing routed.
+    let gateway = match (&ctx.gateway, &first) {
+        (Some(gateway), Plan::Proceed { effective, .. }) => {
+            gateway
+                .reconcile_with_labels(&effective.deployment, &providers, &labels)
+                .await
+        }
+        (Some(_), Plan::Keep { .. }) => crate::gateway::DesiredGateway {
+            condition: None,
+            ..crate::gateway::DesiredGateway::current(&md)
+        },
+        _ => crate::gateway::DesiredGateway::default(),
     };
     // The storage part, once per reconcile: `StorageReady` and `ModelDownloaded` travel in the
     // core's one status apply.
@@ -153,50 +180,88 @@ pub async fn reconcile(
     // `status.autoscaling` travel in the same apply.
     let mut autoscaling: Option<crate::autoscaling::DesiredAutoscaling> = None;
     let (views, decision, desired) = loop {
-        let (views, mut decision) = decide_off_runtime(&ctx, &current, &providers, &object).await?;
-        if let Some(access) = &ctx.access {
-            access.gate(&current, &providers, &mut decision).await?;
-        }
+        let plan = runtime_config::plan(&current, &resolution);
+        let (views, decision) = match &plan {
+            Plan::Proceed {
+                effective, source, ..
+            } => {
+                let (views, mut decision) =
+                    decide_off_runtime(&ctx, &effective.deployment, &providers, &object).await?;
+                // Errors the config's defaults brought name the config.
+                if let Some(source) = source
+                    && !decision.validation_errors.is_empty()
+                {
+                    let (_, own) = decide_off_runtime(&ctx, &current, &providers, &object).await?;
+                    runtime_config::attribute(
+                        &mut decision.validation_errors,
+                        &own.validation_errors,
+                        source,
+                    );
+                }
+                if let Some(access) = &ctx.access {
+                    access.gate(&current, &providers, &mut decision).await?;
+                }
+                (views, Some(decision))
+            }
+            Plan::Wait { .. } | Plan::Keep { .. } => (Vec::new(), None),
+        };
         if storage.is_none() {
             // Only a spec that passes validation gets caches, claims and a download (no
             // download of a model for a deployment that cannot run as it is).
-            storage = Some(match &ctx.model_cache {
-                Some(model_cache) if decision.validation_errors.is_empty() => {
-                    model_cache.reconcile_deployment(&md).await?
+            storage = Some(match (&ctx.model_cache, &effective, &decision) {
+                (Some(model_cache), Some(effective), Some(decision))
+                    if decision.validation_errors.is_empty() =>
+                {
+                    model_cache
+                        .reconcile_deployment(
+                            &effective.deployment,
+                            effective.model_cache.as_ref(),
+                            &labels,
+                        )
+                        .await?
                 }
                 _ => Vec::new(),
             });
         }
         if autoscaling.is_none() {
-            autoscaling = Some(match &ctx.autoscaling {
-                Some(integration) => {
+            autoscaling = Some(match (&ctx.autoscaling, &effective, &decision) {
+                (Some(integration), Some(effective), Some(decision)) => {
                     let engine = decision
                         .engine
                         .as_ref()
                         .and_then(crate::selection::EngineDecision::engine);
                     integration
                         .reconcile(
-                            &md,
+                            &effective.deployment,
                             decision.validation_errors.is_empty(),
                             engine,
                             &providers,
+                            &labels,
                         )
                         .await
                 }
-                None => crate::autoscaling::DesiredAutoscaling::default(),
+                (_, _, None) if matches!(first, Plan::Keep { .. }) => {
+                    crate::autoscaling::DesiredAutoscaling {
+                        conditions: Vec::new(),
+                        ..crate::autoscaling::DesiredAutoscaling::current(&md)
+                    }
+                }
+                _ => crate::autoscaling::DesiredAutoscaling::default(),
             });
         }
         let autoscaling = autoscaling.clone().unwrap_or_default();
-        let mut desired = status::desired_status(&current, &decision);
-        if let Some(policy) = &ctx.policy {
-            let verdict = policy.verdict(&current, &decision);
+        let mut desired = status::desired_with_runtime_config(&current, &plan, decision.as_ref());
+        if let (Some(policy), Some(decision)) = (&ctx.policy, &decision) {
+            let verdict = policy.verdict(&current, decision);
             crate::policy::reconcile::adjust(&current, verdict.as_ref(), &mut desired);
         }
-        desired.conditions.extend(gateway.condition.clone());
-        desired.conditions.extend(storage.iter().flatten().cloned());
-        desired
-            .conditions
-            .extend(autoscaling.conditions.iter().cloned());
+        if decision.is_some() {
+            desired.conditions.extend(gateway.condition.clone());
+            desired.conditions.extend(storage.iter().flatten().cloned());
+            desired
+                .conditions
+                .extend(autoscaling.conditions.iter().cloned());
+        }
         if status::is_current(&current, &desired)
             && gateway.fields_current(&current)
             && autoscaling.fields_current(&current)
@@ -213,7 +278,10 @@ pub async fn reconcile(
             .await
         {
             Ok(_) => {
-                publish_events(&ctx, &current, &decision, &desired).await;
+                if let Some(decision) = &decision {
+                    publish_events(&ctx, &current, decision, &desired).await;
+                }
+                publish_runtime_config_events(&ctx, &current, &plan).await;
                 break (views, decision, desired);
             }
             // Another manager owns a field the core sent (a provider took `phase`, or someone
@@ -232,6 +300,12 @@ pub async fn reconcile(
             }
             Err(source) => return Err(ReconcileError::ApplyStatus { object, source }),
         }
+    };
+    let Some(decision) = decision else {
+        tracing::debug!(%object, phase = ?desired.phase, "reconciled; runtime configuration missing");
+        ctx.failures
+            .succeeded(md.metadata.uid.as_deref().unwrap_or_default());
+        return Ok(Action::requeue(ctx.resync));
     };
     report_rule_errors(&ctx, &current, &views, &decision).await;
     let provider = decision
@@ -278,6 +352,23 @@ pub fn error_policy(md: Arc<ModelDeployment>, error: &ReconcileError, ctx: Arc<C
         ctx.failures
             .failed(md.metadata.uid.as_deref().unwrap_or_default()),
     )
+}
+
+/// The runtime configuration events the write that just succeeded carried (each once).
+async fn publish_runtime_config_events(ctx: &Context, before: &ModelDeployment, plan: &Plan) {
+    let reference = before.object_ref(&());
+    for event in runtime_config::events(before, plan) {
+        let action = event_actions::runtime_config::RESOLVE;
+        if event.warning {
+            ctx.events
+                .warning(&reference, event.reason, action, event.note)
+                .await;
+        } else {
+            ctx.events
+                .normal(&reference, event.reason, action, event.note)
+                .await;
+        }
+    }
 }
 
 /// Events for what changed (only after a successful write, so each transition is told once).

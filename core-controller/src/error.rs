@@ -41,6 +41,9 @@ pub enum ReconcileError {
     /// The upstream access check could not ask the API server.
     #[error(transparent)]
     Access(#[from] crate::access::AccessError),
+    /// The runtime configuration could not be resolved yet.
+    #[error(transparent)]
+    RuntimeConfig(#[from] crate::runtime_config::RuntimeConfigError),
 }
 
 impl ReconcileError {
@@ -55,6 +58,7 @@ impl ReconcileError {
             ReconcileError::Selection { .. } => "selection",
             ReconcileError::Storage(e) => e.category(),
             ReconcileError::Access(e) => e.category(),
+            ReconcileError::RuntimeConfig(e) => e.category(),
         }
     }
 
@@ -71,6 +75,7 @@ impl ReconcileError {
             ReconcileError::Selection { .. } => true,
             ReconcileError::Storage(e) => e.is_transient(),
             ReconcileError::Access(_) => true,
+            ReconcileError::RuntimeConfig(_) => true,
         }
     }
 }

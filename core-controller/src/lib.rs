@@ -19,6 +19,7 @@ pub mod metrics;
 pub mod model_cache;
 pub mod policy;
 pub mod run;
+pub mod runtime_config;
 pub mod selection;
 pub mod status;
 pub mod unknown_fields;

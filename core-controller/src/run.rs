@@ -229,6 +229,14 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         shutdown.clone(),
     );
     let controller = controller.reconcile_on(policy_triggers);
+    // Runtime configurations (leader only): their caches, and the deployments a config change
+    // concerns (docs/platform.md).
+    let (runtime_configs, runtime_config_triggers) = crate::runtime_config::RuntimeConfigs::start(
+        client.clone(),
+        controller.store(),
+        shutdown.clone(),
+    );
+    let controller = controller.reconcile_on(runtime_config_triggers);
     let ctx = Arc::new(Context {
         client: client.clone(),
         providers,
@@ -251,6 +259,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
                 args.upstream_access_cache_ttl,
             ))
         }),
+        runtime_configs,
     });
     tracing::info!(
         provider_selector = args.enable_provider_selector,

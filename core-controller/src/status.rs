@@ -10,10 +10,11 @@
 
 use airunway_api::conditions::{self, DesiredCondition, Progress};
 use airunway_api::constants::{condition_types, field_managers, messages, reasons};
-use airunway_api::v1alpha1::{EngineType, ModelDeployment, Phase};
+use airunway_api::v1alpha1::{EffectiveRuntimeConfig, EngineType, ModelDeployment, Phase};
 use jiff::Timestamp;
 use serde_json::{Value, json};
 
+use crate::runtime_config::Plan;
 use crate::selection::engine::EXPLICIT_ENGINE_REASON;
 use crate::selection::provider::EXPLICIT_PROVIDER_REASON;
 use crate::selection::{
@@ -144,6 +145,8 @@ pub struct DesiredCoreStatus {
     pub generation: Option<i64>,
     /// `status.observedGeneration`, while the core holds the phase (`None`: the provider's).
     pub observed_generation: Option<i64>,
+    /// `status.effectiveRuntimeConfig` (`None`: no config applies; removed if the core wrote one).
+    pub runtime_config: Option<EffectiveRuntimeConfig>,
 }
 
 /// The message of `ProviderHealthy=False`, or `None` when the provider is available.
@@ -458,6 +461,122 @@ pub fn desired_status(md: &ModelDeployment, decision: &CoreDecision) -> DesiredC
         // and `Reconciling`/`Stalled` say what is left.
         observed_generation: phase.as_ref().and(generation),
         phase,
+        runtime_config: None,
+    }
+}
+
+/// The core's desired status with the runtime configuration ([`crate::runtime_config::plan`]):
+/// - [`Plan::Proceed`]: [`desired_status`] of `decision` (made on the effective deployment),
+///   with `RuntimeConfigResolved` first and `status.effectiveRuntimeConfig`;
+/// - [`Plan::Wait`]: `RuntimeConfigResolved=False` and, while the core holds the phase,
+///   `Pending` with its message and `Reconciling=True` (it goes on once the config appears);
+///   no engine, no provider;
+/// - [`Plan::Keep`] (or `Proceed` without a decision): everything the core owns as it is, with
+///   only `RuntimeConfigResolved` changed.
+pub fn desired_with_runtime_config(
+    md: &ModelDeployment,
+    plan: &Plan,
+    decision: Option<&CoreDecision>,
+) -> DesiredCoreStatus {
+    match (plan, decision) {
+        (
+            Plan::Proceed {
+                reference,
+                condition,
+                ..
+            },
+            Some(decision),
+        ) => {
+            let mut desired = desired_status(md, decision);
+            desired.conditions.insert(0, condition.clone());
+            desired.runtime_config.clone_from(reference);
+            desired
+        }
+        (Plan::Wait { condition }, _) => waiting(md, condition),
+        (Plan::Keep { condition } | Plan::Proceed { condition, .. }, _) => kept(md, condition),
+    }
+}
+
+/// `Pending` for a named runtime configuration that does not exist.
+fn waiting(md: &ModelDeployment, condition: &DesiredCondition) -> DesiredCoreStatus {
+    let generation = md.metadata.generation;
+    let mut conditions = vec![condition.clone()];
+    let holds_phase =
+        !OwnedFields::of_others(&md.metadata, field_managers::CORE).owns(&["status", "phase"]);
+    let phase = holds_phase.then(|| {
+        conditions.extend(in_progress(&condition.reason, &condition.message).conditions());
+        (Phase::Pending, condition.message.clone())
+    });
+    DesiredCoreStatus {
+        engine: None,
+        provider: None,
+        conditions,
+        generation,
+        observed_generation: phase.as_ref().and(generation),
+        phase,
+        runtime_config: None,
+    }
+}
+
+/// Everything the core owns on `md` as it is, `condition` replacing `RuntimeConfigResolved`.
+fn kept(md: &ModelDeployment, condition: &DesiredCondition) -> DesiredCoreStatus {
+    let status = md.status.clone().unwrap_or_default();
+    let own = OwnedFields::of(&md.metadata, field_managers::CORE);
+    let others = OwnedFields::of_others(&md.metadata, field_managers::CORE);
+    let engine = status
+        .engine
+        .as_ref()
+        .filter(|_| own.owns(&["status", "engine"]))
+        .and_then(|e| {
+            Some((
+                e.engine_type?,
+                e.selected_reason.clone().unwrap_or_default(),
+            ))
+        });
+    let provider = status
+        .provider
+        .as_ref()
+        .filter(|_| own.owns(&["status", "provider", "name"]))
+        .and_then(|p| {
+            Some((
+                p.name.clone()?,
+                p.selected_reason.clone().unwrap_or_default(),
+            ))
+        });
+    let phase = status
+        .phase
+        .filter(|_| own.owns(&["status", "phase"]) && !others.owns(&["status", "phase"]))
+        .map(|phase| (phase, status.message.clone().unwrap_or_default()));
+    let owned = own.condition_types();
+    let mut conditions = vec![condition.clone()];
+    conditions.extend(
+        status
+            .conditions
+            .iter()
+            .flatten()
+            .filter(|c| c.type_ != condition.type_ && owned.contains(&c.type_))
+            .map(|c| {
+                DesiredCondition::new(
+                    c.type_.clone(),
+                    c.is_true(),
+                    c.reason.clone().unwrap_or_default(),
+                    c.message.clone().unwrap_or_default(),
+                )
+            }),
+    );
+    let observed_path = ["status", "observedGeneration"];
+    DesiredCoreStatus {
+        engine,
+        provider,
+        observed_generation: status
+            .observed_generation
+            .filter(|_| own.owns(&observed_path) && !others.owns(&observed_path)),
+        phase,
+        conditions,
+        generation: md.metadata.generation,
+        runtime_config: status
+            .effective_runtime_config
+            .filter(|_| own.owns(&["status", "effectiveRuntimeConfig"])),
     }
 }
 
@@ -513,7 +632,11 @@ pub fn is_current(md: &ModelDeployment, desired: &DesiredCoreStatus) -> bool {
         Some(generation) => status.observed_generation == Some(generation),
         None => !own.owns(&observed_path) || others.owns(&observed_path),
     };
-    engine_ok && provider_ok && phase_ok && conditions_ok && observed_ok
+    let runtime_config_ok = match &desired.runtime_config {
+        Some(reference) => status.effective_runtime_config.as_ref() == Some(reference),
+        None => !own.owns(&["status", "effectiveRuntimeConfig"]),
+    };
+    engine_ok && provider_ok && phase_ok && conditions_ok && observed_ok && runtime_config_ok
 }
 
 /// The server-side apply body for the core's status (only the fields the core owns).
@@ -538,6 +661,9 @@ pub fn status_patch(md: &ModelDeployment, desired: &DesiredCoreStatus, now: Time
     if let Some((phase, message)) = &desired.phase {
         status["phase"] = json!(phase.as_str());
         status["message"] = json!(message);
+    }
+    if let Some(reference) = &desired.runtime_config {
+        status["effectiveRuntimeConfig"] = json!(reference);
     }
     json!({
         "apiVersion": airunway_api::constants::API_VERSION,

@@ -594,6 +594,7 @@ async fn the_shipped_scaled_object_and_hpa_pass_server_side_dry_run() {
             scaled_object: None,
             hpa: None,
             keda_hpa: None,
+            labels: Default::default(),
         });
         let (kind, object) = plan
             .apply

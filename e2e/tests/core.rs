@@ -332,6 +332,7 @@ async fn no_churn_and_exact_field_ownership() {
             "k:{\"type\":\"ProviderHealthy\"}",
             "k:{\"type\":\"ProviderSelected\"}",
             "k:{\"type\":\"Reconciling\"}",
+            "k:{\"type\":\"RuntimeConfigResolved\"}",
             "k:{\"type\":\"Stalled\"}",
             "k:{\"type\":\"Validated\"}",
         ])

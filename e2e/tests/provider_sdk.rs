@@ -363,6 +363,7 @@ async fn lifecycle_drift_recreate_and_deletion() {
         "f:conditions/k:{\"type\":\"EngineSelected\"}".to_string(),
         "f:conditions/k:{\"type\":\"ProviderHealthy\"}".to_string(),
         "f:conditions/k:{\"type\":\"ProviderSelected\"}".to_string(),
+        "f:conditions/k:{\"type\":\"RuntimeConfigResolved\"}".to_string(),
         "f:conditions/k:{\"type\":\"Validated\"}".to_string(),
         "f:engine".to_string(),
         "f:provider/f:name".to_string(),

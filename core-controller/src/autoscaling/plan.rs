@@ -107,6 +107,8 @@ pub struct Inputs<'a> {
     pub hpa: Option<Live>,
     /// The `HorizontalPodAutoscaler` KEDA made for the ScaledObject (its `status`).
     pub keda_hpa: Option<Value>,
+    /// The labels the deployment's runtime configuration propagates (docs/platform.md).
+    pub labels: std::collections::BTreeMap<String, String>,
 }
 
 /// An event to publish once the plan's writes succeeded.
@@ -496,6 +498,7 @@ pub fn plan(inputs: &Inputs<'_>) -> Plan {
         }
         Kind::Hpa => render::horizontal_pod_autoscaler(md, autoscaling, &rendered),
     };
+    let body = render::with_labels(body, &inputs.labels);
     let hash = body
         .pointer("/metadata/annotations")
         .and_then(|a| a.get(annotations::AUTOSCALING_INPUTS_HASH))

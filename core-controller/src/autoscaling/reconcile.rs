@@ -258,13 +258,15 @@ impl Integration {
     }
 
     /// The autoscaling part of `md`'s status after doing what `md` needs. `valid`: its spec
-    /// passed validation; `engine`: the resolved engine.
+    /// passed validation; `engine`: the resolved engine; `labels`: what the runtime
+    /// configuration propagates to the autoscaler.
     pub async fn reconcile(
         &self,
         md: &ModelDeployment,
         valid: bool,
         engine: Option<EngineType>,
         providers: &[InferenceProviderConfig],
+        labels: &std::collections::BTreeMap<String, String>,
     ) -> DesiredAutoscaling {
         let keda = *self.keda.borrow();
         if !autoscaled(md) && !has_status(md) {
@@ -301,6 +303,7 @@ impl Integration {
             scaled_object,
             hpa: live(&self.hpas, Kind::Hpa),
             keda_hpa,
+            labels: labels.clone(),
         };
         let mut plan = plan::plan(&inputs);
         // The watches see only labelled objects: before creating one, ask the API server

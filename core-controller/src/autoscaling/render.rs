@@ -66,6 +66,19 @@ fn metadata(md: &ModelDeployment, spec: &Value, extra: BTreeMap<&str, String>) -
     })
 }
 
+/// `object` with the labels a runtime configuration propagates (its own labels win); the
+/// inputs hash then covers them too, so a changed label is applied again. Unchanged without
+/// labels.
+pub fn with_labels(mut object: Value, propagated: &BTreeMap<String, String>) -> Value {
+    if propagated.is_empty() {
+        return object;
+    }
+    let hash = inputs_hash(&json!({"spec": object["spec"], "labels": propagated}));
+    crate::runtime_config::stamp(&mut object["metadata"], propagated);
+    object["metadata"]["annotations"][annotations::AUTOSCALING_INPUTS_HASH] = json!(hash);
+    object
+}
+
 /// The KEDA `ScaledObject` (keda.sh/v1alpha1): one `prometheus` trigger per metric, reading
 /// `server_address`.
 pub fn scaled_object(

@@ -216,6 +216,18 @@ impl Integration {
         md: &ModelDeployment,
         providers: &[InferenceProviderConfig],
     ) -> DesiredGateway {
+        self.reconcile_with_labels(md, providers, &BTreeMap::new())
+            .await
+    }
+
+    /// [`Integration::reconcile`] for `md` (the effective deployment), with the labels its
+    /// runtime configuration propagates to the pool, the picker's objects and the route.
+    pub async fn reconcile_with_labels(
+        &self,
+        md: &ModelDeployment,
+        providers: &[InferenceProviderConfig],
+        labels: &BTreeMap<String, String>,
+    ) -> DesiredGateway {
         let detection = self.detector.current();
         let capability = capability(md, providers);
         // A provider that manages its pool makes it only when the deployment asks (Dynamo).
@@ -232,7 +244,7 @@ impl Integration {
                     tracing::debug!(deployment = %md.name_any(), "gateway caches not synced yet; status kept");
                     return DesiredGateway::current(md);
                 }
-                self.route(md, &capability, providers).await
+                self.route(md, &capability, providers, labels).await
             }
         }
     }
@@ -366,9 +378,11 @@ impl Integration {
         md: &ModelDeployment,
         capability: &Option<GatewayCapability>,
         providers: &[InferenceProviderConfig],
+        labels: &BTreeMap<String, String>,
     ) -> DesiredGateway {
         let mut observed = Observed {
             md,
+            labels: labels.clone(),
             capability: capability.as_ref(),
             config: &self.config,
             gateways: self.gateway_views(),
@@ -950,6 +964,7 @@ mod tests {
             name: "m".into(),
             namespace: "n".into(),
             uid: "u".into(),
+            propagated: BTreeMap::new(),
         };
         let names = Names::of("m");
         for object in render::endpoint_picker(&owner, &names, "i", "c")

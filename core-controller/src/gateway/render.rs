@@ -73,6 +73,9 @@ pub struct Owner {
     pub namespace: String,
     /// UID (for the owner reference).
     pub uid: String,
+    /// The deployment's labels its runtime configuration propagates (docs/platform.md); the
+    /// integration's own labels win over them.
+    pub propagated: BTreeMap<String, String>,
 }
 
 impl Owner {
@@ -82,13 +85,24 @@ impl Owner {
     }
 
     fn labels(&self) -> BTreeMap<String, String> {
-        BTreeMap::from([
+        let mut labels = self.propagated.clone();
+        labels.extend([
             (GATEWAY_OF_LABEL.to_string(), self.name.clone()),
             (
                 "app.kubernetes.io/managed-by".to_string(),
                 GATEWAY_MANAGED_BY.to_string(),
             ),
-        ])
+        ]);
+        labels
+    }
+
+    /// The propagated labels as hash inputs (`label:key=value`; none when nothing propagates,
+    /// so the hashes of existing objects stay as they were).
+    pub fn label_inputs(&self) -> Vec<String> {
+        self.propagated
+            .iter()
+            .map(|(key, value)| format!("label:{key}={value}"))
+            .collect()
     }
 
     fn metadata(&self, name: &str, hash: Option<&str>) -> Value {
@@ -329,6 +343,7 @@ mod tests {
             name: "qwen3".into(),
             namespace: "default".into(),
             uid: "u-1".into(),
+            propagated: BTreeMap::new(),
         }
     }
 

@@ -124,6 +124,8 @@ pub enum Answer {
 pub struct Observed<'a> {
     /// The deployment (`Running`, routed: [`plan::intent`] said so).
     pub md: &'a ModelDeployment,
+    /// The labels its runtime configuration propagates to the objects.
+    pub labels: BTreeMap<String, String>,
     /// The provider's gateway capability for the resolved engine.
     pub capability: Option<&'a GatewayCapability>,
     /// The core's flags.
@@ -350,7 +352,7 @@ struct Target {
 }
 
 impl Target {
-    fn of(md: &ModelDeployment) -> Target {
+    fn of(md: &ModelDeployment, labels: &BTreeMap<String, String>) -> Target {
         let name = md.name_any();
         let namespace = md.namespace().unwrap_or_default();
         Target {
@@ -359,6 +361,7 @@ impl Target {
                 name,
                 namespace: namespace.clone(),
                 uid: md.uid().unwrap_or_default(),
+                propagated: labels.clone(),
             },
             namespace,
         }
@@ -369,7 +372,7 @@ impl Target {
 /// needs first.
 pub fn plan(observed: &Observed<'_>) -> Next {
     let md = observed.md;
-    let target = Target::of(md);
+    let target = Target::of(md, &observed.labels);
     // 1. The Gateway.
     let gateway = match select_gateway(observed.config.gateway.as_ref(), &observed.gateways) {
         Ok(gateway) => gateway,
@@ -514,6 +517,7 @@ fn pool(observed: &Observed<'_>, target: &Target, steps: &mut Vec<Step>) -> Resu
     if observed.destination_rules {
         inputs.push("istio-destination-rule".to_string());
     }
+    inputs.extend(owner.label_inputs());
     let hash = render::inputs_hash(&inputs.iter().map(String::as_str).collect::<Vec<_>>());
     let ours = PoolRef {
         namespace: namespace.clone(),
@@ -621,12 +625,14 @@ fn route(
             Answer::Failed(error) => Err(stop(reasons::ROUTE_FAILED, error)),
         };
     }
-    let hash = render::inputs_hash(&[
-        &gateway.reference.to_string(),
-        &pool.namespace,
-        &pool.name,
-        model_name,
-    ]);
+    let mut inputs = vec![
+        gateway.reference.to_string(),
+        pool.namespace.clone(),
+        pool.name.clone(),
+        model_name.to_string(),
+    ];
+    inputs.extend(owner.label_inputs());
+    let hash = render::inputs_hash(&inputs.iter().map(String::as_str).collect::<Vec<_>>());
     let live = match need!(
         observed,
         Read::object(
@@ -789,8 +795,21 @@ mod tests {
         gateways: Vec<GatewayView>,
         world: &World,
     ) -> (RoutePlan, Vec<Read>) {
+        run_labelled(md, capability, config, gateways, world, BTreeMap::new())
+    }
+
+    /// [`run`] with the labels a runtime configuration propagates.
+    fn run_labelled(
+        md: &ModelDeployment,
+        capability: Option<&GatewayCapability>,
+        config: &GatewayConfig,
+        gateways: Vec<GatewayView>,
+        world: &World,
+        labels: BTreeMap<String, String>,
+    ) -> (RoutePlan, Vec<Read>) {
         let mut observed = Observed {
             md,
+            labels,
             capability,
             config,
             gateways,
@@ -888,6 +907,47 @@ mod tests {
             }
         }
         world
+    }
+
+    /// Propagated labels (docs/platform.md) go on every object of the stack and the route;
+    /// unchanged they cost nothing, a changed value applies the stack and the route again.
+    #[test]
+    fn propagated_labels_are_applied_and_a_change_applies_again() {
+        let md = md(json!({}));
+        let gateways = vec![gateway(GATEWAY_NS, "inference-gateway", true)];
+        let world = World {
+            served: Some("qwen3".into()),
+            ..World::default()
+        };
+        let team = |v: &str| BTreeMap::from([("org.example/team".to_string(), v.to_string())]);
+        let (first, _) = run_labelled(&md, None, &config(), gateways.clone(), &world, team("ml"));
+        for step in &first.steps {
+            if let Step::Apply { object, .. } = step {
+                assert_eq!(
+                    object["metadata"]["labels"]["org.example/team"], "ml",
+                    "{}",
+                    object["kind"]
+                );
+            }
+        }
+        let after = world_after(&first);
+        let (same, _) = run_labelled(&md, None, &config(), gateways.clone(), &after, team("ml"));
+        assert!(
+            applied_kinds(&same).is_empty(),
+            "{:?}",
+            applied_kinds(&same)
+        );
+        let (changed, _) = run_labelled(&md, None, &config(), gateways, &after, team("infra"));
+        let kinds: Vec<String> = applied_kinds(&changed)
+            .into_iter()
+            .map(|(k, _)| k)
+            .collect();
+        assert!(kinds.contains(&"InferencePool".to_string()), "{kinds:?}");
+        assert!(kinds.contains(&"HTTPRoute".to_string()), "{kinds:?}");
+        assert_eq!(
+            applied(&changed, "HTTPRoute")["metadata"]["labels"]["org.example/team"],
+            "infra"
+        );
     }
 
     /// G4: with Istio's DestinationRule served, the picker stack carries the Go AI Runway's

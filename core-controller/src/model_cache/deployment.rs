@@ -33,6 +33,8 @@ use serde_json::{Value, json};
 
 use super::CacheConfig;
 use super::plan::progress_summary;
+use crate::runtime_config;
+use std::collections::BTreeMap;
 
 /// What the deployment's storage needs and how it stands.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -48,6 +50,18 @@ pub struct StoragePlan {
     pub delete_claims: Vec<String>,
     /// `StorageReady` and `ModelDownloaded`, as they apply.
     pub conditions: Vec<DesiredCondition>,
+    /// Merge patches of the propagated labels of the deployment's own claims and cache that
+    /// exist with others (`(kind, name, patch)`; docs/platform.md).
+    pub relabel: Vec<(Relabel, String, Value)>,
+}
+
+/// What a label patch is for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Relabel {
+    /// A managed PersistentVolumeClaim of the deployment.
+    Claim,
+    /// The deployment's own ModelCache.
+    Cache,
 }
 
 /// Where one claim stands.
@@ -114,6 +128,15 @@ fn deployment_labels(md: &ModelDeployment) -> Value {
 
 /// The claim of a managed volume (the Go AI Runway's shape).
 pub fn managed_claim(md: &ModelDeployment, volume: &ResolvedVolume) -> Value {
+    managed_claim_labeled(md, volume, &BTreeMap::new())
+}
+
+/// [`managed_claim`] with the labels the runtime configuration propagates.
+pub fn managed_claim_labeled(
+    md: &ModelDeployment,
+    volume: &ResolvedVolume,
+    propagated: &BTreeMap<String, String>,
+) -> Value {
     let declared = declared(md, &volume.name);
     let access = declared
         .and_then(|v| v.access_mode.as_deref())
@@ -126,14 +149,16 @@ pub fn managed_claim(md: &ModelDeployment, volume: &ResolvedVolume) -> Value {
     if let Some(class) = declared.and_then(|v| v.storage_class_name.as_ref()) {
         spec["storageClassName"] = json!(class);
     }
+    let mut metadata = json!({
+        "name": volume.claim_name,
+        "namespace": md.metadata.namespace,
+        "labels": deployment_labels(md),
+        "ownerReferences": owner(md),
+    });
+    runtime_config::stamp(&mut metadata, propagated);
     json!({
         "apiVersion": "v1", "kind": "PersistentVolumeClaim",
-        "metadata": {
-            "name": volume.claim_name,
-            "namespace": md.metadata.namespace,
-            "labels": deployment_labels(md),
-            "ownerReferences": owner(md),
-        },
+        "metadata": metadata,
         "spec": spec,
     })
 }
@@ -197,6 +222,16 @@ pub fn shared_cache(
 
 /// The deployment's own cache, downloading into its (managed or existing) claim.
 pub fn private_cache(md: &ModelDeployment, volume: &ResolvedVolume) -> Value {
+    private_cache_labeled(md, volume, &BTreeMap::new())
+}
+
+/// [`private_cache`] with the labels the runtime configuration propagates (its Job and the
+/// Job's Pod get them from it).
+pub fn private_cache_labeled(
+    md: &ModelDeployment,
+    volume: &ResolvedVolume,
+    propagated: &BTreeMap<String, String>,
+) -> Value {
     let mut spec = json!({
         "source": "huggingface",
         "modelId": md.spec.model.id,
@@ -206,14 +241,16 @@ pub fn private_cache(md: &ModelDeployment, volume: &ResolvedVolume) -> Value {
     if let Some(secret) = token_secret(md) {
         spec["tokenSecretName"] = json!(secret);
     }
+    let mut metadata = json!({
+        "name": volume.claim_name,
+        "namespace": md.metadata.namespace,
+        "labels": deployment_labels(md),
+        "ownerReferences": owner(md),
+    });
+    runtime_config::stamp(&mut metadata, propagated);
     json!({
         "apiVersion": API_VERSION, "kind": "ModelCache",
-        "metadata": {
-            "name": volume.claim_name,
-            "namespace": md.metadata.namespace,
-            "labels": deployment_labels(md),
-            "ownerReferences": owner(md),
-        },
+        "metadata": metadata,
         "spec": spec,
     })
 }
@@ -257,6 +294,19 @@ pub fn plan(
     cache: Option<&ModelCache>,
     config: &CacheConfig,
 ) -> StoragePlan {
+    plan_labeled(md, claims, cache, config, &BTreeMap::new())
+}
+
+/// [`plan`], with the labels the deployment's runtime configuration propagates to its own
+/// claims and cache (a shared cache gets none: it serves every deployment of the namespace
+/// that uses the model, docs/platform.md).
+pub fn plan_labeled(
+    md: &ModelDeployment,
+    claims: &dyn Fn(&str) -> Option<Arc<PersistentVolumeClaim>>,
+    cache: Option<&ModelCache>,
+    config: &CacheConfig,
+    propagated: &BTreeMap<String, String>,
+) -> StoragePlan {
     let volumes = storage::resolved_volumes(md);
     let mut out = StoragePlan::default();
     if volumes.is_empty() {
@@ -279,7 +329,8 @@ pub fn plan(
                 _ => ClaimCheck::Pending,
             },
             (ClaimSource::Managed, None) => {
-                out.create_claims.push(managed_claim(md, volume));
+                out.create_claims
+                    .push(managed_claim_labeled(md, volume, propagated));
                 ClaimCheck::Pending
             }
             (ClaimSource::Managed, Some(claim)) if !owned_by(&claim, uid) => {
@@ -293,10 +344,17 @@ pub fn plan(
                 }
             }
             // The claims AI Runway makes count as ready while Pending (WaitForFirstConsumer).
-            (ClaimSource::Managed | ClaimSource::Shared, Some(claim)) => match phase(&claim) {
-                "Lost" => ClaimCheck::Failed(format!("PVC \"{c}\" is in Lost phase")),
-                _ => ClaimCheck::Ready,
-            },
+            (ClaimSource::Managed | ClaimSource::Shared, Some(claim)) => {
+                if volume.source == ClaimSource::Managed
+                    && let Some(patch) = runtime_config::relabel_patch(&claim.metadata, propagated)
+                {
+                    out.relabel.push((Relabel::Claim, c.clone(), patch));
+                }
+                match phase(&claim) {
+                    "Lost" => ClaimCheck::Failed(format!("PVC \"{c}\" is in Lost phase")),
+                    _ => ClaimCheck::Ready,
+                }
+            }
             (ClaimSource::Shared, None) => ClaimCheck::Pending,
         };
         checks.push(check);
@@ -328,7 +386,7 @@ pub fn plan(
             out.create_cache = if download.shared {
                 shared_cache(md, &download.volume, config)
             } else {
-                Some(private_cache(md, &download.volume))
+                Some(private_cache_labeled(md, &download.volume, propagated))
             };
             downloading("Model download in progress".to_string())
         }
@@ -340,6 +398,12 @@ pub fn plan(
             ))
         }
         Some(cache) => {
+            if !download.shared
+                && let Some(patch) = runtime_config::relabel_patch(&cache.metadata, propagated)
+            {
+                out.relabel
+                    .push((Relabel::Cache, download.cache_name.clone(), patch));
+            }
             let status = cache.status.clone().unwrap_or_default();
             match status.phase {
                 Some(CachePhase::Ready) => DesiredCondition::new(

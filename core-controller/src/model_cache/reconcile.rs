@@ -8,6 +8,7 @@
 //! `resourceVersion`. A deployment's caches and managed claims are created (never changed), a
 //! stale managed claim deleted.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -19,7 +20,7 @@ use airunway_api::constants::labels;
 use airunway_api::kube_error::ErrorClass;
 use airunway_api::runtime::WatchBackoff;
 use airunway_api::storage;
-use airunway_api::v1alpha1::{ModelCache, ModelDeployment};
+use airunway_api::v1alpha1::{ModelCache, ModelCacheDefaults, ModelDeployment};
 use futures::{Stream, StreamExt, stream};
 use jiff::Timestamp;
 use k8s_openapi::api::batch::v1::Job;
@@ -193,11 +194,16 @@ impl Integration {
         (integration, stream::select(by_cache, by_claim))
     }
 
-    /// The storage part of a deployment's reconcile: creates what its volumes need and returns
-    /// its `StorageReady` and `ModelDownloaded` conditions (none without volumes).
+    /// The storage part of a deployment's reconcile (`md`: the effective deployment): creates
+    /// what its volumes need, brings the propagated labels of its own claims and cache to
+    /// `propagated`, and returns its `StorageReady` and `ModelDownloaded` conditions (none
+    /// without volumes). `defaults` (its runtime configuration's) replace the core's flags for
+    /// the size and retention of a shared cache it creates.
     pub async fn reconcile_deployment(
         &self,
         md: &ModelDeployment,
+        defaults: Option<&ModelCacheDefaults>,
+        propagated: &BTreeMap<String, String>,
     ) -> Result<Vec<DesiredCondition>, ModelCacheError> {
         if storage::resolved_volumes(md).is_empty() {
             return Ok(vec![]);
@@ -219,7 +225,8 @@ impl Integration {
             self.caches
                 .get(&ObjectRef::new(&d.cache_name).within(&namespace))
         });
-        let plan = deployment::plan(md, &claims, cache.as_deref(), &self.config);
+        let config = with_defaults(&self.config, defaults);
+        let plan = deployment::plan_labeled(md, &claims, cache.as_deref(), &config, propagated);
         let claims_api: Api<PersistentVolumeClaim> =
             Api::namespaced(self.client.clone(), &namespace);
         for body in &plan.create_claims {
@@ -259,6 +266,26 @@ impl Integration {
                 Err(e) => return Err(api_error("create ModelCache", object)(e)),
             }
         }
+        for (kind, name, patch) in &plan.relabel {
+            let object = format!("{namespace}/{name}");
+            let result = match kind {
+                deployment::Relabel::Claim => claims_api
+                    .patch(name, &PatchParams::default(), &Patch::Merge(patch))
+                    .await
+                    .map(|_| ()),
+                deployment::Relabel::Cache => {
+                    Api::<ModelCache>::namespaced(self.client.clone(), &namespace)
+                        .patch(name, &PatchParams::default(), &Patch::Merge(patch))
+                        .await
+                        .map(|_| ())
+                }
+            };
+            match result {
+                Ok(()) => tracing::info!(%object, ?kind, "propagated labels updated"),
+                Err(e) if ErrorClass::of(&e) == ErrorClass::NotFound => {}
+                Err(e) => return Err(api_error("patch labels of", object)(e)),
+            }
+        }
         for name in &plan.delete_claims {
             let object = format!("{namespace}/{name}");
             tracing::info!(%object, "deleting a managed PersistentVolumeClaim left by an earlier deployment");
@@ -293,6 +320,31 @@ impl Integration {
             format!("{namespace}/{name} ({})", K::kind(&())),
         ))
     }
+}
+
+/// The core's cache options with a runtime configuration's `modelCache` defaults over them
+/// (size, and retention policy and period, each when given and, for the period, parseable).
+pub fn with_defaults(config: &CacheConfig, defaults: Option<&ModelCacheDefaults>) -> CacheConfig {
+    let mut out = config.clone();
+    let Some(defaults) = defaults else {
+        return out;
+    };
+    if let Some(size) = defaults.size.as_ref().filter(|s| !s.is_empty()) {
+        out.size.clone_from(size);
+    }
+    if let Some(retention) = &defaults.retention {
+        if let Some(policy) = retention.policy {
+            out.retention = policy;
+        }
+        if let Some(period) = retention
+            .period
+            .as_deref()
+            .and_then(|p| airunway_api::runtime::parse_duration(p).ok())
+        {
+            out.retention_period = period;
+        }
+    }
+    out
 }
 
 /// The changes a shared writer's store takes in, each after the store holds it (a writer made
@@ -427,6 +479,29 @@ async fn reconcile_cache(
         )
         .await?;
         tracing::info!(%object, "created the download Job");
+    }
+    // The Job's labels follow the cache's propagated labels (its Pod template cannot change
+    // once created).
+    if !plan.create_job
+        && let Some(job) = &job
+        && let Some(patch) = crate::runtime_config::relabel_patch(
+            &job.metadata,
+            &crate::runtime_config::propagated_of(&cache.metadata),
+        )
+    {
+        let jobs: Api<Job> = Api::namespaced(ctx.client.clone(), &namespace);
+        match jobs
+            .patch(
+                &job.name_any(),
+                &PatchParams::default(),
+                &Patch::Merge(&patch),
+            )
+            .await
+        {
+            Ok(_) => tracing::info!(%object, "propagated labels of the download Job updated"),
+            Err(e) if ErrorClass::of(&e) == ErrorClass::NotFound => {}
+            Err(e) => return Err(api_error("patch labels of the Job of", object)(e)),
+        }
     }
     if plan.release_finalizer {
         // Nothing to say on an object about to go (and a status write first would make the

@@ -46,7 +46,7 @@ fn owner(cache: &ModelCache) -> Value {
 
 fn metadata(cache: &ModelCache, name: &str) -> Value {
     let cache_name = cache.metadata.name.clone().unwrap_or_default();
-    json!({
+    let mut metadata = json!({
         "name": name,
         "namespace": cache.metadata.namespace,
         "labels": {
@@ -54,7 +54,14 @@ fn metadata(cache: &ModelCache, name: &str) -> Value {
             labels::MODEL_CACHE: cache_label(&cache_name),
         },
         "ownerReferences": owner(cache),
-    })
+    });
+    // The labels the deployment's runtime configuration propagated to its own cache go on
+    // to what the cache makes (docs/platform.md).
+    crate::runtime_config::stamp(
+        &mut metadata,
+        &crate::runtime_config::propagated_of(&cache.metadata),
+    );
+    metadata
 }
 
 /// The claim a cache without `spec.claimName` gets: named after the cache, of `spec.size`,

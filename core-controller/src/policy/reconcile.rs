@@ -232,6 +232,7 @@ mod tests {
             ],
             generation: Some(1),
             observed_generation: Some(1),
+            runtime_config: None,
         }
     }
 

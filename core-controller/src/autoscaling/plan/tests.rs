@@ -35,6 +35,7 @@ fn inputs<'a>(md: &'a ModelDeployment, keda: bool) -> Inputs<'a> {
         scaled_object: None,
         hpa: None,
         keda_hpa: None,
+        labels: Default::default(),
     }
 }
 
