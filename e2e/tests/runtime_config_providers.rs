@@ -5,10 +5,9 @@
 //! Service; a config change re-renders exactly the deployments that use it (one upstream write
 //! each, counted in the API server's audit log) and a change no render uses writes nothing.
 //!
-//! `status.effectiveRuntimeConfig` is written here, with a field manager of the test's own and
-//! the value the core publishes (`runtime_config::Source::effective` of the config the
-//! deployment names): the core's resolution lands in a separate change; once it has, these
-//! tests wait for the core's value instead ([`publish`]).
+//! The core resolves each deployment's config and publishes `status.effectiveRuntimeConfig`;
+//! the tests wait for the value `runtime_config::Source::effective` gives for the config the
+//! deployment names ([`publish`]).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::collections::BTreeMap;
@@ -28,14 +27,12 @@ use airunway_e2e::wait::{eventually, wait_for};
 use airunway_e2e::{TestEnv, cluster_lock};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::Service;
-use kube::api::{Api, Patch, PatchParams, PostParams};
+use kube::api::{Api, PostParams};
 use serde_json::{Value, json};
 
 const WAIT: Duration = Duration::from_secs(60);
 /// How long the tests watch for writes that must not come.
 const QUIET: Duration = Duration::from_secs(5);
-/// The field manager that publishes `status.effectiveRuntimeConfig` in place of the core.
-const PUBLISHER: &str = "e2e-runtime-config";
 const PROPAGATED: (&str, &str) = ("org.example/cost-center", "ml-42");
 
 /// The core and the vLLM provider (its ServiceAccount, the shipped RBAC); the provider's user.
@@ -129,17 +126,19 @@ async fn create_deployment(env: &TestEnv, name: &str, config: &str) {
 async fn publish(env: &TestEnv, name: &str, config: &RuntimeConfig) {
     let mds: Api<ModelDeployment> = Api::namespaced(env.client.clone(), &env.namespace);
     let effective = Source::Namespace(Arc::new(config.clone())).effective();
-    mds.patch_status(
+    wait_for(
+        &mds,
         name,
-        &PatchParams::apply(PUBLISHER).force(),
-        &Patch::Apply(json!({
-            "apiVersion": "airunway.ai/v1alpha1", "kind": "ModelDeployment",
-            "metadata": {"name": name},
-            "status": {"effectiveRuntimeConfig": effective},
-        })),
+        WAIT,
+        "the core's effectiveRuntimeConfig",
+        |md| {
+            md.status
+                .as_ref()
+                .and_then(|s| s.effective_runtime_config.as_ref())
+                == Some(&effective)
+        },
     )
-    .await
-    .unwrap();
+    .await;
 }
 
 fn pod_spec(deployment: &Deployment) -> k8s_openapi::api::core::v1::PodSpec {
