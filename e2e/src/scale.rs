@@ -14,6 +14,50 @@ use crate::env::TestEnv;
 use crate::paths;
 use crate::wait::eventually;
 
+/// The kstatus program (`sigs.k8s.io/cli-utils`, `e2e/go/kstatus`): `AIRUNWAY_KSTATUS_BIN`, else
+/// built (or found cached) by its `build.sh`.
+pub fn kstatus_binary() -> PathBuf {
+    if let Some(path) = std::env::var_os("AIRUNWAY_KSTATUS_BIN") {
+        return PathBuf::from(path);
+    }
+    go_program("e2e/go/kstatus/build.sh", "kstatus")
+}
+
+/// Runs a program with `objects` as a JSON array on stdin and returns its stdout, a JSON array
+/// (the harness's Go programs that judge objects: kstatus, the Argo CD health checks).
+pub fn run_json(
+    binary: &std::path::Path,
+    args: &[&std::ffi::OsStr],
+    objects: &[serde_json::Value],
+) -> Vec<serde_json::Value> {
+    use std::io::Write;
+    use std::process::Stdio;
+    let mut child = Command::new(binary)
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("running {}: {e}", binary.display()));
+    let input = serde_json::to_string(objects).unwrap_or_default();
+    if let Some(mut stdin) = child.stdin.take() {
+        stdin
+            .write_all(input.as_bytes())
+            .unwrap_or_else(|e| panic!("writing to {}: {e}", binary.display()));
+    }
+    let output = child
+        .wait_with_output()
+        .unwrap_or_else(|e| panic!("waiting for {}: {e}", binary.display()));
+    assert!(
+        output.status.success(),
+        "{} failed: {}",
+        binary.display(),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    serde_json::from_slice(&output.stdout)
+        .unwrap_or_else(|e| panic!("{} printed no JSON array: {e}", binary.display()))
+}
+
 /// Builds (or finds cached) one of the harness's Go programs with its `build.sh` under
 /// `e2e/go/`; returns the binary's path.
 pub fn go_program(script: &str, name: &str) -> PathBuf {

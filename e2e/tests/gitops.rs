@@ -19,15 +19,13 @@
 //!   Deploying, nor for a generation nobody acted on.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use std::io::Write;
-use std::path::PathBuf;
-use std::process::{Command, Stdio};
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use airunway_api::constants::{condition_types, reasons};
 use airunway_api::v1alpha1::{ConditionStatus, ModelDeployment, NotReadyReason, Phase};
 use airunway_e2e::sandbox::kaito;
-use airunway_e2e::scale::{go_program, kubectl_binary};
+use airunway_e2e::scale::{go_program, kstatus_binary, kubectl_binary, run_json};
 use airunway_e2e::stack::{self, FAST_HEALTH};
 use airunway_e2e::wait::{wait_for, wait_for_condition};
 use airunway_e2e::{TestEnv, cluster_lock, paths};
@@ -105,7 +103,7 @@ fn argocd_health_binary() -> PathBuf {
 }
 
 /// Runs the Argo CD health check on each object as Argo CD runs it: (status, message).
-fn argocd_health(binary: &PathBuf, objects: &[Value]) -> Vec<(String, String)> {
+fn argocd_health(binary: &Path, objects: &[Value]) -> Vec<(String, String)> {
     let script = argocd_health_script();
     let dir = std::env::temp_dir().join(format!("airunway-gitops-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
@@ -124,40 +122,8 @@ fn argocd_health(binary: &PathBuf, objects: &[Value]) -> Vec<(String, String)> {
         .collect()
 }
 
-/// Runs a program with the objects as a JSON array on stdin; its stdout as a JSON array.
-fn run_json(binary: &PathBuf, args: &[&std::ffi::OsStr], objects: &[Value]) -> Vec<Value> {
-    let mut child = Command::new(binary)
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(serde_json::to_string(objects).unwrap().as_bytes())
-        .unwrap();
-    let output = child.wait_with_output().unwrap();
-    assert!(
-        output.status.success(),
-        "{} failed: {}",
-        binary.display(),
-        String::from_utf8_lossy(&output.stderr)
-    );
-    serde_json::from_slice(&output.stdout).unwrap()
-}
-
-fn kstatus_binary() -> PathBuf {
-    if let Some(path) = std::env::var_os("AIRUNWAY_KSTATUS_BIN") {
-        return PathBuf::from(path);
-    }
-    go_program("e2e/go/kstatus/build.sh", "kstatus")
-}
-
 /// kstatus (sigs.k8s.io/cli-utils) of each object: (status, message).
-fn kstatus(binary: &PathBuf, objects: &[Value]) -> Vec<(String, String)> {
+fn kstatus(binary: &Path, objects: &[Value]) -> Vec<(String, String)> {
     run_json(binary, &[], objects)
         .iter()
         .map(|r| {

@@ -11,7 +11,6 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -21,7 +20,7 @@ use airunway_api::runtime_config::Source;
 use airunway_api::v1alpha1::{ConditionStatus, ModelDeployment, Phase, RuntimeConfig};
 use airunway_e2e::control_plane::audit_log_path;
 use airunway_e2e::registry::LocalRegistry;
-use airunway_e2e::scale::go_program;
+use airunway_e2e::scale::{kstatus_binary, run_json};
 use airunway_e2e::stack::{self, FAST_HEALTH, Running};
 use airunway_e2e::wait::{eventually, wait_for};
 use airunway_e2e::{TestEnv, cluster_lock};
@@ -451,30 +450,7 @@ async fn a_config_change_re_renders_exactly_its_deployments() {
 
 /// kstatus (`sigs.k8s.io/cli-utils`, `e2e/go/kstatus`) of each object: (status, message).
 fn kstatus(objects: &[Value]) -> Vec<(String, String)> {
-    use std::io::Write;
-    let binary: PathBuf = std::env::var_os("AIRUNWAY_KSTATUS_BIN")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| go_program("e2e/go/kstatus/build.sh", "kstatus"));
-    let mut child = std::process::Command::new(&binary)
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(serde_json::to_string(objects).unwrap().as_bytes())
-        .unwrap();
-    let output = child.wait_with_output().unwrap();
-    assert!(
-        output.status.success(),
-        "{} failed: {}",
-        binary.display(),
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let results: Vec<Value> = serde_json::from_slice(&output.stdout).unwrap();
+    let results = run_json(&kstatus_binary(), &[], objects);
     results
         .iter()
         .map(|r| {
