@@ -48,6 +48,7 @@ use airunway_api::storage::{self, VolumePurpose};
 use airunway_api::v1alpha1::{ComponentScaling, EngineType, ModelDeployment, ServingMode};
 
 pub mod graph;
+pub mod spec_overrides;
 pub mod v1alpha1;
 pub mod v1beta1;
 
@@ -138,6 +139,18 @@ pub const OVERRIDES: OverrideSchema = OverrideSchema::keys(&[
             ("replicas", OverrideType::Count),
             ("image", OverrideType::String),
         ]),
+    ),
+    // The graph's own fields, in the served version's shape ([`spec_overrides`]).
+    (
+        "spec",
+        OverrideType::Closed {
+            keys: &[
+                ("services", OverrideType::Any),
+                ("components", OverrideType::Any),
+            ],
+            what: "the graph's spec",
+            whole: "would replace the graph's spec wholesale",
+        },
     ),
 ]);
 
@@ -711,11 +724,13 @@ pub fn render(md: &ModelDeployment, schema: &UpstreamSchema) -> Result<Rendered,
         components,
         claims,
     };
-    let dgd_spec = if schema.version == V1BETA1 {
+    let beta = schema.version == V1BETA1;
+    let mut dgd_spec = if beta {
         v1beta1::spec(&graph)
     } else {
         v1alpha1::spec(&graph)
     };
+    spec_overrides::apply(&mut dgd_spec, overrides::get(overrides_map, "spec"), beta)?;
     Ok(Rendered {
         objects: vec![json!({
             "apiVersion": schema.api_version,
