@@ -1,7 +1,6 @@
 //! The `v1beta1` DynamoGraphDeployment (Dynamo ≥ 1.5): every shape rendered today as
 //! `spec.components[]` with native pod templates, the same component names as on `v1alpha1`
-//! (Dynamo keys its status by them), the runtime version Dynamo's admission needs, the native
-//! endpoint picker, storage as pod volumes and `compilationCache`, `spec.components`
+//! (Dynamo keys its status by them), the native endpoint picker, storage as pod volumes and `compilationCache`, `spec.components`
 //! overrides, and status and workload read from a `v1beta1` graph.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -96,8 +95,6 @@ fn aggregated_vllm_in_native_pod_templates() {
             "envFrom": [{"secretRef": {"name": "hf"}}],
             "resources": {"requests": {"cpu": "2", "memory": "4Gi"}}})
     );
-    // A semantic-version tag: Dynamo reads the runtime from it.
-    assert_eq!(frontend["runtimeVersionOverride"], Value::Null);
 
     let worker = component(&graph, "VllmWorker");
     assert_eq!(worker["type"], "worker");
@@ -187,8 +184,8 @@ fn trtllm_with_a_custom_image_names_its_runtime_and_gpu_type() {
         main_container(worker)["command"],
         json!(["python3", "-m", "dynamo.trtllm"])
     );
-    // Dynamo's admission needs the runtime of an image whose tag is not a release.
-    assert_eq!(worker["runtimeVersionOverride"], "1.6.1");
+    // The schema tested against has no runtimeVersionOverride: never written.
+    assert_eq!(worker["runtimeVersionOverride"], Value::Null);
     assert_eq!(
         main_container(worker)["resources"],
         json!({"limits": {"amd.com/gpu": "1"}, "requests": {"amd.com/gpu": "1"}})
@@ -246,8 +243,8 @@ fn the_gateway_gets_the_native_endpoint_picker_and_frontend_sidecars() {
         component(&disaggregated, "VllmDecodeWorker")["podTemplate"]["spec"]["containers"][1]["args"],
         json!(["-m", "dynamo.frontend"])
     );
-    // A Go picker image (before 1.5) keeps its configuration; a custom tag is the default
-    // runtime's, native.
+    // A Go picker image (before 1.5) keeps its configuration; a tag naming no release is
+    // taken as current (native).
     let go = render(spec(
         "aggregated",
         json!({"epp": {"image": "registry.example/epp:1.1.1", "replicas": 2}}),
@@ -263,10 +260,7 @@ fn the_gateway_gets_the_native_endpoint_picker_and_frontend_sidecars() {
         json!({"epp": {"image": "registry.example/epp:mine"}}),
     ));
     let epp = component(&custom, "Epp");
-    assert_eq!(
-        (&epp["eppConfig"], &epp["runtimeVersionOverride"]),
-        (&Value::Null, &json!("1.6.1"))
-    );
+    assert_eq!(epp["eppConfig"], Value::Null);
 }
 
 #[test]

@@ -5,10 +5,11 @@
 //! pod volumes, a compilation cache is `compilationCache`, the gateway's frontend sidecar a
 //! container named by `frontendSidecar`.
 //!
-//! Dynamo's admission wants each component's runtime version: read from a semantic-version
-//! image tag, else given as `runtimeVersionOverride` (the default runtime, for custom image
-//! tags). The endpoint picker is Dynamo's native one from 1.5 on (no `eppConfig`); an
-//! `epp.image` override older than 1.5 runs the Go picker, which needs `eppConfig`.
+//! The endpoint picker is Dynamo's native one from 1.5 on (no `eppConfig`); an `epp.image`
+//! override whose tag names a release before 1.5 runs the Go picker, which needs `eppConfig`
+//! (a tag naming no release is taken as current). Later Dynamo releases add a
+//! `runtimeVersionOverride` for images whose tag names no release; the `v1beta1` schema this
+//! provider is tested against has none, so it is not written.
 
 use airunway_api::serde_json::{Map, Value, json};
 
@@ -141,12 +142,8 @@ fn component(c: &Component) -> Value {
         template["metadata"] = Value::Object(meta);
     }
     out["podTemplate"] = template;
-    let release = image_release(&c.image);
-    if release.is_none() {
-        out["runtimeVersionOverride"] = json!(RUNTIME_VERSION);
-    }
     // The Go endpoint picker (before 1.5) takes its configuration; the native one none.
-    if let (Some(config), Some(release)) = (&c.epp_config, release)
+    if let (Some(config), Some(release)) = (&c.epp_config, image_release(&c.image))
         && release < (1, 5, 0)
     {
         out["eppConfig"] = json!({"config": config});
