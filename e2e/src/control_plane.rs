@@ -26,6 +26,7 @@ use kube::api::{Api, DeleteParams, ObjectMeta, PatchParams, PostParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::{Client, Config};
 
+use crate::dynamo_conversion::{self, server::PlayedConversionWebhook};
 use crate::paths;
 use crate::pki::{self, CertAndKey, TestCa};
 use crate::process::{self, Lifetime, ProcessHandle, Spawn};
@@ -129,6 +130,8 @@ pub struct ControlPlane {
     pub timings: StartTimings,
     /// Names of the CRDs installed at start.
     pub installed_crds: Vec<String>,
+    /// The played Dynamo conversion webhook the DynamoGraphDeployment CRD points at.
+    pub dynamo_conversion: PlayedConversionWebhook,
     ca: TestCa,
     processes: Vec<ProcessHandle>,
     /// How kube-apiserver was started (to restart it the same way).
@@ -551,6 +554,10 @@ fn start_once(bin: &Path, options: &ControlPlaneOptions) -> Result<ControlPlane>
     };
     let apiserver = apiserver_spawn.clone().start()?;
 
+    // Dynamo's conversion webhook, played (docs/testing.md): registered in the DGD CRD below.
+    let dynamo_conversion =
+        PlayedConversionWebhook::start(ca.serving_cert("dynamo-operator-webhook")?, &ca.cert_pem)?;
+
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
@@ -574,6 +581,9 @@ fn start_once(bin: &Path, options: &ControlPlaneOptions) -> Result<ControlPlane>
         let step = Instant::now();
         let client = client_from_kubeconfig(&kubeconfig).await?;
         let installed = install_crds(&client, &crd_files()?).await?;
+        if installed.iter().any(|n| n == dynamo_conversion::CRD_NAME) {
+            dynamo_conversion.register(&client).await?;
+        }
         timings.crds = step.elapsed();
 
         let step = Instant::now();
@@ -650,6 +660,7 @@ fn start_once(bin: &Path, options: &ControlPlaneOptions) -> Result<ControlPlane>
         server,
         timings,
         installed_crds,
+        dynamo_conversion,
         ca,
         processes,
         apiserver_spawn,
