@@ -47,6 +47,18 @@ use airunway_api::serde_json::{self, Map, Value, json};
 use airunway_api::storage::{self, VolumePurpose};
 use airunway_api::v1alpha1::{ComponentScaling, EngineType, ModelDeployment, ServingMode};
 
+pub mod graph;
+pub mod spec_overrides;
+pub mod v1alpha1;
+pub mod v1beta1;
+
+use graph::{Component, ComponentType, Graph, Mount, Sidecar};
+
+/// The DynamoGraphDeployment version of Dynamo ≥ 1.5 (its storage version).
+pub const V1BETA1: &str = "v1beta1";
+/// The DynamoGraphDeployment version of Dynamo 1.1 (served, deprecated, from 1.5 on).
+pub const V1ALPHA1: &str = "v1alpha1";
+
 /// The Dynamo release whose runtime images are the defaults.
 pub const DYNAMO_VERSION: &str = "1.1.1";
 /// The port of the frontend Service.
@@ -66,7 +78,12 @@ pub const EPP_ENFORCE_DISAGG_ENV: &str = "DYN_ENFORCE_DISAGG";
 
 /// The image of Dynamo's endpoint picker (the frontend image carries its `dyn-*` scorers).
 pub fn epp_image() -> String {
-    format!("nvcr.io/nvidia/ai-dynamo/dynamo-frontend:{DYNAMO_VERSION}")
+    epp_image_at(DYNAMO_VERSION)
+}
+
+/// The endpoint picker's image at Dynamo release `release`.
+pub fn epp_image_at(release: &str) -> String {
+    format!("nvcr.io/nvidia/ai-dynamo/dynamo-frontend:{release}")
 }
 
 /// The endpoint picker configuration (`eppConfig.config`, an EndpointPickerConfig): Dynamo's
@@ -123,6 +140,18 @@ pub const OVERRIDES: OverrideSchema = OverrideSchema::keys(&[
             ("image", OverrideType::String),
         ]),
     ),
+    // The graph's own fields, in the served version's shape ([`spec_overrides`]).
+    (
+        "spec",
+        OverrideType::Closed {
+            keys: &[
+                ("services", OverrideType::Any),
+                ("components", OverrideType::Any),
+            ],
+            what: "the graph's spec",
+            whole: "would replace the graph's spec wholesale",
+        },
+    ),
 ]);
 
 /// Flags the provider sets itself; `engine.args` may not set them.
@@ -142,11 +171,16 @@ pub const ENGINE_TYPE_LABEL: &str = "airunway.ai/engine-type";
 /// The default runtime image of `engine` (NVIDIA names the TensorRT-LLM image
 /// `tensorrtllm-runtime`).
 pub fn default_image(engine: EngineType) -> String {
+    default_image_at(engine, DYNAMO_VERSION)
+}
+
+/// The runtime image of `engine` at Dynamo release `release`.
+pub fn default_image_at(engine: EngineType, release: &str) -> String {
     let runtime = match engine {
         EngineType::Trtllm => "tensorrtllm",
         other => other.as_str(),
     };
-    format!("nvcr.io/nvidia/ai-dynamo/{runtime}-runtime:{DYNAMO_VERSION}")
+    format!("nvcr.io/nvidia/ai-dynamo/{runtime}-runtime:{release}")
 }
 
 /// `id` as a label value: at most 63 characters, characters other than `[A-Za-z0-9-_.]`
@@ -404,40 +438,44 @@ fn worker_args(
     Ok(args)
 }
 
-/// The graph's `pvcs` and each worker's `volumeMounts` (the Go AI Runway's mapping), from
-/// [`storage::resolved_volumes`]: every claim once as `{name: <claim>, create: false}` (the core
-/// or the user makes the claims, never Dynamo), each volume mounted at its path, a
-/// `compilationCache` one with `useAsCompilationCache: true`. Dynamo's mounts have no read-only
-/// switch.
-fn storage_mounts(md: &ModelDeployment) -> (Vec<Value>, Vec<Value>) {
-    let mut pvcs: Vec<Value> = Vec::new();
+/// The claims the workers mount and each worker's mounts (the Go AI Runway's mapping), from
+/// [`storage::resolved_volumes`]: every claim once (the core or the user makes the claims,
+/// never Dynamo), each volume mounted at its path, a `compilationCache` one marked as the
+/// engine's compilation cache. Dynamo's `v1alpha1` mounts have no read-only switch.
+fn storage_mounts(md: &ModelDeployment) -> (Vec<String>, Vec<Mount>) {
+    let mut claims: Vec<String> = Vec::new();
     let mut mounts = Vec::new();
     for volume in storage::resolved_volumes(md) {
-        let pvc = json!({"name": volume.claim_name, "create": false});
-        if !pvcs.contains(&pvc) {
-            pvcs.push(pvc);
+        if !claims.contains(&volume.claim_name) {
+            claims.push(volume.claim_name.clone());
         }
-        let mut mount = json!({"name": volume.claim_name, "mountPoint": volume.mount_path});
-        if volume.purpose == VolumePurpose::CompilationCache {
-            mount["useAsCompilationCache"] = json!(true);
-        }
-        mounts.push(mount);
+        mounts.push(Mount {
+            claim: volume.claim_name,
+            path: volume.mount_path,
+            compilation_cache: volume.purpose == VolumePurpose::CompilationCache,
+        });
     }
-    (pvcs, mounts)
+    (claims, mounts)
 }
 
 /// The endpoint picker's environment, as the Go AI Runway sets it: an aggregated graph falls
 /// back to decode-only routing (without it the picker fails to create its routers, having no
 /// prefill workers); a disaggregated one enforces the prefill/decode split.
-fn epp_env(mode: ServingMode) -> Value {
+fn epp_env(mode: ServingMode) -> Vec<Value> {
     let disaggregated = mode == ServingMode::Disaggregated;
-    json!([
-        {"name": EPP_DECODE_FALLBACK_ENV, "value": (!disaggregated).to_string()},
-        {"name": EPP_ENFORCE_DISAGG_ENV, "value": disaggregated.to_string()},
-    ])
+    vec![
+        json!({"name": EPP_DECODE_FALLBACK_ENV, "value": (!disaggregated).to_string()}),
+        json!({"name": EPP_ENFORCE_DISAGG_ENV, "value": disaggregated.to_string()}),
+    ]
 }
 
-/// Renders the DynamoGraphDeployment for `md` against `schema`.
+/// An override count as a replica count.
+fn count(n: u64) -> i64 {
+    i64::try_from(n).unwrap_or(i64::MAX)
+}
+
+/// Renders the DynamoGraphDeployment for `md` against `schema`: the version-free
+/// [`Graph`], written by the [`v1beta1`] writer on `v1beta1`, else the [`v1alpha1`] one.
 pub fn render(md: &ModelDeployment, schema: &UpstreamSchema) -> Result<Rendered, RenderError> {
     let spec = &md.spec;
     let name = md.metadata.name.clone().unwrap_or_default();
@@ -465,21 +503,19 @@ pub fn render(md: &ModelDeployment, schema: &UpstreamSchema) -> Result<Rendered,
     }
 
     let features = feature_flags(md, engine, &mut warnings);
+    let runtime = if schema.version == V1BETA1 {
+        v1beta1::RUNTIME_VERSION
+    } else {
+        DYNAMO_VERSION
+    };
     let image = spec
         .image_override()
         .map(str::to_string)
-        .unwrap_or_else(|| default_image(engine));
+        .unwrap_or_else(|| default_image_at(engine, runtime));
     let secret = spec
         .secrets
         .as_ref()
         .and_then(|s| s.hugging_face_token.clone());
-    let with_common = |mut service: Value| {
-        service["dynamoNamespace"] = json!(name);
-        if let Some(secret) = &secret {
-            service["envFromSecret"] = json!(secret);
-        }
-        service
-    };
 
     // Asked for the inference gateway: Dynamo's operator makes the InferencePool and endpoint
     // picker (docs/gateway.md). Only on `enabled: true`, because the operator creates the pool
@@ -499,7 +535,7 @@ pub fn render(md: &ModelDeployment, schema: &UpstreamSchema) -> Result<Rendered,
             })?;
             image.to_string()
         }
-        None => epp_image(),
+        None => epp_image_at(runtime),
     };
 
     // Frontend.
@@ -515,66 +551,63 @@ pub fn render(md: &ModelDeployment, schema: &UpstreamSchema) -> Result<Rendered,
     let router_mode = overrides::get(overrides_map, "routerMode")
         .and_then(Value::as_str)
         .unwrap_or("round-robin");
-    let mut frontend = with_common(json!({
-        "componentType": "frontend",
-        "replicas": frontend_replicas,
-        "resources": {"requests": {"cpu": frontend_cpu, "memory": frontend_memory}},
-        "extraPodSpec": {"mainContainer": {"image": image}},
-    }));
+    let mut frontend = Component::new(
+        "Frontend",
+        ComponentType::Frontend,
+        count(frontend_replicas),
+        image.clone(),
+    );
+    frontend.env_from_secret = secret.clone();
+    frontend.requests.cpu = Some(frontend_cpu.to_string());
+    frontend.requests.memory = Some(frontend_memory.to_string());
     if router_mode != "none" {
-        frontend["envs"] = json!([{"name": "DYN_ROUTER_MODE", "value": router_mode}]);
+        frontend.env = vec![json!({"name": "DYN_ROUTER_MODE", "value": router_mode})];
     }
 
-    let (pvcs, mounts) = storage_mounts(md);
-    let worker = |role: Role,
+    let (claims, mounts) = storage_mounts(md);
+    let worker = |name: String,
+                  role: Role,
                   replicas: i32,
                   gpus: i32,
                   memory: Option<String>|
-     -> Result<Value, RenderError> {
+     -> Result<Component, RenderError> {
+        let kind = match role {
+            Role::Aggregated => ComponentType::Worker,
+            Role::Prefill => ComponentType::Prefill,
+            Role::Decode => ComponentType::Decode,
+        };
+        let mut worker = Component::new(name, kind, i64::from(replicas), image.clone());
         // The Go AI Runway's shape: GPUs as limits and requests, memory and CPU as limits.
-        let mut gpu = Map::new();
         if gpus > 0 {
-            gpu.insert("gpu".into(), json!(gpus.to_string()));
-            if spec.gpu_type() != DEFAULT_GPU_TYPE {
-                gpu.insert("gpuType".into(), json!(spec.gpu_type()));
+            let gpu_type =
+                (spec.gpu_type() != DEFAULT_GPU_TYPE).then(|| spec.gpu_type().to_string());
+            for list in [&mut worker.limits, &mut worker.requests] {
+                list.gpu = Some(gpus.to_string());
+                list.gpu_type = gpu_type.clone();
             }
         }
-        let mut limits = gpu.clone();
-        if let Some(memory) = memory {
-            limits.insert("memory".into(), json!(memory));
+        worker.limits.memory = memory;
+        if role == Role::Aggregated {
+            worker.limits.cpu = spec.resources.as_ref().and_then(|r| r.cpu.clone());
         }
-        if let (Role::Aggregated, Some(cpu)) =
-            (role, spec.resources.as_ref().and_then(|r| r.cpu.clone()))
-        {
-            limits.insert("cpu".into(), json!(cpu));
-        }
-        let mut resources = Map::new();
-        if !limits.is_empty() {
-            resources.insert("limits".into(), Value::Object(limits));
-        }
-        if !gpu.is_empty() {
-            resources.insert("requests".into(), Value::Object(gpu));
-        }
-        let mut pod_spec = json!({"mainContainer": {
-            "image": image,
-            "command": ["python3", "-m", format!("dynamo.{}", engine.as_str())],
-            "args": worker_args(md, engine, gpus, role, &features)?,
-        }});
-        if let Some(selector) = spec.node_selector.as_ref().filter(|s| !s.is_empty()) {
-            pod_spec["nodeSelector"] = json!(selector);
-        }
+        worker.command = vec![
+            "python3".to_string(),
+            "-m".to_string(),
+            format!("dynamo.{}", engine.as_str()),
+        ];
+        worker.args = worker_args(md, engine, gpus, role, &features)?;
+        worker.node_selector = spec
+            .node_selector
+            .as_ref()
+            .filter(|s| !s.is_empty())
+            .map(|s| json!(s));
         if let Some(tolerations) = spec.tolerations.as_ref().filter(|t| !t.is_empty()) {
-            pod_spec["tolerations"] = serde_json::to_value(tolerations)
-                .map_err(|e| RenderError::Unsupported(e.to_string()))?;
+            worker.tolerations = Some(
+                serde_json::to_value(tolerations)
+                    .map_err(|e| RenderError::Unsupported(e.to_string()))?,
+            );
         }
-        let mut service = with_common(
-            json!({"componentType": "worker", "replicas": replicas, "resources": Value::Object(resources), "extraPodSpec": pod_spec}),
-        );
-        match role {
-            Role::Prefill => service["subComponentType"] = json!("prefill"),
-            Role::Decode => service["subComponentType"] = json!("decode"),
-            Role::Aggregated => {}
-        }
+        worker.env_from_secret = secret.clone();
         let env: Vec<EnvVar> = spec
             .env
             .iter()
@@ -582,62 +615,66 @@ pub fn render(md: &ModelDeployment, schema: &UpstreamSchema) -> Result<Rendered,
             .cloned()
             .chain(cache_env(md, None))
             .collect();
-        if !env.is_empty() {
-            service["envs"] =
-                serde_json::to_value(env).map_err(|e| RenderError::Unsupported(e.to_string()))?;
-        }
-        if !mounts.is_empty() {
-            service["volumeMounts"] = json!(mounts);
-        }
+        worker.env = env
+            .iter()
+            .map(serde_json::to_value)
+            .collect::<Result<_, _>>()
+            .map_err(|e| RenderError::Unsupported(e.to_string()))?;
+        worker.mounts = mounts.clone();
         if let Some(metadata) = spec.pod_template.as_ref().and_then(|t| t.metadata.as_ref()) {
-            let mut meta = json!({});
-            if let Some(labels) = metadata.labels.as_ref().filter(|l| !l.is_empty()) {
-                meta["labels"] = json!(labels);
-            }
-            if let Some(annotations) = metadata.annotations.as_ref().filter(|a| !a.is_empty()) {
-                meta["annotations"] = json!(annotations);
-            }
-            if meta.as_object().is_some_and(|m| !m.is_empty()) {
-                service["extraPodMetadata"] = meta;
-            }
+            worker.pod_labels = metadata
+                .labels
+                .as_ref()
+                .filter(|l| !l.is_empty())
+                .map(|l| json!(l));
+            worker.pod_annotations = metadata
+                .annotations
+                .as_ref()
+                .filter(|a| !a.is_empty())
+                .map(|a| json!(a));
         }
         if gateway {
             // The pool's endpoints are the workers: each serves HTTP through a frontend
             // sidecar, which the aggregated graph lets route directly to its own worker.
-            let mut args = vec!["-m", "dynamo.frontend"];
+            let mut args = vec!["-m".to_string(), "dynamo.frontend".to_string()];
             if role == Role::Aggregated {
-                args.extend(["--router-mode", "direct"]);
+                args.extend(["--router-mode".to_string(), "direct".to_string()]);
             }
-            let mut sidecar = json!({"image": image, "args": args});
-            if let Some(secret) = &secret {
-                sidecar["envFromSecret"] = json!(secret);
-            }
-            service["frontendSidecar"] = sidecar;
+            worker.sidecar = Some(Sidecar {
+                image: image.clone(),
+                args,
+                env_from_secret: secret.clone(),
+            });
         }
-        Ok(service)
+        Ok(worker)
     };
 
     let prefix = service_prefix(engine);
-    let mut services = Map::new();
-    services.insert("Frontend".into(), frontend);
+    let mut components = vec![frontend];
     if gateway {
-        services.insert(
-            EPP_SERVICE.into(),
-            with_common(json!({
-                "componentType": "epp",
-                "replicas": epp_replicas,
-                "extraPodSpec": {"mainContainer": {"image": epp_image, "env": epp_env(spec.serving_mode())}},
-                "eppConfig": {"config": epp_config(spec.serving_mode() == ServingMode::Disaggregated)},
-            })),
+        let mut epp = Component::new(
+            EPP_SERVICE,
+            ComponentType::Epp,
+            count(epp_replicas),
+            epp_image,
         );
+        epp.env_from_secret = secret.clone();
+        epp.container_env = epp_env(spec.serving_mode());
+        epp.epp_config = Some(epp_config(
+            spec.serving_mode() == ServingMode::Disaggregated,
+        ));
+        components.push(epp);
     }
     match spec.serving_mode() {
         ServingMode::Aggregated => {
             let memory = spec.resources.as_ref().and_then(|r| r.memory.clone());
-            services.insert(
+            components.push(worker(
                 format!("{prefix}Worker"),
-                worker(Role::Aggregated, spec.replicas(), spec.gpu_count(), memory)?,
-            );
+                Role::Aggregated,
+                spec.replicas(),
+                spec.gpu_count(),
+                memory,
+            )?);
         }
         ServingMode::Disaggregated => {
             let scaling = spec.scaling.clone().unwrap_or_default();
@@ -653,15 +690,21 @@ pub fn render(md: &ModelDeployment, schema: &UpstreamSchema) -> Result<Rendered,
                 )
             };
             let (replicas, gpus, memory) = role(scaling.prefill);
-            services.insert(
+            components.push(worker(
                 format!("{prefix}PrefillWorker"),
-                worker(Role::Prefill, replicas, gpus, memory)?,
-            );
+                Role::Prefill,
+                replicas,
+                gpus,
+                memory,
+            )?);
             let (replicas, gpus, memory) = role(scaling.decode);
-            services.insert(
+            components.push(worker(
                 format!("{prefix}DecodeWorker"),
-                worker(Role::Decode, replicas, gpus, memory)?,
-            );
+                Role::Decode,
+                replicas,
+                gpus,
+                memory,
+            )?);
         }
     }
     let mut labels = Map::new();
@@ -674,15 +717,25 @@ pub fn render(md: &ModelDeployment, schema: &UpstreamSchema) -> Result<Rendered,
         labels.insert(MODEL_ID_LABEL.into(), json!(model_id));
     }
     labels.insert(ENGINE_TYPE_LABEL.into(), json!(engine.as_str()));
-    let mut dgd_spec = json!({"backendFramework": engine.as_str(), "services": services});
-    if !pvcs.is_empty() {
-        dgd_spec["pvcs"] = json!(pvcs);
-    }
+    let graph = Graph {
+        name: name.clone(),
+        labels,
+        backend: engine.as_str().to_string(),
+        components,
+        claims,
+    };
+    let beta = schema.version == V1BETA1;
+    let mut dgd_spec = if beta {
+        v1beta1::spec(&graph)
+    } else {
+        v1alpha1::spec(&graph)
+    };
+    spec_overrides::apply(&mut dgd_spec, overrides::get(overrides_map, "spec"), beta)?;
     Ok(Rendered {
         objects: vec![json!({
             "apiVersion": schema.api_version,
             "kind": "DynamoGraphDeployment",
-            "metadata": {"name": name, "labels": labels},
+            "metadata": {"name": graph.name, "labels": graph.labels},
             "spec": dgd_spec,
         })],
         warnings,

@@ -19,6 +19,11 @@
 //! operator calls a Deployment in mid-rollout ready; phase `Running` while every service keeps
 //! a ready replica); `pending` → `DeploymentInProgress`.
 //!
+//! Dynamo 1.1 reports its services in `status.services`; Dynamo ≥ 1.5 the same entries as
+//! `status.components` (in both versions); the spec's are `spec.services` on `v1alpha1` and
+//! `spec.components[]` on `v1beta1` ([`crate::workload::reported`],
+//! [`crate::workload::spec_components`]).
+//!
 //! Replicas are summed over every service in `status.services` (frontend and workers, as the Go
 //! AI Runway does): desired from `replicas`, ready from `readyReplicas` (or `availableReplicas`
 //! where the operator omits it, PodCliqueScalingGroup), available from `availableReplicas` (or
@@ -37,6 +42,7 @@ use airunway_api::v1alpha1::{
 };
 
 use crate::render::FRONTEND_PORT;
+use crate::workload::{reported, spec_components};
 
 fn ready_message(status: &Value) -> Option<String> {
     status["conditions"]
@@ -51,9 +57,7 @@ fn ready_message(status: &Value) -> Option<String> {
 /// The services to count: those in `status.services` (the operator's view), else (before the
 /// operator reported any, or after a failed reconcile cleared them) those in the spec.
 fn replicas(dgd: &Value) -> (ReplicaStatus, Vec<String>) {
-    let reported = dgd["status"]["services"]
-        .as_object()
-        .filter(|s| !s.is_empty());
+    let reported = reported(&dgd["status"]).filter(|s| !s.is_empty());
     let Some(reported) = reported else {
         let mut counts = ReplicaStatus {
             desired: None,
@@ -61,10 +65,8 @@ fn replicas(dgd: &Value) -> (ReplicaStatus, Vec<String>) {
             available: Some(0),
         };
         let desired = sum_replicas(
-            dgd["spec"]["services"]
-                .as_object()
+            spec_components(dgd)
                 .into_iter()
-                .flatten()
                 .map(|(_, s)| replica_count(&s["replicas"]).unwrap_or(1)),
         );
         counts.desired = Some(desired);
@@ -135,8 +137,7 @@ struct Service<'a> {
 }
 
 fn services(status: &Value) -> Vec<Service<'_>> {
-    status["services"]
-        .as_object()
+    reported(status)
         .into_iter()
         .flatten()
         .map(|(name, s)| Service {

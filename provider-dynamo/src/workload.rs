@@ -21,15 +21,20 @@ use std::collections::BTreeMap;
 use airunway_api::constants::reasons;
 use airunway_api::kube::core::DynamicObject;
 use airunway_api::provider::{Degradation, replica_count};
-use airunway_api::serde_json::Value;
+use airunway_api::serde_json::{Map, Value};
 use airunway_api::v1alpha1::{ModelDeployment, WorkloadReference, WorkloadStatus};
 
 /// The pod label naming the graph a component pod belongs to.
 pub const GRAPH_LABEL: &str = "nvidia.com/dynamo-graph-deployment-name";
 /// The pod label carrying the component type (`frontend`, `worker`, `epp`, `planner`).
 pub const COMPONENT_TYPE_LABEL: &str = "nvidia.com/dynamo-component-type";
-/// The component type of the engine workers (aggregated, prefill and decode alike).
+/// The component type of the engine workers (aggregated, and on Dynamo 1.1 prefill and decode
+/// alike).
 pub const WORKER: &str = "worker";
+/// The component type of prefill workers on Dynamo ≥ 1.5.
+pub const PREFILL: &str = "prefill";
+/// The component type of decode workers on Dynamo ≥ 1.5.
+pub const DECODE: &str = "decode";
 /// The name of the container the Dynamo operator runs a component's engine in.
 pub const MAIN_CONTAINER: &str = "main";
 /// At most this many workload references (the CRD's bound).
@@ -45,14 +50,67 @@ fn api_version(kind: &str) -> Option<&'static str> {
     }
 }
 
-/// A service's role in the graph, from its spec: its `subComponentType` (`prefill`,
-/// `decode`), else its `componentType` (`frontend`, `worker`, `epp`).
+/// A component's role in the graph, from its spec: on `v1alpha1` its `subComponentType`
+/// (`prefill`, `decode`), else its `componentType` (`frontend`, `worker`, `epp`); on `v1beta1`
+/// its `type` (the same values).
 pub fn role(service: &Value) -> Option<String> {
     service["subComponentType"]
         .as_str()
+        .filter(|r| !r.is_empty())
         .or_else(|| service["componentType"].as_str())
+        .or_else(|| service["type"].as_str())
         .filter(|r| !r.is_empty())
         .map(str::to_string)
+}
+
+/// Whether `role` runs the engine (aggregated, prefill or decode workers).
+pub fn is_worker(role: Option<&str>) -> bool {
+    matches!(role, Some(WORKER | PREFILL | DECODE))
+}
+
+/// The components the operator reports: `status.components` (Dynamo ≥ 1.5, the same in both
+/// versions), else `status.services` (Dynamo 1.1).
+pub fn reported(status: &Value) -> Option<&Map<String, Value>> {
+    status["components"]
+        .as_object()
+        .or_else(|| status["services"].as_object())
+}
+
+/// The spec's components with their names: `spec.services` (`v1alpha1`) or
+/// `spec.components[]` by `name` (`v1beta1`).
+pub fn spec_components(dgd: &Value) -> Vec<(&str, &Value)> {
+    if let Some(list) = dgd["spec"]["components"].as_array() {
+        return list
+            .iter()
+            .filter_map(|c| c["name"].as_str().map(|name| (name, c)))
+            .collect();
+    }
+    dgd["spec"]["services"]
+        .as_object()
+        .into_iter()
+        .flatten()
+        .map(|(name, s)| (name.as_str(), s))
+        .collect()
+}
+
+/// The spec of the component `name` (`Value::Null` when the spec has none).
+pub fn spec_component<'a>(dgd: &'a Value, name: &str) -> &'a Value {
+    spec_components(dgd)
+        .into_iter()
+        .find(|(n, _)| *n == name)
+        .map_or(&Value::Null, |(_, c)| c)
+}
+
+/// The pod label value of the workers [`workload`] selects: `worker`, except on a Dynamo ≥ 1.5
+/// disaggregated graph, whose workers are typed (and labelled) `prefill` and `decode`: there
+/// the decode workers, which produce every token (a label selector cannot name both).
+fn selected_worker_type(dgd: Option<&DynamicObject>) -> &'static str {
+    let typed = dgd.is_some_and(|dgd| {
+        dgd.data["spec"]["components"]
+            .as_array()
+            .is_some_and(|list| list.iter().any(|c| c["type"] == DECODE))
+    });
+    if typed { DECODE } else { WORKER }
 }
 
 /// `status.workload` of the graph `dgd` for deployment `md`.
@@ -60,12 +118,7 @@ pub fn workload(md: &ModelDeployment, dgd: Option<&DynamicObject>) -> Option<Wor
     let name = md.metadata.name.clone()?;
     let mut workloads = Vec::new();
     if let Some(dgd) = dgd {
-        let spec_services = &dgd.data["spec"]["services"];
-        for (service, reported) in dgd.data["status"]["services"]
-            .as_object()
-            .into_iter()
-            .flatten()
-        {
+        for (service, reported) in reported(&dgd.data["status"]).into_iter().flatten() {
             let Some(kind) = reported["componentKind"].as_str() else {
                 continue;
             };
@@ -81,7 +134,7 @@ pub fn workload(md: &ModelDeployment, dgd: Option<&DynamicObject>) -> Option<Wor
             if names.is_empty() {
                 names.extend(reported["componentName"].as_str());
             }
-            let role = role(&spec_services[service]);
+            let role = role(spec_component(&dgd.data, service));
             workloads.extend(names.into_iter().map(|component| WorkloadReference {
                 api_version: api_version.into(),
                 kind: kind.into(),
@@ -98,7 +151,10 @@ pub fn workload(md: &ModelDeployment, dgd: Option<&DynamicObject>) -> Option<Wor
         workloads: (!workloads.is_empty()).then_some(workloads),
         pod_selector: Some(BTreeMap::from([
             (GRAPH_LABEL.to_string(), name),
-            (COMPONENT_TYPE_LABEL.to_string(), WORKER.to_string()),
+            (
+                COMPONENT_TYPE_LABEL.to_string(),
+                selected_worker_type(dgd).to_string(),
+            ),
         ])),
         container: Some(MAIN_CONTAINER.into()),
         port: None,
@@ -109,8 +165,7 @@ pub fn workload(md: &ModelDeployment, dgd: Option<&DynamicObject>) -> Option<Wor
 /// while the graph serves through others (the frontend and another worker service ready).
 pub fn degradation(dgd: Option<&DynamicObject>) -> Option<Degradation> {
     let dgd = dgd?;
-    let spec_services = &dgd.data["spec"]["services"];
-    let reported = dgd.data["status"]["services"].as_object()?;
+    let reported = reported(&dgd.data["status"])?;
     let ready = |s: &Value| {
         replica_count(&s["readyReplicas"])
             .or_else(|| replica_count(&s["availableReplicas"]))
@@ -120,13 +175,16 @@ pub fn degradation(dgd: Option<&DynamicObject>) -> Option<Degradation> {
     let mut serving_workers = 0;
     let mut down = Vec::new();
     for (service, status) in reported {
-        let kind = spec_services[service]["componentType"].as_str();
+        let role = role(spec_component(&dgd.data, service));
         let desired = replica_count(&status["replicas"]).unwrap_or(0);
-        match kind {
-            Some("frontend") => frontend_ready |= ready(status) > 0,
-            Some(WORKER) if ready(status) > 0 => serving_workers += 1,
-            Some(WORKER) if desired > 0 => down.push(format!("{service} 0/{desired}")),
-            _ => {}
+        if role.as_deref() == Some("frontend") {
+            frontend_ready |= ready(status) > 0;
+        } else if is_worker(role.as_deref()) {
+            if ready(status) > 0 {
+                serving_workers += 1;
+            } else if desired > 0 {
+                down.push(format!("{service} 0/{desired}"));
+            }
         }
     }
     (frontend_ready && serving_workers > 0 && !down.is_empty()).then(|| Degradation {

@@ -415,21 +415,27 @@ fn status_translation_of_every_sample() {
 
 #[test]
 fn schema_detection_and_registration() {
-    let mut crd: CustomResourceDefinition = testing::upstream(
-        env!("CARGO_MANIFEST_DIR"),
-        "dynamo/nvidia.com_dynamographdeployments.yaml",
-    )
-    .unwrap();
-    crd.status = Some(
-        serde_json::from_value(json!({"conditions": [{"type": "Established", "status": "True"}]}))
-            .unwrap(),
-    );
-    match DynamoProvider.detect_schema(Some(&crd)) {
-        SchemaDetection::Supported(s) => assert_eq!(
-            (s.api_version.as_str(), s.fingerprint.as_str()),
-            ("nvidia.com/v1alpha1", "b988c5e17d5c5ec9")
+    // Dynamo >= 1.5 (both versions served): v1beta1; Dynamo 1.1 (v1alpha1 only): v1alpha1.
+    for (path, expected) in [
+        (
+            "dynamo/nvidia.com_dynamographdeployments.yaml",
+            ("nvidia.com/v1beta1", "d622d1fe971b40da"),
         ),
-        other => panic!("{other:?}"),
+        (
+            "upstream-crd-versions/dynamo-1.1/nvidia.com_dynamographdeployments.yaml",
+            ("nvidia.com/v1alpha1", "b988c5e17d5c5ec9"),
+        ),
+    ] {
+        let crd: CustomResourceDefinition =
+            testing::established_crd(env!("CARGO_MANIFEST_DIR"), path).unwrap();
+        match DynamoProvider.detect_schema(Some(&crd)) {
+            SchemaDetection::Supported(s) => assert_eq!(
+                (s.api_version.as_str(), s.fingerprint.as_str()),
+                expected,
+                "{path}"
+            ),
+            other => panic!("{path}: {other:?}"),
+        }
     }
     let fixture = yaml(&read(
         "../core-controller/tests/fixtures/shipped-providers/dynamo.yaml",

@@ -57,7 +57,7 @@ fn every_status_fixture_produces_its_phase_and_reason() {
     // The object the provider created, as the operator holds it (generation 1).
     let mut base: Value = testing::upstream(
         env!("CARGO_MANIFEST_DIR"),
-        "status-samples/dgd-pending.yaml",
+        "status-samples/dgd-v1beta1-pending.yaml",
     )
     .unwrap();
     base["metadata"]["generation"] = json!(1);

@@ -150,13 +150,63 @@ fn watch_name(resource: &ApiResource) -> String {
     }
 }
 
+/// The items of `make(value)` for the latest value `values` holds: when it changes, the
+/// stream made for the previous value is dropped and one for the new value made (a watch made
+/// anew lists again, and a reflector it feeds then replaces its store). Once the sender is
+/// gone, the current stream runs on.
+pub(crate) fn following<T, S, F>(
+    mut values: watch::Receiver<T>,
+    mut make: F,
+) -> impl futures::Stream<Item = S::Item> + Send + 'static
+where
+    T: Clone + Send + Sync + 'static,
+    S: futures::Stream + Send + 'static,
+    S::Item: Send,
+    F: FnMut(T) -> S + Send + 'static,
+{
+    let first = Box::pin(make(values.borrow_and_update().clone()));
+    futures::stream::unfold(
+        (values, make, first, true),
+        |(mut values, mut make, mut current, mut open)| async move {
+            loop {
+                if !open {
+                    let item = current.next().await?;
+                    return Some((item, (values, make, current, open)));
+                }
+                tokio::select! {
+                    changed = values.changed() => match changed {
+                        Ok(()) => {
+                            let value = values.borrow_and_update().clone();
+                            current = Box::pin(make(value));
+                        }
+                        Err(_) => open = false,
+                    },
+                    item = current.next() => {
+                        return item.map(|item| (item, (values, make, current, open)));
+                    }
+                }
+            }
+        },
+    )
+}
+
+/// The version the upstream watch should follow after `detection`, when it is not `current`:
+/// the detected schema's version (an undetected or unsupported schema keeps the watch where
+/// it is).
+pub(crate) fn next_watch_version(current: &str, detection: &SchemaDetection) -> Option<String> {
+    detection
+        .schema()
+        .map(|schema| schema.version.clone())
+        .filter(|version| version != current)
+}
+
 /// The watch of the objects of `resource` this provider manages (only those labelled
-/// `airunway.ai/managed-by: airunway`, cached with only the managedFields times the staleness
-/// check reads, see [`super::staleness::keep_update_times`]): the cache, and the stream of
-/// changes that wakes the owning deployment's reconcile (recorded in `progress`).
+/// `managed-by: airunway`), following `resources` (the primary kind's detected version: see
+/// [`following`]); the cache is keyed by `resource` whatever version is watched.
 fn watch_owned(
     client: &Client,
     resource: &ApiResource,
+    resources: watch::Receiver<ApiResource>,
     manager: String,
     progress: &Arc<Mutex<Progress>>,
 ) -> (
@@ -165,18 +215,21 @@ fn watch_owned(
 ) {
     let writer = reflector::store::Writer::new(resource.clone());
     let live = LiveObjects::new(writer.as_reader(), resource.clone());
-    let owned: Api<DynamicObject> = Api::all_with(client.clone(), resource);
-    let changes = watcher(
-        owned,
-        watcher::Config::default()
-            .labels(&format!(
-                "{}={}",
-                labels::MANAGED_BY,
-                labels::MANAGED_BY_VALUE
-            ))
-            .any_semantic(),
-    )
-    .backoff(WatchBackoff::default())
+    let client = client.clone();
+    let changes = following(resources, move |resource: ApiResource| {
+        let owned: Api<DynamicObject> = Api::all_with(client.clone(), &resource);
+        watcher(
+            owned,
+            watcher::Config::default()
+                .labels(&format!(
+                    "{}={}",
+                    labels::MANAGED_BY,
+                    labels::MANAGED_BY_VALUE
+                ))
+                .any_semantic(),
+        )
+        .backoff(WatchBackoff::default())
+    })
     .modify(move |object: &mut DynamicObject| {
         super::staleness::keep_update_times(&mut object.metadata, &manager)
     })
@@ -589,7 +642,22 @@ pub async fn run_with_args<P: Provider>(provider: P, args: ProviderArgs) -> Resu
     // report in. A changed detection re-checks every deployment (one waiting for the CRD, say).
     let (mut detection_changed, detection_changes) = mpsc::channel::<()>(1);
     let stop_heartbeat = shutdown.child_token();
+    // The primary kind as watched: its detected version, followed when it changes (a CRD
+    // upgraded from serving `v1alpha1` to `v1beta1`, say) without a restart.
+    let version_for_watch = first
+        .schema()
+        .map(|s| s.version.clone())
+        .unwrap_or_else(|| upstream.default_version.clone());
+    let resource = ApiResource {
+        group: upstream.group.clone(),
+        version: version_for_watch.clone(),
+        api_version: upstream.api_version(&version_for_watch),
+        kind: upstream.kind.clone(),
+        plural: upstream.plural.clone(),
+    };
+    let (watched_tx, watched_rx) = watch::channel(resource.clone());
     {
+        let upstream = upstream.clone();
         let (client, provider, detection, controller_health, stop) = (
             client.clone(),
             provider.clone(),
@@ -624,6 +692,17 @@ pub async fn run_with_args<P: Provider>(provider: P, args: ProviderArgs) -> Resu
                     if let Ok(mut d) = detection.write() {
                         *d = current.detection.clone();
                     }
+                    watched_tx.send_if_modified(|watched| {
+                        let Some(version) =
+                            next_watch_version(&watched.version, &current.detection)
+                        else {
+                            return false;
+                        };
+                        tracing::info!(%version, "the upstream watch follows the served version");
+                        watched.api_version = upstream.api_version(&version);
+                        watched.version = version;
+                        true
+                    });
                     // Full: a re-check of everything is already queued.
                     let _ = detection_changed.try_send(());
                 }
@@ -651,17 +730,6 @@ pub async fn run_with_args<P: Provider>(provider: P, args: ProviderArgs) -> Resu
         });
     }
 
-    let version_for_watch = first
-        .schema()
-        .map(|s| s.version.clone())
-        .unwrap_or_else(|| upstream.default_version.clone());
-    let resource = ApiResource {
-        group: upstream.group.clone(),
-        version: version_for_watch.clone(),
-        api_version: upstream.api_version(&version_for_watch),
-        kind: upstream.kind.clone(),
-        plural: upstream.plural.clone(),
-    };
     // What the watches and the reconciles do, for the progress verdict.
     let progress = Arc::new(Mutex::new(Progress::default()));
     // The upstream objects this provider manages: one watch, narrowed by label, cached
@@ -669,6 +737,7 @@ pub async fn run_with_args<P: Provider>(provider: P, args: ProviderArgs) -> Resu
     let (live, owned_changes) = watch_owned(
         &client,
         &resource,
+        watched_rx,
         field_managers::provider(&name),
         &progress,
     );
@@ -684,9 +753,11 @@ pub async fn run_with_args<P: Provider>(provider: P, args: ProviderArgs) -> Resu
             kind: kind.kind.clone(),
             plural: kind.plural.clone(),
         };
+        // Secondary kinds stay at their default version (the sender is dropped at once).
         let (cache, changes) = watch_owned(
             &client,
             &resource,
+            watch::channel(resource.clone()).1,
             field_managers::provider(&name),
             &progress,
         );
@@ -1010,5 +1081,57 @@ mod tests {
             trimmed_state(&pod("10.0.0.1", "Unschedulable")),
             trimmed_state(&pod("10.0.0.1", "SchedulingGated"))
         );
+    }
+
+    /// The watch follows the detected version: a new schema version moves it, anything else
+    /// (the same version, a CRD gone or not established, an unknown schema) leaves it.
+    #[test]
+    fn the_watch_follows_the_detected_version() {
+        let at = |version: &str| {
+            SchemaDetection::Supported(crate::provider::UpstreamSchema {
+                version: version.into(),
+                api_version: format!("nvidia.com/{version}"),
+                fingerprint: "f".into(),
+            })
+        };
+        assert_eq!(
+            next_watch_version("v1alpha1", &at("v1beta1")).as_deref(),
+            Some("v1beta1")
+        );
+        assert_eq!(
+            next_watch_version("v1beta1", &at("v1alpha1")).as_deref(),
+            Some("v1alpha1")
+        );
+        assert_eq!(next_watch_version("v1beta1", &at("v1beta1")), None);
+        let gone = SchemaDetection::CrdNotInstalled { crd: "x".into() };
+        assert_eq!(next_watch_version("v1beta1", &gone), None);
+        let unknown = SchemaDetection::Unsupported {
+            api_version: "nvidia.com/v2".into(),
+            fingerprint: "f".into(),
+            message: "m".into(),
+        };
+        assert_eq!(next_watch_version("v1beta1", &unknown), None);
+    }
+
+    /// A changed value replaces the stream made for the previous one; once the sender is
+    /// gone, the last stream runs to its end.
+    #[tokio::test]
+    async fn following_switches_to_the_stream_of_the_latest_value() {
+        let (tx, rx) = watch::channel("v1alpha1".to_string());
+        // Each version's stream: one item at once, then nothing until dropped.
+        let made = Arc::new(Mutex::new(Vec::new()));
+        let record = made.clone();
+        let mut stream = Box::pin(following(rx, move |version: String| {
+            record.lock().unwrap().push(version.clone());
+            futures::stream::once(async move { version }).chain(futures::stream::pending())
+        }));
+        assert_eq!(stream.next().await.as_deref(), Some("v1alpha1"));
+        tx.send("v1beta1".to_string()).unwrap();
+        assert_eq!(stream.next().await.as_deref(), Some("v1beta1"));
+        drop(tx);
+        // The v1beta1 stream runs on (pending): nothing more, and no new stream made.
+        let next = tokio::time::timeout(Duration::from_millis(50), stream.next()).await;
+        assert!(next.is_err(), "{next:?}");
+        assert_eq!(*made.lock().unwrap(), ["v1alpha1", "v1beta1"]);
     }
 }
