@@ -554,7 +554,8 @@ fn start_once(bin: &Path, options: &ControlPlaneOptions) -> Result<ControlPlane>
     };
     let apiserver = apiserver_spawn.clone().start()?;
 
-    // Dynamo's conversion webhook, played (docs/testing.md): registered in the DGD CRD below.
+    // Dynamo's conversion webhook, played (docs/testing.md): `install_crds` points the DGD CRD
+    // at it.
     let dynamo_conversion =
         PlayedConversionWebhook::start(ca.serving_cert("dynamo-operator-webhook")?, &ca.cert_pem)?;
 
@@ -581,9 +582,6 @@ fn start_once(bin: &Path, options: &ControlPlaneOptions) -> Result<ControlPlane>
         let step = Instant::now();
         let client = client_from_kubeconfig(&kubeconfig).await?;
         let installed = install_crds(&client, &crd_files()?).await?;
-        if installed.iter().any(|n| n == dynamo_conversion::CRD_NAME) {
-            dynamo_conversion.register(&client).await?;
-        }
         timings.crds = step.elapsed();
 
         let step = Instant::now();
@@ -751,13 +749,15 @@ pub fn read_crds(path: &Path) -> Result<Vec<CustomResourceDefinition>> {
 }
 
 /// Installs the CRDs in `files` with server-side apply (several are too large for client-side
-/// apply) and waits until each is Established. Returns their names.
+/// apply) and waits until each is Established. Returns their names. Dynamo's DGD CRD gets the
+/// played conversion webhook ([`dynamo_conversion::server::installable`]).
 pub async fn install_crds(client: &Client, files: &[PathBuf]) -> Result<Vec<String>> {
     let api: Api<CustomResourceDefinition> = Api::all(client.clone());
     let params = PatchParams::apply(HARNESS_FIELD_MANAGER).force();
     let mut names = Vec::new();
     for file in files {
         for crd in read_crds(file)? {
+            let crd = dynamo_conversion::server::installable(crd);
             let name = crd.metadata.name.clone().context("CRD without a name")?;
             api.patch(&name, &params, &apply_body::apply(&crd))
                 .await

@@ -4,10 +4,12 @@
 //! Dynamo registers its webhook as the Service `dynamo-system/dynamo-operator-webhook-service`
 //! (path `/convert`); the test API server runs on the host, so the harness points the CRD's
 //! `spec.conversion.webhook.clientConfig` at a `url` on 127.0.0.1 with the test CA as
-//! `caBundle` instead. The server runs on a thread of its own (the control plane outlives the
-//! runtime that started it) until the value is dropped.
+//! `caBundle` instead, when it installs the CRD ([`installable`]) and on demand
+//! ([`PlayedConversionWebhook::register`]). The server runs on a thread of its own (the control
+//! plane outlives the runtime that started it) until the value is dropped.
 
 use std::net::SocketAddr;
+use std::sync::Mutex;
 
 use anyhow::{Context, Result};
 use axum::Json;
@@ -16,7 +18,9 @@ use axum::routing::post;
 use axum_server::Handle;
 use axum_server::tls_rustls::RustlsConfig;
 use base64::Engine;
-use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
+    CustomResourceDefinition, CustomResourceDefinitionSpec,
+};
 use kube::api::{Api, Patch, PatchParams};
 use kube::core::conversion::{ConversionRequest, ConversionResponse, ConversionReview};
 use kube::core::response::Status;
@@ -29,6 +33,37 @@ use crate::pki::CertAndKey;
 pub const PATH: &str = "/convert";
 /// The field manager of the harness's change to the CRD's `clientConfig`.
 pub const FIELD_MANAGER: &str = "airunway-e2e-dynamo-conversion";
+
+/// The `spec.conversion` of the webhook started last in this process: the harness installs
+/// the DGD CRD with it (see [`installable`]), so a CRD installed again keeps the webhook.
+static ACTIVE: Mutex<Option<serde_json::Value>> = Mutex::new(None);
+
+/// `crd` as the harness installs it: a DynamoGraphDeployment CRD whose conversion is Dynamo's
+/// webhook (`strategy: Webhook`, as Dynamo >= 1.5 publishes it) points at the played webhook
+/// running in this process, if any. Every other CRD, and Dynamo 1.1's (no conversion), is
+/// unchanged.
+pub fn installable(crd: CustomResourceDefinition) -> CustomResourceDefinition {
+    let is_dynamo_webhook = crd.metadata.name.as_deref() == Some(CRD_NAME)
+        && crd
+            .spec
+            .conversion
+            .as_ref()
+            .is_some_and(|c| c.strategy == "Webhook");
+    let active = ACTIVE.lock().ok().and_then(|a| a.clone());
+    match (is_dynamo_webhook, active) {
+        (true, Some(conversion)) => match serde_json::from_value(conversion) {
+            Ok(conversion) => CustomResourceDefinition {
+                spec: CustomResourceDefinitionSpec {
+                    conversion: Some(conversion),
+                    ..crd.spec
+                },
+                ..crd
+            },
+            Err(_) => crd,
+        },
+        _ => crd,
+    }
+}
 
 /// The played Dynamo conversion webhook, serving on 127.0.0.1 until dropped.
 pub struct PlayedConversionWebhook {
@@ -87,12 +122,16 @@ impl PlayedConversionWebhook {
         ready_rx
             .recv()
             .context("the played Dynamo conversion webhook thread ended before serving")??;
-        Ok(PlayedConversionWebhook {
+        let webhook = PlayedConversionWebhook {
             url: format!("https://127.0.0.1:{port}{PATH}"),
             ca_bundle: ca_pem.as_bytes().to_vec(),
             handle,
             thread: Some(thread),
-        })
+        };
+        if let Ok(mut active) = ACTIVE.lock() {
+            *active = Some(webhook.conversion());
+        }
+        Ok(webhook)
     }
 
     /// The CRD's `spec.conversion` pointing at this server, for a CRD to install (a client
