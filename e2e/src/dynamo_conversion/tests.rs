@@ -352,3 +352,66 @@ fn the_order_of_v1beta1_components_survives_a_change_in_v1alpha1() {
     expected["components"][1]["replicas"] = json!(3);
     assert_eq!(back["spec"], expected);
 }
+
+/// The Dynamo provider's renders of one deployment in both versions agree through Dynamo's
+/// conversion: the `v1alpha1` graph converted is the `v1beta1` graph (components in another
+/// order, which `v1beta1` keys by name), except the default engine image, Dynamo 1.1.1's
+/// runtime on `v1alpha1` and 1.6.1's on `v1beta1` — so a deployment moved from one version to
+/// the other keeps its pods only when it names its image.
+#[test]
+fn the_provider_renders_one_graph_in_both_versions_but_the_default_image() {
+    use airunway_api::provider::{Provider, UpstreamSchema};
+    use airunway_provider_dynamo::DynamoProvider;
+    let schema = |version: &str| UpstreamSchema {
+        version: version.into(),
+        api_version: format!("nvidia.com/{version}"),
+        fingerprint: "f".into(),
+    };
+    let by_name = |mut spec: Value| {
+        if let Some(components) = spec["components"].as_array_mut() {
+            components.sort_by_key(|c| c["name"].as_str().unwrap_or_default().to_string());
+        }
+        spec
+    };
+    let pinned = "nvcr.io/nvidia/ai-dynamo/vllm-runtime:1.6.1";
+    for (spec, names_image) in [
+        (
+            json!({"model": {"id": "Qwen/Qwen3-0.6B"}, "engine": {"type": "vllm"}, "image": pinned,
+                "resources": {"gpu": {"count": 1}}, "provider": {"name": "dynamo"}}),
+            true,
+        ),
+        (
+            json!({"model": {"id": "Qwen/Qwen3-0.6B"}, "engine": {"type": "vllm"}, "serving": {"mode": "disaggregated"},
+                "provider": {"name": "dynamo"}, "scaling": {"prefill": {"gpu": {"count": 1}}, "decode": {"gpu": {"count": 1}}}}),
+            false,
+        ),
+    ] {
+        let md: airunway_api::v1alpha1::ModelDeployment = serde_json::from_value(json!({
+            "apiVersion": "airunway.ai/v1alpha1", "kind": "ModelDeployment",
+            "metadata": {"name": "m", "namespace": "ns", "uid": "u"}, "spec": spec,
+            "status": {"provider": {"name": "dynamo"}}}))
+        .unwrap();
+        let alpha = DynamoProvider
+            .render(&md, &schema("v1alpha1"))
+            .unwrap()
+            .objects
+            .remove(0);
+        let beta = DynamoProvider
+            .render(&md, &schema("v1beta1"))
+            .unwrap()
+            .objects
+            .remove(0);
+        let converted = serde_json::to_string(&convert(&alpha, V1BETA1).unwrap()["spec"]).unwrap();
+        let converted = if names_image {
+            converted
+        } else {
+            converted.replace("vllm-runtime:1.1.1", "vllm-runtime:1.6.1")
+        };
+        let converted: Value = serde_json::from_str(&converted).unwrap();
+        assert_eq!(
+            by_name(converted),
+            by_name(beta["spec"].clone()),
+            "{alpha:#}"
+        );
+    }
+}
