@@ -26,6 +26,7 @@ use kube::api::{Api, DeleteParams, ObjectMeta, PatchParams, PostParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::{Client, Config};
 
+use crate::dynamo_conversion::{self, server::PlayedConversionWebhook};
 use crate::paths;
 use crate::pki::{self, CertAndKey, TestCa};
 use crate::process::{self, Lifetime, ProcessHandle, Spawn};
@@ -129,6 +130,8 @@ pub struct ControlPlane {
     pub timings: StartTimings,
     /// Names of the CRDs installed at start.
     pub installed_crds: Vec<String>,
+    /// The played Dynamo conversion webhook the DynamoGraphDeployment CRD points at.
+    pub dynamo_conversion: PlayedConversionWebhook,
     ca: TestCa,
     processes: Vec<ProcessHandle>,
     /// How kube-apiserver was started (to restart it the same way).
@@ -551,6 +554,11 @@ fn start_once(bin: &Path, options: &ControlPlaneOptions) -> Result<ControlPlane>
     };
     let apiserver = apiserver_spawn.clone().start()?;
 
+    // Dynamo's conversion webhook, played (docs/testing.md): `install_crds` points the DGD CRD
+    // at it.
+    let dynamo_conversion =
+        PlayedConversionWebhook::start(ca.serving_cert("dynamo-operator-webhook")?, &ca.cert_pem)?;
+
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
@@ -650,6 +658,7 @@ fn start_once(bin: &Path, options: &ControlPlaneOptions) -> Result<ControlPlane>
         server,
         timings,
         installed_crds,
+        dynamo_conversion,
         ca,
         processes,
         apiserver_spawn,
@@ -740,13 +749,15 @@ pub fn read_crds(path: &Path) -> Result<Vec<CustomResourceDefinition>> {
 }
 
 /// Installs the CRDs in `files` with server-side apply (several are too large for client-side
-/// apply) and waits until each is Established. Returns their names.
+/// apply) and waits until each is Established. Returns their names. Dynamo's DGD CRD gets the
+/// played conversion webhook ([`dynamo_conversion::server::installable`]).
 pub async fn install_crds(client: &Client, files: &[PathBuf]) -> Result<Vec<String>> {
     let api: Api<CustomResourceDefinition> = Api::all(client.clone());
     let params = PatchParams::apply(HARNESS_FIELD_MANAGER).force();
     let mut names = Vec::new();
     for file in files {
         for crd in read_crds(file)? {
+            let crd = dynamo_conversion::server::installable(crd);
             let name = crd.metadata.name.clone().context("CRD without a name")?;
             api.patch(&name, &params, &apply_body::apply(&crd))
                 .await

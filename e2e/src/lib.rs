@@ -25,6 +25,8 @@
 //!   arguments, its Pod's end).
 //! - [`autoscaling`]: KEDA (operator and external metrics server) and Prometheus beside the
 //!   control plane, and a played model server whose `/metrics` the test sets.
+//! - [`dynamo_conversion`]: Dynamo's DynamoGraphDeployment conversion webhook (`v1alpha1` <->
+//!   `v1beta1`), played: registered in the CRD by the control plane.
 //! - [`process`]: child process supervision (teardown even on panic, Ctrl-C or SIGKILL).
 
 // The harness is test support: it fails a test by panicking with a message that says what was
@@ -37,6 +39,7 @@ pub mod bench;
 pub mod binaries;
 pub mod chaos;
 pub mod control_plane;
+pub mod dynamo_conversion;
 pub mod env;
 pub mod http;
 pub mod images;
