@@ -32,6 +32,15 @@ pub mod annotations {
     /// (docs/autoscaling.md).
     pub const AUTOSCALING_QUERIES: &str = "airunway.ai/autoscaling-queries";
 
+    /// Dynamo's intent mode (docs/providers/dynamo.md, "Intent mode").
+    pub mod dynamo {
+        /// On a ModelDeployment: the attempt token; a new value starts a new
+        /// DynamoGraphDeploymentRequest (profiling again). Copied to the request.
+        pub const ATTEMPT: &str = "airunway.ai/dynamo-attempt";
+        /// On a DynamoGraphDeploymentRequest: the hash of the inputs it profiles.
+        pub const INTENT_HASH: &str = "airunway.ai/dynamo-intent-hash";
+    }
+
     /// The spec author (docs/security.md): who last created or changed a ModelDeployment's
     /// spec, recorded by the core's mutating webhook and held to the request's user by the
     /// `airunway-spec-author` ValidatingAdmissionPolicy (`deploy/components/upstream-access-check`).

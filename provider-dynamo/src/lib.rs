@@ -6,6 +6,7 @@
 //! prefill/decode provider. The pure parts are [`compat`], [`render`], [`status`] and [`schema`].
 
 pub mod compat;
+pub mod intent;
 pub mod render;
 pub mod schema;
 pub mod status;
