@@ -223,6 +223,16 @@ pub mod condition_types {
 
 /// Condition reasons.
 pub mod reasons {
+    /// Dynamo's intent mode (docs/providers/dynamo.md, "Intent mode").
+    pub mod dynamo {
+        /// `ResourceCreated=False`: the intent changed while Dynamo profiles or serves the
+        /// request of the same attempt.
+        pub const INTENT_LOCKED: &str = "IntentLocked";
+        /// `ResourceCreated=False`: the cluster has no DynamoGraphDeploymentRequest API (the
+        /// Go AI Runway's reason).
+        pub const REQUEST_API_MISSING: &str = "DGDRUnavailable";
+    }
+
     /// `Degraded=True`: some replicas serve, others are not ready.
     pub const REPLICAS_UNAVAILABLE: &str = "ReplicasUnavailable";
     /// `Degraded=True`: the serving application is unhealthy while replicas run (e.g. a Ray

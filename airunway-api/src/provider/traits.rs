@@ -199,8 +199,10 @@ pub trait Provider: Send + Sync + 'static {
     }
 
     /// Further kinds a provider creates besides [`upstream`](Provider::upstream), e.g. the
-    /// `v1 Service`s next to `apps/v1 Deployment`s. They must be built-in kinds (no CRD
-    /// detection: each is watched and written at its `default_version`). Default: none, the
+    /// `v1 Service`s next to `apps/v1 Deployment`s, or Dynamo's request kind. No schema
+    /// detection: each is watched and written at its `default_version`; one from a CRD
+    /// (`from_crd`) the cluster does not have when the provider starts is not watched (its
+    /// writes are refused as for a CRD gone, `UpstreamCRDNotInstalled`). Default: none, the
     /// provider manages one object per deployment.
     fn secondary_kinds(&self) -> Vec<UpstreamKind> {
         Vec::new()

@@ -11,6 +11,7 @@
 //! - [`status`]: the deployment's status from the DGDR's: profiling → deploying → running.
 
 pub mod attempt;
+pub mod prepare;
 pub mod request;
 pub mod spec;
 pub mod status;

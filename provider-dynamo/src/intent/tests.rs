@@ -603,3 +603,95 @@ fn the_phase_follows_profiling_then_deploying_then_running() {
     assert_eq!(failed.message.as_deref(), Some("profiling job failed: OOM"));
     assert!(failed.not_ready.is_some());
 }
+
+mod through_the_sdk {
+    //! The provider as the SDK runs it (offline cycle): an intent deployment is one request,
+    //! compatible or refused with the message, and its status follows the request's.
+    use super::*;
+    use crate::DynamoProvider;
+    use airunway_api::k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+    use airunway_api::provider::{Provider, UpstreamSchema, cycle};
+
+    fn schema() -> UpstreamSchema {
+        UpstreamSchema {
+            version: "v1alpha1".into(),
+            api_version: "nvidia.com/v1alpha1".into(),
+            fingerprint: "b988c5e17d5c5ec9".into(),
+        }
+    }
+
+    fn assigned(mut value: Value) -> ModelDeployment {
+        value["status"] = json!({"provider": {"name": "dynamo"}});
+        md(value)
+    }
+
+    #[test]
+    fn an_intent_deployment_is_one_request_reaching_running_through_its_graph() {
+        let now = Time("2026-01-01T00:00:00Z".parse().unwrap());
+        let deployment = assigned(base());
+        assert!(DynamoProvider.check_compatibility(&deployment).is_ok());
+        let first = cycle::apply(&DynamoProvider, &deployment, &schema(), None, &now).unwrap();
+        assert!(first.applies);
+        assert_eq!(first.desired.object["kind"], "DynamoGraphDeploymentRequest");
+        assert_eq!(first.desired.object["apiVersion"], "nvidia.com/v1beta1");
+        assert_eq!(first.status.phase, Phase::Deploying);
+        for (status, phase) in [
+            (
+                json!({"phase": "Profiling", "profilingPhase": "SweepingDecode"}),
+                Phase::Deploying,
+            ),
+            (
+                json!({"phase": "Deploying", "dgdName": "qwen-dgd"}),
+                Phase::Deploying,
+            ),
+            (
+                json!({"phase": "Deployed", "dgdName": "qwen-dgd",
+                "deploymentInfo": {"replicas": 1, "availableReplicas": 1}}),
+                Phase::Running,
+            ),
+        ] {
+            let live = cycle::served(&first.desired, status).unwrap();
+            let (translated, _) =
+                cycle::status_sync(&DynamoProvider, &deployment, &first.desired, &live);
+            assert_eq!(translated.phase, phase);
+        }
+    }
+
+    #[test]
+    fn a_refused_intent_is_incompatible_with_the_message() {
+        let refused = assigned(with(
+            base(),
+            "/spec/resources",
+            json!({"gpu": {"count": 1}}),
+        ));
+        assert_eq!(
+            DynamoProvider
+                .check_compatibility(&refused)
+                .unwrap_err()
+                .message(),
+            "automatic configuration uses intent.hardware.totalGpus, not resources"
+        );
+        let mut bad_attempt = base();
+        bad_attempt["metadata"]["annotations"] = json!({"airunway.ai/dynamo-attempt": "a b"});
+        assert_eq!(
+            DynamoProvider
+                .check_compatibility(&assigned(bad_attempt))
+                .unwrap_err()
+                .message(),
+            "Dynamo attempt token contains invalid characters"
+        );
+    }
+
+    #[test]
+    fn a_manual_deployment_still_renders_its_graph() {
+        let now = Time("2026-01-01T00:00:00Z".parse().unwrap());
+        let manual = assigned(json!({
+            "apiVersion": "airunway.ai/v1alpha1", "kind": "ModelDeployment",
+            "metadata": {"name": "m", "namespace": "ns", "uid": "u"},
+            "spec": {"model": {"id": "a/b"}, "engine": {"type": "vllm"},
+                "resources": {"gpu": {"count": 1}}},
+        }));
+        let applied = cycle::apply(&DynamoProvider, &manual, &schema(), None, &now).unwrap();
+        assert_eq!(applied.desired.object["kind"], "DynamoGraphDeployment");
+    }
+}
