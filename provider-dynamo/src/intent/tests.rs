@@ -695,3 +695,90 @@ mod through_the_sdk {
         assert_eq!(applied.desired.object["kind"], "DynamoGraphDeployment");
     }
 }
+
+mod against_the_request_schema {
+    //! Every request the provider renders passes Dynamo's DGDR schema (`v1beta1`, the CRD in
+    //! `e2e/fixtures/upstream-crds/dynamo`), for generated intents.
+    use super::*;
+    use airunway_api::provider::testing::upstream_schema::{self, UpstreamValidator};
+    use proptest::prelude::*;
+    use std::sync::LazyLock;
+
+    static DGDR: LazyLock<UpstreamValidator> = LazyLock::new(|| {
+        upstream_schema::upstream_validator(
+            env!("CARGO_MANIFEST_DIR"),
+            "dynamo/nvidia.com_dynamographdeploymentrequests.yaml",
+            "v1beta1",
+        )
+        .unwrap()
+    });
+
+    fn rendered(value: Value) -> Value {
+        let md = md(value);
+        let intent = spec::validate(&md).unwrap().unwrap();
+        request::render(&md, &intent)
+    }
+
+    #[test]
+    fn the_example_and_its_overrides_pass_the_schema() {
+        assert_eq!(DGDR.errors(&rendered(base())), Vec::<String>::new());
+        let overrides = json!({"profilingJob": {"backoffLimit": 1, "template": {"spec": {"containers": []}}},
+            "dgd": {"apiVersion": "nvidia.com/v1beta1", "kind": "DynamoGraphDeployment",
+                "metadata": {"labels": {"team": "a"}}}});
+        let value = with(base(), &format!("{INTENT}/overrides"), overrides);
+        assert_eq!(DGDR.errors(&rendered(value)), Vec::<String>::new());
+        // The schema is the real one: a field it lacks is refused.
+        let mut wrong = rendered(base());
+        wrong["spec"]["hardware"]["gpus"] = json!(2);
+        assert!(!DGDR.errors(&wrong).is_empty());
+    }
+
+    fn sku() -> impl Strategy<Value = Option<&'static str>> {
+        proptest::option::of(proptest::sample::select(vec![
+            "h100_sxm", "h200_sxm", "a100_sxm", "l40s", "b200_sxm",
+        ]))
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { failure_persistence: None, ..ProptestConfig::default() })]
+
+        #[test]
+        fn every_accepted_intent_renders_a_schema_valid_request(
+            total in 1..=64i32,
+            gpu_sku in sku(),
+            vram in proptest::option::of(1.0f64..200_000.0),
+            per_node in proptest::option::of(1..=16i32),
+            isl in proptest::option::of(1..=128_000i32),
+            osl in proptest::option::of(1..=32_000i32),
+            traffic in proptest::option::of((any::<bool>(), 0.01f64..10_000.0)),
+            latency in proptest::option::of((any::<bool>(), 0.1f64..60_000.0, 0.1f64..1_000.0)),
+            engine in proptest::sample::select(vec!["vllm", "sglang", "trtllm"]),
+            attempt in "[A-Za-z0-9._-]{0,64}",
+        ) {
+            let mut hardware = json!({"totalGpus": total});
+            if let Some(s) = gpu_sku { hardware["gpuSku"] = json!(s); }
+            if let Some(v) = vram { hardware["vramMb"] = json!(v); }
+            if let Some(n) = per_node { hardware["numGpusPerNode"] = json!(n); }
+            let mut intent = json!({"hardware": hardware});
+            let mut workload = json!({});
+            if let Some(l) = isl { workload["isl"] = json!(l); }
+            if let Some(l) = osl { workload["osl"] = json!(l); }
+            if let Some((rate, v)) = traffic {
+                workload[if rate { "requestRate" } else { "concurrency" }] = json!(v);
+            }
+            intent["workload"] = workload;
+            if let Some((e2e, a, b)) = latency {
+                intent["sla"] = if e2e { json!({"e2eLatency": a}) } else { json!({"ttft": a, "itl": b}) };
+            }
+            let mut value = with(base(), INTENT, intent);
+            value["spec"]["engine"]["type"] = json!(engine);
+            value["metadata"]["annotations"] = json!({"airunway.ai/dynamo-attempt": attempt});
+            let md = md(value);
+            let checked = spec::validate(&md).unwrap().unwrap();
+            let request = request::render(&md, &checked);
+            prop_assert_eq!(DGDR.errors(&request), Vec::<String>::new());
+            let name = request["metadata"]["name"].as_str().unwrap();
+            prop_assert!(name.len() <= 32);
+        }
+    }
+}
