@@ -360,10 +360,30 @@ async fn an_intent_profiles_locks_its_inputs_runs_through_its_graph_and_starts_o
         Some("2")
     );
 
-    // Deleting the deployment deletes its request.
+    // Deleting the deployment deletes its request and the graph that request created.
+    let second_graph = format!("{}-dgd", second.name_any());
+    play_generated_graph(&env, &second.name_any(), &second_graph).await;
+    play_request(
+        &dgdrs,
+        &second.name_any(),
+        "dgdr-deployed.yaml",
+        Some(&second_graph),
+    )
+    .await;
+    wait_for(&mds, "qwen", WAIT, "Running again", |md| {
+        md.phase() == Some(Phase::Running)
+            && md
+                .status
+                .as_ref()
+                .and_then(|s| s.provider.as_ref())
+                .and_then(|p| p.workload_ref.as_ref())
+                .is_some_and(|w| w.name == second_graph)
+    })
+    .await;
     mds.delete("qwen", &Default::default()).await.unwrap();
     wait_deleted(&mds, "qwen", WAIT).await;
     wait_deleted(&dgdrs, &second.name_any(), WAIT).await;
+    wait_deleted(&graph_api, &second_graph, WAIT).await;
     for running in [dynamo, core] {
         running.process.terminate(Duration::from_secs(10));
     }

@@ -116,6 +116,20 @@ impl Provider for DynamoProvider {
         }]
     }
 
+    /// The graph an intent deployment's request created (`status.provider.workloadRef`):
+    /// Dynamo gives it no owner.
+    fn created_upstream(&self, deployment: &ModelDeployment) -> Vec<String> {
+        deployment
+            .status
+            .as_ref()
+            .and_then(|s| s.provider.as_ref())
+            .and_then(|p| p.workload_ref.as_ref())
+            .filter(|w| w.kind == "DynamoGraphDeployment")
+            .map(|w| w.name.clone())
+            .into_iter()
+            .collect()
+    }
+
     fn schema_adapters(&self) -> &'static [SchemaAdapter] {
         schema::ADAPTERS
     }

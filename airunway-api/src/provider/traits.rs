@@ -221,6 +221,15 @@ pub trait Provider: Send + Sync + 'static {
         None
     }
 
+    /// Objects of the [upstream kind](Provider::upstream) the upstream operator created for
+    /// the deployment from one of the provider's objects (e.g. the graph a Dynamo request
+    /// generated), named from the deployment's status: the provider does not own them, so the
+    /// SDK deletes them (by name, in the deployment's namespace) with the deployment's own
+    /// objects when the deployment is deleted or moves away. Default: none.
+    fn created_upstream(&self, _deployment: &ModelDeployment) -> Vec<String> {
+        Vec::new()
+    }
+
     /// The upstream versions this provider renders for, preferred first, with the schema paths
     /// it writes and the fingerprints it was tested against (see `SchemaAdapter`).
     /// Only read for an [upstream kind](Provider::upstream) from a CRD. Default: none.

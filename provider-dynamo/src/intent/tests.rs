@@ -782,3 +782,19 @@ mod against_the_request_schema {
         }
     }
 }
+
+#[test]
+fn the_graph_a_request_created_is_deleted_with_the_deployment() {
+    use crate::DynamoProvider;
+    use airunway_api::provider::Provider;
+    let mut value = base();
+    assert!(
+        DynamoProvider
+            .created_upstream(&md(value.clone()))
+            .is_empty()
+    );
+    value["status"] = json!({"provider": {"name": "dynamo", "workloadRef": {
+        "apiVersion": "nvidia.com/v1beta1", "kind": "DynamoGraphDeployment",
+        "name": "qwen-dgd", "namespace": "ns", "uid": "g-1"}}});
+    assert_eq!(DynamoProvider.created_upstream(&md(value)), ["qwen-dgd"]);
+}
