@@ -32,6 +32,15 @@ pub mod annotations {
     /// (docs/autoscaling.md).
     pub const AUTOSCALING_QUERIES: &str = "airunway.ai/autoscaling-queries";
 
+    /// Dynamo's intent mode (docs/providers/dynamo.md, "Intent mode").
+    pub mod dynamo {
+        /// On a ModelDeployment: the attempt token; a new value starts a new
+        /// DynamoGraphDeploymentRequest (profiling again). Copied to the request.
+        pub const ATTEMPT: &str = "airunway.ai/dynamo-attempt";
+        /// On a DynamoGraphDeploymentRequest: the hash of the inputs it profiles.
+        pub const INTENT_HASH: &str = "airunway.ai/dynamo-intent-hash";
+    }
+
     /// The spec author (docs/security.md): who last created or changed a ModelDeployment's
     /// spec, recorded by the core's mutating webhook and held to the request's user by the
     /// `airunway-spec-author` ValidatingAdmissionPolicy (`deploy/components/upstream-access-check`).
@@ -214,6 +223,16 @@ pub mod condition_types {
 
 /// Condition reasons.
 pub mod reasons {
+    /// Dynamo's intent mode (docs/providers/dynamo.md, "Intent mode").
+    pub mod dynamo {
+        /// `ResourceCreated=False`: the intent changed while Dynamo profiles or serves the
+        /// request of the same attempt.
+        pub const INTENT_LOCKED: &str = "IntentLocked";
+        /// `ResourceCreated=False`: the cluster has no DynamoGraphDeploymentRequest API (the
+        /// Go AI Runway's reason).
+        pub const REQUEST_API_MISSING: &str = "DGDRUnavailable";
+    }
+
     /// `Degraded=True`: some replicas serve, others are not ready.
     pub const REPLICAS_UNAVAILABLE: &str = "ReplicasUnavailable";
     /// `Degraded=True`: the serving application is unhealthy while replicas run (e.g. a Ray

@@ -110,6 +110,7 @@ async fn cpu_llamacpp_lifecycle_with_the_real_workspace_schema() {
             ),
             resource_name: Some("gemma-cpu".into()),
             resource_kind: Some("Workspace".into()),
+            ..Default::default()
         })
     );
     let workspace = ws.get("gemma-cpu").await.unwrap();

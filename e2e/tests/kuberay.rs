@@ -140,6 +140,7 @@ async fn gpu_vllm_named_kuberay_lifecycle_with_the_real_rayservice_schema() {
             selected_reason: Some("explicit provider selection".into()),
             resource_name: Some("qwen".into()),
             resource_kind: Some("RayService".into()),
+            ..Default::default()
         })
     );
     // Accepted by the real RayService schema, with the expected fields.

@@ -206,6 +206,7 @@ async fn lifecycle_drift_recreate_and_deletion() {
             ),
             resource_name: Some("chat".into()),
             resource_kind: Some("ConfigMap".into()),
+            ..Default::default()
         })
     );
     assert_eq!(status.endpoint.as_ref().unwrap().port, Some(8000));

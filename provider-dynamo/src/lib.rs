@@ -6,6 +6,7 @@
 //! prefill/decode provider. The pure parts are [`compat`], [`render`], [`status`] and [`schema`].
 
 pub mod compat;
+pub mod intent;
 pub mod render;
 pub mod schema;
 pub mod status;
@@ -13,8 +14,8 @@ pub mod workload;
 
 use airunway_api::kube::core::DynamicObject;
 use airunway_api::provider::{
-    Degradation, Incompatible, Provider, RenderError, Rendered, TranslatedStatus, UpstreamKind,
-    UpstreamSchema, primary,
+    Degradation, Incompatible, Preparation, Provider, RenderError, Rendered, TranslatedStatus,
+    UpstreamKind, UpstreamSchema, primary,
 };
 use airunway_api::provider::{OverrideSchema, SchemaAdapter};
 use airunway_api::v1alpha1::{
@@ -104,6 +105,31 @@ impl Provider for DynamoProvider {
         }
     }
 
+    /// Intent mode's DynamoGraphDeploymentRequest ([`intent`]).
+    fn secondary_kinds(&self) -> Vec<UpstreamKind> {
+        vec![UpstreamKind {
+            group: intent::GROUP.into(),
+            kind: intent::REQUEST_KIND.into(),
+            plural: intent::REQUEST_PLURAL.into(),
+            default_version: intent::REQUEST_VERSION.into(),
+            from_crd: true,
+        }]
+    }
+
+    /// The graph an intent deployment's request created (`status.provider.workloadRef`):
+    /// Dynamo gives it no owner.
+    fn created_upstream(&self, deployment: &ModelDeployment) -> Vec<String> {
+        deployment
+            .status
+            .as_ref()
+            .and_then(|s| s.provider.as_ref())
+            .and_then(|p| p.workload_ref.as_ref())
+            .filter(|w| w.kind == "DynamoGraphDeployment")
+            .map(|w| w.name.clone())
+            .into_iter()
+            .collect()
+    }
+
     fn schema_adapters(&self) -> &'static [SchemaAdapter] {
         schema::ADAPTERS
     }
@@ -113,7 +139,20 @@ impl Provider for DynamoProvider {
     }
 
     fn check_compatibility(&self, deployment: &ModelDeployment) -> Result<(), Incompatible> {
+        if intent::applies(deployment) {
+            return intent::spec::validate(deployment)
+                .and_then(|_| intent::attempt::check_attempt(intent::attempt::attempt(deployment)))
+                .map_err(|e| Incompatible::new(e.to_string()));
+        }
         compat::check(deployment).map_err(Incompatible::new)
+    }
+
+    /// An intent deployment's request, its graph and its lock ([`intent::prepare`]).
+    fn prepare(
+        &self,
+        deployment: &ModelDeployment,
+    ) -> impl std::future::Future<Output = Preparation> + Send {
+        intent::prepare::prepare(deployment)
     }
 
     fn render(
@@ -121,6 +160,17 @@ impl Provider for DynamoProvider {
         deployment: &ModelDeployment,
         schema: &UpstreamSchema,
     ) -> Result<Rendered, RenderError> {
+        if intent::applies(deployment) {
+            return match intent::spec::validate(deployment) {
+                Ok(Some(checked)) => {
+                    Ok(Rendered::one(intent::request::render(deployment, &checked)))
+                }
+                Ok(None) => Err(RenderError::Unsupported(
+                    "deploymentMode: intent requires provider.overrides.intent".into(),
+                )),
+                Err(e) => Err(RenderError::Unsupported(e.to_string())),
+            };
+        }
         render::render(deployment, schema)
     }
 
@@ -129,6 +179,9 @@ impl Provider for DynamoProvider {
         deployment: &ModelDeployment,
         upstream: &[Option<&DynamicObject>],
     ) -> TranslatedStatus {
+        if intent::applies(deployment) {
+            return intent::status::translate(primary(upstream));
+        }
         status::translate(deployment, primary(upstream))
     }
 
@@ -138,15 +191,22 @@ impl Provider for DynamoProvider {
         deployment: &ModelDeployment,
         upstream: &[Option<&DynamicObject>],
     ) -> Option<WorkloadStatus> {
+        if intent::applies(deployment) {
+            // Dynamo chose the graph: its pods are not known from the request.
+            return None;
+        }
         workload::workload(deployment, primary(upstream))
     }
 
     /// A worker service down while the graph serves ([`workload::degradation`]).
     fn degradation(
         &self,
-        _deployment: &ModelDeployment,
+        deployment: &ModelDeployment,
         upstream: &[Option<&DynamicObject>],
     ) -> Option<Degradation> {
+        if intent::applies(deployment) {
+            return None;
+        }
         workload::degradation(primary(upstream))
     }
 }

@@ -152,6 +152,13 @@ pub const OVERRIDES: OverrideSchema = OverrideSchema::keys(&[
             whole: "would replace the graph's spec wholesale",
         },
     ),
+    // Intent mode (`crate::intent`): the typed block is decoded and checked there, unknown
+    // fields refused.
+    (
+        crate::intent::DEPLOYMENT_MODE,
+        OverrideType::OneOf(&[crate::intent::MODE_MANUAL, crate::intent::MODE_INTENT]),
+    ),
+    (crate::intent::INTENT, OverrideType::Any),
 ]);
 
 /// Flags the provider sets itself; `engine.args` may not set them.

@@ -143,6 +143,15 @@ async fn cleanup<P: Provider>(
             tracing::warn!(error = %e, "cleaning up {namespace}/{name}");
         }
     }
+    // What the upstream operator created from them: deleted once, not waited for.
+    for object in ctx.provider.created_upstream(md) {
+        if let Err(e) = ctx
+            .delete_object(super::kinds::KindId::PRIMARY, &namespace, &object)
+            .await
+        {
+            tracing::warn!(error = %e, "cleaning up {namespace}/{object} created for {name}");
+        }
+    }
     let gone = ctx.owned_objects(md).is_empty();
     if !gone && elapsed < ctx.finalizer_timeout {
         let remaining = ctx.finalizer_timeout - elapsed;

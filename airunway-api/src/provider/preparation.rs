@@ -36,9 +36,32 @@ pub fn with_status(md: &ModelDeployment, preparation: &Preparation) -> ModelDepl
         value["status"] = json!({});
     }
     for (key, field) in &preparation.status {
-        value["status"][key] = field.clone();
+        merge_field(&mut value["status"][key], field);
     }
     serde_json::from_value(value).unwrap_or_else(|_| md.clone())
+}
+
+/// Sets a prepared field: an object's keys into the object already there (a provider prepares
+/// some of `status.provider`'s fields, the core writes others), anything else whole.
+fn merge_field(target: &mut Value, field: &Value) {
+    match (target.as_object_mut(), field.as_object()) {
+        (Some(target), Some(field)) => {
+            for (key, value) in field {
+                target.insert(key.clone(), value.clone());
+            }
+        }
+        _ => *target = field.clone(),
+    }
+}
+
+/// Whether `status` shows the prepared `field`: equal, or for an object each of its keys equal.
+fn shows(status: &Value, field: &Value) -> bool {
+    match (status.as_object(), field.as_object()) {
+        (Some(status), Some(field)) => field
+            .iter()
+            .all(|(key, value)| status.get(key).unwrap_or(&Value::Null) == value),
+        _ => status == field,
+    }
 }
 
 /// Whether `md` shows the prepared fields and conditions already (pure).
@@ -47,7 +70,7 @@ pub fn is_current(md: &ModelDeployment, preparation: &Preparation) -> bool {
     preparation
         .status
         .iter()
-        .all(|(key, field)| &status[key] == field)
+        .all(|(key, field)| shows(&status[key], field))
         && conditions::all_current(
             md.status.as_ref().and_then(|s| s.conditions.as_deref()),
             &preparation.conditions,
@@ -149,5 +172,21 @@ mod tests {
         let after = md(body["status"].clone());
         assert!(is_current(&after, &preparation));
         assert!(is_current(&before, &Preparation::default()));
+    }
+
+    #[test]
+    fn prepared_keys_of_an_object_join_the_fields_already_there() {
+        let mut preparation = Preparation::default();
+        preparation
+            .status
+            .insert("provider".into(), json!({"intent": {"attempt": "2"}}));
+        let before = md(json!({"provider": {"name": "dynamo"}}));
+        let seen = with_status(&before, &preparation);
+        let provider = seen.status.unwrap().provider.unwrap();
+        assert_eq!(provider.name.as_deref(), Some("dynamo"));
+        assert_eq!(provider.intent.unwrap().attempt.as_deref(), Some("2"));
+        assert!(!is_current(&before, &preparation));
+        let after = md(json!({"provider": {"name": "dynamo", "intent": {"attempt": "2"}}}));
+        assert!(is_current(&after, &preparation));
     }
 }

@@ -240,6 +240,20 @@ fn watch_owned(
     (live, changes)
 }
 
+/// Whether the CRD `name` exists (an error reading it counts as installed: the watch then
+/// retries as for any other kind).
+async fn crd_installed(client: &Client, name: &str) -> bool {
+    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
+    !matches!(crds.get_opt(name).await, Ok(None))
+}
+
+/// A cache of `resource` that has listed nothing, for a kind not watched.
+fn empty_cache(resource: ApiResource) -> LiveObjects {
+    let mut writer = reflector::store::Writer::new(resource.clone());
+    writer.apply_watcher_event(&watcher::Event::InitDone);
+    LiveObjects::new(writer.as_reader(), resource)
+}
+
 /// The watch of the Pods `selector` selects in every namespace (see
 /// [`Provider::pod_watch_selector`]), cached trimmed to what the not-ready mapping reads
 /// ([`cache_trim::trim_pod`]): the cache, and the stream of the Pods whose trimmed state
@@ -754,6 +768,12 @@ pub async fn run_with_args<P: Provider>(provider: P, args: ProviderArgs) -> Resu
             plural: kind.plural.clone(),
         };
         // Secondary kinds stay at their default version (the sender is dropped at once).
+        if kind.from_crd && !crd_installed(&client, &kind.crd_name()).await {
+            // Not installed: nothing to list (a write of it is refused as the CRD gone).
+            tracing::warn!(crd = %kind.crd_name(), "secondary upstream kind not installed: not watched until the provider restarts");
+            caches.push(empty_cache(resource));
+            continue;
+        }
         let (cache, changes) = watch_owned(
             &client,
             &resource,

@@ -199,8 +199,10 @@ pub trait Provider: Send + Sync + 'static {
     }
 
     /// Further kinds a provider creates besides [`upstream`](Provider::upstream), e.g. the
-    /// `v1 Service`s next to `apps/v1 Deployment`s. They must be built-in kinds (no CRD
-    /// detection: each is watched and written at its `default_version`). Default: none, the
+    /// `v1 Service`s next to `apps/v1 Deployment`s, or Dynamo's request kind. No schema
+    /// detection: each is watched and written at its `default_version`; one from a CRD
+    /// (`from_crd`) the cluster does not have when the provider starts is not watched (its
+    /// writes are refused as for a CRD gone, `UpstreamCRDNotInstalled`). Default: none, the
     /// provider manages one object per deployment.
     fn secondary_kinds(&self) -> Vec<UpstreamKind> {
         Vec::new()
@@ -217,6 +219,15 @@ pub trait Provider: Send + Sync + 'static {
     /// on `pods`. Default `None`: no Pod is watched.
     fn pod_watch_selector(&self) -> Option<String> {
         None
+    }
+
+    /// Objects of the [upstream kind](Provider::upstream) the upstream operator created for
+    /// the deployment from one of the provider's objects (e.g. the graph a Dynamo request
+    /// generated), named from the deployment's status: the provider does not own them, so the
+    /// SDK deletes them (by name, in the deployment's namespace) with the deployment's own
+    /// objects when the deployment is deleted or moves away. Default: none.
+    fn created_upstream(&self, _deployment: &ModelDeployment) -> Vec<String> {
+        Vec::new()
     }
 
     /// The upstream versions this provider renders for, preferred first, with the schema paths

@@ -747,6 +747,60 @@ pub struct ProviderStatus {
     /// Kind of the upstream resource the provider created.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub resource_kind: Option<String>,
+
+    /// The upstream configuration request, when the provider works through one (Dynamo's
+    /// DynamoGraphDeploymentRequest in intent mode).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request_ref: Option<ProviderResourceReference>,
+
+    /// The workload actually serving, when the upstream creates it (the DynamoGraphDeployment
+    /// the request created).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workload_ref: Option<ProviderResourceReference>,
+
+    /// The inference pool the upstream manages for the workload, once seen.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub inference_pool_ref: Option<ProviderResourceReference>,
+
+    /// Profiling progress and the accepted inputs of an intent deployment.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub intent: Option<ProviderIntentStatus>,
+}
+
+/// One incarnation of an upstream object.
+#[derive(Serialize, Deserialize, schemars::JsonSchema, Clone, Debug, Default, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct ProviderResourceReference {
+    /// `apiVersion`, e.g. `nvidia.com/v1beta1`.
+    pub api_version: String,
+    /// `kind`.
+    pub kind: String,
+    /// `metadata.name`.
+    pub name: String,
+    /// `metadata.namespace`.
+    pub namespace: String,
+    /// `metadata.uid`, telling this incarnation from a later one of the same name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub uid: Option<String>,
+}
+
+/// The accepted profiling attempt of an intent deployment.
+#[derive(Serialize, Deserialize, schemars::JsonSchema, Clone, Debug, Default, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct ProviderIntentStatus {
+    /// The request's phase (Dynamo's: `Pending`, `Profiling`, `Ready`, `Deploying`,
+    /// `Deployed`, `Failed`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub phase: Option<String>,
+    /// The profiling step while profiling (e.g. `SweepingPrefill`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profiling_phase: Option<String>,
+    /// The hash of the inputs the request profiles.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input_hash: Option<String>,
+    /// The attempt token the request belongs to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attempt: Option<String>,
 }
 
 /// The resolved engine.
