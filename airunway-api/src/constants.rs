@@ -300,6 +300,10 @@ pub mod reasons {
     pub const UPSTREAM_CRD_NOT_INSTALLED: &str = "UpstreamCRDNotInstalled";
     /// ResourceCreated=False: the API server refused the upstream object.
     pub const APPLY_FAILED: &str = "ApplyFailed";
+    /// ResourceCreated=False: the API server refused an upstream object because the installed
+    /// schema does not declare a field the provider wrote (strict field validation; the Go AI
+    /// Runway's reason). Nothing was changed; the message names the field.
+    pub const INCOMPATIBLE_UPSTREAM: &str = "IncompatibleUpstream";
     /// ResourceCreated=False: the upstream object is being recreated (identity change).
     pub const RECREATING: &str = "Recreating";
     /// ResourceCreated=False and Ready=False: an object of the name the provider renders
@@ -468,6 +472,9 @@ pub mod event_reasons {
     pub const RESOURCE_DELETED: &str = "ResourceDeleted";
     /// Warning: the upstream resource reports an error.
     pub const PROVIDER_ERROR: &str = "ProviderError";
+    /// Warning: the API server refused an upstream object naming a field the installed schema
+    /// does not declare (published when the deployment's status turns to it).
+    pub const INCOMPATIBLE_UPSTREAM: &str = "IncompatibleUpstream";
     /// Warning: somebody edited the upstream resource; it is being restored.
     pub const DRIFT_DETECTED: &str = "DriftDetected";
     /// Warning: cleanup timed out and the finalizer was removed.

@@ -17,6 +17,7 @@ use super::context::Context;
 use super::desired::ProviderStatus;
 use super::error::{ReconcileError, api_error};
 use super::finalizer;
+use super::kinds::KindId;
 use super::plan::{self, Observed, Plan, Rollout, Seen, Triage, Write};
 use super::preparation;
 use super::rendered::RenderWarning;
@@ -27,7 +28,7 @@ use super::storage_gate;
 use super::traits::{PreparationHold, Provider};
 use crate::apply_body;
 use crate::constants::{event_actions, event_reasons};
-use crate::kube_error::ErrorClass;
+use crate::kube_error::{self, ErrorClass};
 use crate::v1alpha1::ModelDeployment;
 
 /// How long a reconcile waits for the upstream watch's first listing before trying later.
@@ -253,7 +254,9 @@ async fn roll_out<P: Provider>(
             .api(step.kind, namespace)?
             .patch(
                 object,
-                &PatchParams::apply(&ctx.manager()).force(),
+                &PatchParams::apply(&ctx.manager())
+                    .force()
+                    .validation_strict(),
                 &apply_body::apply(&step.desired.object),
             )
             .await;
@@ -274,6 +277,23 @@ async fn roll_out<P: Provider>(
                 live.push(Some(Arc::new(applied)));
             }
             Err(error) => {
+                if let Some(fields) = kube_error::undeclared_fields(&error) {
+                    let upstream = ctx.kinds.kind(step.kind)?;
+                    let api_version = match ctx.detection().schema() {
+                        Some(schema) if step.kind == KindId::PRIMARY => schema.api_version.clone(),
+                        _ => upstream.api_version(&upstream.default_version),
+                    };
+                    let refused = statuses::RefusedObject {
+                        kind,
+                        api_version: &api_version,
+                        name: object,
+                        from_crd: upstream.from_crd,
+                    };
+                    tracing::warn!(object = %format!("{namespace}/{object}"), %kind, ?fields, error = %kube_error::message(&error), "the installed upstream schema does not declare a field of the rendered object");
+                    let status = statuses::incompatible_upstream(provider, refused, &fields);
+                    incompatible_upstream(md, ctx, &status, &fields).await?;
+                    return Ok(Action::requeue(ctx.resync));
+                }
                 let Some(status) = apply_refused(provider, kind, object, &error) else {
                     return Err(api_error(format!("applying {kind} {namespace}/{object}"))(
                         error,
@@ -303,6 +323,33 @@ async fn roll_out<P: Provider>(
     );
     status_write::write(md, ctx, &report.status).await?;
     Ok(Action::requeue(report.requeue_after(now, ctx.resync)))
+}
+
+/// Shows a strict-write refusal of `fields` ([`statuses::incompatible_upstream`]): counted, the
+/// status written and, when the deployment did not show it already, a Warning event naming the
+/// fields. The same refusal again writes nothing, also when the API server names only some of
+/// the fields shown (the reconcile then waits for a change of the deployment or of the upstream
+/// schema, or the resync).
+async fn incompatible_upstream<P: Provider>(
+    md: &ModelDeployment,
+    ctx: &Context<P>,
+    status: &ProviderStatus,
+    fields: &[String],
+) -> Result<(), ReconcileError> {
+    ctx.metrics.error("incompatible_upstream");
+    if status.is_current(md, &ctx.manager()) || statuses::shows_incompatible_upstream(md, fields) {
+        return Ok(());
+    }
+    status_write::write(md, ctx, status).await?;
+    ctx.events
+        .warning(
+            &md.object_ref(&()),
+            event_reasons::INCOMPATIBLE_UPSTREAM,
+            event_actions::RECONCILE,
+            status.message.clone(),
+        )
+        .await;
+    Ok(())
 }
 
 /// The status for an apply the API server refused for good: the CRD went away after

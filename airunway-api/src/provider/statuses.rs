@@ -150,6 +150,86 @@ pub fn apply_rejected<P: Provider>(
     )
 }
 
+/// An upstream object as a refusal names it.
+#[derive(Clone, Copy, Debug)]
+pub struct RefusedObject<'a> {
+    /// Its kind, e.g. `DynamoGraphDeployment`.
+    pub kind: &'a str,
+    /// The `apiVersion` it was written as, e.g. `nvidia.com/v1alpha1`.
+    pub api_version: &'a str,
+    /// Its name.
+    pub name: &'a str,
+    /// Whether the kind comes from a CRD (an upstream operator's schema) rather than
+    /// Kubernetes itself.
+    pub from_crd: bool,
+}
+
+/// The status for an upstream object the API server refused because the installed schema
+/// does not declare `fields` (read by [`crate::kube_error::undeclared_fields`], sorted):
+/// `Failed`, still compatible (the configuration is fine, the installed upstream is not what
+/// the render needs), `ResourceCreated=False` with [`reasons::INCOMPATIBLE_UPSTREAM`] and a
+/// message naming the fields. Nothing was written: the object, if it exists, is as it was. The
+/// API server's own text is not part of the message (it lists the fields in no fixed order,
+/// and the status must not change between two answers to the same write).
+pub fn incompatible_upstream<P: Provider>(
+    provider: &P,
+    object: RefusedObject<'_>,
+    fields: &[String],
+) -> ProviderStatus {
+    let message = incompatible_upstream_message(provider.display_name(), object, fields);
+    ProviderStatus::not_deployed(
+        Phase::Failed,
+        message.clone(),
+        compatible(provider),
+        (reasons::INCOMPATIBLE_UPSTREAM, message),
+    )
+}
+
+/// Whether `md` shows an [`incompatible_upstream`] refusal of its current generation that
+/// names every one of `fields` already: the API server may name one undeclared field in one
+/// answer and all of them in the next, and the status should not flip between the two.
+pub fn shows_incompatible_upstream(md: &ModelDeployment, fields: &[String]) -> bool {
+    let Some(status) = md.status.as_ref() else {
+        return false;
+    };
+    crate::conditions::find(
+        status.conditions.as_deref(),
+        condition_types::RESOURCE_CREATED,
+    )
+    .is_some_and(|c| {
+        c.status == crate::v1alpha1::ConditionStatus::False
+            && c.reason.as_deref() == Some(reasons::INCOMPATIBLE_UPSTREAM)
+            && c.observed_generation == md.metadata.generation
+            && c.message.as_deref().is_some_and(|message| {
+                fields.iter().all(|f| {
+                    message.contains(&format!(" {f},")) || message.contains(&format!(" {f} "))
+                })
+            })
+    }) && status.phase == Some(Phase::Failed)
+}
+
+/// The message of [`incompatible_upstream`] (the Go AI Runway's wording, with the field named).
+fn incompatible_upstream_message(
+    display_name: &str,
+    object: RefusedObject<'_>,
+    fields: &[String],
+) -> String {
+    let RefusedObject {
+        kind,
+        api_version,
+        name,
+        from_crd,
+    } = object;
+    let fields = match fields {
+        [one] => format!("field {one}"),
+        many => format!("fields {}", many.join(", ")),
+    };
+    let upstream = if from_crd { display_name } else { "Kubernetes" };
+    format!(
+        "Incompatible with the installed upstream: the installed {kind} schema ({api_version}) does not declare {fields}, which this provider renders; nothing was written to {kind} {name}. This usually means the cluster's {upstream} is older than this provider requires, or that spec.provider.overrides sets a key it does not support."
+    )
+}
+
 /// The status of a deployment whose object `message` describes belongs to someone else.
 pub fn not_owned<P: Provider>(provider: &P, message: String) -> ProviderStatus {
     ProviderStatus::not_deployed(
@@ -298,7 +378,8 @@ mod tests {
     use crate::provider::test_support::{compatibility, deployment, kind};
     use crate::provider::traits::{Incompatible, TranslatedStatus, UpstreamKind, UpstreamSchema};
     use crate::v1alpha1::{
-        InferenceProviderConfigSpec, NotReadyReason, NotReadyStatus, WorkloadStatus,
+        ConditionStatus, InferenceProviderConfigSpec, NotReadyReason, NotReadyStatus,
+        WorkloadStatus,
     };
     use serde_json::json;
 
@@ -409,6 +490,109 @@ mod tests {
                 .reason,
             NotReadyReason::InsufficientCapacity
         );
+    }
+
+    #[test]
+    fn a_strict_write_refusal_fails_the_deployment_naming_the_field() {
+        let provider = Fixed(translated(Phase::Running, true, None));
+        let object = RefusedObject {
+            kind: "DynamoGraphDeployment",
+            api_version: "nvidia.com/v1alpha1",
+            name: "m",
+            from_crd: true,
+        };
+        let status = incompatible_upstream(
+            &provider,
+            object,
+            &["spec.services.Epp.eppConfig".to_string()],
+        );
+        assert_eq!(status.phase, Phase::Failed);
+        assert_eq!(
+            status.message,
+            "Incompatible with the installed upstream: the installed DynamoGraphDeployment schema (nvidia.com/v1alpha1) does not declare field spec.services.Epp.eppConfig, which this provider renders; nothing was written to DynamoGraphDeployment m. This usually means the cluster's Fixed is older than this provider requires, or that spec.provider.overrides sets a key it does not support."
+        );
+        let condition = |type_: &str| {
+            let c = status.conditions.iter().find(|c| c.type_ == type_).unwrap();
+            (c.status, c.reason.clone())
+        };
+        assert_eq!(
+            condition(condition_types::RESOURCE_CREATED),
+            (
+                ConditionStatus::False,
+                reasons::INCOMPATIBLE_UPSTREAM.to_string()
+            )
+        );
+        // Ready keeps the closed not-ready vocabulary; the configuration itself is compatible.
+        assert_eq!(
+            condition(condition_types::READY),
+            (ConditionStatus::False, "NotDeployed".to_string())
+        );
+        assert_eq!(
+            condition(condition_types::PROVIDER_COMPATIBLE),
+            (
+                ConditionStatus::True,
+                reasons::COMPATIBILITY_VERIFIED.to_string()
+            )
+        );
+        assert_eq!(
+            status.not_ready.unwrap().reason,
+            NotReadyReason::NotDeployed
+        );
+        assert!(status.endpoint.is_none() && status.replicas.is_none());
+
+        let built_in = RefusedObject {
+            kind: "Deployment",
+            api_version: "apps/v1",
+            name: "m-decode",
+            from_crd: false,
+        };
+        let fields = ["spec.a".to_string(), "spec.b".to_string()];
+        let message = incompatible_upstream(&provider, built_in, &fields).message;
+        assert!(
+            message.contains(
+                "the installed Deployment schema (apps/v1) does not declare fields spec.a, spec.b,"
+            ) && message.contains("the cluster's Kubernetes is older"),
+            "{message}"
+        );
+    }
+
+    #[test]
+    fn a_refusal_naming_fewer_fields_than_shown_is_the_same_refusal() {
+        let shown = |generation: i64, observed: i64, message: &str| -> ModelDeployment {
+            serde_json::from_value(json!({"apiVersion": "airunway.ai/v1alpha1", "kind": "ModelDeployment",
+                "metadata": {"name": "m", "namespace": "ns", "generation": generation},
+                "spec": {"model": {"id": "a/b"}},
+                "status": {"phase": "Failed", "conditions": [{"type": "ResourceCreated", "status": "False",
+                    "reason": "IncompatibleUpstream", "message": message, "observedGeneration": observed,
+                    "lastTransitionTime": "2026-01-01T00:00:00Z"}]}}))
+            .unwrap()
+        };
+        let both = "Incompatible with the installed upstream: the installed X schema (g/v1) does not declare fields spec.a, spec.b, which this provider renders; ...";
+        let field = |f: &str| vec![f.to_string()];
+        assert!(shows_incompatible_upstream(
+            &shown(2, 2, both),
+            &field("spec.a")
+        ));
+        assert!(shows_incompatible_upstream(
+            &shown(2, 2, both),
+            &["spec.a".to_string(), "spec.b".to_string()]
+        ));
+        assert!(!shows_incompatible_upstream(
+            &shown(2, 2, both),
+            &field("spec.c")
+        ));
+        assert!(!shows_incompatible_upstream(
+            &shown(2, 2, both),
+            &field("spec")
+        ));
+        assert!(
+            !shows_incompatible_upstream(&shown(3, 2, both), &field("spec.a")),
+            "a new generation is shown anew"
+        );
+        assert!(!shows_incompatible_upstream(
+            &deployment("a/b"),
+            &field("spec.a")
+        ));
     }
 
     #[test]
