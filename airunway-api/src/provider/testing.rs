@@ -47,13 +47,12 @@ impl FixtureError {
     }
 }
 
-/// The directory of the upstream CRD material: `$AIRUNWAY_UPSTREAM_CRDS`, else
-/// `../shared/upstream-crds` next to the workspace of the crate at `manifest_dir` (pass
-/// `env!("CARGO_MANIFEST_DIR")` of a crate at the workspace's top level).
-pub fn upstream_dir(manifest_dir: &str) -> PathBuf {
+/// The development override of the upstream material: `$AIRUNWAY_UPSTREAM_CRDS`, when set
+/// (for instance a checkout of the design material's `upstream-crds/`). Never required.
+pub fn upstream_dir() -> Option<PathBuf> {
     std::env::var_os(UPSTREAM_CRDS_ENV)
+        .filter(|v| !v.is_empty())
         .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(manifest_dir).join("../../shared/upstream-crds"))
 }
 
 /// The first YAML document of `file` that is an object, decoded as `T`.
@@ -76,14 +75,15 @@ pub fn read_yaml<T: DeserializeOwned>(file: &Path) -> Result<T, FixtureError> {
 }
 
 /// Where the upstream file `path` (e.g. `status-samples/workspace-ready.yaml`,
-/// `kuberay/ray.io_rayservices.yaml`) is found: `$AIRUNWAY_UPSTREAM_CRDS`, else
-/// `../shared/upstream-crds` when it exists (development override), else the repository's own
-/// fixtures (`e2e/fixtures/status-samples`, `e2e/fixtures/upstream-crds`), else the CRDs the
-/// harness cached from the upstream Go modules (`~/.cache/airunway/upstream-crds/<project>-<version>`).
+/// `kuberay/ray.io_rayservices.yaml`) is found: under `$AIRUNWAY_UPSTREAM_CRDS` when it is set
+/// ([`upstream_dir`]), else the repository's own fixtures (`e2e/fixtures/<path>`,
+/// `e2e/fixtures/upstream-crds/<path>`), else the CRDs the harness cached from the upstream Go
+/// modules (`~/.cache/airunway/upstream-crds/<project>-<version>`). Nothing beside the
+/// repository is read unless asked for: a fresh clone and a development checkout test the same
+/// files.
 pub fn upstream_file(manifest_dir: &str, path: &str) -> PathBuf {
-    let shared = upstream_dir(manifest_dir).join(path);
-    if std::env::var_os(UPSTREAM_CRDS_ENV).is_some() || shared.exists() {
-        return shared;
+    if let Some(dir) = upstream_dir() {
+        return dir.join(path);
     }
     let workspace = Path::new(manifest_dir).join("..");
     let fixtures = workspace.join("e2e/fixtures");
@@ -117,7 +117,7 @@ pub fn upstream_file(manifest_dir: &str, path: &str) -> PathBuf {
             return found;
         }
     }
-    shared
+    fixtures.join("upstream-crds").join(path)
 }
 
 /// The upstream file `path` (see [`upstream_file`]), decoded as `T`.
