@@ -415,3 +415,18 @@ fn the_provider_renders_one_graph_in_both_versions_but_the_default_image() {
         );
     }
 }
+
+#[test]
+fn a_partial_object_without_metadata_gets_one() {
+    // What server-side apply converts for managed fields: the owned fields only.
+    let pruned = json!({"apiVersion": V1ALPHA1, "kind": KIND,
+        "spec": {"services": {"Frontend": {"replicas": 1, "dynamoNamespace": "m"}}}});
+    let beta = convert(&pruned, V1BETA1).unwrap();
+    assert!(beta["metadata"].is_object(), "{beta:#}");
+    assert_eq!(
+        beta["spec"]["components"][0],
+        json!({"name": "Frontend", "replicas": 1})
+    );
+    let back = convert(&beta, V1ALPHA1).unwrap();
+    assert_eq!(back["spec"], pruned["spec"]);
+}
