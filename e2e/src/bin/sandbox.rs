@@ -53,6 +53,16 @@ enum Command {
         #[arg(long)]
         kubeconfig: PathBuf,
     },
+    /// (internal) Serve the played Dynamo conversion webhook; started by `up`.
+    #[command(hide = true)]
+    DynamoConversion {
+        /// Folder holding its certificate and key (written by `up`).
+        #[arg(long)]
+        dir: PathBuf,
+        /// Port on 127.0.0.1.
+        #[arg(long)]
+        port: u16,
+    },
 }
 
 #[tokio::main]
@@ -78,6 +88,9 @@ async fn main() -> ExitCode {
         }
         Command::Down => sandbox::down(&state).map(|()| println!("sandbox stopped")),
         Command::Simulate { kubeconfig } => sandbox::simulate(&kubeconfig).await,
+        Command::DynamoConversion { dir, port } => {
+            sandbox::serve_dynamo_conversion(&dir, port).await
+        }
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -132,10 +132,14 @@ pub fn convert(object: &Value, desired_api_version: &str) -> Result<Value, Conve
     };
     let from = Version::parse(from_text).ok_or_else(unsupported)?;
     let to = Version::parse(desired_api_version).ok_or_else(unsupported)?;
-    if from == to {
-        return Ok(object.clone());
-    }
     let mut out = object.clone();
+    // The API server also converts partial objects (server-side apply's managed fields, which
+    // carry no metadata) and refuses a converted object without `metadata`, as controller-runtime
+    // never answers one.
+    ensure_object(&mut out, "metadata");
+    if from == to {
+        return Ok(out);
+    }
     out["apiVersion"] = json!(to.api_version());
     let mut annotations = take_private_annotations(&mut out);
     for (field, annotation) in [("spec", SPEC_ANNOTATION), ("status", STATUS_ANNOTATION)] {

@@ -90,32 +90,17 @@ impl PlayedConversionWebhook {
             .build()
             .context("runtime of the played Dynamo conversion webhook")?;
         let (ready_tx, ready_rx) = std::sync::mpsc::channel::<Result<()>>();
+        // Dropped without a message when serving could not start: `recv` then fails.
         let thread = std::thread::Builder::new()
             .name("dynamo-conversion".into())
             .spawn(move || {
                 runtime.block_on(async move {
-                    let config = match RustlsConfig::from_pem(
-                        cert.cert_pem.into_bytes(),
-                        cert.key_pem.into_bytes(),
-                    )
-                    .await
-                    {
-                        Ok(config) => config,
-                        Err(e) => {
-                            let _ = ready_tx.send(Err(e.into()));
-                            return;
-                        }
-                    };
-                    let server = match axum_server::from_tcp_rustls(listener, config) {
-                        Ok(server) => server.handle(server_handle),
-                        Err(e) => {
-                            let _ = ready_tx.send(Err(e.into()));
-                            return;
-                        }
-                    };
-                    let _ = ready_tx.send(Ok(()));
-                    if let Err(e) = server.serve(router().into_make_service()).await {
-                        eprintln!("the played Dynamo conversion webhook stopped: {e}");
+                    let result = serve(cert, listener, server_handle, || {
+                        let _ = ready_tx.send(Ok(()));
+                    })
+                    .await;
+                    if let Err(e) = result {
+                        eprintln!("the played Dynamo conversion webhook stopped: {e:#}");
                     }
                 });
             })?;
@@ -137,34 +122,61 @@ impl PlayedConversionWebhook {
     /// The CRD's `spec.conversion` pointing at this server, for a CRD to install (a client
     /// config has either a `url` or the `service` Dynamo names).
     pub fn conversion(&self) -> serde_json::Value {
-        json!({
-            "strategy": "Webhook",
-            "webhook": {
-                "clientConfig": {
-                    "url": self.url,
-                    "caBundle": base64::engine::general_purpose::STANDARD.encode(&self.ca_bundle),
-                },
-                "conversionReviewVersions": ["v1"],
-            },
-        })
+        conversion_at(&self.url, &self.ca_bundle)
     }
 
-    /// Points the installed DynamoGraphDeployment CRD's conversion webhook at this server (a
-    /// merge patch that also removes Dynamo's `service`: every other field of the CRD stays as
-    /// installed).
+    /// Points the installed DynamoGraphDeployment CRD's conversion webhook at this server.
     pub async fn register(&self, client: &kube::Client) -> Result<()> {
-        let api: Api<CustomResourceDefinition> = Api::all(client.clone());
-        let mut conversion = self.conversion();
-        conversion["webhook"]["clientConfig"]["service"] = serde_json::Value::Null;
-        api.patch(
-            CRD_NAME,
-            &PatchParams::apply(FIELD_MANAGER),
-            &Patch::Merge(json!({"spec": {"conversion": conversion}})),
-        )
-        .await
-        .with_context(|| format!("registering the played conversion webhook in {CRD_NAME}"))?;
-        Ok(())
+        register_at(client, &self.url, &self.ca_bundle).await
     }
+}
+
+/// `spec.conversion` for a webhook at `url` whose certificate `ca_pem` signed.
+fn conversion_at(url: &str, ca_pem: &[u8]) -> serde_json::Value {
+    json!({
+        "strategy": "Webhook",
+        "webhook": {
+            "clientConfig": {
+                "url": url,
+                "caBundle": base64::engine::general_purpose::STANDARD.encode(ca_pem),
+            },
+            "conversionReviewVersions": ["v1"],
+        },
+    })
+}
+
+/// Points the installed DynamoGraphDeployment CRD's conversion webhook at `url` (a merge patch
+/// that also removes Dynamo's `service`: every other field of the CRD stays as installed).
+pub async fn register_at(client: &kube::Client, url: &str, ca_pem: &[u8]) -> Result<()> {
+    let api: Api<CustomResourceDefinition> = Api::all(client.clone());
+    let mut conversion = conversion_at(url, ca_pem);
+    conversion["webhook"]["clientConfig"]["service"] = serde_json::Value::Null;
+    api.patch(
+        CRD_NAME,
+        &PatchParams::apply(FIELD_MANAGER),
+        &Patch::Merge(json!({"spec": {"conversion": conversion}})),
+    )
+    .await
+    .with_context(|| format!("registering the played conversion webhook in {CRD_NAME}"))?;
+    Ok(())
+}
+
+/// Serves the webhook over TLS with `cert` on `listener` until `handle` shuts it down (or
+/// forever); `ready` is called once it accepts connections.
+pub async fn serve(
+    cert: CertAndKey,
+    listener: std::net::TcpListener,
+    handle: Handle<SocketAddr>,
+    ready: impl FnOnce(),
+) -> Result<()> {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    listener.set_nonblocking(true)?;
+    let config =
+        RustlsConfig::from_pem(cert.cert_pem.into_bytes(), cert.key_pem.into_bytes()).await?;
+    let server = axum_server::from_tcp_rustls(listener, config)?.handle(handle);
+    ready();
+    server.serve(router().into_make_service()).await?;
+    Ok(())
 }
 
 impl Drop for PlayedConversionWebhook {

@@ -163,6 +163,61 @@ fn free_port() -> Result<u16> {
         .port())
 }
 
+/// Starts the played Dynamo conversion webhook detached (`airunway-sandbox dynamo-conversion`)
+/// and points the DynamoGraphDeployment CRD at it.
+async fn start_dynamo_conversion(
+    state: &State,
+    cp: &ControlPlane,
+    sandbox_exe: &Path,
+    client: &Client,
+) -> Result<()> {
+    let dir = state.root.join("dynamo-conversion");
+    std::fs::create_dir_all(&dir)?;
+    let cert = cp.serving_cert("dynamo-operator-webhook")?;
+    std::fs::write(dir.join("tls.crt"), &cert.cert_pem)?;
+    std::fs::write(dir.join("tls.key"), &cert.key_pem)?;
+    let port = free_port()?;
+    let handle = Spawn {
+        name: "dynamo-conversion".into(),
+        program: sandbox_exe.to_path_buf(),
+        args: vec![
+            "dynamo-conversion".into(),
+            format!("--dir={}", dir.display()),
+            format!("--port={port}"),
+        ],
+        env: Default::default(),
+        log: state.logs().join("dynamo-conversion.log"),
+        lifetime: Lifetime::Detached,
+    }
+    .start()?;
+    state.record("dynamo-conversion", handle.pid())?;
+    wait_until(
+        "the played Dynamo conversion webhook to listen",
+        Duration::from_secs(30),
+        || async {
+            tokio::net::TcpStream::connect(("127.0.0.1", port))
+                .await
+                .is_ok()
+        },
+    )
+    .await?;
+    let url = format!(
+        "https://127.0.0.1:{port}{}",
+        crate::dynamo_conversion::server::PATH
+    );
+    crate::dynamo_conversion::server::register_at(client, &url, cp.ca_pem().as_bytes()).await
+}
+
+/// Serves the played Dynamo conversion webhook until the process is stopped (`down`).
+pub async fn serve_dynamo_conversion(dir: &Path, port: u16) -> Result<()> {
+    let cert = crate::pki::CertAndKey {
+        cert_pem: std::fs::read_to_string(dir.join("tls.crt"))?,
+        key_pem: std::fs::read_to_string(dir.join("tls.key"))?,
+    };
+    let listener = std::net::TcpListener::bind(("127.0.0.1", port))?;
+    crate::dynamo_conversion::server::serve(cert, listener, axum_server::Handle::new(), || {}).await
+}
+
 /// Starts one of our binaries detached, logging into the sandbox folder.
 fn start_detached(
     state: &State,
@@ -240,6 +295,8 @@ pub async fn up(state: &State, options: &UpOptions) -> Result<()> {
         state.record(process.name(), process.pid())?;
     }
     let client = cp.client().await?;
+    // Dynamo's conversion webhook, played: the harness's one ends with this command.
+    start_dynamo_conversion(state, &cp, &sandbox_exe, &client).await?;
 
     // Components run as their ServiceAccounts with the shipped RBAC.
     let namespaces: Api<Namespace> = Api::all(client.clone());
