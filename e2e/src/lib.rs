@@ -37,6 +37,7 @@ pub mod bench;
 pub mod binaries;
 pub mod chaos;
 pub mod control_plane;
+pub mod dynamo_graph;
 pub mod env;
 pub mod http;
 pub mod images;
