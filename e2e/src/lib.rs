@@ -40,6 +40,7 @@ pub mod binaries;
 pub mod chaos;
 pub mod control_plane;
 pub mod dynamo_conversion;
+pub mod dynamo_graph;
 pub mod env;
 pub mod http;
 pub mod images;

@@ -1,5 +1,6 @@
 //! The real `airunway-provider-dynamo` (with `airunway-provider-kaito` beside it, both as their
-//! ServiceAccounts) and the real core, against the real DynamoGraphDeployment CRD; the test plays
+//! ServiceAccounts) and the real core, against the real DynamoGraphDeployment CRD of Dynamo ≥ 1.5
+//! (installed by default: `v1alpha1` and `v1beta1` served, `v1beta1` rendered); the test plays
 //! the Dynamo operator with the status samples it really writes.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -7,6 +8,7 @@ use std::time::Duration;
 
 use airunway_api::constants::condition_types;
 use airunway_api::v1alpha1::{ConditionStatus, ModelDeployment, NotReadyReason, Phase};
+use airunway_e2e::dynamo_graph::{self, component, main_container};
 use airunway_e2e::stack::{self, FAST_HEALTH, Running};
 use airunway_e2e::wait::{wait_deleted, wait_for, wait_for_condition};
 use airunway_e2e::{TestEnv, cluster_lock, paths};
@@ -26,14 +28,26 @@ fn resource(group: &str, version: &str, kind: &str, plural: &str) -> ApiResource
     }
 }
 
+/// The graphs at the version the provider renders on the default CRD (`v1beta1`).
 fn dgds(env: &TestEnv) -> Api<DynamicObject> {
-    let r = resource(
-        "nvidia.com",
-        "v1alpha1",
-        "DynamoGraphDeployment",
-        "dynamographdeployments",
-    );
+    let r = dynamo_graph::resource(dynamo_graph::V1BETA1);
     Api::namespaced_with(env.client.clone(), &env.namespace, &r)
+}
+
+/// A Dynamo 1.1 status sample (`status.services`) as Dynamo ≥ 1.5 writes it on `v1beta1`: the
+/// same entries under `status.components`, without the singular `componentName`.
+fn as_v1beta1_status(mut status: Value) -> Value {
+    if let Some(Value::Object(mut services)) =
+        status.as_object_mut().and_then(|s| s.remove("services"))
+    {
+        for reported in services.values_mut() {
+            if let Some(reported) = reported.as_object_mut() {
+                reported.remove("componentName");
+            }
+        }
+        status["components"] = Value::Object(services);
+    }
+    status
 }
 
 fn workspaces(env: &TestEnv) -> Api<DynamicObject> {
@@ -196,19 +210,16 @@ async fn examples_auto_selection_and_status() {
         );
     }
 
-    // The real schema accepted the DGDs, with the expected services.
-    let services = |o: &DynamicObject| -> Vec<String> {
-        o.data["spec"]["services"]
-            .as_object()
-            .unwrap()
-            .keys()
-            .cloned()
-            .collect()
-    };
+    // The real schema accepted the DGDs (v1beta1), with the expected components.
+    let services = |o: &DynamicObject| -> Vec<String> { dynamo_graph::names(&o.data) };
     let one = dgd.get("llama-8b").await.unwrap();
+    assert_eq!(
+        one.types.as_ref().unwrap().api_version,
+        "nvidia.com/v1beta1"
+    );
     assert_eq!(services(&one), ["Frontend", "VllmWorker"]);
     assert_eq!(
-        one.data["spec"]["services"]["VllmWorker"]["extraPodSpec"]["mainContainer"]["args"],
+        main_container(component(&one.data, "VllmWorker"))["args"],
         json!([
             "--model",
             "meta-llama/Llama-3.1-8B-Instruct",
@@ -217,11 +228,11 @@ async fn examples_auto_selection_and_status() {
             "--enable-prefix-caching"
         ])
     );
-    // The Go AI Runway's shapes, accepted by the real schema: GPUs as limits and requests, the
-    // model and engine labels.
+    // Native resource requirements, accepted by the real schema: GPUs as limits and requests,
+    // the model and engine labels.
     assert_eq!(
-        one.data["spec"]["services"]["VllmWorker"]["resources"],
-        json!({"limits": {"gpu": "1", "memory": "32Gi"}, "requests": {"gpu": "1"}})
+        main_container(component(&one.data, "VllmWorker"))["resources"],
+        json!({"limits": {"nvidia.com/gpu": "1", "memory": "32Gi"}, "requests": {"nvidia.com/gpu": "1"}})
     );
     let labels = one.labels();
     assert_eq!(
@@ -243,13 +254,13 @@ async fn examples_auto_selection_and_status() {
         services(&three),
         ["Frontend", "VllmDecodeWorker", "VllmPrefillWorker"]
     );
-    assert_eq!(three.data["spec"]["services"]["Frontend"]["replicas"], 2);
+    assert_eq!(component(&three.data, "Frontend")["replicas"], 2);
     assert_eq!(
-        three.data["spec"]["services"]["Frontend"]["envs"],
+        main_container(component(&three.data, "Frontend"))["env"],
         json!([{"name": "DYN_ROUTER_MODE", "value": "kv"}])
     );
     assert_eq!(
-        three.data["spec"]["services"]["VllmPrefillWorker"]["subComponentType"],
+        component(&three.data, "VllmPrefillWorker")["type"],
         "prefill"
     );
     assert_eq!(
@@ -275,8 +286,8 @@ async fn examples_auto_selection_and_status() {
         "resources": {"gpu": {"count": 1}, "cpu": "4"}, "provider": {"name": "dynamo"}}))).await.unwrap();
     let trt = wait_for(&dgd, "trt", WAIT, "the TensorRT-LLM DGD", |_| true).await;
     assert_eq!(
-        trt.data["spec"]["services"]["TrtllmWorker"]["extraPodSpec"]["mainContainer"]["image"],
-        "nvcr.io/nvidia/ai-dynamo/tensorrtllm-runtime:1.1.1"
+        main_container(component(&trt.data, "TrtllmWorker"))["image"],
+        "nvcr.io/nvidia/ai-dynamo/tensorrtllm-runtime:1.6.1"
     );
     let knobs = wait_for(
         &dgd,
@@ -286,7 +297,7 @@ async fn examples_auto_selection_and_status() {
         |_| true,
     )
     .await;
-    let container = &knobs.data["spec"]["services"]["VllmWorker"]["extraPodSpec"]["mainContainer"];
+    let container = main_container(component(&knobs.data, "VllmWorker"));
     assert_eq!(container["image"], "registry.example/vllm:custom");
     assert_eq!(
         container["args"],
@@ -299,8 +310,8 @@ async fn examples_auto_selection_and_status() {
         ])
     );
     assert_eq!(
-        knobs.data["spec"]["services"]["VllmWorker"]["resources"],
-        json!({"limits": {"gpu": "1", "cpu": "4"}, "requests": {"gpu": "1"}})
+        container["resources"],
+        json!({"limits": {"nvidia.com/gpu": "1", "cpu": "4"}, "requests": {"nvidia.com/gpu": "1"}})
     );
     let knobs_md = mds.get("knobs").await.unwrap();
     assert_eq!(
@@ -318,7 +329,7 @@ async fn examples_auto_selection_and_status() {
             0,
         ),
         (
-            "dgd-pending.yaml",
+            "dgd-v1beta1-pending.yaml",
             Phase::Deploying,
             "Resources not ready: qwen3-frontend",
             0,
@@ -330,7 +341,7 @@ async fn examples_auto_selection_and_status() {
             0,
         ),
         (
-            "dgd-failed.yaml",
+            "dgd-v1beta1-failed.yaml",
             Phase::Failed,
             "failed to reconcile Dynamo components deployments: no multinode orchestrator available",
             0,
@@ -338,14 +349,16 @@ async fn examples_auto_selection_and_status() {
         // Every service counts (frontend and worker, as the Go AI Runway sums them).
         // Go's text while Running (parity S1).
         (
-            "dgd-successful.yaml",
+            "dgd-v1beta1-successful.yaml",
             Phase::Running,
             "DynamoGraphDeployment created, pods are ready",
             2,
         ),
     ] {
-        // The samples name their worker service VllmWorker, as this DGD does.
-        let status = paths::upstream_status_sample(file).unwrap();
+        // The samples name their worker component VllmWorker, as this DGD does. Dynamo 1.1's
+        // samples with no v1beta1 counterpart (initializing, the Grove pathway) are written as
+        // Dynamo >= 1.5 writes the same status on v1beta1 (status.components).
+        let status = as_v1beta1_status(paths::upstream_status_sample(file).unwrap());
         dgd.patch_status(
             "llama-8b",
             &PatchParams::default(),
@@ -370,8 +383,8 @@ async fn examples_auto_selection_and_status() {
         );
         // Why it is not ready, in the shared vocabulary, read from the DynamoGraphDeployment.
         let reason = match file {
-            "dgd-failed.yaml" => Some(NotReadyReason::UpstreamReconcileError),
-            "dgd-successful.yaml" => None,
+            "dgd-v1beta1-failed.yaml" => Some(NotReadyReason::UpstreamReconcileError),
+            "dgd-v1beta1-successful.yaml" => None,
             _ => Some(NotReadyReason::InProgress),
         };
         assert_not_ready(&md, reason, "DynamoGraphDeployment", file);
@@ -395,8 +408,8 @@ async fn examples_auto_selection_and_status() {
 
     // Dynamo calls the graph successful while a worker's new revision has not rolled out (a
     // Deployment in mid-rollout is Available): not Ready for this generation, still serving.
-    let mut rolling = paths::upstream_status_sample("dgd-successful.yaml").unwrap();
-    rolling["services"]["VllmWorker"]["updatedReplicas"] = json!(0);
+    let mut rolling = paths::upstream_status_sample("dgd-v1beta1-successful.yaml").unwrap();
+    rolling["components"]["VllmWorker"]["updatedReplicas"] = json!(0);
     dgd.patch_status(
         "llama-8b",
         &PatchParams::default(),
@@ -475,21 +488,21 @@ async fn overrides_drift_mode_switch_deletion_and_incompatibility() {
     )
     .await
     .unwrap();
-    wait_for(&dgd, "chat", WAIT, "frontend replicas 2", |o| {
-        o.data["spec"]["services"]["Frontend"]["replicas"] == 2
+    let graph = wait_for(&dgd, "chat", WAIT, "frontend replicas 2", |o| {
+        component(&o.data, "Frontend")["replicas"] == 2
     })
     .await;
 
     // Drift is reverted.
-    dgd.patch(
-        "chat",
-        &PatchParams::default(),
-        &Patch::Merge(json!({"spec": {"services": {"VllmWorker": {"replicas": 9}}}})),
-    )
-    .await
+    let worker = dynamo_graph::index(&graph.data, "VllmWorker").unwrap();
+    let drift: json_patch::Patch = serde_json::from_value(json!([
+        {"op": "replace", "path": format!("/spec/components/{worker}/replicas"), "value": 9}]))
     .unwrap();
+    dgd.patch("chat", &PatchParams::default(), &Patch::Json::<()>(drift))
+        .await
+        .unwrap();
     wait_for(&dgd, "chat", WAIT, "worker replicas restored", |o| {
-        o.data["spec"]["services"]["VllmWorker"]["replicas"] == 1
+        component(&o.data, "VllmWorker")["replicas"] == 1
     })
     .await;
     env.wait_for_event("DriftDetected", |n| {
@@ -505,15 +518,9 @@ async fn overrides_drift_mode_switch_deletion_and_incompatibility() {
         o.uid() != Some(uid.clone())
     })
     .await;
-    assert!(
-        recreated.data["spec"]["services"]
-            .get("VllmPrefillWorker")
-            .is_some()
-    );
-    assert!(
-        recreated.data["spec"]["services"]
-            .get("VllmWorker")
-            .is_none()
+    assert_eq!(
+        dynamo_graph::names(&recreated.data),
+        ["Frontend", "VllmDecodeWorker", "VllmPrefillWorker"]
     );
 
     // Deletion cascades.
@@ -603,14 +610,15 @@ async fn moving_from_kaito_to_dynamo() {
     stack.stop();
 }
 
-/// Plays the Dynamo operator (1.1 line, Deployment pathway) for the graphs in `namespace`, once
-/// a second: each service becomes a Deployment `<graph>-<service lowercased>` owned by the
-/// graph, with the service's replicas (kept in step, as the operator's component controller
-/// does) and the operator's pod labels (`nvidia.com/dynamo-graph-deployment-name`,
-/// `-component`, `-component-type`, `-sub-component-type`, `-namespace`, `nvidia.com/selector`),
-/// container `main` with the service's image and GPU limit; KWOK runs the pods. The graph's
-/// status is the operator's (the `dgd-*.yaml` wording) with each service's counts read from its
-/// Deployment: `successful` once every one is fully ready, else `pending`.
+/// Plays the Dynamo operator (≥ 1.5, Deployment pathway, reconciling the `v1beta1` graph) for the
+/// graphs in `namespace`, once a second: each component becomes a Deployment
+/// `<graph>-<component lowercased>` owned by the graph, with the component's replicas (kept in
+/// step, as the operator's component controller does) and the operator's pod labels
+/// (`nvidia.com/dynamo-graph-deployment-name`, `-component`, `-component-type` (the component's
+/// `type`), `-namespace`, `nvidia.com/selector`), container `main` with the component's image
+/// and GPU limit; KWOK runs the pods. The graph's status is the operator's (the
+/// `dgd-v1beta1-*.yaml` wording) with each component's counts read from its Deployment under
+/// `status.components`: `successful` once every one is fully ready, else `pending`.
 async fn play_dynamo_operator(client: kube::Client, namespace: String) {
     loop {
         if let Err(e) = reconcile_graphs(&client, &namespace).await {
@@ -627,12 +635,7 @@ async fn reconcile_graphs(client: &kube::Client, namespace: &str) -> Result<(), 
     let graphs: Api<DynamicObject> = Api::namespaced_with(
         client.clone(),
         namespace,
-        &resource(
-            "nvidia.com",
-            "v1alpha1",
-            "DynamoGraphDeployment",
-            "dynamographdeployments",
-        ),
+        &dynamo_graph::resource(dynamo_graph::V1BETA1),
     );
     let deployments: Api<Deployment> = Api::namespaced(client.clone(), namespace);
     for graph in graphs.list(&Default::default()).await?.items {
@@ -641,27 +644,26 @@ async fn reconcile_graphs(client: &kube::Client, namespace: &str) -> Result<(), 
         }
         let name = graph.name_any();
         let value = serde_json::to_value(&graph).unwrap();
-        let owner = json!({"apiVersion": "nvidia.com/v1alpha1", "kind": "DynamoGraphDeployment",
+        let owner = json!({"apiVersion": "nvidia.com/v1beta1", "kind": "DynamoGraphDeployment",
             "name": name, "uid": graph.metadata.uid.clone().unwrap(),
             "controller": true, "blockOwnerDeletion": true});
         let mut counts = serde_json::Map::new();
         let mut all_ready = true;
-        for (service, spec) in value["spec"]["services"].as_object().into_iter().flatten() {
+        for (service, spec) in dynamo_graph::components(&value) {
+            let service = service.to_string();
             let component = format!("{name}-{}", service.to_lowercase());
             let replicas = spec["replicas"].as_i64().unwrap_or(1);
-            let mut labels = json!({
+            let labels = json!({
                 "nvidia.com/dynamo-graph-deployment-name": name,
                 "nvidia.com/dynamo-component": service,
-                "nvidia.com/dynamo-component-type": spec["componentType"],
-                "nvidia.com/dynamo-namespace": spec["dynamoNamespace"],
+                "nvidia.com/dynamo-component-type": spec["type"],
+                "nvidia.com/dynamo-namespace": format!("{namespace}-{name}"),
                 "nvidia.com/selector": component,
             });
-            if let Some(sub) = spec["subComponentType"].as_str() {
-                labels["nvidia.com/dynamo-sub-component-type"] = json!(sub);
-            }
+            let main = main_container(spec);
             let mut container = json!({"name": "main",
-                "image": spec["extraPodSpec"]["mainContainer"]["image"].as_str().unwrap_or("registry.invalid/dynamo:played")});
-            if let Some(gpu) = spec["resources"]["limits"]["gpu"].as_str() {
+                "image": main["image"].as_str().unwrap_or("registry.invalid/dynamo:played")});
+            if let Some(gpu) = main["resources"]["limits"]["nvidia.com/gpu"].as_str() {
                 container["resources"] = json!({"limits": {"nvidia.com/gpu": gpu}});
             }
             let deployment = json!({
@@ -687,7 +689,7 @@ async fn reconcile_graphs(client: &kube::Client, namespace: &str) -> Result<(), 
             all_ready &= ready == replicas && status.replicas.map(i64::from) == Some(replicas);
             counts.insert(
                 service.clone(),
-                json!({"componentKind": "Deployment", "componentName": component, "componentNames": [component],
+                json!({"componentKind": "Deployment", "componentNames": [component],
                        "replicas": replicas, "updatedReplicas": status.updated_replicas.unwrap_or(0),
                        "readyReplicas": ready, "availableReplicas": status.available_replicas.unwrap_or(0)}),
             );
@@ -698,7 +700,7 @@ async fn reconcile_graphs(client: &kube::Client, namespace: &str) -> Result<(), 
             Stage::Progressing
         };
         let mut status = dgd_status(&value, stage).unwrap();
-        status["services"] = Value::Object(counts);
+        status["components"] = Value::Object(counts);
         if value["status"] == status {
             continue;
         }
@@ -804,11 +806,11 @@ async fn kubectl_scale_changes_the_worker_replicas_in_place_and_degraded_follows
     let started = std::time::Instant::now();
     kubectl_scale(&env, "chat", 3).await;
     let graph = wait_for(&dgd, "chat", WAIT, "worker replicas 3", |o| {
-        o.data["spec"]["services"]["VllmWorker"]["replicas"] == 3
+        component(&o.data, "VllmWorker")["replicas"] == 3
     })
     .await;
     assert_eq!(graph.metadata.uid.as_deref(), Some(graph_uid.as_str()));
-    assert_eq!(graph.data["spec"]["services"]["Frontend"]["replicas"], 1);
+    assert_eq!(component(&graph.data, "Frontend")["replicas"], 1);
     wait_selector_selects(
         &env,
         "chat",
@@ -872,7 +874,7 @@ async fn kubectl_scale_changes_the_worker_replicas_in_place_and_degraded_follows
     })
     .await;
     assert_eq!(
-        dgd.get("chat").await.unwrap().data["spec"]["services"]["VllmWorker"]["replicas"],
+        component(&dgd.get("chat").await.unwrap().data, "VllmWorker")["replicas"],
         0
     );
     kubectl_scale(&env, "chat", 1).await;
@@ -981,4 +983,161 @@ async fn every_status_fixture_on_the_live_object(
         fixtures.len(),
         started.elapsed().as_secs_f64()
     );
+}
+
+/// The provider follows the served DynamoGraphDeployment version without a restart (its watch
+/// and cache too, not only its renders): on the Dynamo 1.1 CRD (`v1alpha1` only) it renders
+/// `v1alpha1` and the status Dynamo writes there reaches the deployment; back on the Dynamo ≥ 1.5
+/// CRD (`v1beta1` served and stored) the same deployment's graph is `v1beta1` and its status
+/// reaches the deployment again. Only a watch of the served version delivers those status
+/// changes (the resync is minutes away). The default CRD is installed again at the end.
+#[tokio::test]
+async fn the_watch_follows_the_served_version() {
+    use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+
+    let _lock = cluster_lock().await;
+    let env = TestEnv::new("dynamo-versions").await;
+    let stack = start(&env).await;
+    let mds: Api<ModelDeployment> = Api::namespaced(env.client.clone(), &env.namespace);
+    let crds: Api<CustomResourceDefinition> = Api::all(env.client.clone());
+    const CRD: &str = "dynamographdeployments.nvidia.com";
+    let fixtures = paths::fixtures_dir();
+    let dynamo_1_1 =
+        fixtures.join("upstream-crd-versions/dynamo-1.1/nvidia.com_dynamographdeployments.yaml");
+    let dynamo_1_5 = fixtures.join("upstream-crds/dynamo/nvidia.com_dynamographdeployments.yaml");
+    let graphs = |version: &str| -> Api<DynamicObject> {
+        Api::namespaced_with(
+            env.client.clone(),
+            &env.namespace,
+            &dynamo_graph::resource(version),
+        )
+    };
+    let replace_crd = |file: std::path::PathBuf| {
+        let (crds, client) = (crds.clone(), env.client.clone());
+        async move {
+            crds.delete(CRD, &DeleteParams::default()).await.unwrap();
+            wait_deleted(&crds, CRD, Duration::from_secs(60)).await;
+            airunway_e2e::control_plane::install_crds(&client, &[file])
+                .await
+                .unwrap();
+        }
+    };
+    // Dynamo writes the status; the deployment shows it only if the provider's watch of the
+    // served version delivers it.
+    let served = |version: &'static str, sample: &'static str| {
+        let (mds, api) = (mds.clone(), graphs(version));
+        async move {
+            let graph = wait_for(&api, "chat", WAIT, version, |_| true).await;
+            let status = paths::upstream_status_sample(sample).unwrap();
+            let patch: json_patch::Patch = serde_json::from_value(json!([
+                {"op": "add", "path": "/status", "value": status}]))
+            .unwrap();
+            api.patch_status("chat", &PatchParams::default(), &Patch::Json::<()>(patch))
+                .await
+                .unwrap();
+            wait_for(&mds, "chat", WAIT, "Running from the status", |md| {
+                md.phase() == Some(Phase::Running)
+            })
+            .await;
+            graph
+        }
+    };
+
+    // Dynamo 1.1: v1alpha1 only.
+    replace_crd(dynamo_1_1).await;
+    mds.create(&PostParams::default(), &deployment("chat", json!({"model": {"id": "Qwen/Qwen3-0.6B"},
+        "engine": {"type": "vllm"}, "resources": {"gpu": {"count": 1}}, "provider": {"name": "dynamo"}})))
+        .await
+        .unwrap();
+    let old = served(dynamo_graph::V1ALPHA1, "dgd-successful.yaml").await;
+    assert_eq!(
+        old.types.as_ref().unwrap().api_version,
+        "nvidia.com/v1alpha1"
+    );
+    assert_eq!(dynamo_graph::names(&old.data), ["Frontend", "VllmWorker"]);
+    assert!(old.data["spec"]["services"].is_object(), "{:?}", old.data);
+
+    // Dynamo >= 1.5: v1beta1 stored (and v1alpha1 served through Dynamo's conversion webhook,
+    // which nothing here calls). The graph the CRD's removal took is rendered as v1beta1.
+    replace_crd(dynamo_1_5).await;
+    let new = served(dynamo_graph::V1BETA1, "dgd-v1beta1-successful.yaml").await;
+    assert_eq!(
+        new.types.as_ref().unwrap().api_version,
+        "nvidia.com/v1beta1"
+    );
+    assert_eq!(dynamo_graph::names(&new.data), ["Frontend", "VllmWorker"]);
+    assert!(new.data["spec"]["components"].is_array(), "{:?}", new.data);
+    // The same provider process throughout.
+    assert!(
+        stack.dynamo.process.exit_status().is_none(),
+        "the provider exited: {}",
+        stack.dynamo.process.log_tail(20)
+    );
+    stack.stop();
+}
+
+/// Every example deployment in `examples/` that lands on Dynamo (named, or selected as the GPU
+/// default) renders a `v1beta1` DynamoGraphDeployment on the default (Dynamo ≥ 1.5) CRD,
+/// admitted by its real schema.
+#[tokio::test]
+async fn every_dynamo_example_renders_v1beta1() {
+    let _lock = cluster_lock().await;
+    let env = TestEnv::new("dynamo-example-versions").await;
+    let stack = start(&env).await;
+    let mds: Api<ModelDeployment> = Api::namespaced(env.client.clone(), &env.namespace);
+    let dgd = dgds(&env);
+    let mut created = Vec::new();
+    let mut files: Vec<std::path::PathBuf> =
+        std::fs::read_dir(paths::workspace_root().join("examples"))
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.extension().is_some_and(|e| e == "yaml"))
+            .collect();
+    files.sort();
+    for file in &files {
+        let text = std::fs::read_to_string(file).unwrap();
+        let docs: Vec<Value> = serde_saphyr::from_multiple(&text).unwrap();
+        for mut doc in docs {
+            if doc["kind"] != "ModelDeployment" {
+                continue;
+            }
+            if let Some(metadata) = doc["metadata"].as_object_mut() {
+                metadata.remove("namespace");
+            }
+            let md: ModelDeployment = serde_json::from_value(doc).unwrap();
+            // The admission webhook refuses the example written to be refused.
+            if mds.create(&PostParams::default(), &md).await.is_ok() {
+                created.push((file.clone(), md.name_any()));
+            }
+        }
+    }
+    let mut on_dynamo = Vec::new();
+    for (file, name) in &created {
+        let md = wait_for(&mds, name, WAIT, "a provider selected", |md| {
+            md.selected_provider().is_some() || md.phase() == Some(Phase::Failed)
+        })
+        .await;
+        if md.selected_provider() != Some("dynamo") {
+            continue;
+        }
+        let graph = wait_for(&dgd, name, WAIT, "the DynamoGraphDeployment", |_| true).await;
+        assert_eq!(
+            graph.types.as_ref().unwrap().api_version,
+            "nvidia.com/v1beta1",
+            "{}",
+            file.display()
+        );
+        assert!(
+            graph.data["spec"]["components"].is_array() && graph.data["spec"]["services"].is_null(),
+            "{}: {:?}",
+            file.display(),
+            graph.data["spec"]
+        );
+        on_dynamo.push(file.file_name().unwrap().to_string_lossy().to_string());
+    }
+    eprintln!("examples on Dynamo, rendered v1beta1: {on_dynamo:?}");
+    for expected in ["disaggregated-vllm-dynamo.yaml", "gpu-vllm-dynamo.yaml"] {
+        assert!(on_dynamo.iter().any(|f| f == expected), "{on_dynamo:?}");
+    }
+    stack.stop();
 }

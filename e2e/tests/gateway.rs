@@ -19,6 +19,7 @@ use airunway_api::constants::condition_types::{self, GATEWAY_READY};
 use airunway_api::v1alpha1::{
     ConditionStatus, InferenceProviderConfig, ModelDeployment, NotReadyReason, Phase,
 };
+use airunway_e2e::dynamo_graph;
 use airunway_e2e::stack::{self, FAST_HEALTH, Running};
 use airunway_e2e::wait::{eventually, wait_deleted, wait_for};
 use airunway_e2e::{TestEnv, cluster_lock, paths};
@@ -1070,7 +1071,7 @@ async fn a_dynamo_deployment_gets_only_a_route_to_the_pool_dynamo_makes() {
         env.client.clone(),
         &ns,
         &ApiResource::from_gvk_with_plural(
-            &GroupVersionKind::gvk("nvidia.com", "v1alpha1", "DynamoGraphDeployment"),
+            &GroupVersionKind::gvk("nvidia.com", "v1beta1", "DynamoGraphDeployment"),
             "dynamographdeployments",
         ),
     );
@@ -1092,26 +1093,24 @@ async fn a_dynamo_deployment_gets_only_a_route_to_the_pool_dynamo_makes() {
     .await
     .unwrap();
 
-    // The graph asks Dynamo's operator for the endpoint picker (and so for the pool).
+    // The graph (v1beta1, Dynamo >= 1.5) asks Dynamo's operator for its native endpoint picker
+    // (and so for the pool).
     let dgd = wait_for(&dgds, "dyn", WAIT, "DynamoGraphDeployment", |_| true).await;
     let dgd = value(&dgd);
-    let epp = &dgd["spec"]["services"]["Epp"];
-    assert_eq!(epp["componentType"], "epp", "{dgd}");
-    assert!(
-        epp["eppConfig"]["config"]["plugins"]
-            .as_array()
-            .is_some_and(|p| !p.is_empty()),
-        "{epp}"
-    );
+    let epp = dynamo_graph::component(&dgd, "Epp");
+    assert_eq!(epp["type"], "epp", "{dgd}");
+    assert!(epp.get("eppConfig").is_none(), "{epp}");
+    let worker = dynamo_graph::component(&dgd, "VllmWorker");
+    assert_eq!(worker["frontendSidecar"], "sidecar-frontend", "{worker}");
     assert_eq!(
-        dgd["spec"]["services"]["VllmWorker"]["frontendSidecar"]["args"],
+        dynamo_graph::container(worker, "sidecar-frontend")["args"],
         json!(["-m", "dynamo.frontend", "--router-mode", "direct"])
     );
     let quiet_dgd = wait_for(&dgds, "dyn-quiet", WAIT, "DynamoGraphDeployment", |_| true).await;
-    assert!(value(&quiet_dgd)["spec"]["services"].get("Epp").is_none());
+    assert!(dynamo_graph::component(&value(&quiet_dgd), "Epp").is_null());
 
     // The Dynamo operator reports both graphs successful (its real status).
-    let status = paths::upstream_status_sample("dgd-successful.yaml").unwrap();
+    let status = paths::upstream_status_sample("dgd-v1beta1-successful.yaml").unwrap();
     for name in ["dyn", "dyn-quiet"] {
         dgds.patch_status(
             name,
@@ -1140,14 +1139,15 @@ async fn a_dynamo_deployment_gets_only_a_route_to_the_pool_dynamo_makes() {
     );
 
     // The operator creates the pool as ai-dynamo/dynamo's epp.GenerateInferencePool does.
-    let dynamo_namespace = epp["dynamoNamespace"].as_str().unwrap().to_string();
+    // Dynamo >= 1.5 derives the graph's Dynamo namespace from its namespace and name.
+    let dynamo_namespace = format!("{ns}-dyn");
     let mut pool = sample("inferencepool-accepted.yaml");
     pool.as_object_mut().unwrap().remove("status");
     pool["metadata"] = json!({"name": "dyn-pool", "namespace": ns,
         "labels": {"nvidia.com/dynamo-graph-deployment-name": "dyn",
                    "nvidia.com/dynamo-component": "Epp",
                    "nvidia.com/dynamo-component-type": "epp"},
-        "ownerReferences": [{"apiVersion": "nvidia.com/v1alpha1", "kind": "DynamoGraphDeployment",
+        "ownerReferences": [{"apiVersion": "nvidia.com/v1beta1", "kind": "DynamoGraphDeployment",
             "name": "dyn", "uid": dgd["metadata"]["uid"], "controller": true,
             "blockOwnerDeletion": true}]});
     pool["spec"] = json!({

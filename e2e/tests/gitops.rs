@@ -219,7 +219,7 @@ async fn argo_cd_health_and_kstatus_for_every_phase() {
     .await;
     let mds: Api<ModelDeployment> = Api::namespaced(env.client.clone(), &env.namespace);
     let ws = upstream(&env, "kaito.sh", "v1beta1", "Workspace");
-    let dgds = upstream(&env, "nvidia.com", "v1alpha1", "DynamoGraphDeployment");
+    let dgds = upstream(&env, "nvidia.com", "v1beta1", "DynamoGraphDeployment");
     let create = |name: &'static str, spec: Value| {
         let mds = mds.clone();
         async move {
@@ -310,7 +310,7 @@ async fn argo_cd_health_and_kstatus_for_every_phase() {
     for (api, name, sample) in [
         (&ws, "deploying", "workspace-pending.yaml"),
         (&ws, "running", "workspace-ready.yaml"),
-        (&dgds, "upstream-failed", "dgd-failed.yaml"),
+        (&dgds, "upstream-failed", "dgd-v1beta1-failed.yaml"),
     ] {
         wait_for(api, name, WAIT, "the upstream object", |_| true).await;
         api.patch_status(

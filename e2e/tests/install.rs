@@ -45,7 +45,7 @@ fn crate_dir(name: &str) -> String {
 /// (provider, group, version, plural) of the upstream kinds the providers own.
 const UPSTREAM: [(&str, &str, &str, &str); 3] = [
     ("kaito", "kaito.sh", "v1beta1", "workspaces"),
-    ("dynamo", "nvidia.com", "v1alpha1", "dynamographdeployments"),
+    ("dynamo", "nvidia.com", "v1beta1", "dynamographdeployments"),
     ("kuberay", "ray.io", "v1", "rayservices"),
 ];
 
@@ -377,11 +377,11 @@ async fn default_install_runs_from_images_as_service_accounts() {
             upstream_api(
                 &env,
                 "nvidia.com",
-                "v1alpha1",
+                "v1beta1",
                 "DynamoGraphDeployment",
                 "dynamographdeployments",
             ),
-            "dgd-successful.yaml",
+            "dgd-v1beta1-successful.yaml",
         ),
         "kuberay" => (
             upstream_api(&env, "ray.io", "v1", "RayService", "rayservices"),
@@ -543,8 +543,8 @@ async fn default_install_runs_from_images_as_service_accounts() {
         &env.namespace,
         &ApiResource {
             group: "nvidia.com".into(),
-            version: "v1alpha1".into(),
-            api_version: "nvidia.com/v1alpha1".into(),
+            version: "v1beta1".into(),
+            api_version: "nvidia.com/v1beta1".into(),
             kind: "DynamoGraphDeployment".into(),
             plural: "dynamographdeployments".into(),
         },

@@ -14,6 +14,7 @@ use airunway_e2e::admission::{
 };
 use airunway_e2e::bench::workload::Target;
 use airunway_e2e::binaries::free_port;
+use airunway_e2e::dynamo_graph;
 use airunway_e2e::providers::{delete_all, register_shipped};
 use airunway_e2e::sandbox::kaito;
 use airunway_e2e::stack::{self, FAST_HEALTH};
@@ -924,7 +925,8 @@ async fn dynamo() {
     .await;
     let multinode = rendered("multinode").await;
     let args: Vec<String> = serde_json::from_value(
-        multinode.data["spec"]["services"]["VllmWorker"]["extraPodSpec"]["mainContainer"]["args"]
+        dynamo_graph::main_container(dynamo_graph::component(&multinode.data, "VllmWorker"))
+            ["args"]
             .clone(),
     )
     .unwrap_or_default();
@@ -942,7 +944,7 @@ async fn dynamo() {
 
     // D1 (match). Go: `providers/dynamo/transformer.go` buildEPP (l.334-395) sets
     // DYN_DECODE_FALLBACK=true and DYN_ENFORCE_DISAGG=false for an aggregated graph.
-    // D6 (keep ours): `spec.env` reaches the workers' `envs` (Go ignores it).
+    // D6 (keep ours): `spec.env` reaches the workers' `env` (Go ignores it).
     create(
         "routed",
         go_vllm(json!({"gateway": {"enabled": true},
@@ -951,44 +953,44 @@ async fn dynamo() {
     )
     .await;
     let routed = rendered("routed").await;
-    let services = &routed.data["spec"]["services"];
+    let component = |name: &str| dynamo_graph::component(&routed.data, name);
     same(
         "D1",
-        services["Epp"]["extraPodSpec"]["mainContainer"]["env"]
+        dynamo_graph::main_container(component("Epp"))["env"]
             == json!([{"name": "DYN_DECODE_FALLBACK", "value": "true"},
                 {"name": "DYN_ENFORCE_DISAGG", "value": "false"}]),
-        &services["Epp"].to_string(),
+        &component("Epp").to_string(),
     );
     // D3 (match). Go: `providers/dynamo/transformer.go` DynamoOverrides (l.71-93) types
     // `epp.replicas` and `epp.image`.
     same(
         "D3",
-        services["Epp"]["replicas"] == 2,
-        &services["Epp"].to_string(),
+        component("Epp")["replicas"] == 2,
+        &component("Epp").to_string(),
     );
     departure(
         "D6",
-        services["VllmWorker"]["envs"]
+        dynamo_graph::main_container(component("VllmWorker"))["env"]
             .as_array()
             .is_some_and(|e| e.iter().any(|v| v["name"] == "LOG_LEVEL")),
         "spec.env ignored",
-        &services["VllmWorker"].to_string(),
+        &component("VllmWorker").to_string(),
     );
     // D5 (keep ours): the Frontend stays with the gateway on (it is `status.endpoint`).
     departure(
         "D5",
-        services["Frontend"]["componentType"] == "frontend",
+        component("Frontend")["type"] == "frontend",
         "no Frontend with the gateway on",
-        &services.to_string(),
+        &routed.data["spec"].to_string(),
     );
 
     // S1 and D7 (match). Go: `providers/dynamo/controller.go` syncStatus (l.444) writes
     // `DynamoGraphDeployment created, pods are ready` when Running; `status.go` sums the
-    // services' replicas and reads top-level `readyReplicas` when present. The real Dynamo 1.1
+    // services' replicas and reads top-level `readyReplicas` when present. The real Dynamo
     // CRD has no top-level counts (the API server prunes the one written here), so on it both
-    // projects report the per-service sums (2: Frontend and worker); ours reads top-level
+    // projects report the per-component sums (2: Frontend and worker); ours reads top-level
     // counts too when a CRD has them (unit test `top_level_replica_counts_win`).
-    let mut status = airunway_e2e::paths::upstream_status_sample("dgd-successful.yaml")
+    let mut status = airunway_e2e::paths::upstream_status_sample("dgd-v1beta1-successful.yaml")
         .unwrap_or_else(|e| panic!("the status sample: {e}"));
     status["readyReplicas"] = json!(3);
     dgd.patch_status(
@@ -1340,28 +1342,38 @@ async fn storage_mounts_pass_server_side_dry_run() {
                 mounted += 1;
             }
             if kind == "DynamoGraphDeployment" {
-                let claim = |c: &str| json!({"name": c, "create": false});
+                // v1beta1 (Go's beta rendering): the claims are pod volumes mounted in `main`,
+                // the compilation cache is `compilationCache`.
+                let worker = dynamo_graph::component(&served, "VllmWorker");
+                let main = dynamo_graph::main_container(worker);
+                let claims: Vec<&str> = worker["podTemplate"]["spec"]["volumes"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|v| v["persistentVolumeClaim"]["claimName"].as_str())
+                    .collect();
                 same(
                     "storage-dynamo",
-                    served["spec"]["pvcs"]
-                        == json!([
-                            claim(&shared),
-                            claim(&format!("{name}-compiled")),
-                            claim("team-data")
-                        ]),
-                    &served["spec"]["pvcs"].to_string(),
-                );
-                let worker = &served["spec"]["services"]["VllmWorker"];
-                same(
-                    "storage-dynamo",
-                    worker["volumeMounts"][0]
-                        == json!({"name": shared, "mountPoint": "/model-cache", "useAsCompilationCache": false})
-                        && worker["volumeMounts"][1]["useAsCompilationCache"] == json!(true)
-                        && worker["envs"]
+                    claims.first() == Some(&shared.as_str())
+                        && claims.contains(&"team-data")
+                        && main["volumeMounts"][0]
+                            == json!({"name": shared, "mountPath": "/model-cache"})
+                        && worker["compilationCache"]["pvcName"]
+                            == json!(format!("{name}-compiled"))
+                        && main["env"]
                             .as_array()
                             .unwrap()
                             .iter()
                             .any(|e| *e == json!({"name": "HF_HOME", "value": "/model-cache"})),
+                    &worker.to_string(),
+                );
+                // Go also mounts the compilation-cache claim as a pod volume beside
+                // `compilationCache`; we leave that mount to Dynamo (its field says it mounts
+                // the claim and sets the engine's cache variables).
+                departure(
+                    "storage-dynamo-compilation-cache",
+                    !claims.contains(&format!("{name}-compiled").as_str()),
+                    "the compilation-cache claim also mounted as a pod volume",
                     &worker.to_string(),
                 );
                 mounted += 1;

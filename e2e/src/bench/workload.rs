@@ -74,13 +74,8 @@ impl Target {
                 kind: "Workspace".into(),
                 plural: "workspaces".into(),
             },
-            Target::Dynamo => ApiResource {
-                group: "nvidia.com".into(),
-                version: "v1alpha1".into(),
-                api_version: "nvidia.com/v1alpha1".into(),
-                kind: "DynamoGraphDeployment".into(),
-                plural: "dynamographdeployments".into(),
-            },
+            // The storage version of the Dynamo >= 1.5 CRD installed by default.
+            Target::Dynamo => crate::dynamo_graph::resource(crate::dynamo_graph::V1BETA1),
             Target::Kuberay => ApiResource {
                 group: "ray.io".into(),
                 version: "v1".into(),

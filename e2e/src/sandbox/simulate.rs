@@ -38,29 +38,41 @@ pub fn workspace_status(stage: Stage) -> Result<Value> {
     })
 }
 
-/// The DynamoGraphDeployment status the Dynamo operator writes at `stage`, with the services
-/// of `dgd` (the samples' condition wording, this object's service names and replica counts).
+/// The DynamoGraphDeployment status the Dynamo operator writes at `stage`, with the components
+/// of `dgd` (the samples' condition wording, this object's component names and replica counts):
+/// a `v1beta1` graph (`spec.components[]`, Dynamo ≥ 1.5) gets `status.components` from the
+/// `dgd-v1beta1-*.yaml` samples, a `v1alpha1` one (`spec.services`, Dynamo 1.1)
+/// `status.services` from the `dgd-*.yaml` ones.
 pub fn dgd_status(dgd: &Value, stage: Stage) -> Result<Value> {
-    let mut status = paths::upstream_status_sample(match stage {
-        Stage::Ready => "dgd-successful.yaml",
-        _ => "dgd-pending.yaml",
-    })?;
+    let beta = dgd["spec"]["components"].is_array();
+    let sample = match (stage, beta) {
+        (Stage::Ready, true) => "dgd-v1beta1-successful.yaml",
+        (_, true) => "dgd-v1beta1-pending.yaml",
+        (Stage::Ready, false) => "dgd-successful.yaml",
+        (_, false) => "dgd-pending.yaml",
+    };
+    let mut status = paths::upstream_status_sample(sample)?;
     let name = dgd["metadata"]["name"].as_str().unwrap_or_default();
     let mut services = serde_json::Map::new();
     let mut not_ready = Vec::new();
-    for (service, spec) in dgd["spec"]["services"].as_object().into_iter().flatten() {
+    for (service, spec) in crate::dynamo_graph::components(dgd) {
         let replicas = spec["replicas"].as_i64().unwrap_or(1);
         let component = format!("{name}-{}", service.to_lowercase());
         let ready = if stage == Stage::Ready { replicas } else { 0 };
         not_ready.push(format!(
             "{component}: Component deployment not ready - Available condition not true"
         ));
-        services.insert(service.clone(), json!({
-            "componentKind": "Deployment", "componentName": component, "componentNames": [component],
+        let mut reported = json!({
+            "componentKind": "Deployment", "componentNames": [component],
             "replicas": replicas, "updatedReplicas": replicas, "readyReplicas": ready, "availableReplicas": ready,
-        }));
+        });
+        // Dynamo 1.1 also wrote the singular name; v1beta1 status has only the list.
+        if !beta {
+            reported["componentName"] = json!(component);
+        }
+        services.insert(service.to_string(), reported);
     }
-    status["services"] = Value::Object(services);
+    status[if beta { "components" } else { "services" }] = Value::Object(services);
     if stage != Stage::Ready
         && let Some(condition) = status["conditions"].get_mut(0)
     {
@@ -119,10 +131,11 @@ pub fn rayservice_status(ray_service: &Value, stage: Stage) -> Result<Value> {
 type StatusFor = fn(&Value, Stage) -> Result<Value>;
 
 fn upstream_kinds() -> [(ApiResource, StatusFor); 2] {
+    // The storage version of the Dynamo >= 1.5 CRD the sandbox installs (no conversion call).
     let dgd = ApiResource {
         group: "nvidia.com".into(),
-        version: "v1alpha1".into(),
-        api_version: "nvidia.com/v1alpha1".into(),
+        version: "v1beta1".into(),
+        api_version: "nvidia.com/v1beta1".into(),
         kind: "DynamoGraphDeployment".into(),
         plural: "dynamographdeployments".into(),
     };
@@ -225,6 +238,18 @@ mod tests {
         assert_eq!(ready["state"], "successful");
         assert_eq!(ready["services"]["VllmDecodeWorker"]["readyReplicas"], 4);
         assert_eq!(ready["observedGeneration"], 2);
+        // A v1beta1 graph: Dynamo >= 1.5's status.components.
+        let beta = json!({"metadata": {"name": "pd", "generation": 1}, "spec": {"components": [
+            {"name": "Frontend", "replicas": 1}, {"name": "VllmDecodeWorker", "type": "decode", "replicas": 2}]}});
+        let pending = dgd_status(&beta, Stage::Progressing).unwrap();
+        assert_eq!(pending["services"], Value::Null);
+        assert_eq!(pending["components"]["VllmDecodeWorker"]["replicas"], 2);
+        assert_eq!(
+            pending["components"]["VllmDecodeWorker"]["componentName"],
+            Value::Null
+        );
+        let ready = dgd_status(&beta, Stage::Ready).unwrap();
+        assert_eq!(ready["components"]["VllmDecodeWorker"]["readyReplicas"], 2);
         assert_eq!(workspace_status(Stage::Ready).unwrap()["state"], "Ready");
     }
 
