@@ -19,11 +19,11 @@ use std::time::Duration;
 use airunway_api::constants::{condition_types, event_reasons, reasons};
 use airunway_api::kube_error::undeclared_fields;
 use airunway_api::v1alpha1::{ConditionStatus, ModelDeployment, Phase};
-use airunway_e2e::control_plane::{crd_files, install_crds, read_crds};
+use airunway_e2e::control_plane::{crd_files, install_crds, read_crds, wait_crd_established};
 use airunway_e2e::sandbox::kaito;
 use airunway_e2e::stack::{self, FAST_HEALTH, Running};
-use airunway_e2e::wait::{eventually, wait_for};
-use airunway_e2e::{TestEnv, cluster_lock};
+use airunway_e2e::wait::{eventually, wait_deleted, wait_for};
+use airunway_e2e::{TestEnv, cluster_lock, paths};
 use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::ResourceExt;
@@ -77,6 +77,8 @@ fn code(error: &kube::Error) -> u16 {
 
 #[tokio::test]
 async fn the_api_server_refuses_undeclared_fields_naming_them_and_writes_nothing() {
+    // The other tests swap the CRDs this one writes to.
+    let _lock = cluster_lock().await;
     let env = TestEnv::new("strict-answers").await;
 
     // A custom resource (the real DynamoGraphDeployment CRD).
@@ -93,11 +95,14 @@ async fn the_api_server_refuses_undeclared_fields_naming_them_and_writes_nothing
         if let Some(field) = extra.get("spec") {
             object["spec"]["alsoNotAField"] = field.clone();
         }
-        // `v1beta1` (Dynamo >= 1.5's storage version) lists components with a name.
+        // `v1beta1` (Dynamo >= 1.5's storage version) lists components by name, with a `type`.
         if resource.version == "v1alpha1" {
             object["spec"]["services"] = json!({"Frontend": frontend});
         } else {
-            frontend["name"] = json!("Frontend");
+            let map = frontend.as_object_mut().unwrap();
+            map.remove("componentType");
+            map.insert("name".into(), json!("Frontend"));
+            map.insert("type".into(), json!("frontend"));
             object["spec"]["components"] = json!([frontend]);
         }
         object
@@ -229,9 +234,16 @@ async fn the_api_server_refuses_undeclared_fields_naming_them_and_writes_nothing
     dgds.delete("probe", &DeleteParams::default()).await.ok();
 }
 
+/// `crd` minus what `remove` takes out of each version's schema.
+fn narrowed(mut crd: Value, remove: impl Fn(&mut Value)) -> Value {
+    for version in crd["spec"]["versions"].as_array_mut().unwrap() {
+        remove(&mut version["schema"]["openAPIV3Schema"]);
+    }
+    crd
+}
+
 /// Replaces CRD `name` with its installed form minus what `remove` takes out of each version's
-/// schema, and waits until a strict dry-run of `probe` is refused (the API server's schema for
-/// the kind follows the CRD within moments).
+/// schema, and waits until a strict dry-run of `probe_object` is refused.
 async fn narrow_crd(
     env: &TestEnv,
     name: &str,
@@ -240,14 +252,20 @@ async fn narrow_crd(
     probe_object: Value,
 ) {
     let crds: Api<CustomResourceDefinition> = Api::all(env.client.clone());
-    let mut crd = serde_json::to_value(crds.get(name).await.unwrap()).unwrap();
-    for version in crd["spec"]["versions"].as_array_mut().unwrap() {
-        remove(&mut version["schema"]["openAPIV3Schema"]);
-    }
+    let crd = narrowed(
+        serde_json::to_value(crds.get(name).await.unwrap()).unwrap(),
+        remove,
+    );
     let crd: CustomResourceDefinition = serde_json::from_value(crd).unwrap();
     crds.replace(name, &PostParams::default(), &crd)
         .await
         .unwrap();
+    wait_refused(probe, probe_object).await;
+}
+
+/// Waits until a strict dry-run of `probe_object` is refused for an undeclared field (the API
+/// server's schema for the kind follows its CRD within moments).
+async fn wait_refused(probe: &Api<DynamicObject>, probe_object: Value) {
     let mut dry_run = strict();
     dry_run.dry_run = true;
     let probe_name = probe_object["metadata"]["name"]
@@ -270,6 +288,51 @@ async fn narrow_crd(
         }
     })
     .await;
+}
+
+/// The Dynamo 1.1 DynamoGraphDeployment CRD (`v1alpha1` only), as Dynamo published it: in
+/// `upstream-crd-versions/dynamo-1.1/` once the default fixture is Dynamo >= 1.5 (issue 37),
+/// the default fixture before.
+fn dynamo_1_1_crd() -> Value {
+    let fixtures = paths::fixtures_dir();
+    let moved =
+        fixtures.join("upstream-crd-versions/dynamo-1.1/nvidia.com_dynamographdeployments.yaml");
+    let path = if moved.exists() {
+        moved
+    } else {
+        fixtures.join("upstream-crds/dynamo/nvidia.com_dynamographdeployments.yaml")
+    };
+    let crd = read_crds(&path).unwrap().remove(0);
+    let served: Vec<&str> = crd
+        .spec
+        .versions
+        .iter()
+        .filter(|v| v.served)
+        .map(|v| v.name.as_str())
+        .collect();
+    assert_eq!(served, ["v1alpha1"], "{}", path.display());
+    serde_json::to_value(crd).unwrap()
+}
+
+/// Deletes CRD `name` (with its objects) and creates `crd` in its place, Established. A
+/// replacement could not drop a version the installed CRD stored (`status.storedVersions`).
+async fn swap_crd(env: &TestEnv, name: &str, crd: &Value) {
+    let crds: Api<CustomResourceDefinition> = Api::all(env.client.clone());
+    if crds.get_opt(name).await.unwrap().is_some() {
+        crds.delete(name, &DeleteParams::default()).await.unwrap();
+        wait_deleted(&crds, name, Duration::from_secs(60)).await;
+    }
+    let mut crd = crd.clone();
+    crd["metadata"]
+        .as_object_mut()
+        .unwrap()
+        .retain(|key, _| key == "name" || key == "annotations" || key == "labels");
+    crd.as_object_mut().unwrap().remove("status");
+    let crd: CustomResourceDefinition = serde_json::from_value(crd).unwrap();
+    crds.create(&PostParams::default(), &crd).await.unwrap();
+    wait_crd_established(&env.client, name, Duration::from_secs(60))
+        .await
+        .unwrap();
 }
 
 /// Installs CRD `name` again as the harness installs it.
@@ -402,29 +465,28 @@ async fn start_provider(env: &TestEnv, name: &str, extra: &[&str]) -> Running {
     running
 }
 
-/// Dynamo: a DynamoGraphDeployment schema without `eppConfig` (a Dynamo older than the
-/// endpoint picker this provider configures when `spec.gateway.enabled` is true). Holds on
-/// whichever DGD version the provider renders: the property is removed from every version.
+/// Dynamo: the Dynamo 1.1 DynamoGraphDeployment CRD (`v1alpha1` only, installed explicitly)
+/// without `eppConfig`, standing for a Dynamo older than the endpoint picker this provider
+/// configures when `spec.gateway.enabled` is true.
 #[tokio::test]
 async fn dynamo_refusal_names_the_field_leaves_the_graph_as_it_was_and_recovers() {
     let _lock = cluster_lock().await;
     let env = TestEnv::new("strict-dynamo").await;
     airunway_e2e::providers::delete_all(&env.client).await;
+    let full = dynamo_1_1_crd();
+    let without_epp = narrowed(full.clone(), |schema| {
+        remove_property_everywhere(schema, "eppConfig")
+    });
+    swap_crd(&env, DGD_CRD, &without_epp).await;
     let resource = storage_resource(&env, DGD_CRD).await;
+    assert_eq!(resource.api_version, "nvidia.com/v1alpha1");
     let dgds: Api<DynamicObject> =
         Api::namespaced_with(env.client.clone(), &env.namespace, &resource);
-    let probe = if resource.version == "v1alpha1" {
-        json!({"services": {"Epp": {"componentType": "epp", "eppConfig": {}}}})
-    } else {
-        json!({"components": [{"name": "Epp", "componentType": "epp", "eppConfig": {}}]})
-    };
-    narrow_crd(
-        &env,
-        DGD_CRD,
-        |schema| remove_property_everywhere(schema, "eppConfig"),
+    wait_refused(
         &dgds,
         json!({"apiVersion": resource.api_version, "kind": resource.kind,
-            "metadata": {"name": "probe"}, "spec": probe}),
+            "metadata": {"name": "probe"},
+            "spec": {"services": {"Epp": {"componentType": "epp", "eppConfig": {}}}}}),
     )
     .await;
 
@@ -520,7 +582,14 @@ async fn dynamo_refusal_names_the_field_leaves_the_graph_as_it_was_and_recovers(
     // The schema with the field back: the refused deployment is created at the next resync
     // (the fingerprint of the paths the provider always writes did not change, so the
     // detection did not either; no deployment change needed).
-    restore_crd(&env, DGD_CRD).await;
+    let crds: Api<CustomResourceDefinition> = Api::all(env.client.clone());
+    let mut fixed = full.clone();
+    fixed["metadata"]["resourceVersion"] =
+        json!(crds.get(DGD_CRD).await.unwrap().resource_version());
+    let fixed: CustomResourceDefinition = serde_json::from_value(fixed).unwrap();
+    crds.replace(DGD_CRD, &PostParams::default(), &fixed)
+        .await
+        .unwrap();
     wait_for(
         &mds,
         "fresh",
@@ -534,8 +603,15 @@ async fn dynamo_refusal_names_the_field_leaves_the_graph_as_it_was_and_recovers(
 
     for name in ["chat", "fresh"] {
         mds.delete(name, &DeleteParams::default()).await.unwrap();
+        wait_deleted(&mds, name, WAIT).await;
     }
     stop(vec![dynamo, core]);
+    // The default DGD CRD back, as the harness installs it.
+    crds.delete(DGD_CRD, &DeleteParams::default())
+        .await
+        .unwrap();
+    wait_deleted(&crds, DGD_CRD, Duration::from_secs(60)).await;
+    restore_crd(&env, DGD_CRD).await;
 }
 
 /// KAITO: a Workspace schema without `inference.config` (KAITO before its inference

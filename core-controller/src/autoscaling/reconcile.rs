@@ -403,7 +403,9 @@ impl Integration {
             Api::namespaced_with(self.client.clone(), namespace, &resource(kind));
         api.patch(
             name,
-            &PatchParams::apply(CORE_AUTOSCALING).force(),
+            &PatchParams::apply(CORE_AUTOSCALING)
+                .force()
+                .validation_strict(),
             &apply_body::apply(body),
         )
         .await

@@ -339,7 +339,7 @@ impl Integration {
         let result = api
             .patch(
                 name,
-                &PatchParams::apply(CORE_GATEWAY).force(),
+                &PatchParams::apply(CORE_GATEWAY).force().validation_strict(),
                 &apply_body::apply(object),
             )
             .await;
