@@ -402,7 +402,7 @@ fn is_created(md: &ModelDeployment) -> bool {
 }
 
 /// What a refusal must show: `Failed`, `ResourceCreated=False` `IncompatibleUpstream` and
-/// `Ready=False`, still compatible, the message naming `field` (a path ending in it) and the
+/// `Ready=False` `IncompatibleUpstream`, still compatible, the message naming `field` (a path ending in it) and the
 /// installed schema's `api_version`.
 fn assert_refusal_shown(md: &ModelDeployment, field: &str, api_version: &str) {
     assert_eq!(md.phase(), Some(Phase::Failed));
@@ -415,8 +415,11 @@ fn assert_refusal_shown(md: &ModelDeployment, field: &str, api_version: &str) {
         "{message}"
     );
     assert_eq!(
-        condition_reason(md, condition_types::READY).map(|(s, _)| s),
-        Some(ConditionStatus::False)
+        condition_reason(md, condition_types::READY),
+        Some((
+            ConditionStatus::False,
+            reasons::INCOMPATIBLE_UPSTREAM.to_string()
+        ))
     );
     assert_eq!(
         condition_reason(md, condition_types::PROVIDER_COMPATIBLE).map(|(s, _)| s),

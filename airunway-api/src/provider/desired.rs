@@ -225,6 +225,7 @@ fn held_reason(resource_created: &str) -> NotReadyReason {
         reasons::DOWNLOAD_FAILED => NotReadyReason::ModelDownloadFailed,
         reasons::PVCS_PENDING | reasons::DOWNLOAD_IN_PROGRESS => NotReadyReason::InProgress,
         reasons::RECREATING => NotReadyReason::Updating,
+        reasons::INCOMPATIBLE_UPSTREAM => NotReadyReason::IncompatibleUpstream,
         _ => NotReadyReason::NotDeployed,
     }
 }

@@ -522,10 +522,14 @@ mod tests {
                 reasons::INCOMPATIBLE_UPSTREAM.to_string()
             )
         );
-        // Ready keeps the closed not-ready vocabulary; the configuration itself is compatible.
+        // Ready says the same (the Go AI Runway's reason); the configuration itself is
+        // compatible.
         assert_eq!(
             condition(condition_types::READY),
-            (ConditionStatus::False, "NotDeployed".to_string())
+            (
+                ConditionStatus::False,
+                reasons::INCOMPATIBLE_UPSTREAM.to_string()
+            )
         );
         assert_eq!(
             condition(condition_types::PROVIDER_COMPATIBLE),
@@ -536,7 +540,7 @@ mod tests {
         );
         assert_eq!(
             status.not_ready.unwrap().reason,
-            NotReadyReason::NotDeployed
+            NotReadyReason::IncompatibleUpstream
         );
         assert!(status.endpoint.is_none() && status.replicas.is_none());
 

@@ -42,6 +42,11 @@ pub enum NotReadyReason {
     /// object of the name belongs to someone else); `ProviderCompatible` and
     /// `ResourceCreated` say more.
     NotDeployed,
+    /// The installed upstream schema does not declare a field the provider renders (an older
+    /// upstream than the provider needs, or an override it does not know): the API server
+    /// refused the write and nothing was changed; the message names the field (the Go AI
+    /// Runway's reason).
+    IncompatibleUpstream,
     /// The current generation failed the core's validation (`Validated=False`); whatever ran
     /// before keeps running.
     ValidationFailed,
@@ -55,7 +60,7 @@ pub enum NotReadyReason {
 
 impl NotReadyReason {
     /// Every reason, in documentation order.
-    pub const ALL: [NotReadyReason; 16] = [
+    pub const ALL: [NotReadyReason; 17] = [
         NotReadyReason::InProgress,
         NotReadyReason::Updating,
         NotReadyReason::InsufficientCapacity,
@@ -69,6 +74,7 @@ impl NotReadyReason {
         NotReadyReason::UpstreamReconcileError,
         NotReadyReason::UpstreamOperatorMissing,
         NotReadyReason::NotDeployed,
+        NotReadyReason::IncompatibleUpstream,
         NotReadyReason::ValidationFailed,
         NotReadyReason::GatewayNotReady,
         NotReadyReason::Unclassified,
@@ -90,6 +96,7 @@ impl NotReadyReason {
             NotReadyReason::UpstreamReconcileError => "UpstreamReconcileError",
             NotReadyReason::UpstreamOperatorMissing => "UpstreamOperatorMissing",
             NotReadyReason::NotDeployed => "NotDeployed",
+            NotReadyReason::IncompatibleUpstream => "IncompatibleUpstream",
             NotReadyReason::ValidationFailed => "ValidationFailed",
             NotReadyReason::GatewayNotReady => "GatewayNotReady",
             NotReadyReason::Unclassified => "Unclassified",
