@@ -418,7 +418,7 @@ fn schema_detection_and_registration() {
     // Dynamo >= 1.5 (both versions served): v1beta1; Dynamo 1.1 (v1alpha1 only): v1alpha1.
     for (path, expected) in [
         (
-            "dynamo/nvidia.com_dynamographdeployments.yaml",
+            "upstream-crds/dynamo/nvidia.com_dynamographdeployments.yaml",
             ("nvidia.com/v1beta1", "d622d1fe971b40da"),
         ),
         (

@@ -23,8 +23,10 @@ use proptest::strategy::ValueTree;
 static OURS: LazyLock<UpstreamValidator> =
     LazyLock::new(|| upstream_schema::model_deployment_validator().unwrap());
 
-/// The CRD of Dynamo ≥ 1.5 (both versions served: `v1beta1` is rendered).
-const DYNAMO_1_5: &str = "dynamo/nvidia.com_dynamographdeployments.yaml";
+/// The CRD of Dynamo ≥ 1.5 (both versions served: `v1beta1` is rendered), named under
+/// `e2e/fixtures/` so that a development copy of the design material's `upstream-crds/` (Dynamo
+/// 1.1's CRD at `dynamo/...`) does not stand in for it.
+const DYNAMO_1_5: &str = "upstream-crds/dynamo/nvidia.com_dynamographdeployments.yaml";
 /// The CRD of Dynamo 1.1 (`v1alpha1` only).
 const DYNAMO_1_1: &str = "upstream-crd-versions/dynamo-1.1/nvidia.com_dynamographdeployments.yaml";
 

@@ -201,8 +201,11 @@ pub(crate) fn next_watch_version(current: &str, detection: &SchemaDetection) -> 
 }
 
 /// The watch of the objects of `resource` this provider manages (only those labelled
-/// `managed-by: airunway`), following `resources` (the primary kind's detected version: see
-/// [`following`]); the cache is keyed by `resource` whatever version is watched.
+/// `airunway.ai/managed-by: airunway`, cached with only the managedFields times the staleness
+/// check reads, see [`super::staleness::keep_update_times`]) at the version `resources` holds
+/// (the primary kind's detected version, followed: see [`following`]): the cache, keyed by
+/// `resource` whatever version is watched, and the stream of changes that wakes the owning
+/// deployment's reconcile (recorded in `progress`).
 fn watch_owned(
     client: &Client,
     resource: &ApiResource,
