@@ -559,6 +559,39 @@ async fn dynamo_refusal_names_the_field_leaves_the_graph_as_it_was_and_recovers(
     assert_refusal_shown(&refused, "eppConfig", &resource.api_version);
     assert!(dgds.get_opt("fresh").await.unwrap().is_none());
 
+    // The case: a `v1beta1`-only field (`podTemplate`, the pod template of a Dynamo >=
+    // 1.5 component) written in the `v1alpha1` shape against Dynamo 1.1's `v1alpha1`-only
+    // schema, through the graph's own overrides: refused naming it, nothing created.
+    let mut beta_field = spec(false);
+    beta_field["provider"]["overrides"] = json!({"spec": {"services": {"Frontend": {
+        "podTemplate": {"metadata": {"labels": {"team": "a"}}}}}}});
+    mds.create(&PostParams::default(), &deployment("beta-field", beta_field))
+        .await
+        .unwrap();
+    let refused = wait_for(
+        &mds,
+        "beta-field",
+        WAIT,
+        "IncompatibleUpstream",
+        is_incompatible_upstream,
+    )
+    .await;
+    assert_refusal_shown(&refused, "podTemplate", &resource.api_version);
+    assert!(
+        refused
+            .status
+            .as_ref()
+            .and_then(|s| s.message.as_deref())
+            .is_some_and(|m| m.contains("spec.services.Frontend.podTemplate")),
+        "{:?}",
+        refused.status
+    );
+    assert!(dgds.get_opt("beta-field").await.unwrap().is_none());
+    mds.delete("beta-field", &DeleteParams::default())
+        .await
+        .unwrap();
+    wait_deleted(&mds, "beta-field", WAIT).await;
+
     // Taking the field away recovers on the normal path.
     mds.patch(
         "chat",
