@@ -565,9 +565,12 @@ async fn dynamo_refusal_names_the_field_leaves_the_graph_as_it_was_and_recovers(
     let mut beta_field = spec(false);
     beta_field["provider"]["overrides"] = json!({"spec": {"services": {"Frontend": {
         "podTemplate": {"metadata": {"labels": {"team": "a"}}}}}}});
-    mds.create(&PostParams::default(), &deployment("beta-field", beta_field))
-        .await
-        .unwrap();
+    mds.create(
+        &PostParams::default(),
+        &deployment("beta-field", beta_field),
+    )
+    .await
+    .unwrap();
     let refused = wait_for(
         &mds,
         "beta-field",
