@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
-use kube::api::{Api, ApiResource, DeleteParams, DynamicObject, PropagationPolicy};
+use kube::api::{Api, ApiResource, DeleteParams, DynamicObject, ListParams, PropagationPolicy};
 use kube::{Client, ResourceExt};
 
 use super::error::{ReconcileError, api_error};
@@ -184,6 +184,53 @@ impl<P: Provider> Context<P> {
                     .is_ok_and(|value| super::desired::owned_by(&value, md))
             })
             .collect()
+    }
+
+    /// [`Context::owned_objects`] read from the API server instead of the caches: what a
+    /// deletion confirms before it releases the finalizer, since a watch that is re-listing (its
+    /// CRD deleted and re-created, say) can briefly miss an object that is there. A kind whose
+    /// resource is not served (its CRD gone) has no objects.
+    pub(super) async fn owned_objects_live(
+        &self,
+        md: &ModelDeployment,
+    ) -> Result<Vec<(KindId, DynamicObject)>, ReconcileError> {
+        let namespace = md.namespace().unwrap_or_default();
+        let name = md.name_any();
+        let mut found = Vec::new();
+        for (id, kind) in self.kinds.table.iter() {
+            let api = self.api(id, &namespace)?;
+            let objects = if self.kinds.table.has_secondary() {
+                let selector = format!("{}={name}", crate::constants::labels::DEPLOYMENT);
+                match api.list(&ListParams::default().labels(&selector)).await {
+                    Ok(list) => list.items,
+                    Err(kube::Error::Api(status)) if status.code == 404 => Vec::new(),
+                    Err(e) => {
+                        let kind = &kind.kind;
+                        return Err(api_error(format!("listing {kind} of {namespace}/{name}"))(e));
+                    }
+                }
+            } else if id == KindId::PRIMARY {
+                match api.get_opt(&name).await {
+                    Ok(object) => object.into_iter().collect(),
+                    Err(kube::Error::Api(status)) if status.code == 404 => Vec::new(),
+                    Err(e) => {
+                        let kind = &kind.kind;
+                        return Err(api_error(format!("reading {kind} {namespace}/{name}"))(e));
+                    }
+                }
+            } else {
+                Vec::new()
+            };
+            found.extend(
+                objects
+                    .into_iter()
+                    .filter(|o| {
+                        serde_json::to_value(o).is_ok_and(|v| super::desired::owned_by(&v, md))
+                    })
+                    .map(|o| (id, o)),
+            );
+        }
+        Ok(found)
     }
 
     /// The watched Pods of `namespace` (none without a Pod watch).

@@ -152,7 +152,26 @@ async fn cleanup<P: Provider>(
             tracing::warn!(error = %e, "cleaning up {namespace}/{object} created for {name}");
         }
     }
-    let gone = ctx.owned_objects(md).is_empty();
+    // The caches say gone: confirm on a fresh read before releasing (a watch re-listing after
+    // its CRD was re-created can miss an object that is still there), deleting what they missed.
+    let mut gone = ctx.owned_objects(md).is_empty();
+    if gone {
+        match ctx.owned_objects_live(md).await {
+            Ok(missed) => {
+                for (id, live) in &missed {
+                    if live.metadata.deletion_timestamp.is_none() {
+                        ctx.delete_object(*id, &namespace, &live.name_any()).await?;
+                    }
+                }
+                gone = missed.is_empty();
+            }
+            // Past the timeout a failed read does not hold the deployment any longer.
+            Err(e) if elapsed >= ctx.finalizer_timeout => {
+                tracing::warn!(error = %e, "confirming the clean-up of {namespace}/{name}");
+            }
+            Err(e) => return Err(e),
+        }
+    }
     if !gone && elapsed < ctx.finalizer_timeout {
         let remaining = ctx.finalizer_timeout - elapsed;
         return Ok(Action::requeue(remaining.min(CLEANUP_RECHECK)));
