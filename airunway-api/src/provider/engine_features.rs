@@ -39,6 +39,10 @@ pub fn check_declared(
             "{display_name} does not render tool calling or reasoning parsers with engine {engine}: remove spec.engine.toolCalling, toolCallParser and reasoningParser, or choose a provider that declares toolCallingSupport for {engine}"
         ));
     }
+    if parsers {
+        // Tool calling needs a parser named or known for the model (every dialect alike).
+        crate::engine_parsers::resolve(&md.spec, crate::engine_parsers::Dialect::Vllm)?;
+    }
     Ok(())
 }
 

@@ -35,6 +35,10 @@ macro_rules! cel {
             "(has(self.scaling.", $c, ".gpu) && has(self.scaling.", $c, ".gpu.count) && self.scaling.", $c, ".gpu.count > 0)"
         )
     };
+    // A parser field absent, or set and satisfying `$test` (CEL over `self.engine.<field>`).
+    (parser $f:literal $test:literal) => {
+        concat!("!has(self.engine) || !has(self.engine.", $f, ") || ", $test)
+    };
 }
 
 /// The desired state of a model deployment: what to serve and with what resources. The engine
@@ -70,6 +74,15 @@ macro_rules! cel {
 #[x_kube(validation = kube::core::Rule::new(concat!("!", cel!(disaggregated), " || (has(self.scaling) && has(self.scaling.prefill) && has(self.scaling.decode))")).message(messages::DISAGGREGATED_REQUIRES_COMPONENTS).field_path(".scaling"))]
 #[x_kube(validation = kube::core::Rule::new(cel!(component_gpu "prefill")).message(messages::DISAGGREGATED_REQUIRES_PREFILL_GPU).field_path(".scaling.prefill.gpu.count"))]
 #[x_kube(validation = kube::core::Rule::new(cel!(component_gpu "decode")).message(messages::DISAGGREGATED_REQUIRES_DECODE_GPU).field_path(".scaling.decode.gpu.count"))]
+#[x_kube(validation = kube::core::Rule::new("!has(self.engine) || !has(self.engine.toolCallParser) || (has(self.engine.toolCalling) && self.engine.toolCalling)").message(crate::engine_parsers::TOOL_CALL_PARSER_NEEDS_TOOL_CALLING).field_path(".engine.toolCallParser"))]
+#[x_kube(validation = kube::core::Rule::new(cel!(parser "toolCallParser" "self.engine.toolCallParser != ''")).message(crate::engine_parsers::PARSER_EMPTY).field_path(".engine.toolCallParser"))]
+#[x_kube(validation = kube::core::Rule::new(cel!(parser "toolCallParser" "(self.engine.toolCallParser != 'auto' && self.engine.toolCallParser != 'none')")).message(crate::engine_parsers::PARSER_RESERVED).field_path(".engine.toolCallParser"))]
+#[x_kube(validation = kube::core::Rule::new(cel!(parser "toolCallParser" "self.engine.toolCallParser == self.engine.toolCallParser.lowerAscii()")).message(crate::engine_parsers::PARSER_LOWER_CASE).field_path(".engine.toolCallParser"))]
+#[x_kube(validation = kube::core::Rule::new(cel!(parser "toolCallParser" "self.engine.toolCallParser.lowerAscii().matches('^[a-z0-9_.-]*$')")).message(crate::engine_parsers::PARSER_CHARACTERS).field_path(".engine.toolCallParser"))]
+#[x_kube(validation = kube::core::Rule::new(cel!(parser "reasoningParser" "self.engine.reasoningParser != ''")).message(crate::engine_parsers::PARSER_EMPTY).field_path(".engine.reasoningParser"))]
+#[x_kube(validation = kube::core::Rule::new(cel!(parser "reasoningParser" "(self.engine.reasoningParser != 'auto' && self.engine.reasoningParser != 'none')")).message(crate::engine_parsers::PARSER_RESERVED).field_path(".engine.reasoningParser"))]
+#[x_kube(validation = kube::core::Rule::new(cel!(parser "reasoningParser" "self.engine.reasoningParser == self.engine.reasoningParser.lowerAscii()")).message(crate::engine_parsers::PARSER_LOWER_CASE).field_path(".engine.reasoningParser"))]
+#[x_kube(validation = kube::core::Rule::new(cel!(parser "reasoningParser" "self.engine.reasoningParser.lowerAscii().matches('^[a-z0-9_.-]*$')")).message(crate::engine_parsers::PARSER_CHARACTERS).field_path(".engine.reasoningParser"))]
 pub struct ModelDeploymentSpec {
     /// The model to serve.
     pub model: ModelSpec,
