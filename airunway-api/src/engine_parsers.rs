@@ -224,8 +224,11 @@ pub const TOOL_CALL_FLAGS: [&str; 3] = [
     "dyn-tool-call-parser",
 ];
 /// Launch flags a render derives from `reasoningParser` (or the family's with tool calling).
-pub const REASONING_FLAGS: [&str; 3] =
-    ["reasoning-parser", "dyn-reasoning-parser", "enable-reasoning"];
+pub const REASONING_FLAGS: [&str; 3] = [
+    "reasoning-parser",
+    "dyn-reasoning-parser",
+    "enable-reasoning",
+];
 
 /// The `spec.engine` field a render derives the launch flag `key` (`--key`, `key` or `key_x`
 /// spellings alike) from, when `spec` asks for it: `toolCalling` for the tool-call flags with
@@ -299,11 +302,17 @@ mod tests {
             ("Qwen/Qwen3.5", None),
             ("Qwen/Qwen2.5-7B", None),
             ("meta-llama/Llama-3.1-8B-Instruct", Some(Family::Llama3)),
-            ("meta-llama/Meta-Llama-3.1-70B-Instruct", Some(Family::Llama3)),
+            (
+                "meta-llama/Meta-Llama-3.1-70B-Instruct",
+                Some(Family::Llama3),
+            ),
             ("meta-llama/Llama-3.3-70B-Instruct", Some(Family::Llama3)),
             ("meta-llama/Meta-Llama-3-8B-Instruct", None),
             ("mistralai/Mistral-7B-Instruct-v0.3", Some(Family::Mistral)),
-            ("deepseek-ai/DeepSeek-R1-Distill-Qwen-1.5B", Some(Family::DeepSeekR1)),
+            (
+                "deepseek-ai/DeepSeek-R1-Distill-Qwen-1.5B",
+                Some(Family::DeepSeekR1),
+            ),
             ("openai/gpt-oss-20b", Some(Family::GptOss)),
             ("acme/model", None),
             ("", None),
@@ -314,7 +323,8 @@ mod tests {
 
     #[test]
     fn tool_calling_resolves_the_family_parsers_per_dialect() {
-        let qwen = spec(json!({"model": {"id": "Qwen/Qwen3-0.6B"}, "engine": {"toolCalling": true}}));
+        let qwen =
+            spec(json!({"model": {"id": "Qwen/Qwen3-0.6B"}, "engine": {"toolCalling": true}}));
         for dialect in [Dialect::Vllm, Dialect::Dynamo] {
             assert_eq!(
                 resolve(&qwen, dialect),
@@ -324,7 +334,8 @@ mod tests {
                 })
             );
         }
-        let oss = spec(json!({"model": {"id": "openai/gpt-oss-20b"}, "engine": {"toolCalling": true}}));
+        let oss =
+            spec(json!({"model": {"id": "openai/gpt-oss-20b"}, "engine": {"toolCalling": true}}));
         assert_eq!(
             resolve(&oss, Dialect::Vllm).unwrap(),
             Parsers {
@@ -339,7 +350,9 @@ mod tests {
                 reasoning_parser: Some("gpt_oss".into())
             }
         );
-        let llama = spec(json!({"model": {"id": "meta-llama/Llama-3.1-8B-Instruct"}, "engine": {"toolCalling": true}}));
+        let llama = spec(
+            json!({"model": {"id": "meta-llama/Llama-3.1-8B-Instruct"}, "engine": {"toolCalling": true}}),
+        );
         assert_eq!(
             resolve(&llama, Dialect::Vllm).unwrap(),
             Parsers {
@@ -366,7 +379,9 @@ mod tests {
             Err("spec.engine.toolCalling: true needs a tool-call parser and none is known for model \"acme/model\" (known: Qwen3, Llama 3.1 to 3.3, Mistral, gpt-oss): set spec.engine.toolCallParser to the engine's parser for this model, e.g. hermes".into())
         );
         // A reasoning model without a tool format: tool calling needs an explicit parser.
-        let r1 = spec(json!({"model": {"id": "deepseek-ai/DeepSeek-R1"}, "engine": {"toolCalling": true}}));
+        let r1 = spec(
+            json!({"model": {"id": "deepseek-ai/DeepSeek-R1"}, "engine": {"toolCalling": true}}),
+        );
         assert!(resolve(&r1, Dialect::Vllm).is_err());
         let unknown_named = spec(json!({"model": {"id": "acme/model"},
             "engine": {"toolCalling": true, "toolCallParser": "hermes"}}));
@@ -402,8 +417,14 @@ mod tests {
     #[test]
     fn flags_derived_from_the_fields_are_named() {
         let calling = spec(json!({"model": {"id": "a/b"}, "engine": {"toolCalling": true}}));
-        assert_eq!(rendered_field_of_flag(&calling, "tool-call-parser"), Some("toolCalling"));
-        assert_eq!(rendered_field_of_flag(&calling, "tool_call_parser"), Some("toolCalling"));
+        assert_eq!(
+            rendered_field_of_flag(&calling, "tool-call-parser"),
+            Some("toolCalling")
+        );
+        assert_eq!(
+            rendered_field_of_flag(&calling, "tool_call_parser"),
+            Some("toolCalling")
+        );
         assert_eq!(
             rendered_field_of_flag(&calling, "--enable-auto-tool-choice"),
             Some("toolCalling")
@@ -413,7 +434,8 @@ mod tests {
             Some("reasoningParser")
         );
         assert_eq!(rendered_field_of_flag(&calling, "max-num-seqs"), None);
-        let reasoning = spec(json!({"model": {"id": "a/b"}, "engine": {"reasoningParser": "qwen3"}}));
+        let reasoning =
+            spec(json!({"model": {"id": "a/b"}, "engine": {"reasoningParser": "qwen3"}}));
         assert_eq!(rendered_field_of_flag(&reasoning, "tool-call-parser"), None);
         assert_eq!(
             rendered_field_of_flag(&reasoning, "reasoning-parser"),

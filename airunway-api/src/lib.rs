@@ -33,10 +33,10 @@ pub use serde_json;
 pub mod apply_body;
 pub mod cache_trim;
 pub mod conditions;
-pub mod engine_parsers;
 #[cfg(feature = "conformance")]
 pub mod conformance;
 pub mod constants;
+pub mod engine_parsers;
 #[cfg(feature = "generate")]
 pub mod generate;
 pub mod image_reference;

@@ -66,7 +66,10 @@ async fn admission_refuses_bad_parser_settings_naming_the_field_and_the_fix() {
     let cases: Vec<(&str, Value, &str, &str)> = vec![
         (
             "auto",
-            qwen3(json!({"toolCalling": true, "toolCallParser": "auto"}), json!({})),
+            qwen3(
+                json!({"toolCalling": true, "toolCallParser": "auto"}),
+                json!({}),
+            ),
             "spec.engine.toolCallParser",
             parsers::PARSER_RESERVED,
         ),
@@ -78,7 +81,10 @@ async fn admission_refuses_bad_parser_settings_naming_the_field_and_the_fix() {
         ),
         (
             "upper",
-            qwen3(json!({"toolCalling": true, "toolCallParser": "Hermes"}), json!({})),
+            qwen3(
+                json!({"toolCalling": true, "toolCallParser": "Hermes"}),
+                json!({}),
+            ),
             "spec.engine.toolCallParser",
             parsers::PARSER_LOWER_CASE,
         ),
@@ -142,7 +148,10 @@ async fn admission_refuses_bad_parser_settings_naming_the_field_and_the_fix() {
                 "toolCallParser": "pythonic", "reasoningParser": "deepseek_r1"},
                 "resources": {"gpu": {"count": 1}}}),
         ),
-        ("reasoning", qwen3(json!({"reasoningParser": "qwen3"}), json!({}))),
+        (
+            "reasoning",
+            qwen3(json!({"reasoningParser": "qwen3"}), json!({})),
+        ),
         (
             "by-hand",
             qwen3(
@@ -151,7 +160,8 @@ async fn admission_refuses_bad_parser_settings_naming_the_field_and_the_fix() {
             ),
         ),
     ] {
-        let (code, _, body) = create_raw(&env.client, &env.namespace, &deployment(name, spec)).await;
+        let (code, _, body) =
+            create_raw(&env.client, &env.namespace, &deployment(name, spec)).await;
         assert_eq!(code, 201, "{name} refused: {body}");
     }
     for name in ["qwen", "named", "reasoning", "by-hand"] {
@@ -251,7 +261,11 @@ async fn tool_calling_renders_for_each_provider_and_is_refused_or_skipped_elsewh
         }
     };
     let calling = json!({"toolCalling": true});
-    create("on-llmd", qwen3(calling.clone(), json!({"provider": {"name": "llmd"}}))).await;
+    create(
+        "on-llmd",
+        qwen3(calling.clone(), json!({"provider": {"name": "llmd"}})),
+    )
+    .await;
     create(
         "on-vllm",
         json!({"model": {"id": "meta-llama/Llama-3.1-8B-Instruct"},
@@ -260,7 +274,11 @@ async fn tool_calling_renders_for_each_provider_and_is_refused_or_skipped_elsewh
             "resources": {"gpu": {"count": 1}}, "provider": {"name": "vllm"}}),
     )
     .await;
-    create("on-dynamo", qwen3(calling.clone(), json!({"provider": {"name": "dynamo"}}))).await;
+    create(
+        "on-dynamo",
+        qwen3(calling.clone(), json!({"provider": {"name": "dynamo"}})),
+    )
+    .await;
     create(
         "on-dynamo-sglang",
         json!({"model": {"id": "openai/gpt-oss-20b"}, "engine": {"type": "sglang", "toolCalling": true},
@@ -275,7 +293,11 @@ async fn tool_calling_renders_for_each_provider_and_is_refused_or_skipped_elsewh
         ),
     )
     .await;
-    create("on-kaito", qwen3(calling.clone(), json!({"provider": {"name": "kaito"}}))).await;
+    create(
+        "on-kaito",
+        qwen3(calling.clone(), json!({"provider": {"name": "kaito"}})),
+    )
+    .await;
 
     // llm-d and the direct vLLM provider: vLLM's flags on the served container.
     let deployments: Api<Deployment> = Api::namespaced(env.client.clone(), &env.namespace);
@@ -300,15 +322,20 @@ async fn tool_calling_renders_for_each_provider_and_is_refused_or_skipped_elsewh
     }
 
     // Dynamo: Dynamo's own parser names on the worker, for vLLM and SGLang alike.
-    let dgds: Api<DynamicObject> =
-        Api::namespaced_with(env.client.clone(), &env.namespace, &Target::Dynamo.upstream());
+    let dgds: Api<DynamicObject> = Api::namespaced_with(
+        env.client.clone(),
+        &env.namespace,
+        &Target::Dynamo.upstream(),
+    );
     for (name, worker, tool, reasoning) in [
         ("on-dynamo", "VllmWorker", "hermes", "qwen3"),
         ("on-dynamo-sglang", "SglangWorker", "harmony", "gpt_oss"),
     ] {
-        let dgd = eventually(&format!("the DynamoGraphDeployment {name}"), WAIT, || async {
-            dgds.get(name).await.map_err(|e| e.to_string())
-        })
+        let dgd = eventually(
+            &format!("the DynamoGraphDeployment {name}"),
+            WAIT,
+            || async { dgds.get(name).await.map_err(|e| e.to_string()) },
+        )
         .await;
         let args: Vec<String> = serde_json::from_value(
             dynamo_graph::main_container(dynamo_graph::component(&dgd.data, worker))["args"]
@@ -324,10 +351,16 @@ async fn tool_calling_renders_for_each_provider_and_is_refused_or_skipped_elsewh
     }
 
     // KubeRay: Ray Serve LLM's engine keyword arguments in the serve config.
-    let rayservices: Api<DynamicObject> =
-        Api::namespaced_with(env.client.clone(), &env.namespace, &Target::Kuberay.upstream());
+    let rayservices: Api<DynamicObject> = Api::namespaced_with(
+        env.client.clone(),
+        &env.namespace,
+        &Target::Kuberay.upstream(),
+    );
     let rayservice = eventually("the RayService on-kuberay", WAIT, || async {
-        rayservices.get("on-kuberay").await.map_err(|e| e.to_string())
+        rayservices
+            .get("on-kuberay")
+            .await
+            .map_err(|e| e.to_string())
     })
     .await;
     let config: Value = rayservice.data["spec"]["serveConfigV2"]

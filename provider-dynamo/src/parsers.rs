@@ -57,27 +57,65 @@ mod tests {
     #[test]
     fn dynamo_names_reach_the_workers() {
         assert_eq!(
-            worker_flags(&md("Qwen/Qwen3-0.6B", json!({"type": "sglang", "toolCalling": true}))).unwrap(),
-            ["--dyn-tool-call-parser", "hermes", "--dyn-reasoning-parser", "qwen3"]
+            worker_flags(&md(
+                "Qwen/Qwen3-0.6B",
+                json!({"type": "sglang", "toolCalling": true})
+            ))
+            .unwrap(),
+            [
+                "--dyn-tool-call-parser",
+                "hermes",
+                "--dyn-reasoning-parser",
+                "qwen3"
+            ]
         );
         assert_eq!(
-            worker_flags(&md("openai/gpt-oss-20b", json!({"type": "vllm", "toolCalling": true}))).unwrap(),
-            ["--dyn-tool-call-parser", "harmony", "--dyn-reasoning-parser", "gpt_oss"]
+            worker_flags(&md(
+                "openai/gpt-oss-20b",
+                json!({"type": "vllm", "toolCalling": true})
+            ))
+            .unwrap(),
+            [
+                "--dyn-tool-call-parser",
+                "harmony",
+                "--dyn-reasoning-parser",
+                "gpt_oss"
+            ]
         );
         assert_eq!(
-            worker_flags(&md("acme/r", json!({"type": "trtllm", "reasoningParser": "deepseek_r1"}))).unwrap(),
+            worker_flags(&md(
+                "acme/r",
+                json!({"type": "trtllm", "reasoningParser": "deepseek_r1"})
+            ))
+            .unwrap(),
             ["--dyn-reasoning-parser", "deepseek_r1"]
         );
-        assert!(worker_flags(&md("Qwen/Qwen3-0.6B", json!({"type": "vllm"}))).unwrap().is_empty());
-        assert!(worker_flags(&md("acme/model", json!({"type": "vllm", "toolCalling": true}))).is_err());
+        assert!(
+            worker_flags(&md("Qwen/Qwen3-0.6B", json!({"type": "vllm"})))
+                .unwrap()
+                .is_empty()
+        );
+        assert!(
+            worker_flags(&md(
+                "acme/model",
+                json!({"type": "vllm", "toolCalling": true})
+            ))
+            .is_err()
+        );
     }
 
     #[test]
     fn intent_mode_refuses_parsers() {
         assert_eq!(
-            check_intent(&md("Qwen/Qwen3-0.6B", json!({"type": "vllm", "toolCalling": true}))),
+            check_intent(&md(
+                "Qwen/Qwen3-0.6B",
+                json!({"type": "vllm", "toolCalling": true})
+            )),
             Err(INTENT_MODE_HAS_NO_PARSERS.to_string())
         );
-        assert_eq!(check_intent(&md("Qwen/Qwen3-0.6B", json!({"type": "vllm"}))), Ok(()));
+        assert_eq!(
+            check_intent(&md("Qwen/Qwen3-0.6B", json!({"type": "vllm"}))),
+            Ok(())
+        );
     }
 }

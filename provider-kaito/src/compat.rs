@@ -85,9 +85,15 @@ mod tests {
             Err(NO_PARSERS_VLLM.to_string())
         );
         assert_eq!(
-            check(&md(json!({"type": "llamacpp", "reasoningParser": "qwen3"}), 0)),
+            check(&md(
+                json!({"type": "llamacpp", "reasoningParser": "qwen3"}),
+                0
+            )),
             Err(NO_PARSERS_LLAMACPP.to_string())
         );
-        assert_eq!(check(&md(json!({"type": "vllm", "toolCalling": false}), 1)), Ok(()));
+        assert_eq!(
+            check(&md(json!({"type": "vllm", "toolCalling": false}), 1)),
+            Ok(())
+        );
     }
 }

@@ -16,7 +16,10 @@ pub const REASONING_PARSER: &str = "reasoning_parser";
 
 /// Adds `md`'s parser keyword arguments to `kwargs`; `Err` with the validation's text when
 /// tool calling has no parser.
-pub fn add_engine_kwargs(md: &ModelDeployment, kwargs: &mut Map<String, Value>) -> Result<(), String> {
+pub fn add_engine_kwargs(
+    md: &ModelDeployment,
+    kwargs: &mut Map<String, Value>,
+) -> Result<(), String> {
     let parsers = engine_parsers::resolve(&md.spec, Dialect::Vllm)?;
     if let Some(parser) = parsers.tool_call_parser {
         kwargs.insert(AUTO_TOOL_CHOICE.into(), json!(true));
@@ -52,18 +55,39 @@ mod tests {
     #[test]
     fn parsers_become_engine_kwargs() {
         assert_eq!(
-            kwargs(&md("Qwen/Qwen3-0.6B", json!({"type": "vllm", "toolCalling": true}))).unwrap(),
+            kwargs(&md(
+                "Qwen/Qwen3-0.6B",
+                json!({"type": "vllm", "toolCalling": true})
+            ))
+            .unwrap(),
             json!({"enable_auto_tool_choice": true, "tool_call_parser": "hermes", "reasoning_parser": "qwen3"})
         );
         assert_eq!(
-            kwargs(&md("meta-llama/Llama-3.1-8B-Instruct", json!({"type": "vllm", "toolCalling": true}))).unwrap(),
+            kwargs(&md(
+                "meta-llama/Llama-3.1-8B-Instruct",
+                json!({"type": "vllm", "toolCalling": true})
+            ))
+            .unwrap(),
             json!({"enable_auto_tool_choice": true, "tool_call_parser": "llama3_json"})
         );
         assert_eq!(
-            kwargs(&md("acme/r", json!({"type": "vllm", "reasoningParser": "deepseek_r1"}))).unwrap(),
+            kwargs(&md(
+                "acme/r",
+                json!({"type": "vllm", "reasoningParser": "deepseek_r1"})
+            ))
+            .unwrap(),
             json!({"reasoning_parser": "deepseek_r1"})
         );
-        assert_eq!(kwargs(&md("Qwen/Qwen3-0.6B", json!({"type": "vllm"}))).unwrap(), json!({}));
-        assert!(kwargs(&md("acme/model", json!({"type": "vllm", "toolCalling": true}))).is_err());
+        assert_eq!(
+            kwargs(&md("Qwen/Qwen3-0.6B", json!({"type": "vllm"}))).unwrap(),
+            json!({})
+        );
+        assert!(
+            kwargs(&md(
+                "acme/model",
+                json!({"type": "vllm", "toolCalling": true})
+            ))
+            .is_err()
+        );
     }
 }

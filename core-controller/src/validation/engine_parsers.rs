@@ -100,7 +100,9 @@ mod tests {
             ("$(reboot)", parsers::PARSER_CHARACTERS),
         ] {
             assert_eq!(
-                errors(qwen(json!({"type": "vllm", "toolCalling": true, "toolCallParser": value}))),
+                errors(qwen(
+                    json!({"type": "vllm", "toolCalling": true, "toolCallParser": value})
+                )),
                 one("spec.engine.toolCallParser", message),
                 "{value:?}"
             );
@@ -111,7 +113,9 @@ mod tests {
             );
         }
         assert_eq!(
-            errors(qwen(json!({"type": "vllm", "reasoningParser": "a".repeat(65)}))),
+            errors(qwen(
+                json!({"type": "vllm", "reasoningParser": "a".repeat(65)})
+            )),
             one("spec.engine.reasoningParser", parsers::PARSER_TOO_LONG)
         );
     }
@@ -134,10 +138,20 @@ mod tests {
 
     #[test]
     fn tool_calling_on_an_unknown_model_asks_for_a_parser() {
-        for id in ["acme/model", "Qwen/Qwen2.5-7B", "Qwen/Qwen3.5", "deepseek-ai/DeepSeek-R1"] {
+        for id in [
+            "acme/model",
+            "Qwen/Qwen2.5-7B",
+            "Qwen/Qwen3.5",
+            "deepseek-ai/DeepSeek-R1",
+        ] {
             assert_eq!(
-                errors(json!({"model": {"id": id}, "engine": {"type": "vllm", "toolCalling": true}, "resources": {"gpu": {"count": 1}}})),
-                one("spec.engine.toolCallParser", &parsers::tool_call_parser_unknown(id)),
+                errors(
+                    json!({"model": {"id": id}, "engine": {"type": "vllm", "toolCalling": true}, "resources": {"gpu": {"count": 1}}})
+                ),
+                one(
+                    "spec.engine.toolCallParser",
+                    &parsers::tool_call_parser_unknown(id)
+                ),
                 "{id}"
             );
         }
@@ -146,7 +160,9 @@ mod tests {
     #[test]
     fn llamacpp_has_no_parsers() {
         assert_eq!(
-            errors(json!({"model": {"id": "Qwen/Qwen3-0.6B"}, "engine": {"type": "llamacpp", "reasoningParser": "qwen3"}})),
+            errors(
+                json!({"model": {"id": "Qwen/Qwen3-0.6B"}, "engine": {"type": "llamacpp", "reasoningParser": "qwen3"}})
+            ),
             one(
                 "spec.engine.type",
                 "engine llamacpp has no tool-call or reasoning parser to choose: remove spec.engine.toolCalling, toolCallParser and reasoningParser, or use engine vllm, sglang or trtllm"
@@ -157,21 +173,27 @@ mod tests {
     #[test]
     fn rendered_flags_may_not_be_set_by_hand() {
         assert_eq!(
-            errors(qwen(json!({"type": "vllm", "toolCalling": true, "args": {"tool-call-parser": "hermes"}}))),
+            errors(qwen(
+                json!({"type": "vllm", "toolCalling": true, "args": {"tool-call-parser": "hermes"}})
+            )),
             one(
                 "spec.engine.args[tool-call-parser]",
                 "launch flag \"tool-call-parser\" is rendered from spec.engine.toolCalling: remove it from spec.engine.args and spec.engine.extraArgs and set spec.engine.toolCalling instead"
             )
         );
         assert_eq!(
-            errors(qwen(json!({"type": "vllm", "toolCalling": true, "extraArgs": ["--max-num-seqs=4", "--dyn-reasoning-parser=qwen3"]}))),
+            errors(qwen(
+                json!({"type": "vllm", "toolCalling": true, "extraArgs": ["--max-num-seqs=4", "--dyn-reasoning-parser=qwen3"]})
+            )),
             one(
                 "spec.engine.extraArgs[1]",
                 &parsers::flag_rendered_from_field("dyn-reasoning-parser", "reasoningParser")
             )
         );
         assert_eq!(
-            errors(qwen(json!({"type": "vllm", "reasoningParser": "qwen3", "args": {"reasoning_parser": "qwen3"}}))),
+            errors(qwen(
+                json!({"type": "vllm", "reasoningParser": "qwen3", "args": {"reasoning_parser": "qwen3"}})
+            )),
             one(
                 "spec.engine.args[reasoning_parser]",
                 &parsers::flag_rendered_from_field("reasoning_parser", "reasoningParser")

@@ -51,7 +51,10 @@ mod tests {
     fn tool_calling_and_reasoning_reach_the_command_line() {
         let md = md(json!({"type": "vllm", "toolCalling": true, "extraArgs": ["--seed", "7"]}));
         let args = vllm_args(&md, &Component::aggregated(&md));
-        let at = args.iter().position(|a| a == "--enable-auto-tool-choice").unwrap();
+        let at = args
+            .iter()
+            .position(|a| a == "--enable-auto-tool-choice")
+            .unwrap();
         assert_eq!(
             args[at..at + 5],
             [
@@ -83,7 +86,10 @@ mod tests {
             [(REASONING_PARSER_FLAG, Some("deepseek_r1".to_string()))]
         );
         let args = vllm_args(&reasoning, &Component::aggregated(&reasoning));
-        assert!(!args.iter().any(|a| a == "--enable-auto-tool-choice"), "{args:?}");
+        assert!(
+            !args.iter().any(|a| a == "--enable-auto-tool-choice"),
+            "{args:?}"
+        );
         assert!(derived_flags(&md(json!({"type": "vllm"}))).is_empty());
         assert!(derived_flags(&md(json!({"type": "vllm", "toolCalling": false}))).is_empty());
     }

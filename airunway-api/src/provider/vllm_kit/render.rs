@@ -179,7 +179,9 @@ pub fn vllm_args_with(
     if component.gpus > 1 {
         derived("tensor-parallel-size", Some(component.gpus.to_string()));
     }
-    super::parsers::derived_flags(md).into_iter().for_each(|(k, v)| derived(k, v));
+    super::parsers::derived_flags(md)
+        .into_iter()
+        .for_each(|(k, v)| derived(k, v));
     args.extend(component.args.iter().cloned());
     for (key, value) in engine.and_then(|e| e.args.as_ref()).into_iter().flatten() {
         match value.as_str() {
