@@ -245,6 +245,41 @@ pub fn spec() -> BoxedStrategy<Value> {
     prop_oneof![hostile_spec(), well_shaped_spec()].boxed()
 }
 
+/// `spec.engine`'s tool calling and parser fields: mostly valid parser names (vLLM's and
+/// Dynamo's), sometimes a refused one (`auto`, upper case, shell metacharacters, 64
+/// characters), each field often absent.
+fn engine_parsers() -> impl Strategy<Value = Vec<(&'static str, Value)>> {
+    let name = prop_oneof![
+        4 => prop_oneof![
+            Just("hermes"),
+            Just("llama3_json"),
+            Just("qwen3"),
+            Just("deepseek_r1"),
+            Just("harmony"),
+            Just("openai_gptoss")
+        ]
+        .prop_map(str::to_string),
+        1 => prop_oneof![
+            Just("auto".to_string()),
+            Just("Hermes".to_string()),
+            Just("a;$(id)".to_string()),
+            Just("p".repeat(64))
+        ],
+    ];
+    (
+        option::of(any::<bool>()),
+        option::of(name.clone()),
+        option::of(name),
+    )
+        .prop_map(|(calling, tool, reasoning)| {
+            let mut fields = Vec::new();
+            fields.extend(calling.map(|c| ("toolCalling", Value::Bool(c))));
+            fields.extend(tool.map(|t| ("toolCallParser", json!(t))));
+            fields.extend(reasoning.map(|r| ("reasoningParser", json!(r))));
+            fields
+        })
+}
+
 /// A spec a careful user could write: valid names, quantities, env, labels and tolerations,
 /// engines, modes and GPU settings that fit together (mostly), edge counts inside the limits
 /// (`contextLength` 2^24, GPU count 8, 63-character label values), sometimes with generated
@@ -280,13 +315,18 @@ pub fn well_shaped_spec() -> BoxedStrategy<Value> {
             prop_oneof![
                 Just("--max-num-seqs=8"),
                 Just("--disable-log-requests"),
-                Just("-q")
+                Just("-q"),
+                Just("--tool-call-parser=hermes")
             ],
             0..3,
         )),
+        engine_parsers(),
     )
-        .prop_map(|(t, ctx, args, image, eager, extra)| {
+        .prop_map(|(t, ctx, args, image, eager, extra, parsers)| {
             let mut e = json!({});
+            for (key, value) in parsers {
+                e[key] = value;
+            }
             insert_some(&mut e, "type", t);
             insert_some(&mut e, "contextLength", ctx.map(|c| json!(c)));
             insert_some(&mut e, "args", args.map(|a| json!(a)));

@@ -11,6 +11,8 @@
 //!   `model.storage` volumes resolved and the shared model cache they name.
 //! - [`image_reference`] and [`kubernetes_names`]: the image-reference and Kubernetes name
 //!   and label grammars, one definition for every binary.
+//! - [`engine_parsers`]: tool calling and reasoning parsers: the parser-name grammar, the
+//!   parsers known for model families, what a render asks the engine for.
 //! - [`apply_body`]: server-side apply patches the API server's YAML reader always accepts.
 //! - `probe` feature: the generated gRPC bindings of the provider probe
 //!   (`proto/airunway/provider/v1/provider.proto`).
@@ -34,6 +36,7 @@ pub mod conditions;
 #[cfg(feature = "conformance")]
 pub mod conformance;
 pub mod constants;
+pub mod engine_parsers;
 #[cfg(feature = "generate")]
 pub mod generate;
 pub mod image_reference;

@@ -67,6 +67,24 @@ fn model_deployment_crd() {
             "missing CEL rule for {expected:?}"
         );
     }
+    // The parser rules of `spec.engine` (docs/validation.md), each on both parser fields.
+    let spec_rules = rules(spec);
+    for (expected, fields) in [
+        (airunway_api::engine_parsers::PARSER_EMPTY, 2),
+        (airunway_api::engine_parsers::PARSER_RESERVED, 2),
+        (airunway_api::engine_parsers::PARSER_LOWER_CASE, 2),
+        (airunway_api::engine_parsers::PARSER_CHARACTERS, 2),
+        (
+            airunway_api::engine_parsers::TOOL_CALL_PARSER_NEEDS_TOOL_CALLING,
+            1,
+        ),
+    ] {
+        assert_eq!(
+            spec_rules.iter().filter(|(m, _)| m == expected).count(),
+            fields,
+            "CEL rules for {expected:?}"
+        );
+    }
     let model_messages: Vec<String> = rules(&spec["properties"]["model"])
         .into_iter()
         .map(|(m, _)| m)

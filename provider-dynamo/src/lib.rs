@@ -7,6 +7,7 @@
 
 pub mod compat;
 pub mod intent;
+pub mod parsers;
 pub mod render;
 pub mod schema;
 pub mod status;
@@ -50,6 +51,8 @@ impl Provider for DynamoProvider {
         // core then creates only the route (docs/gateway.md).
         let engine = |name, serving_modes| {
             let mut capability = EngineCapability::new(name, serving_modes, true, false);
+            // `--dyn-tool-call-parser`/`--dyn-reasoning-parser` on every worker (`parsers`).
+            capability.tool_calling_support = true;
             capability.gateway = Some(GatewayCapability {
                 manages_inference_pool: Some(true),
                 inference_pool_name_pattern: Some(render::POOL_NAME_PATTERN.into()),
@@ -142,7 +145,8 @@ impl Provider for DynamoProvider {
         if intent::applies(deployment) {
             return intent::spec::validate(deployment)
                 .and_then(|_| intent::attempt::check_attempt(intent::attempt::attempt(deployment)))
-                .map_err(|e| Incompatible::new(e.to_string()));
+                .map_err(|e| Incompatible::new(e.to_string()))
+                .and_then(|_| parsers::check_intent(deployment).map_err(Incompatible::new));
         }
         compat::check(deployment).map_err(Incompatible::new)
     }

@@ -394,6 +394,7 @@ fn worker_args(
         args.push("--trust-remote-code".to_string());
     }
     args.extend(features.iter().cloned());
+    args.extend(crate::parsers::worker_flags(md).map_err(RenderError::Unsupported)?);
     if gpus > 1 && !user_sets(&["tensor-parallel-size", "tp"]) {
         let flag = if engine == EngineType::Sglang {
             "--tp"

@@ -485,3 +485,87 @@ fn status_and_workload_of_a_v1beta1_graph() {
         "Dynamo worker VllmPrefillWorker 0/1 has no ready replica while the others serve"
     );
 }
+
+/// Tool calling and reasoning parsers (`provider-dynamo/src/parsers.rs`): Dynamo's parser flags
+/// on every worker, in both graph versions, disaggregated too, and no vLLM or SGLang parser flag.
+#[test]
+fn parsers_on_every_worker_of_both_versions() {
+    let aggregated = json!({"model": {"id": "Qwen/Qwen3-8B"},
+        "engine": {"type": "vllm", "toolCalling": true, "extraArgs": ["--max-num-seqs", "8"]},
+        "resources": {"gpu": {"count": 1}}});
+    let disaggregated = json!({"model": {"id": "openai/gpt-oss-20b"}, "serving": {"mode": "disaggregated"},
+        "engine": {"type": "sglang", "toolCalling": true, "reasoningParser": "basic"},
+        "scaling": {"prefill": {"gpu": {"count": 1}}, "decode": {"gpu": {"count": 1}}}});
+    let alpha_args = |spec: &Value, service: &str| -> Vec<String> {
+        let graph = DynamoProvider
+            .render(&md(spec.clone()), &alpha())
+            .unwrap()
+            .objects
+            .remove(0);
+        serde_json::from_value(
+            graph["spec"]["services"][service]["extraPodSpec"]["mainContainer"]["args"].clone(),
+        )
+        .unwrap()
+    };
+    let beta_args = |spec: &Value, service: &str| -> Vec<String> {
+        serde_json::from_value(
+            main_container(component(&render(spec.clone()), service))["args"].clone(),
+        )
+        .unwrap()
+    };
+    for args in [
+        alpha_args(&aggregated, "VllmWorker"),
+        beta_args(&aggregated, "VllmWorker"),
+    ] {
+        let at = args
+            .iter()
+            .position(|a| a == "--dyn-tool-call-parser")
+            .unwrap();
+        assert_eq!(
+            args[at..at + 4],
+            [
+                "--dyn-tool-call-parser",
+                "hermes",
+                "--dyn-reasoning-parser",
+                "qwen3"
+            ],
+            "{args:?}"
+        );
+        assert_eq!(args[args.len() - 2..], ["--max-num-seqs", "8"]);
+        assert!(
+            !args
+                .iter()
+                .any(|a| a == "--enable-auto-tool-choice" || a == "--tool-call-parser")
+        );
+    }
+    for service in ["SglangPrefillWorker", "SglangDecodeWorker"] {
+        for args in [
+            alpha_args(&disaggregated, service),
+            beta_args(&disaggregated, service),
+        ] {
+            let at = args
+                .iter()
+                .position(|a| a == "--dyn-tool-call-parser")
+                .unwrap();
+            assert_eq!(
+                args[at..at + 4],
+                [
+                    "--dyn-tool-call-parser",
+                    "harmony",
+                    "--dyn-reasoning-parser",
+                    "basic"
+                ],
+                "{service}: {args:?}"
+            );
+        }
+    }
+    // Tool calling on a model without a known parser: refused (validation's text).
+    let unknown = DynamoProvider.render(
+        &md(
+            json!({"model": {"id": "acme/model"}, "engine": {"type": "vllm", "toolCalling": true},
+            "resources": {"gpu": {"count": 1}}}),
+        ),
+        &beta(),
+    );
+    assert!(matches!(unknown, Err(RenderError::Unsupported(m)) if m.contains("toolCallParser")));
+}

@@ -6,6 +6,13 @@ use airunway_api::v1alpha1::{EngineType, ModelDeployment, ModelSource, ServingMo
 /// on the pods that run the model (the registration says `modelStorage: false`).
 pub const NO_STORAGE: &str = "KAITO cannot mount model.storage volumes: a vLLM preset Workspace has no field for volumes on its inference pods (KAITO builds those pods and downloads the weights itself), and the llama.cpp template's server loads its model from its huggingface:// URL, not from a Hugging Face cache; remove spec.model.storage, or name a provider that mounts it in spec.provider.name (llmd, vllm, dynamo or kuberay)";
 
+/// Why KAITO refuses tool calling and reasoning parsers with vLLM: a preset Workspace takes no
+/// vLLM flags (the registration does not declare `toolCallingSupport`).
+pub const NO_PARSERS_VLLM: &str = "KAITO does not render spec.engine.toolCalling, toolCallParser or reasoningParser: its vLLM presets take no vLLM flags; remove them and pass vLLM's --enable-auto-tool-choice, --tool-call-parser and --reasoning-parser through a KAITO inference ConfigMap (provider.overrides inference.config), or name a provider that renders them in spec.provider.name (llmd, vllm, dynamo or kuberay)";
+
+/// Why KAITO refuses parsers with llama.cpp.
+pub const NO_PARSERS_LLAMACPP: &str = "engine llamacpp has no tool-call or reasoning parser to choose: remove spec.engine.toolCalling, toolCallParser and reasoningParser";
+
 /// `Ok` when KAITO can serve `md`, else the user-facing reason.
 pub fn check(md: &ModelDeployment) -> Result<(), String> {
     let spec = &md.spec;
@@ -40,9 +47,53 @@ pub fn check(md: &ModelDeployment) -> Result<(), String> {
             "KAITO serves vLLM from presets, which load the model from Hugging Face: set model.source to huggingface or use the llamacpp engine with spec.image"
                 .to_string(),
         ),
+        Some(EngineType::Llamacpp) if spec.wants_engine_parsers() => {
+            Err(NO_PARSERS_LLAMACPP.to_string())
+        }
+        Some(EngineType::Vllm) if spec.wants_engine_parsers() => Err(NO_PARSERS_VLLM.to_string()),
         _ if spec.replicas() == 0 => Err(
             "KAITO cannot scale a Workspace to zero: set scaling.replicas to 1 or more (or delete the ModelDeployment)".to_string(),
         ),
         _ => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use airunway_api::serde_json::{self, json};
+
+    fn md(engine: serde_json::Value, gpus: i64) -> ModelDeployment {
+        serde_json::from_value(json!({
+            "apiVersion": "airunway.ai/v1alpha1", "kind": "ModelDeployment",
+            "metadata": {"name": "m", "namespace": "n"},
+            "spec": {"model": {"id": "Qwen/Qwen3-0.6B"}, "engine": engine,
+                     "image": "example/llama:1", "resources": {"gpu": {"count": gpus}}}
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn parsers_are_refused_naming_the_way_out() {
+        assert_eq!(
+            check(&md(json!({"type": "vllm", "toolCalling": true}), 1)),
+            Err(NO_PARSERS_VLLM.to_string())
+        );
+        assert_eq!(
+            check(&md(json!({"type": "vllm", "reasoningParser": "qwen3"}), 1)),
+            Err(NO_PARSERS_VLLM.to_string())
+        );
+        assert_eq!(
+            check(&md(
+                json!({"type": "llamacpp", "reasoningParser": "qwen3"}),
+                0
+            )),
+            Err(NO_PARSERS_LLAMACPP.to_string())
+        );
+        assert_eq!(
+            check(&md(json!({"type": "vllm", "toolCalling": false}), 1)),
+            Ok(())
+        );
     }
 }

@@ -9,6 +9,7 @@
 
 pub mod compat;
 pub mod overrides;
+pub mod parsers;
 pub mod render;
 pub mod scale;
 pub mod schema;
@@ -156,6 +157,8 @@ impl Provider for KubeRayProvider {
                     // Ray Serve LLM's OpenAI app serves chat and completions only: no Responses
                     // or Anthropic Messages API (the Go AI Runway advertises the same).
                     api_formats: vec![ApiFormat::OpenaiChat],
+                    // Parsers as vLLM engine keyword arguments (`parsers`).
+                    tool_calling_support: true,
                     ..EngineCapability::new(
                         EngineType::Vllm,
                         vec![ServingMode::Aggregated, ServingMode::Disaggregated],

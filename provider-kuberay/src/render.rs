@@ -13,7 +13,8 @@
 //!   true, `"false"` → false, numbers → numbers), then `enable_prefix_caching` from
 //!   `engine.enablePrefixCaching` (default true) and `enforce_eager: true` from
 //!   `engine.enforceEager`, unless `engine.args` set them (the user's value is kept; a field
-//!   saying otherwise is reported). `engine.extraArgs` are raw command-line tokens and Ray
+//!   saying otherwise is reported), then the parsers (`enable_auto_tool_choice`,
+//!   `tool_call_parser`, `reasoning_parser`: [`crate::parsers`]). `engine.extraArgs` are raw command-line tokens and Ray
 //!   Serve LLM takes keyword arguments, not a command line: they are ignored with a warning.
 //! - `headGroupSpec`: container `ray-head` (the image: `engine.image`, else the legacy
 //!   `spec.image`, else [`default_image`]), the
@@ -171,6 +172,7 @@ fn engine_kwargs(
         }
         kwargs.insert(key.replace('-', "_"), typed_arg(value));
     }
+    crate::parsers::add_engine_kwargs(md, &mut kwargs).map_err(RenderError::Unsupported)?;
     let explicit_caching = engine.and_then(|e| e.enable_prefix_caching);
     let explicit_eager = engine.and_then(|e| e.enforce_eager);
     for (kwarg, field, wanted, explicit, write_false) in [

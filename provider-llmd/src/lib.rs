@@ -77,6 +77,8 @@ impl Provider for LlmdProvider {
             false,
         );
         vllm.requires_crd = Some(false);
+        // Tool calling and reasoning parsers as vLLM flags (`vllm_kit::parsers`).
+        vllm.tool_calling_support = true;
         vllm.gateway = Some(GatewayCapability {
             endpoint_picker: Some(EndpointPicker {
                 image: Some(ENDPOINT_PICKER_IMAGE.into()),

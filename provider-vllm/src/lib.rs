@@ -122,6 +122,8 @@ impl Provider for VllmProvider {
         let mut vllm =
             EngineCapability::new(EngineType::Vllm, vec![ServingMode::Aggregated], true, false);
         vllm.requires_crd = Some(false);
+        // Tool calling and reasoning parsers as vLLM flags (`vllm_kit::parsers`).
+        vllm.tool_calling_support = true;
         InferenceProviderConfigSpec {
             capabilities: Some(ProviderCapabilities {
                 engines: Some(vec![EngineCapabilityEntry::Detailed(vllm)]),

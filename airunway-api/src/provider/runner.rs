@@ -522,6 +522,8 @@ fn probe_info<P: Provider>(
                     .collect(),
                 gpu_support: e.gpu_support,
                 cpu_support: e.cpu_support,
+                lora_support: e.lora_support,
+                tool_calling_support: e.tool_calling_support,
             })
             .collect(),
         upstream_crd_version: version,

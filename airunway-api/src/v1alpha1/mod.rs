@@ -1,5 +1,6 @@
 //! Version `v1alpha1` of the `airunway.ai` API.
 
+mod adapters;
 mod autoscaling;
 mod condition;
 mod model_cache;
@@ -10,6 +11,7 @@ mod provider_config;
 mod runtime_config;
 mod workload;
 
+pub use adapters::*;
 pub use autoscaling::*;
 pub use condition::{Condition, ConditionStatus};
 pub use model_cache::*;

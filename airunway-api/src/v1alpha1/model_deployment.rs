@@ -35,6 +35,10 @@ macro_rules! cel {
             "(has(self.scaling.", $c, ".gpu) && has(self.scaling.", $c, ".gpu.count) && self.scaling.", $c, ".gpu.count > 0)"
         )
     };
+    // A parser field absent, or set and satisfying `$test` (CEL over `self.engine.<field>`).
+    (parser $f:literal $test:literal) => {
+        concat!("!has(self.engine) || !has(self.engine.", $f, ") || ", $test)
+    };
 }
 
 /// The desired state of a model deployment: what to serve and with what resources. The engine
@@ -70,6 +74,15 @@ macro_rules! cel {
 #[x_kube(validation = kube::core::Rule::new(concat!("!", cel!(disaggregated), " || (has(self.scaling) && has(self.scaling.prefill) && has(self.scaling.decode))")).message(messages::DISAGGREGATED_REQUIRES_COMPONENTS).field_path(".scaling"))]
 #[x_kube(validation = kube::core::Rule::new(cel!(component_gpu "prefill")).message(messages::DISAGGREGATED_REQUIRES_PREFILL_GPU).field_path(".scaling.prefill.gpu.count"))]
 #[x_kube(validation = kube::core::Rule::new(cel!(component_gpu "decode")).message(messages::DISAGGREGATED_REQUIRES_DECODE_GPU).field_path(".scaling.decode.gpu.count"))]
+#[x_kube(validation = kube::core::Rule::new("!has(self.engine) || !has(self.engine.toolCallParser) || (has(self.engine.toolCalling) && self.engine.toolCalling)").message(crate::engine_parsers::TOOL_CALL_PARSER_NEEDS_TOOL_CALLING).field_path(".engine.toolCallParser"))]
+#[x_kube(validation = kube::core::Rule::new(cel!(parser "toolCallParser" "self.engine.toolCallParser != ''")).message(crate::engine_parsers::PARSER_EMPTY).field_path(".engine.toolCallParser"))]
+#[x_kube(validation = kube::core::Rule::new(cel!(parser "toolCallParser" "(self.engine.toolCallParser != 'auto' && self.engine.toolCallParser != 'none')")).message(crate::engine_parsers::PARSER_RESERVED).field_path(".engine.toolCallParser"))]
+#[x_kube(validation = kube::core::Rule::new(cel!(parser "toolCallParser" "self.engine.toolCallParser == self.engine.toolCallParser.lowerAscii()")).message(crate::engine_parsers::PARSER_LOWER_CASE).field_path(".engine.toolCallParser"))]
+#[x_kube(validation = kube::core::Rule::new(cel!(parser "toolCallParser" "self.engine.toolCallParser.lowerAscii().matches('^[a-z0-9_.-]*$')")).message(crate::engine_parsers::PARSER_CHARACTERS).field_path(".engine.toolCallParser"))]
+#[x_kube(validation = kube::core::Rule::new(cel!(parser "reasoningParser" "self.engine.reasoningParser != ''")).message(crate::engine_parsers::PARSER_EMPTY).field_path(".engine.reasoningParser"))]
+#[x_kube(validation = kube::core::Rule::new(cel!(parser "reasoningParser" "(self.engine.reasoningParser != 'auto' && self.engine.reasoningParser != 'none')")).message(crate::engine_parsers::PARSER_RESERVED).field_path(".engine.reasoningParser"))]
+#[x_kube(validation = kube::core::Rule::new(cel!(parser "reasoningParser" "self.engine.reasoningParser == self.engine.reasoningParser.lowerAscii()")).message(crate::engine_parsers::PARSER_LOWER_CASE).field_path(".engine.reasoningParser"))]
+#[x_kube(validation = kube::core::Rule::new(cel!(parser "reasoningParser" "self.engine.reasoningParser.lowerAscii().matches('^[a-z0-9_.-]*$')")).message(crate::engine_parsers::PARSER_CHARACTERS).field_path(".engine.reasoningParser"))]
 pub struct ModelDeploymentSpec {
     /// The model to serve.
     pub model: ModelSpec,
@@ -143,6 +156,13 @@ pub struct ModelDeploymentSpec {
         regex(pattern = r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")
     )]
     pub runtime_config_name: Option<String>,
+
+    /// LoRA adapters served beside the base model, each under its own model name. Only a
+    /// provider whose engine declares `loraSupport` is selected for a deployment with adapters.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 32))]
+    #[schemars(extend("x-kubernetes-list-type" = "map", "x-kubernetes-list-map-keys" = ["name"]))]
+    pub adapters: Option<Vec<super::LoraAdapter>>,
 }
 
 /// A label value as Kubernetes accepts it (empty, or up to 63 characters).
@@ -237,6 +257,32 @@ pub struct GatewaySpec {
     )]
     #[schemars(length(max = 253))]
     pub http_route_ref: Option<String>,
+
+    /// Name of an existing InferencePool in the deployment's namespace to route through,
+    /// instead of one AI Runway creates: the core then creates only the route, and the pool
+    /// (its selector included) stays the user's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 253))]
+    pub pool_ref: Option<String>,
+
+    /// The Gateway this deployment is routed through, when several exist, instead of the
+    /// cluster-wide choice (`--gateway-name`/`--gateway-namespace`, or the one labelled Gateway).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gateway_ref: Option<GatewayReference>,
+}
+
+/// A reference to a Gateway (`gateway.networking.k8s.io`).
+#[derive(Serialize, Deserialize, schemars::JsonSchema, Clone, Debug, Default, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct GatewayReference {
+    /// The Gateway's name.
+    #[schemars(length(min = 1, max = 253))]
+    pub name: String,
+
+    /// The Gateway's namespace; omitted means the deployment's namespace.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 63))]
+    pub namespace: Option<String>,
 }
 
 /// The model to serve.
@@ -401,6 +447,24 @@ pub struct EngineSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(max = 64), inner(length(max = 1024)))]
     pub extra_args: Option<Vec<String>>,
+
+    /// Let the model call tools: the engine chooses tool calls itself (vLLM
+    /// `--enable-auto-tool-choice`) and parses them with `toolCallParser`, or with the parser
+    /// known for the model family when that is omitted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_calling: Option<bool>,
+
+    /// The engine's tool-call parser (vLLM `--tool-call-parser`, e.g. `hermes`); needs
+    /// `toolCalling: true`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 64))]
+    pub tool_call_parser: Option<String>,
+
+    /// The engine's reasoning parser (vLLM `--reasoning-parser`, e.g. `qwen3`), which returns a
+    /// reasoning model's thinking apart from its answer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 64))]
+    pub reasoning_parser: Option<String>,
 }
 
 /// An inference engine.
@@ -670,6 +734,10 @@ pub struct ModelDeploymentStatus {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gateway: Option<GatewayStatus>,
 
+    /// Each adapter of `spec.adapters[]` and its state.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub adapters: Option<Vec<super::AdapterStatus>>,
+
     /// The container image as resolved by the provider (the direct vLLM provider).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub image: Option<ImageStatus>,
@@ -902,6 +970,9 @@ pub struct GatewayStatus {
     /// Whether the route is active.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ready: Option<bool>,
+    /// Name of the Gateway the route is attached to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gateway_name: Option<String>,
     /// Namespace of the Gateway the route is attached to.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gateway_namespace: Option<String>,

@@ -224,6 +224,14 @@ pub struct EngineCapability {
     /// How the provider plugs this engine into the inference gateway.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gateway: Option<GatewayCapability>,
+    /// Whether the provider serves `spec.adapters` (LoRA) with this engine; omitted means no,
+    /// and selection passes the provider over for a deployment with adapters.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub lora_support: bool,
+    /// Whether the provider renders `spec.engine.toolCalling` and the tool-call and reasoning
+    /// parsers with this engine; omitted means no.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub tool_calling_support: bool,
 }
 
 impl EngineCapability {
@@ -243,6 +251,8 @@ impl EngineCapability {
             api_formats: ApiFormat::supported_by(name).to_vec(),
             requires_crd: None,
             gateway: None,
+            lora_support: false,
+            tool_calling_support: false,
         }
     }
 
@@ -322,6 +332,8 @@ impl ProviderCapabilities {
                     api_formats: Vec::new(),
                     requires_crd: None,
                     gateway: None,
+                    lora_support: false,
+                    tool_calling_support: false,
                 },
             })
             .collect()

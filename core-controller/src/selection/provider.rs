@@ -1,5 +1,6 @@
 //! Provider selection (design doc §3.5.2, §4.4): capability filter (engine, GPU/CPU, serving
-//! mode, and `modelStorage` for a deployment with `model.storage` volumes), CEL rules, highest
+//! mode, `modelStorage` for a deployment with `model.storage` volumes, `loraSupport` for one
+//! with adapters, `toolCallingSupport` for one asking for parsers), CEL rules, highest
 //! priority wins, ties go to the alphabetically first name; a provider with no matching rule is
 //! only used when named. One-time: once `status.provider.name` is set it is kept, unless
 //! `spec.provider.name` names another provider.
@@ -145,6 +146,8 @@ pub fn select_provider(
     let gpu = md.spec.gpu_requested();
     let mode = md.spec.serving_mode();
     let has_volumes = !airunway_api::storage::resolved_volumes(md).is_empty();
+    let has_adapters = !md.spec.lora_adapters().is_empty();
+    let wants_parsers = md.spec.wants_engine_parsers();
     let input = match RuleInput::new(md, Some(engine)) {
         Ok(input) => input,
         Err(e) => {
@@ -195,6 +198,22 @@ pub fn select_provider(
             rejections.push((
                 provider.name.clone(),
                 format!("{} does not mount model.storage volumes", provider.name),
+            ));
+            continue;
+        }
+        if has_adapters && !capability.lora_support {
+            rejections.push((
+                provider.name.clone(),
+                format!("engine {engine} does not serve LoRA adapters (spec.adapters)"),
+            ));
+            continue;
+        }
+        if wants_parsers && !capability.tool_calling_support {
+            rejections.push((
+                provider.name.clone(),
+                format!(
+                    "engine {engine} does not render tool calling or reasoning parsers (spec.engine.toolCalling, toolCallParser, reasoningParser)"
+                ),
             ));
             continue;
         }

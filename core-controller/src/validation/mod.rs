@@ -4,7 +4,7 @@
 //! disaggregated serving, the model id), `values` (values that reach a pod spec: images,
 //! GPU types, node selectors, tolerations, pod metadata, the token Secret), `env` (`spec.env`
 //! as the API server checks a container's environment), `args` (engine
-//! arguments), `overrides` (`provider.overrides`), `storage` (`model.storage.volumes`, the Go
+//! arguments), `engine_parsers` (tool calling and reasoning parsers), `overrides` (`provider.overrides`), `storage` (`model.storage.volumes`, the Go
 //! AI Runway's rules and texts, and its update rules for managed volumes), `go_compat` (the Go
 //! AI Runway's texts: warnings, the image conflict, a named provider's capabilities). The generic grammars (image
 //! references, Kubernetes names and labels) are `airunway_api`'s [`image_reference`] and
@@ -34,12 +34,14 @@
 //! | `spec.nodeSelector` | valid label keys and values |
 //! | `spec.tolerations[]` | a valid taint key, operator `Equal`/`Exists`, a known effect, `tolerationSeconds` only with `NoExecute` |
 //! | `spec.image`, `spec.engine.image` | image references as a container runtime reads them ([`airunway_api::image_reference`]) |
+//! | `spec.engine.toolCallParser`, `reasoningParser` | not empty, `auto` or `none`; at most 64 characters of `[a-z0-9_.-]`; `toolCallParser` only with `toolCalling: true`; with tool calling, a parser named or known for the model; none with llama.cpp; no flag in `args`/`extraArgs` the render derives from them (`engine_parsers`) |
 //! | `spec.engine.contextLength` | at most [`MAX_CONTEXT_LENGTH`] |
 //! | `spec.resources.gpu.type`, `spec.scaling.{prefill,decode}.gpu.type` | an extended resource name (`<domain>/<name>` outside `kubernetes.io`) |
 //! | `spec.scaling.autoscaling` | `minReplicas <= maxReplicas`; `target` a positive and `activationTarget` a non-negative decimal; `query` for `type: prometheus` only and always; each metric type once; pool metrics not with `spec.gateway.enabled: false`; a named metric the explicit engine exports (`autoscaling`) |
 
 mod args;
 mod autoscaling;
+mod engine_parsers;
 mod env;
 mod go_compat;
 mod overrides;
@@ -150,6 +152,7 @@ pub fn validate_spec(md: &ModelDeployment) -> Vec<FieldError> {
         args::validate_args(args, &mut errors);
     }
     args::validate_extra_args(spec, &mut errors);
+    engine_parsers::validate_engine_parsers(spec, &mut errors);
     if let Some(overrides) = spec.provider.as_ref().and_then(|p| p.overrides.as_ref()) {
         validate_overrides(overrides, &mut errors);
     }

@@ -134,7 +134,7 @@ pub fn vllm_args(md: &ModelDeployment, component: &Component) -> Vec<String> {
 /// routes on, as the Go AI Runway does),
 /// `--max-model-len`, `--trust-remote-code`, `--enable-prefix-caching` or
 /// `--no-enable-prefix-caching`, `--enforce-eager`, `--tensor-parallel-size` (more than one
-/// GPU), the component's arguments, `engine.args` in key order (`""`/`"true"` → `--key`,
+/// GPU), the parser flags ([`super::parsers`]), the component's arguments, `engine.args` in key order (`""`/`"true"` → `--key`,
 /// `"false"` → `--no-key`, else `--key value`), then `engine.extraArgs` verbatim.
 pub fn vllm_args_with(
     md: &ModelDeployment,
@@ -179,6 +179,9 @@ pub fn vllm_args_with(
     if component.gpus > 1 {
         derived("tensor-parallel-size", Some(component.gpus.to_string()));
     }
+    super::parsers::derived_flags(md)
+        .into_iter()
+        .for_each(|(k, v)| derived(k, v));
     args.extend(component.args.iter().cloned());
     for (key, value) in engine.and_then(|e| e.args.as_ref()).into_iter().flatten() {
         match value.as_str() {
