@@ -36,11 +36,13 @@
 //! | `spec.image`, `spec.engine.image` | image references as a container runtime reads them ([`airunway_api::image_reference`]) |
 //! | `spec.engine.contextLength` | at most [`MAX_CONTEXT_LENGTH`] |
 //! | `spec.resources.gpu.type`, `spec.scaling.{prefill,decode}.gpu.type` | an extended resource name (`<domain>/<name>` outside `kubernetes.io`) |
+//! | `spec.gateway.poolRef`, `spec.gateway.gatewayRef` | object names (a namespace a DNS label); `poolRef` not with `httpRouteRef`; neither with `enabled: false` (`gateway`) |
 //! | `spec.scaling.autoscaling` | `minReplicas <= maxReplicas`; `target` a positive and `activationTarget` a non-negative decimal; `query` for `type: prometheus` only and always; each metric type once; pool metrics not with `spec.gateway.enabled: false`; a named metric the explicit engine exports (`autoscaling`) |
 
 mod args;
 mod autoscaling;
 mod env;
+mod gateway;
 mod go_compat;
 mod overrides;
 mod spec;
@@ -156,6 +158,7 @@ pub fn validate_spec(md: &ModelDeployment) -> Vec<FieldError> {
     values::validate_pod_metadata(spec, &mut errors);
     values::validate_secrets(spec, &mut errors);
     autoscaling::validate_autoscaling(spec, &mut errors);
+    gateway::validate_gateway(spec, &mut errors);
     errors
 }
 
