@@ -44,6 +44,12 @@ pub struct EngineCapability {
     /// Whether CPU-only workers are supported.
     #[prost(bool, tag = "4")]
     pub cpu_support: bool,
+    /// Whether LoRA adapters (spec.adapters) are served with this engine.
+    #[prost(bool, tag = "5")]
+    pub lora_support: bool,
+    /// Whether tool calling and the tool-call and reasoning parsers are rendered with this engine.
+    #[prost(bool, tag = "6")]
+    pub tool_calling_support: bool,
 }
 /// UpstreamHealth says whether the upstream operator's API is usable.
 #[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
