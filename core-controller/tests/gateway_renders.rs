@@ -123,9 +123,6 @@ fn the_schemas_refuse_what_the_api_server_refuses() {
     let route = render::route(&owner, &names, &gateway, &pool, &many, "h");
     assert!(!ROUTES.errors(&route).is_empty());
     let mut rewrite = render::model_rewrite(&owner, &names, &pool, &["a"], "h");
-    rewrite["spec"]
-        .as_object_mut()
-        .unwrap()
-        .remove("rules");
+    rewrite["spec"].as_object_mut().unwrap().remove("rules");
     assert!(!REWRITES.errors(&rewrite).is_empty());
 }

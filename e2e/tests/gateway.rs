@@ -515,9 +515,18 @@ async fn a_running_deployment_is_routed_through_the_gateway_and_cleaned_up() {
         services.get(epp).await.unwrap().metadata.uid,
         bindings.get(epp).await.unwrap().metadata.uid,
     );
-    config_maps.delete(epp, &DeleteParams::default()).await.unwrap();
-    services.delete(epp, &DeleteParams::default()).await.unwrap();
-    bindings.delete(epp, &DeleteParams::default()).await.unwrap();
+    config_maps
+        .delete(epp, &DeleteParams::default())
+        .await
+        .unwrap();
+    services
+        .delete(epp, &DeleteParams::default())
+        .await
+        .unwrap();
+    bindings
+        .delete(epp, &DeleteParams::default())
+        .await
+        .unwrap();
     wait_for(&config_maps, epp, WAIT, "picker ConfigMap restored", |c| {
         c.metadata.uid != uids.0
     })
@@ -779,7 +788,10 @@ async fn several_gateways_own_routes_and_provider_managed_pools() {
         "my-route",
         &ns,
         "gw-b",
-        Some(("NotAllowedByListeners", "listener http does not allow this namespace")),
+        Some((
+            "NotAllowedByListeners",
+            "listener http does not allow this namespace",
+        )),
     )
     .await;
     wait_reason(&mds, "byo", "NotAllowedByListeners").await;
@@ -789,7 +801,13 @@ async fn several_gateways_own_routes_and_provider_managed_pools() {
         "the user's route followed (created, accepted, refused, accepted) in {:.1}s",
         watched.elapsed().as_secs_f64()
     );
-    mds.patch("byo", &PatchParams::default(), &Patch::Merge(json!({"spec": {"gateway": {"modelName": "byo-model"}}}))).await.unwrap();
+    mds.patch(
+        "byo",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"spec": {"gateway": {"modelName": "byo-model"}}})),
+    )
+    .await
+    .unwrap();
     let md = wait_for(&mds, "byo", WAIT, "the new model name", |md| {
         md.status
             .as_ref()
@@ -1362,7 +1380,12 @@ async fn the_inference_extension_crd_going_and_coming_back_needs_no_restart() {
     // The watch cache may still hold that pool (with the current inputs hash), but it is older
     // than the new CRD, so it counts as gone and the pool is applied again at once (the core
     // resyncs every 10 min here).
-    let old_pool = pools(&env.client, &ns).get("asked").await.unwrap().metadata.uid;
+    let old_pool = pools(&env.client, &ns)
+        .get("asked")
+        .await
+        .unwrap()
+        .metadata
+        .uid;
     let mut again = crds.get(name).await.unwrap();
     crds.delete(name, &DeleteParams::default()).await.unwrap();
     wait_deleted(&crds, name, WAIT).await;
@@ -1474,7 +1497,13 @@ async fn routing_control_pool_ref_gateway_ref_and_adapters() {
             "spec.gateway.poolRef names InferencePool {ns}/shared-pool, which does not exist; create it (inference.networking.k8s.io/v1, selecting this deployment's pods) or remove poolRef to have AI Runway create one"
         )
     );
-    assert!(routes(&env.client, &ns).get_opt("pooled").await.unwrap().is_none());
+    assert!(
+        routes(&env.client, &ns)
+            .get_opt("pooled")
+            .await
+            .unwrap()
+            .is_none()
+    );
     // The user creates it, with a selector and picker of their own: the pool watch routes the
     // deployment (no resync: 10 min here).
     let mut pool = sample("inferencepool-accepted.yaml");
@@ -1483,10 +1512,20 @@ async fn routing_control_pool_ref_gateway_ref_and_adapters() {
     pool["spec"]["selector"] = json!({"matchLabels": {"app.example/pool": "shared"}});
     pool["spec"]["endpointPickerRef"]["name"] = json!("shared-epp");
     let created = pools(&env.client, &ns)
-        .create(&PostParams::default(), &serde_json::from_value(pool).unwrap())
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(pool).unwrap(),
+        )
         .await
         .unwrap();
-    let route = wait_for(&routes(&env.client, &ns), "pooled", WAIT, "route to the user's pool", |_| true).await;
+    let route = wait_for(
+        &routes(&env.client, &ns),
+        "pooled",
+        WAIT,
+        "route to the user's pool",
+        |_| true,
+    )
+    .await;
     assert_eq!(
         value(&route)["spec"]["rules"][0]["backendRefs"],
         json!([{"group": "inference.networking.k8s.io", "kind": "InferencePool",
@@ -1498,14 +1537,32 @@ async fn routing_control_pool_ref_gateway_ref_and_adapters() {
         "the cluster-wide Gateway"
     );
     wait_reason(&mds, "pooled", "RoutePending").await;
-    assert!(pools(&env.client, &ns).get_opt("pooled").await.unwrap().is_none(), "no pool of ours");
-    assert!(pickers.get_opt("pooled-epp").await.unwrap().is_none(), "no picker of ours");
+    assert!(
+        pools(&env.client, &ns)
+            .get_opt("pooled")
+            .await
+            .unwrap()
+            .is_none(),
+        "no pool of ours"
+    );
+    assert!(
+        pickers.get_opt("pooled-epp").await.unwrap().is_none(),
+        "no picker of ours"
+    );
     let kept = pools(&env.client, &ns).get("shared-pool").await.unwrap();
     assert_eq!(
         kept.metadata.resource_version, created.metadata.resource_version,
         "the user's pool is never written"
     );
-    write_route_status(&env.client, &ns, "pooled", &gateway_namespace, "inference-gateway", None).await;
+    write_route_status(
+        &env.client,
+        &ns,
+        "pooled",
+        &gateway_namespace,
+        "inference-gateway",
+        None,
+    )
+    .await;
     let md = wait_reason(&mds, "pooled", "GatewayConfigured").await;
     assert_eq!(
         gateway_ready(&md).unwrap().2,
@@ -1518,17 +1575,40 @@ async fn routing_control_pool_ref_gateway_ref_and_adapters() {
     //    opened to the namespace; status.gateway names it.
     mds.create(
         &PostParams::default(),
-        &deployment("edge", json!({"gatewayRef": {"name": "team-gw", "namespace": edge}})),
+        &deployment(
+            "edge",
+            json!({"gatewayRef": {"name": "team-gw", "namespace": edge}}),
+        ),
     )
     .await
     .unwrap();
-    let route = wait_for(&routes(&env.client, &ns), "edge", WAIT, "route through team-gw", |_| true).await;
+    let route = wait_for(
+        &routes(&env.client, &ns),
+        "edge",
+        WAIT,
+        "route through team-gw",
+        |_| true,
+    )
+    .await;
     assert_eq!(
         value(&route)["spec"]["parentRefs"],
         json!([{"group": "gateway.networking.k8s.io", "kind": "Gateway", "name": "team-gw", "namespace": edge}])
     );
-    wait_listener_of(&env.client, &edge, "team-gw", "team-gw opened to the namespace", allowing(&[&ns, &edge])).await;
-    wait_listener(&env.client, &gateway_namespace, "the shared Gateway still open (pooled)", allowing(&[&ns, &gateway_namespace])).await;
+    wait_listener_of(
+        &env.client,
+        &edge,
+        "team-gw",
+        "team-gw opened to the namespace",
+        allowing(&[&ns, &edge]),
+    )
+    .await;
+    wait_listener(
+        &env.client,
+        &gateway_namespace,
+        "the shared Gateway still open (pooled)",
+        allowing(&[&ns, &gateway_namespace]),
+    )
+    .await;
     write_route_status(&env.client, &ns, "edge", &edge, "team-gw", None).await;
     let md = wait_reason(&mds, "edge", "GatewayConfigured").await;
     assert!(
@@ -1564,9 +1644,25 @@ async fn routing_control_pool_ref_gateway_ref_and_adapters() {
         )
     );
     wait_deleted(&routes(&env.client, &ns), "edge", WAIT).await;
-    wait_listener_of(&env.client, &edge, "team-gw", "team-gw back to Same", json!({"from": "Same"})).await;
-    wait_listener(&env.client, &gateway_namespace, "the shared Gateway kept", allowing(&[&ns, &gateway_namespace])).await;
-    eprintln!("poolRef and gatewayRef: {:.1}s", started.elapsed().as_secs_f64());
+    wait_listener_of(
+        &env.client,
+        &edge,
+        "team-gw",
+        "team-gw back to Same",
+        json!({"from": "Same"}),
+    )
+    .await;
+    wait_listener(
+        &env.client,
+        &gateway_namespace,
+        "the shared Gateway kept",
+        allowing(&[&ns, &gateway_namespace]),
+    )
+    .await;
+    eprintln!(
+        "poolRef and gatewayRef: {:.1}s",
+        started.elapsed().as_secs_f64()
+    );
 
     // 3. LoRA adapters, on the direct vLLM provider (its picker is the core's default, the
     //    one built here) with two replicas on the simulated GPU nodes.
@@ -1643,11 +1739,28 @@ async fn routing_control_pool_ref_gateway_ref_and_adapters() {
         })
         .await;
         assert_ne!(md.phase(), Some(Phase::Running));
-        assert!(routes(&env.client, &ns).get_opt("lora").await.unwrap().is_none());
-        assert!(rewrites(&env.client, &ns).get_opt("lora-adapters").await.unwrap().is_none());
-        eprintln!("vLLM declares no loraSupport here: the adapter deployment is refused and not routed");
+        assert!(
+            routes(&env.client, &ns)
+                .get_opt("lora")
+                .await
+                .unwrap()
+                .is_none()
+        );
+        assert!(
+            rewrites(&env.client, &ns)
+                .get_opt("lora-adapters")
+                .await
+                .unwrap()
+                .is_none()
+        );
+        eprintln!(
+            "vLLM declares no loraSupport here: the adapter deployment is refused and not routed"
+        );
     } else {
-        wait_for(&mds, "lora", WAIT, "Running", |md| md.phase() == Some(Phase::Running)).await;
+        wait_for(&mds, "lora", WAIT, "Running", |md| {
+            md.phase() == Some(Phase::Running)
+        })
+        .await;
         let route = wait_for(&routes(&env.client, &ns), "lora", WAIT, "route", |_| true).await;
         let matched: Vec<Value> = value(&route)["spec"]["rules"][0]["matches"]
             .as_array()
@@ -1655,9 +1768,19 @@ async fn routing_control_pool_ref_gateway_ref_and_adapters() {
             .iter()
             .map(|m| m["headers"][0]["value"].clone())
             .collect();
-        assert_eq!(matched, [json!(MODEL), json!("sql-lora"), json!("chat-lora")]);
+        assert_eq!(
+            matched,
+            [json!(MODEL), json!("sql-lora"), json!("chat-lora")]
+        );
         // Accepted by the real v1.5.0 CRD (stored with its defaults).
-        let rewrite = wait_for(&rewrites(&env.client, &ns), "lora-adapters", WAIT, "rewrite", |_| true).await;
+        let rewrite = wait_for(
+            &rewrites(&env.client, &ns),
+            "lora-adapters",
+            WAIT,
+            "rewrite",
+            |_| true,
+        )
+        .await;
         assert_eq!(
             value(&rewrite)["spec"],
             json!({"poolRef": {"group": "inference.networking.k8s.io", "kind": "InferencePool", "name": "lora"},
@@ -1686,7 +1809,11 @@ async fn routing_control_pool_ref_gateway_ref_and_adapters() {
                 .count()
         };
         eventually("the picker loads the rewrite", WAIT, || async {
-            if loaded() > 0 { Ok(()) } else { Err(picker.process.log_tail(20)) }
+            if loaded() > 0 {
+                Ok(())
+            } else {
+                Err(picker.process.log_tail(20))
+            }
         })
         .await;
         // One adapter removed: the rewrite follows and the picker loads it again.
@@ -1698,17 +1825,27 @@ async fn routing_control_pool_ref_gateway_ref_and_adapters() {
         )
         .await
         .unwrap();
-        wait_for(&rewrites(&env.client, &ns), "lora-adapters", WAIT, "one rule", |r| {
-            value(r)["spec"]["rules"].as_array().map(Vec::len) == Some(1)
-        })
+        wait_for(
+            &rewrites(&env.client, &ns),
+            "lora-adapters",
+            WAIT,
+            "one rule",
+            |r| value(r)["spec"]["rules"].as_array().map(Vec::len) == Some(1),
+        )
         .await;
         eventually("the picker reloads the rewrite", WAIT, || async {
-            if loaded() > before { Ok(()) } else { Err(picker.process.log_tail(20)) }
+            if loaded() > before {
+                Ok(())
+            } else {
+                Err(picker.process.log_tail(20))
+            }
         })
         .await;
         // The picker's metrics are readable with no token (the core renders them without
         // authentication), as by any scraper.
-        let (status, body) = airunway_e2e::http::get(&picker.metrics_url()).await.unwrap();
+        let (status, body) = airunway_e2e::http::get(&picker.metrics_url())
+            .await
+            .unwrap();
         assert_eq!(status, 200);
         assert!(body.contains("inference_pool_per_pod_queue_size"), "{body}");
         picker.process.terminate(Duration::from_secs(10));
@@ -1731,21 +1868,44 @@ async fn routing_control_pool_ref_gateway_ref_and_adapters() {
         wait_deleted(&mds, name, WAIT).await;
     }
     assert!(
-        pools(&env.client, &ns).get_opt("shared-pool").await.unwrap().is_some(),
+        pools(&env.client, &ns)
+            .get_opt("shared-pool")
+            .await
+            .unwrap()
+            .is_some(),
         "the user's pool is never deleted"
     );
-    wait_listener(&env.client, &gateway_namespace, "the shared Gateway back to Same", json!({"from": "Same"})).await;
+    wait_listener(
+        &env.client,
+        &gateway_namespace,
+        "the shared Gateway back to Same",
+        json!({"from": "Same"}),
+    )
+    .await;
     gateways(&env.client, &edge)
         .delete("team-gw", &DeleteParams::default())
         .await
         .unwrap();
-    remove_gateway_and_report(&env, &gateway_namespace, "routing control scenario", started).await;
+    remove_gateway_and_report(
+        &env,
+        &gateway_namespace,
+        "routing control scenario",
+        started,
+    )
+    .await;
 }
 
 /// Waits until the Gateway's listener allows exactly `expected` (`{"from": "Same"}` once AI
 /// Runway took every allowance back).
 async fn wait_listener(client: &Client, gateway_namespace: &str, what: &str, expected: Value) {
-    wait_listener_of(client, gateway_namespace, "inference-gateway", what, expected).await;
+    wait_listener_of(
+        client,
+        gateway_namespace,
+        "inference-gateway",
+        what,
+        expected,
+    )
+    .await;
 }
 
 /// [`wait_listener`] for the Gateway `gateway_namespace/name`.
@@ -1757,10 +1917,7 @@ async fn wait_listener_of(
     expected: Value,
 ) {
     eventually(what, WAIT, || async {
-        let gateway = gateways(client, gateway_namespace)
-            .get(name)
-            .await
-            .unwrap();
+        let gateway = gateways(client, gateway_namespace).get(name).await.unwrap();
         let namespaces = listener_namespaces(&gateway);
         let annotated = value(&gateway)["metadata"]["annotations"]
             .get("airunway.ai/allowed-route-namespaces")

@@ -155,10 +155,7 @@ impl Detector {
                         MODEL_REWRITES_CRD => super::render::MODEL_REWRITE_VERSION,
                         _ => VERSION,
                     };
-                    let served_crd = store
-                        .state()
-                        .into_iter()
-                        .find(|crd| serves(crd, version));
+                    let served_crd = store.state().into_iter().find(|crd| serves(crd, version));
                     let served = served_crd.is_some();
                     let since = served_crd.and_then(|crd| {
                         crd.metadata
@@ -240,10 +237,19 @@ mod tests {
             .unwrap()
             .as_second();
         assert!(predates_crd(&pool("2026-11-27T08:59:59Z"), Some(crd)));
-        assert!(!predates_crd(&pool("2026-11-27T09:00:00Z"), Some(crd)), "same second: live");
+        assert!(
+            !predates_crd(&pool("2026-11-27T09:00:00Z"), Some(crd)),
+            "same second: live"
+        );
         assert!(!predates_crd(&pool("2026-11-27T09:00:05Z"), Some(crd)));
-        assert!(!predates_crd(&pool("2026-11-27T08:00:00Z"), None), "no CRD time known");
-        assert!(!predates_crd(&json!({"metadata": {}}), Some(crd)), "no creation time");
+        assert!(
+            !predates_crd(&pool("2026-11-27T08:00:00Z"), None),
+            "no CRD time known"
+        );
+        assert!(
+            !predates_crd(&json!({"metadata": {}}), Some(crd)),
+            "no creation time"
+        );
     }
 
     #[test]

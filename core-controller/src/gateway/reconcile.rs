@@ -190,7 +190,9 @@ impl Integration {
                 let mut rewrite_writer = Some(rewrite_writer);
                 loop {
                     let detection = *changes.borrow_and_update();
-                    if detection.available() && let Some(writers) = writers.take() {
+                    if detection.available()
+                        && let Some(writers) = writers.take()
+                    {
                         spawn_watches(&client, writers, &deployments, &sender, &shutdown);
                         if let Some(part_writers) = part_writers.take() {
                             watches::spawn_picker_parts(&client, part_writers, &sender, &shutdown);
@@ -469,10 +471,13 @@ impl Integration {
                         .and_then(|store| Self::cached(store, &resource, namespace, name))
                         // A pool kept from an InferencePool CRD deleted since is gone.
                         .filter(|o| {
-                            *kind != Kind::InferencePool || !super::detect::predates_crd(o, pools_since)
+                            *kind != Kind::InferencePool
+                                || !super::detect::predates_crd(o, pools_since)
                         })
                         // The stack counts as there only when all of it is.
-                        .filter(|_| *kind != Kind::PickerStack || self.parts.complete(namespace, name));
+                        .filter(|_| {
+                            *kind != Kind::PickerStack || self.parts.complete(namespace, name)
+                        });
                     if cached.is_some() || *lookup == Lookup::Cache {
                         return Answer::Object(cached);
                     }

@@ -210,7 +210,7 @@ mod tests {
         );
         assert_eq!(
             gateways_to_release("team-a", managed, &BTreeSet::new()),
-            [shared, own]
+            [shared.clone(), own.clone()]
         );
         assert!(gateways_to_release("team-c", managed, &BTreeSet::new()).is_empty());
     }

@@ -537,9 +537,15 @@ mod tests {
             .iter()
             .map(|m| &m["headers"][0]["value"])
             .collect();
-        assert_eq!(values, [&json!("qwen3"), &json!("sql-lora"), &json!("chat-lora")]);
+        assert_eq!(
+            values,
+            [&json!("qwen3"), &json!("sql-lora"), &json!("chat-lora")]
+        );
         assert_eq!(route["spec"]["rules"].as_array().unwrap().len(), 1);
-        assert_eq!(route["spec"]["rules"][0]["matches"][1]["path"], json!({"type": "PathPrefix", "value": "/"}));
+        assert_eq!(
+            route["spec"]["rules"][0]["matches"][1]["path"],
+            json!({"type": "PathPrefix", "value": "/"})
+        );
 
         let rewrite = model_rewrite(&owner(), &names, &pool, &["sql-lora", "chat-lora"], "h2");
         assert_eq!(
@@ -550,7 +556,10 @@ mod tests {
         assert_eq!(rewrite["metadata"]["name"], "qwen3-adapters");
         assert_eq!(rewrite["metadata"]["ownerReferences"][0]["uid"], "u-1");
         assert_eq!(rewrite["metadata"]["labels"][GATEWAY_OF_LABEL], "qwen3");
-        assert_eq!(rewrite["metadata"]["annotations"][INPUTS_HASH_ANNOTATION], "h2");
+        assert_eq!(
+            rewrite["metadata"]["annotations"][INPUTS_HASH_ANNOTATION],
+            "h2"
+        );
         assert_eq!(
             rewrite["spec"],
             json!({"poolRef": {"group": "inference.networking.k8s.io", "kind": "InferencePool", "name": "qwen3"},
@@ -567,7 +576,11 @@ mod tests {
     fn the_lora_configuration_adds_the_affinity_scorer() {
         let with: Vec<&str> = DEFAULT_EPP_CONFIG_WITH_LORA.lines().collect();
         let without: Vec<&str> = DEFAULT_EPP_CONFIG.lines().collect();
-        let added: Vec<&str> = with.iter().filter(|l| !without.contains(l)).copied().collect();
+        let added: Vec<&str> = with
+            .iter()
+            .filter(|l| !without.contains(l))
+            .copied()
+            .collect();
         assert_eq!(
             added,
             [

@@ -1769,7 +1769,9 @@ mod tests {
     /// names it in `status.gateway`; a missing one says so.
     #[test]
     fn a_deployments_own_gateway() {
-        let md = md(json!({"spec": {"gateway": {"gatewayRef": {"name": "team-gw", "namespace": "edge"}}}}));
+        let md = md(
+            json!({"spec": {"gateway": {"gatewayRef": {"name": "team-gw", "namespace": "edge"}}}}),
+        );
         let gateways = vec![
             gateway(GATEWAY_NS, "inference-gateway", true),
             gateway("edge", "team-gw", false),
@@ -1790,7 +1792,10 @@ mod tests {
         let status = plan.report.finish(Some(route), None);
         let fields = status.fields.unwrap();
         assert_eq!(
-            (fields.gateway_name.as_str(), fields.gateway_namespace.as_str()),
+            (
+                fields.gateway_name.as_str(),
+                fields.gateway_namespace.as_str()
+            ),
             ("team-gw", "edge")
         );
         assert_eq!(
@@ -1816,7 +1821,9 @@ mod tests {
         );
 
         // Omitted namespace: the deployment's.
-        let local = crate::gateway::route::tests::md(json!({"spec": {"gateway": {"gatewayRef": {"name": "team-gw"}}}}));
+        let local = crate::gateway::route::tests::md(
+            json!({"spec": {"gateway": {"gatewayRef": {"name": "team-gw"}}}}),
+        );
         let (missing, reads) = run(&local, None, &config(), gateways, &World::default());
         assert!(reads.is_empty());
         assert_eq!(fixed_reason(&missing), reasons::NO_GATEWAY);
@@ -1874,7 +1881,10 @@ mod tests {
         let Report::Route { what, .. } = &routed.report else {
             panic!()
         };
-        assert_eq!(what, "InferencePool team-a/shared-pool and HTTPRoute team-a/qwen exist");
+        assert_eq!(
+            what,
+            "InferencePool team-a/shared-pool and HTTPRoute team-a/qwen exist"
+        );
 
         // The deployment had its own stack before poolRef was set: removed, the user's pool kept.
         let plain = crate::gateway::route::tests::md(json!({}));
@@ -1906,7 +1916,8 @@ mod tests {
         // A pool AI Runway created (here another deployment's): refused.
         let theirs = json!({"metadata": {"name": "other", "namespace": NS,
                                          "labels": {"airunway.ai/gateway-of": "other"}}});
-        let pointing = crate::gateway::route::tests::md(json!({"spec": {"gateway": {"poolRef": "other"}}}));
+        let pointing =
+            crate::gateway::route::tests::md(json!({"spec": {"gateway": {"poolRef": "other"}}}));
         let world = World::default().with(Kind::InferencePool, NS, "other", theirs);
         let (refused, _) = run(&pointing, None, &config(), gateways, &world);
         assert_eq!(fixed_reason(&refused), reasons::POOL_REF_INVALID);
@@ -1949,16 +1960,17 @@ mod tests {
             .iter()
             .map(|m| &m["headers"][0]["value"])
             .collect();
-        assert_eq!(names, [&json!("qwen3"), &json!("sql-lora"), &json!("chat-lora")]);
+        assert_eq!(
+            names,
+            [&json!("qwen3"), &json!("sql-lora"), &json!("chat-lora")]
+        );
         let rewrite = applied(&first, "InferenceModelRewrite");
         assert_eq!(rewrite["spec"]["poolRef"]["name"], "qwen");
         assert_eq!(rewrite["spec"]["rules"].as_array().unwrap().len(), 2);
-        assert!(
-            applied_kinds(&first).contains(&(
-                "InferenceModelRewrite".to_string(),
-                reasons::MODEL_REWRITE_FAILED
-            ))
-        );
+        assert!(applied_kinds(&first).contains(&(
+            "InferenceModelRewrite".to_string(),
+            reasons::MODEL_REWRITE_FAILED
+        )));
         assert_eq!(
             applied(&first, "ConfigMap")["data"]["default-plugins.yaml"],
             render::DEFAULT_EPP_CONFIG_WITH_LORA
@@ -1977,7 +1989,11 @@ mod tests {
         let mut after = world_after(&first);
         after.rewrites = true;
         let (same, _) = run(&md, None, &config(), gateways.clone(), &after);
-        assert!(applied_kinds(&same).is_empty(), "{:?}", applied_kinds(&same));
+        assert!(
+            applied_kinds(&same).is_empty(),
+            "{:?}",
+            applied_kinds(&same)
+        );
         assert!(deletes(&same).is_empty());
 
         // Deleted by hand: applied again (and only it).
@@ -2026,7 +2042,13 @@ mod tests {
 
         // Without the kind served: routed by the route alone, nothing read or written for it.
         let (plain, reads) = run(&md, None, &config(), gateways, &World::default());
-        assert!(!reads.iter().any(|r| matches!(r, Read::Object { kind: Kind::ModelRewrite, .. })));
+        assert!(!reads.iter().any(|r| matches!(
+            r,
+            Read::Object {
+                kind: Kind::ModelRewrite,
+                ..
+            }
+        )));
         let kinds: Vec<String> = applied_kinds(&plain).into_iter().map(|(k, _)| k).collect();
         assert!(!kinds.contains(&"InferenceModelRewrite".to_string()));
         assert_eq!(

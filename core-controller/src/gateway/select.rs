@@ -243,9 +243,11 @@ mod tests {
             "spec.gateway.gatewayRef names Gateway a/gone, which does not exist; create it, or correct or remove spec.gateway.gatewayRef (without it the cluster-wide Gateway is used)"
         );
         let md = |gateway: serde_json::Value| -> airunway_api::v1alpha1::ModelDeployment {
-            serde_json::from_value(json!({"apiVersion": "airunway.ai/v1alpha1", "kind": "ModelDeployment",
+            serde_json::from_value(
+                json!({"apiVersion": "airunway.ai/v1alpha1", "kind": "ModelDeployment",
                 "metadata": {"name": "m", "namespace": "team-a"},
-                "spec": {"model": {"id": "a/b"}, "gateway": gateway}}))
+                "spec": {"model": {"id": "a/b"}, "gateway": gateway}}),
+            )
             .unwrap()
         };
         assert_eq!(
@@ -256,7 +258,9 @@ mod tests {
             })
         );
         assert_eq!(
-            requested(&md(json!({"gatewayRef": {"name": "shared", "namespace": "gateways"}}))),
+            requested(&md(
+                json!({"gatewayRef": {"name": "shared", "namespace": "gateways"}})
+            )),
             Some(GatewayRef {
                 namespace: "gateways".into(),
                 name: "shared".into()

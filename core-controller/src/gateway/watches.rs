@@ -14,13 +14,12 @@ use std::fmt::Debug;
 
 use airunway_api::v1alpha1::ModelDeployment;
 use futures::StreamExt;
-use k8s_openapi::NamespaceResourceScope;
 use k8s_openapi::api::core::v1::{ConfigMap, Service, ServiceAccount};
 use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
 use kube::api::{Api, DynamicObject};
 use kube::core::PartialObjectMeta;
 use kube::runtime::reflector::{self, ObjectRef, Store};
-use kube::runtime::{WatchStreamExt, metadata_watcher, watcher};
+use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Client, Resource, ResourceExt};
 use serde::de::DeserializeOwned;
 use tokio::sync::mpsc;
@@ -80,9 +79,7 @@ impl PickerParts {
         where
             K: Resource<DynamicType = ()> + Clone,
         {
-            store
-                .get(&ObjectRef::new(name).within(namespace))
-                .is_some()
+            store.get(&ObjectRef::new(name).within(namespace)).is_some()
         }
         has(&self.service_accounts, namespace, name)
             && has(&self.roles, namespace, name)
@@ -123,16 +120,10 @@ fn spawn_part<K>(
     sender: &mpsc::Sender<ObjectRef<ModelDeployment>>,
     shutdown: &CancellationToken,
 ) where
-    K: Resource<DynamicType = (), Scope = NamespaceResourceScope>
-        + Clone
-        + DeserializeOwned
-        + Debug
-        + Send
-        + Sync
-        + 'static,
+    K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
 {
-    let stream = metadata_watcher(
-        Api::<K>::all(client.clone()),
+    let stream = watcher(
+        Api::<PartialObjectMeta<K>>::all(client.clone()),
         watcher::Config::default().labels(GATEWAY_OF_LABEL),
     )
     .default_backoff()
@@ -193,8 +184,8 @@ pub fn spawn_user_routes(
     sender: &mpsc::Sender<ObjectRef<ModelDeployment>>,
     shutdown: &CancellationToken,
 ) {
-    let stream = metadata_watcher(
-        Api::<DynamicObject>::all_with(client.clone(), routes),
+    let stream = watcher(
+        Api::<PartialObjectMeta<DynamicObject>>::all_with(client.clone(), routes),
         watcher::Config::default().labels(&format!("!{GATEWAY_OF_LABEL}")),
     )
     .default_backoff()
@@ -250,10 +241,7 @@ mod tests {
                 "ownerReferences": [{"apiVersion": "airunway.ai/v1alpha1", "kind": "ModelDeployment",
                                      "name": "m", "uid": "u"}]}}))
         .unwrap();
-        assert_eq!(
-            owner(&object),
-            Some(ObjectRef::new("m").within("team-a"))
-        );
+        assert_eq!(owner(&object), Some(ObjectRef::new("m").within("team-a")));
         let foreign: PartialObjectMeta<ConfigMap> = serde_json::from_value(json!({
             "apiVersion": "meta.k8s.io/v1", "kind": "PartialObjectMetadata",
             "metadata": {"name": "x", "namespace": "team-a",

@@ -80,14 +80,22 @@ mod tests {
 
     #[test]
     fn references_and_their_combinations() {
-        assert!(errors(json!({"poolRef": "shared", "gatewayRef": {"name": "gw", "namespace": "edge"}})).is_empty());
-        assert!(errors(json!({"gatewayRef": {"name": "gw"}, "httpRouteRef": "mine"})).is_empty(),
-            "the Gateway whose status and listener the user's route is judged by");
+        assert!(
+            errors(json!({"poolRef": "shared", "gatewayRef": {"name": "gw", "namespace": "edge"}}))
+                .is_empty()
+        );
+        assert!(
+            errors(json!({"gatewayRef": {"name": "gw"}, "httpRouteRef": "mine"})).is_empty(),
+            "the Gateway whose status and listener the user's route is judged by"
+        );
         assert!(errors(json!({"enabled": true, "poolRef": "shared"})).is_empty());
         assert!(errors(json!({"enabled": false})).is_empty());
         assert_eq!(
             errors(json!({"poolRef": "shared", "httpRouteRef": "mine"})),
-            one("spec.gateway.poolRef", messages::GATEWAY_POOL_REF_WITH_ROUTE_REF)
+            one(
+                "spec.gateway.poolRef",
+                messages::GATEWAY_POOL_REF_WITH_ROUTE_REF
+            )
         );
         assert_eq!(
             errors(json!({"poolRef": "shared", "enabled": false})),
@@ -95,7 +103,10 @@ mod tests {
         );
         assert_eq!(
             errors(json!({"gatewayRef": {"name": "gw"}, "enabled": false})),
-            one("spec.gateway.gatewayRef", messages::GATEWAY_REF_WHILE_DISABLED)
+            one(
+                "spec.gateway.gatewayRef",
+                messages::GATEWAY_REF_WHILE_DISABLED
+            )
         );
         assert_eq!(
             errors(json!({"poolRef": "Shared_Pool"})),
@@ -107,7 +118,10 @@ mod tests {
         );
         assert_eq!(
             errors(json!({"gatewayRef": {"name": "gw", "namespace": "edge.example"}})),
-            one("spec.gateway.gatewayRef.namespace", messages::GATEWAY_REF_NAMESPACE)
+            one(
+                "spec.gateway.gatewayRef.namespace",
+                messages::GATEWAY_REF_NAMESPACE
+            )
         );
     }
 }
