@@ -637,7 +637,8 @@ pub mod messages {
     /// `spec.gateway.poolRef` that is not an object name.
     pub const GATEWAY_POOL_REF_NAME: &str = "must be the name of an InferencePool in the deployment's namespace (a DNS subdomain: lower-case letters, digits, '-' and '.')";
     /// `spec.gateway.gatewayRef.name` that is not an object name.
-    pub const GATEWAY_REF_NAME: &str = "must be the name of a Gateway (a DNS subdomain: lower-case letters, digits, '-' and '.')";
+    pub const GATEWAY_REF_NAME: &str =
+        "must be the name of a Gateway (a DNS subdomain: lower-case letters, digits, '-' and '.')";
     /// `spec.gateway.gatewayRef.namespace` that is not a namespace name.
     pub const GATEWAY_REF_NAMESPACE: &str = "must be a namespace name (a DNS label: lower-case letters, digits and '-', at most 63 characters); omit it for the deployment's namespace";
     /// Warning: servedName with a custom source.
