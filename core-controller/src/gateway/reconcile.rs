@@ -440,7 +440,7 @@ impl Integration {
                     let answer = self.read(&read).await;
                     observed.answers.insert(read, answer);
                 }
-                Next::Act(plan) => return self.act(md, capability, providers, plan).await,
+                Next::Act(plan) => return self.act(md, capability, providers, *plan).await,
             }
         }
         tracing::error!(deployment = %md.name_any(), "gateway plan asked for more than {MAX_READS} reads; status kept");

@@ -206,7 +206,7 @@ mod tests {
         let through = BTreeSet::from([shared.clone()]);
         assert_eq!(
             gateways_to_release("team-a", managed, &through),
-            [own.clone()]
+            std::slice::from_ref(&own)
         );
         assert_eq!(
             gateways_to_release("team-a", managed, &BTreeSet::new()),

@@ -287,7 +287,7 @@ pub enum Next {
     /// This read first (then [`plan`] again).
     Read(Read),
     /// Everything is known: do this.
-    Act(RoutePlan),
+    Act(Box<RoutePlan>),
 }
 
 /// Why a step of the plan stops early: a read it needs first, or the status it ends with
@@ -408,21 +408,21 @@ pub fn plan(observed: &Observed<'_>) -> Next {
     ) {
         Ok(gateway) => gateway,
         Err(message) => {
-            return Next::Act(RoutePlan {
+            return Next::Act(Box::new(RoutePlan {
                 clean: plan::may_have_objects(md),
                 ..RoutePlan::status(DesiredGateway::condition(
                     false,
                     reasons::NO_GATEWAY,
                     message,
                 ))
-            });
+            }));
         }
     };
     // 2. The model name.
     let model_name = match model_name(observed, &target) {
         Ok(model_name) => model_name,
         Err(Stop::Read(read)) => return Next::Read(read),
-        Err(Stop::Status(status)) => return Next::Act(RoutePlan::status(*status)),
+        Err(Stop::Status(status)) => return Next::Act(Box::new(RoutePlan::status(*status))),
     };
     // 3. The namespace's allowance on the Gateway's listeners.
     let allow = (observed.config.patch_allowed_routes
@@ -443,13 +443,13 @@ pub fn plan(observed: &Observed<'_>) -> Next {
         Err(Stop::Read(read)) => return Next::Read(read),
         Err(Stop::Status(status)) => Report::Fixed(*status),
     };
-    Next::Act(RoutePlan {
+    Next::Act(Box::new(RoutePlan {
         clean: false,
         allow,
         moved_from: moved_from(md, &gateway.reference),
         steps,
         report,
-    })
+    }))
 }
 
 /// The Gateway `status.gateway` names when it is not `now` (the deployment moved; a status
@@ -1074,7 +1074,7 @@ mod tests {
                     observed.answers.insert(read.clone(), world.answer(&read));
                     reads.push(read);
                 }
-                Next::Act(plan) => return (plan, reads),
+                Next::Act(plan) => return (*plan, reads),
             }
         }
     }
