@@ -381,7 +381,8 @@ pub mod reasons {
         pub const ROUTE_DELETED: &str = "HTTPRouteDeleted";
         /// False: `spec.gateway.httpRouteRef` names a route that does not exist.
         pub const ROUTE_NOT_FOUND: &str = "HTTPRouteNotFound";
-        /// False: the provider manages the pool and has not created it yet.
+        /// False: the provider manages the pool and has not created it yet, or the pool
+        /// `spec.gateway.poolRef` names does not exist.
         pub const POOL_NOT_FOUND: &str = "InferencePoolNotFound";
         /// False: no model name could be resolved.
         pub const NO_MODEL_NAME: &str = "ModelNameUnknown";
@@ -393,6 +394,11 @@ pub mod reasons {
         pub const ROUTE_FAILED: &str = "HTTPRouteFailed";
         /// False: the Gateway's listeners could not be changed.
         pub const GATEWAY_PATCH_FAILED: &str = "GatewayPatchFailed";
+        /// False: the API server refused the InferenceModelRewrite of the LoRA adapters.
+        pub const MODEL_REWRITE_FAILED: &str = "InferenceModelRewriteFailed";
+        /// False: `spec.gateway.poolRef` names an InferencePool AI Runway created for a
+        /// deployment (not one the user manages).
+        pub const POOL_REF_INVALID: &str = "InferencePoolRefInvalid";
 
         /// Reasons under which no gateway object of the deployment exists.
         pub const CLEAN: [&str; 4] = [DISABLED, NOT_RUNNING, CRDS_NOT_AVAILABLE, NO_GATEWAY];
@@ -539,6 +545,9 @@ pub mod event_actions {
     pub const APPLY_HTTP_ROUTE: &str = "ApplyHTTPRoute";
     /// The core's gateway integration removed a deployment's gateway objects.
     pub const CLEAN_GATEWAY: &str = "CleanGateway";
+    /// The core's gateway integration applied the InferenceModelRewrite of a deployment's LoRA
+    /// adapters.
+    pub const APPLY_MODEL_REWRITE: &str = "ApplyInferenceModelRewrite";
     /// The core's autoscaling applied or removed a deployment's autoscaler.
     pub const APPLY_AUTOSCALER: &str = "ApplyAutoscaler";
     /// A provider checked whether it can serve a deployment.
@@ -621,6 +630,17 @@ pub mod messages {
     pub const ENGINE_TYPE_REQUIRED: &str = "engine.type is required";
     /// Hugging Face source without a model id.
     pub const MODEL_ID_REQUIRED: &str = "model.id is required when source is huggingface";
+    /// `spec.gateway.poolRef` beside `httpRouteRef`.
+    pub const GATEWAY_POOL_REF_WITH_ROUTE_REF: &str = "poolRef and httpRouteRef cannot both be set: a route you manage names its own backend, so AI Runway would create nothing; keep poolRef (AI Runway creates the route to your pool) or httpRouteRef (your route, AI Runway creates the pool)";
+    /// `spec.gateway.poolRef` or `gatewayRef` with the gateway disabled.
+    pub const GATEWAY_REF_WHILE_DISABLED: &str = "is set but spec.gateway.enabled is false, so nothing is routed; remove it or set enabled to true";
+    /// `spec.gateway.poolRef` that is not an object name.
+    pub const GATEWAY_POOL_REF_NAME: &str = "must be the name of an InferencePool in the deployment's namespace (a DNS subdomain: lower-case letters, digits, '-' and '.')";
+    /// `spec.gateway.gatewayRef.name` that is not an object name.
+    pub const GATEWAY_REF_NAME: &str =
+        "must be the name of a Gateway (a DNS subdomain: lower-case letters, digits, '-' and '.')";
+    /// `spec.gateway.gatewayRef.namespace` that is not a namespace name.
+    pub const GATEWAY_REF_NAMESPACE: &str = "must be a namespace name (a DNS label: lower-case letters, digits and '-', at most 63 characters); omit it for the deployment's namespace";
     /// Warning: servedName with a custom source.
     pub const SERVED_NAME_IGNORED: &str = "servedName is ignored for custom source";
     /// Selector disabled and no provider named.

@@ -37,12 +37,14 @@
 //! | `spec.engine.toolCallParser`, `reasoningParser` | not empty, `auto` or `none`; at most 64 characters of `[a-z0-9_.-]`; `toolCallParser` only with `toolCalling: true`; with tool calling, a parser named or known for the model; none with llama.cpp; no flag in `args`/`extraArgs` the render derives from them (`engine_parsers`) |
 //! | `spec.engine.contextLength` | at most [`MAX_CONTEXT_LENGTH`] |
 //! | `spec.resources.gpu.type`, `spec.scaling.{prefill,decode}.gpu.type` | an extended resource name (`<domain>/<name>` outside `kubernetes.io`) |
+//! | `spec.gateway.poolRef`, `spec.gateway.gatewayRef` | object names (a namespace a DNS label); `poolRef` not with `httpRouteRef`; neither with `enabled: false` (`gateway`) |
 //! | `spec.scaling.autoscaling` | `minReplicas <= maxReplicas`; `target` a positive and `activationTarget` a non-negative decimal; `query` for `type: prometheus` only and always; each metric type once; pool metrics not with `spec.gateway.enabled: false`; a named metric the explicit engine exports (`autoscaling`) |
 
 mod args;
 mod autoscaling;
 mod engine_parsers;
 mod env;
+mod gateway;
 mod go_compat;
 mod overrides;
 mod spec;
@@ -159,6 +161,7 @@ pub fn validate_spec(md: &ModelDeployment) -> Vec<FieldError> {
     values::validate_pod_metadata(spec, &mut errors);
     values::validate_secrets(spec, &mut errors);
     autoscaling::validate_autoscaling(spec, &mut errors);
+    gateway::validate_gateway(spec, &mut errors);
     errors
 }
 
