@@ -8,7 +8,8 @@
 //!   reasons, event reasons and the spec's exact messages.
 //! - [`resolve`] and [`conditions`]: pure helpers over the types; [`policy`]: ModelDeploymentPolicy
 //!   evaluation and GPU accounting; [`storage`]: the
-//!   `model.storage` volumes resolved and the shared model cache they name.
+//!   `model.storage` volumes resolved and the shared model cache they name; [`lora`]: LoRA
+//!   adapter sources, rules, engine rank and `status.adapters`.
 //! - [`image_reference`] and [`kubernetes_names`]: the image-reference and Kubernetes name
 //!   and label grammars, one definition for every binary.
 //! - [`apply_body`]: server-side apply patches the API server's YAML reader always accepts.
@@ -40,6 +41,7 @@ pub mod image_reference;
 #[cfg(feature = "runtime")]
 pub mod kube_error;
 pub mod kubernetes_names;
+pub mod lora;
 pub mod managed_fields;
 pub mod pod_security;
 pub mod policy;

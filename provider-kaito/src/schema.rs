@@ -9,6 +9,7 @@ pub const V1BETA1_PATHS: &[&str] = &[
     "inference.preset.name",
     "inference.preset.presetOptions.modelAccessSecret",
     "inference.template",
+    "inference.adapters",
 ];
 
 /// The paths written for `kaito.sh/v1alpha1` (no `modelAccessSecret` there).
@@ -17,6 +18,7 @@ pub const V1ALPHA1_PATHS: &[&str] = &[
     "resource.labelSelector.matchLabels",
     "inference.preset.name",
     "inference.template",
+    "inference.adapters",
 ];
 
 /// Supported versions, preferred first, with the fingerprints of the KAITO releases this

@@ -77,6 +77,8 @@ impl Provider for LlmdProvider {
             false,
         );
         vllm.requires_crd = Some(false);
+        // spec.adapters: loaded at start with --enable-lora/--lora-modules (docs/lora.md).
+        vllm.lora_support = true;
         vllm.gateway = Some(GatewayCapability {
             endpoint_picker: Some(EndpointPicker {
                 image: Some(ENDPOINT_PICKER_IMAGE.into()),

@@ -122,6 +122,8 @@ impl Provider for VllmProvider {
         let mut vllm =
             EngineCapability::new(EngineType::Vllm, vec![ServingMode::Aggregated], true, false);
         vllm.requires_crd = Some(false);
+        // spec.adapters: loaded at start with --enable-lora/--lora-modules (docs/lora.md).
+        vllm.lora_support = true;
         InferenceProviderConfigSpec {
             capabilities: Some(ProviderCapabilities {
                 engines: Some(vec![EngineCapabilityEntry::Detailed(vllm)]),

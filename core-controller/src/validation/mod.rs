@@ -38,6 +38,7 @@
 //! | `spec.resources.gpu.type`, `spec.scaling.{prefill,decode}.gpu.type` | an extended resource name (`<domain>/<name>` outside `kubernetes.io`) |
 //! | `spec.scaling.autoscaling` | `minReplicas <= maxReplicas`; `target` a positive and `activationTarget` a non-negative decimal; `query` for `type: prometheus` only and always; each metric type once; pool metrics not with `spec.gateway.enabled: false`; a named metric the explicit engine exports (`autoscaling`) |
 
+mod adapters;
 mod args;
 mod autoscaling;
 mod env;
@@ -156,6 +157,7 @@ pub fn validate_spec(md: &ModelDeployment) -> Vec<FieldError> {
     values::validate_pod_metadata(spec, &mut errors);
     values::validate_secrets(spec, &mut errors);
     autoscaling::validate_autoscaling(spec, &mut errors);
+    adapters::validate_adapters(md, &mut errors);
     errors
 }
 

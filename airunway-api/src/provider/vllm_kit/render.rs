@@ -179,6 +179,7 @@ pub fn vllm_args_with(
     if component.gpus > 1 {
         derived("tensor-parallel-size", Some(component.gpus.to_string()));
     }
+    args.extend(super::lora::args(md, &user_keys));
     args.extend(component.args.iter().cloned());
     for (key, value) in engine.and_then(|e| e.args.as_ref()).into_iter().flatten() {
         match value.as_str() {
@@ -246,6 +247,7 @@ fn volumes(md: &ModelDeployment, component: &Component) -> (Vec<Value>, Vec<Valu
     let (claims, claim_mounts) = cache_volumes(md);
     volumes.extend(claims);
     mounts.extend(claim_mounts);
+    super::lora::add_volumes(md, &mut volumes, &mut mounts);
     (volumes, mounts)
 }
 
