@@ -9,7 +9,6 @@ pub const V1BETA1_PATHS: &[&str] = &[
     "inference.preset.name",
     "inference.preset.presetOptions.modelAccessSecret",
     "inference.template",
-    "inference.adapters",
 ];
 
 /// The paths written for `kaito.sh/v1alpha1` (no `modelAccessSecret` there).
@@ -18,7 +17,6 @@ pub const V1ALPHA1_PATHS: &[&str] = &[
     "resource.labelSelector.matchLabels",
     "inference.preset.name",
     "inference.template",
-    "inference.adapters",
 ];
 
 /// Supported versions, preferred first, with the fingerprints of the KAITO releases this

@@ -5,9 +5,9 @@
 use std::collections::BTreeMap;
 
 use super::desired::{self, DesiredUpstream};
+use super::engine_features;
 use super::rendered::{RenderError, RenderWarning};
 use super::statuses::{Hold, HoldCause, compatible, hold, hold_incompatible, storage_held};
-use super::engine_features;
 use super::storage_gate;
 use super::traits::{Provider, SchemaDetection, UpstreamSchema};
 use crate::constants::{condition_types, messages, reasons};
@@ -34,9 +34,12 @@ pub fn checked_render<P: Provider>(
     detection: &SchemaDetection,
     policy: &pod_security::Policy,
 ) -> Result<Checked, Box<Hold>> {
-    let declared = provider.check_compatibility(md).map_err(|e| e.to_string()).and_then(|()| {
-        engine_features::check_declared(provider.display_name(), &provider.registration(), md)
-    });
+    let declared = provider
+        .check_compatibility(md)
+        .map_err(|e| e.to_string())
+        .and_then(|()| {
+            engine_features::check_declared(provider.display_name(), &provider.registration(), md)
+        });
     if let Err(message) = declared {
         let kind = provider.upstream().kind;
         let mut held = hold(

@@ -93,7 +93,9 @@ mod tests {
 
     #[test]
     fn parsers_need_tool_calling_support_for_the_engine() {
-        let reasoning = md(json!({"model": {"id": "a/b"}, "engine": {"type": "vllm", "reasoningParser": "qwen3"}}));
+        let reasoning = md(
+            json!({"model": {"id": "a/b"}, "engine": {"type": "vllm", "reasoningParser": "qwen3"}}),
+        );
         let refused = check_declared("Example", &registration(true, false), &reasoning);
         assert!(refused.unwrap_err().starts_with(
             "Example does not render tool calling or reasoning parsers with engine vllm"
@@ -102,7 +104,11 @@ mod tests {
             check_declared("Example", &registration(false, true), &reasoning),
             Ok(())
         );
-        let plain = md(json!({"model": {"id": "a/b"}, "engine": {"type": "vllm", "toolCalling": false}}));
-        assert_eq!(check_declared("Example", &registration(false, false), &plain), Ok(()));
+        let plain =
+            md(json!({"model": {"id": "a/b"}, "engine": {"type": "vllm", "toolCalling": false}}));
+        assert_eq!(
+            check_declared("Example", &registration(false, false), &plain),
+            Ok(())
+        );
     }
 }

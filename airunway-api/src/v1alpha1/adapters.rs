@@ -48,9 +48,7 @@ pub struct AdapterStatus {
 }
 
 /// The state of one LoRA adapter.
-#[derive(
-    Serialize, Deserialize, schemars::JsonSchema, Clone, Copy, Debug, PartialEq, Eq, Hash,
-)]
+#[derive(Serialize, Deserialize, schemars::JsonSchema, Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum AdapterState {
     /// Not yet rendered or waiting for the serving pods.
     Pending,
@@ -94,7 +92,9 @@ impl super::ModelDeploymentSpec {
     /// provider declaring `toolCallingSupport` for the engine renders.
     pub fn wants_engine_parsers(&self) -> bool {
         self.engine.as_ref().is_some_and(|e| {
-            e.tool_calling == Some(true) || e.tool_call_parser.is_some() || e.reasoning_parser.is_some()
+            e.tool_calling == Some(true)
+                || e.tool_call_parser.is_some()
+                || e.reasoning_parser.is_some()
         })
     }
 }
