@@ -280,6 +280,47 @@ fn engine_parsers() -> impl Strategy<Value = Vec<(&'static str, Value)>> {
         })
 }
 
+/// `spec.adapters`: LoRA adapters with every source form (and refused ones), revisions,
+/// ranks at and past vLLM's edges, names valid, duplicated and hostile.
+pub fn adapters() -> impl Strategy<Value = Value> {
+    let name = prop_oneof![
+        4 => "[a-z][a-z0-9-]{0,10}[a-z0-9]".boxed(),
+        1 => text().boxed(),
+        1 => Just("sql".to_string()).boxed(),
+    ];
+    let source = prop_oneof![
+        3 => "[a-z]{1,8}/[a-z0-9-]{1,12}".boxed(),
+        2 => "hf://[a-z]{1,8}/[a-z0-9._-]{1,12}".boxed(),
+        2 => "pvc://[a-z][a-z0-9-]{0,8}(/[a-z0-9._-]{1,8}){0,2}".boxed(),
+        1 => Just("s3://bucket/loras/sql".to_string()).boxed(),
+        1 => Just("gs://bucket/loras/sql".to_string()).boxed(),
+        1 => Just("https://example.com/loras/sql".to_string()).boxed(),
+        1 => text().boxed(),
+    ];
+    let adapter = (
+        name,
+        source,
+        option::of(prop_oneof![Just("main"), Just("v1.0"), Just("")]),
+        option::of(prop_oneof![
+            Just(1i64),
+            Just(4),
+            Just(8),
+            Just(16),
+            Just(300),
+            Just(512),
+            Just(513),
+            Just(0)
+        ]),
+    )
+        .prop_map(|(name, source, revision, rank)| {
+            let mut a = json!({"name": name, "source": source});
+            insert_some(&mut a, "revision", revision.map(|r| json!(r)));
+            insert_some(&mut a, "maxRank", rank.map(|r| json!(r)));
+            a
+        });
+    vec(adapter, 0..4).prop_map(Value::Array)
+}
+
 /// A spec a careful user could write: valid names, quantities, env, labels and tolerations,
 /// engines, modes and GPU settings that fit together (mostly), edge counts inside the limits
 /// (`contextLength` 2^24, GPU count 8, 63-character label values), sometimes with generated
@@ -389,6 +430,7 @@ pub fn well_shaped_spec() -> BoxedStrategy<Value> {
             option::of((labels.clone(), labels)),
         ),
         (provider, option::of(label), 0i64..5),
+        option::of(adapters()),
     )
         .prop_map(
             |(
@@ -396,9 +438,11 @@ pub fn well_shaped_spec() -> BoxedStrategy<Value> {
                 (memory, cpu, env),
                 (selector, tolerations, template),
                 ((name, overrides), token, shape),
+                adapters,
             )| {
                 let mut spec = json!({"model": model, "serving": {"mode": mode}});
                 insert_some(&mut spec, "engine", engine);
+                insert_some(&mut spec, "adapters", adapters);
                 let mut resources = json!({});
                 insert_some(&mut resources, "memory", memory.map(|m| json!(m)));
                 insert_some(&mut resources, "cpu", cpu.map(|c| json!(c)));
@@ -552,9 +596,11 @@ pub fn hostile_spec() -> BoxedStrategy<Value> {
         (option::of(scaling), option::of(resources), option::of(image())),
         (option::of(env), option::of(string_map()), option::of(tolerations)),
         (option::of(provider), option::of((string_map(), string_map())), option::of(text())),
+        option::of(adapters()),
     )
-        .prop_map(|((model, engine, mode), (scaling, resources, image), (env, selector, tolerations), (provider, template, token))| {
+        .prop_map(|((model, engine, mode), (scaling, resources, image), (env, selector, tolerations), (provider, template, token), adapters)| {
             let mut spec = json!({"model": model});
+            insert_some(&mut spec, "adapters", adapters);
             insert_some(&mut spec, "engine", engine);
             insert_some(&mut spec, "serving", mode.map(|m| json!({"mode": m})));
             insert_some(&mut spec, "scaling", scaling);

@@ -8,7 +8,8 @@
 //!   reasons, event reasons and the spec's exact messages.
 //! - [`resolve`] and [`conditions`]: pure helpers over the types; [`policy`]: ModelDeploymentPolicy
 //!   evaluation and GPU accounting; [`storage`]: the
-//!   `model.storage` volumes resolved and the shared model cache they name.
+//!   `model.storage` volumes resolved and the shared model cache they name; [`lora`]: LoRA
+//!   adapter sources, rules, engine rank and `status.adapters`.
 //! - [`image_reference`] and [`kubernetes_names`]: the image-reference and Kubernetes name
 //!   and label grammars, one definition for every binary.
 //! - [`engine_parsers`]: tool calling and reasoning parsers: the parser-name grammar, the
@@ -43,6 +44,7 @@ pub mod image_reference;
 #[cfg(feature = "runtime")]
 pub mod kube_error;
 pub mod kubernetes_names;
+pub mod lora;
 pub mod managed_fields;
 pub mod pod_security;
 pub mod policy;

@@ -12,6 +12,56 @@ pub const NO_PARSERS_VLLM: &str = "KAITO does not render spec.engine.toolCalling
 
 /// Why KAITO refuses parsers with llama.cpp.
 pub const NO_PARSERS_LLAMACPP: &str = "engine llamacpp has no tool-call or reasoning parser to choose: remove spec.engine.toolCalling, toolCallParser and reasoningParser";
+/// The most adapters a Workspace takes (KAITO's `MaxAdaptersNumber`).
+pub const MAX_ADAPTERS: usize = 10;
+
+/// The longest adapter name on KAITO: its volume is named `adapter-volume-<name>`, a DNS-1123
+/// label of at most 63 characters.
+pub const MAX_ADAPTER_NAME_LENGTH: usize = 48;
+
+/// Why KAITO cannot serve `md`'s adapters (docs/lora.md): KAITO loads them into vLLM presets
+/// only, at most [`MAX_ADAPTERS`], each from an image or a volume mounted whole at
+/// `/mnt/adapter/<name>` (not from URLs), so here from the root of a claim (`pvc://<claim>`),
+/// named as a DNS-1123 label of at most [`MAX_ADAPTER_NAME_LENGTH`] characters.
+pub fn check_adapters(md: &ModelDeployment) -> Result<(), String> {
+    let adapters = md.spec.lora_adapters();
+    if adapters.is_empty() {
+        return Ok(());
+    }
+    if md.resolved_engine() != Some(EngineType::Vllm) {
+        return Err("KAITO loads LoRA adapters into vLLM presets only: remove spec.adapters, or use engine vllm".to_string());
+    }
+    if adapters.len() > MAX_ADAPTERS {
+        return Err(format!(
+            "KAITO takes at most {MAX_ADAPTERS} adapters per Workspace, spec.adapters lists {}: remove some, or name provider vllm or llmd",
+            adapters.len()
+        ));
+    }
+    for (index, adapter) in adapters.iter().enumerate() {
+        if !airunway_api::kubernetes_names::is_dns1123_label(&adapter.name)
+            || adapter.name.len() > MAX_ADAPTER_NAME_LENGTH
+        {
+            return Err(format!(
+                "spec.adapters[{index}].name: KAITO names the adapter's volume adapter-volume-<name>: use lower-case letters, digits and '-', at most {MAX_ADAPTER_NAME_LENGTH} characters"
+            ));
+        }
+        match airunway_api::lora::parse_source(&adapter.source) {
+            Ok(airunway_api::lora::AdapterSource::Pvc { path: "", .. }) | Err(_) => {}
+            Ok(airunway_api::lora::AdapterSource::Pvc { claim, .. }) => {
+                return Err(format!(
+                    "spec.adapters[{index}].source: KAITO mounts a volume adapter whole as the adapter's directory, so it cannot pick a directory inside claim {claim}: put the adapter at the claim's root and use pvc://{claim}"
+                ));
+            }
+            Ok(other) => {
+                return Err(format!(
+                    "spec.adapters[{index}].source: KAITO loads adapters from an image or a volume, not from a {} source: copy the adapter to the root of a PersistentVolumeClaim and use pvc://<claim>, or name provider vllm or llmd",
+                    other.kind()
+                ));
+            }
+        }
+    }
+    Ok(())
+}
 
 /// `Ok` when KAITO can serve `md`, else the user-facing reason.
 pub fn check(md: &ModelDeployment) -> Result<(), String> {
@@ -19,6 +69,7 @@ pub fn check(md: &ModelDeployment) -> Result<(), String> {
     if spec.serving_mode() == ServingMode::Disaggregated {
         return Err("KAITO does not support disaggregated mode".to_string());
     }
+    check_adapters(md)?;
     if !airunway_api::storage::resolved_volumes(md).is_empty() {
         return Err(NO_STORAGE.to_string());
     }

@@ -206,6 +206,8 @@ impl Provider for KaitoProvider {
         let engine = |name, cpu_support| {
             let mut capability =
                 EngineCapability::new(name, vec![ServingMode::Aggregated], true, cpu_support);
+            // spec.adapters: vLLM presets take `inference.adapters` (docs/lora.md).
+            capability.lora_support = name == EngineType::Vllm;
             capability.gateway = Some(GatewayCapability {
                 pool_selector: Some([(WORKSPACE_LABEL.to_string(), "{name}".to_string())].into()),
                 // KAITO's llama.cpp template passes no served name to llama-server, so the

@@ -15,7 +15,8 @@
 //!   Face id or a built-in preset name), `presetOptions.modelAccessSecret` = the token Secret
 //!   (v1beta1). KAITO builds the preset's pods itself: settings it cannot take (image, engine
 //!   args and flags, env, tolerations) are reported as warnings, and `podTemplate.metadata`
-//!   reaches the Workspace only (a warning says so).
+//!   reaches the Workspace only (a warning says so). `spec.adapters` from `pvc://<claim>`
+//!   become `inference.adapters` with the claim as `volumeSource` (docs/lora.md).
 //! - `resource.count` = `scaling.replicas` (0 is refused by the compatibility check);
 //!   `resource.instanceType` under node auto-provisioning (the provider's GPU or CPU instance
 //!   type, `--gpu-instance-type`/`--cpu-instance-type`);
@@ -210,7 +211,12 @@ pub fn render(
             if pod_metadata(md).is_some() {
                 warnings.push(warn("podTemplate.metadata labels and annotations are set on the Workspace only: KAITO builds the preset's pods itself and gives them none of them"));
             }
-            json!({"preset": preset})
+            let mut inference = json!({"preset": preset});
+            let adapters = adapters(md, &mut warnings);
+            if !adapters.is_empty() {
+                inference["adapters"] = json!(adapters);
+            }
+            inference
         }
         other => {
             return Err(RenderError::Unsupported(format!(
@@ -252,6 +258,36 @@ pub fn render(
         objects: vec![workspace],
         warnings,
     })
+}
+
+/// vLLM's default `--max-lora-rank`, which a KAITO preset keeps unless its inference
+/// ConfigMap sets another.
+pub const KAITO_DEFAULT_LORA_RANK: i32 = 16;
+
+/// `inference.adapters` of a vLLM preset: each `pvc://<claim>` adapter (the only source the
+/// compatibility check lets through) as `{source: {name, volumeSource: {persistentVolumeClaim:
+/// {claimName, readOnly: true}}}}`; KAITO mounts it at `/mnt/adapter/<name>` and its vLLM
+/// server serves it under that name. A `maxRank` above vLLM's default is reported: a preset
+/// takes no flags, `max-lora-rank` goes in a KAITO inference ConfigMap.
+fn adapters(md: &ModelDeployment, warnings: &mut Vec<RenderWarning>) -> Vec<Value> {
+    let adapters = md.spec.lora_adapters();
+    if let Some(rank) = airunway_api::lora::vllm_max_lora_rank(adapters)
+        .filter(|rank| *rank > KAITO_DEFAULT_LORA_RANK)
+    {
+        warnings.push(warn(format!(
+            "spec.adapters maxRank needs vLLM's max-lora-rank {rank}, which a KAITO vLLM preset takes only from its inference ConfigMap (max-lora-rank: {rank})"
+        )));
+    }
+    adapters
+        .iter()
+        .filter_map(|adapter| match airunway_api::lora::parse_source(&adapter.source) {
+            Ok(airunway_api::lora::AdapterSource::Pvc { claim, .. }) => Some(json!({"source": {
+                "name": adapter.name,
+                "volumeSource": {"persistentVolumeClaim": {"claimName": claim, "readOnly": true}},
+            }})),
+            _ => None,
+        })
+        .collect()
 }
 
 /// Sets the checked [`OVERRIDES`] on the Workspace (only the declared keys: an unknown key is

@@ -1019,3 +1019,79 @@ fn not_ready_reasons_name_the_workspace_and_what_is_missing() {
         None
     );
 }
+
+/// `spec.adapters` on a vLLM preset: `inference.adapters` from the root of a claim, a rank
+/// above vLLM's default reported; every source or name KAITO cannot take refused naming the
+/// field, and llama.cpp refused.
+#[test]
+fn adapters_from_claims_become_workspace_adapters() {
+    let spec = |adapters: Value, engine: &str| {
+        json!({"model": {"id": "microsoft/Phi-4-mini-instruct"}, "engine": {"type": engine},
+            "resources": {"gpu": {"count": 1}}, "adapters": adapters})
+    };
+    let good = md(spec(
+        json!([{"name": "sql", "source": "pvc://sql-lora", "maxRank": 32},
+               {"name": "chat", "source": "pvc://chat-lora/"}]),
+        "vllm",
+    ));
+    KaitoProvider::default().check_compatibility(&good).unwrap();
+    let rendered = KaitoProvider::default().render(&good, &v1beta1()).unwrap();
+    assert_eq!(
+        rendered.objects[0]["inference"]["adapters"],
+        json!([
+            {"source": {"name": "sql", "volumeSource": {"persistentVolumeClaim": {"claimName": "sql-lora", "readOnly": true}}}},
+            {"source": {"name": "chat", "volumeSource": {"persistentVolumeClaim": {"claimName": "chat-lora", "readOnly": true}}}}
+        ])
+    );
+    let workspace_schema = airunway_api::provider::testing::upstream_schema::upstream_validator(
+        env!("CARGO_MANIFEST_DIR"),
+        "kaito/kaito.sh_workspaces.yaml",
+        "v1beta1",
+    )
+    .unwrap();
+    assert_eq!(
+        workspace_schema.errors(&rendered.objects[0]),
+        Vec::<String>::new(),
+        "the real Workspace schema (KAITO v0.10.0) accepts the adapters"
+    );
+    assert!(
+        messages(&rendered)
+            .iter()
+            .any(|(_, m)| m.contains("max-lora-rank: 32")),
+        "{:?}",
+        messages(&rendered)
+    );
+    let refused = |adapters: Value, engine: &str| {
+        KaitoProvider::default()
+            .check_compatibility(&md(spec(adapters, engine)))
+            .unwrap_err()
+            .message()
+            .to_string()
+    };
+    assert_eq!(
+        refused(json!([{"name": "sql", "source": "hf://org/sql"}]), "vllm"),
+        "spec.adapters[0].source: KAITO loads adapters from an image or a volume, not from a Hugging Face source: copy the adapter to the root of a PersistentVolumeClaim and use pvc://<claim>, or name provider vllm or llmd"
+    );
+    assert!(
+        refused(
+            json!([{"name": "sql", "source": "pvc://loras/sql"}]),
+            "vllm"
+        )
+        .starts_with("spec.adapters[0].source: KAITO mounts a volume adapter whole")
+    );
+    assert!(
+        refused(json!([{"name": "s.q_l", "source": "pvc://loras"}]), "vllm")
+            .starts_with("spec.adapters[0].name: KAITO names the adapter's volume")
+    );
+    assert_eq!(
+        refused(
+            json!([{"name": "sql", "source": "pvc://loras"}]),
+            "llamacpp"
+        ),
+        "KAITO loads LoRA adapters into vLLM presets only: remove spec.adapters, or use engine vllm"
+    );
+    let eleven: Vec<Value> = (0..11)
+        .map(|i| json!({"name": format!("a{i}"), "source": format!("pvc://c{i}")}))
+        .collect();
+    assert!(refused(json!(eleven), "vllm").starts_with("KAITO takes at most 10 adapters"));
+}

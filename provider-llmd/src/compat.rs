@@ -3,6 +3,7 @@
 //! disaggregated.
 
 use airunway_api::provider::Incompatible;
+use airunway_api::provider::vllm_kit;
 use airunway_api::provider::vllm_kit::compat::{self, Disaggregation, VllmGap};
 use airunway_api::v1alpha1::ModelDeployment;
 
@@ -36,5 +37,7 @@ pub fn check(md: &ModelDeployment) -> Result<(), Incompatible> {
             VllmGap::NoComponentGpu(role) => component_requires_gpu(role.as_str()),
             VllmGap::NoModelId => REQUIRES_MODEL_ID.to_string(),
         })
-    })
+    })?;
+    // The adapters' sources vLLM can load (docs/lora.md).
+    vllm_kit::lora::check(md).map_err(Incompatible::new)
 }

@@ -79,6 +79,8 @@ impl Provider for LlmdProvider {
         vllm.requires_crd = Some(false);
         // Tool calling and reasoning parsers as vLLM flags (`vllm_kit::parsers`).
         vllm.tool_calling_support = true;
+        // spec.adapters: loaded at start with --enable-lora/--lora-modules (docs/lora.md).
+        vllm.lora_support = true;
         vllm.gateway = Some(GatewayCapability {
             endpoint_picker: Some(EndpointPicker {
                 image: Some(ENDPOINT_PICKER_IMAGE.into()),

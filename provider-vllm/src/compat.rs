@@ -2,6 +2,7 @@
 //! [`vllm_kit::compat`](airunway_api::provider::vllm_kit::compat) check, aggregated only.
 
 use airunway_api::provider::Incompatible;
+use airunway_api::provider::vllm_kit;
 use airunway_api::provider::vllm_kit::compat::{self, Disaggregation, VllmGap};
 use airunway_api::v1alpha1::ModelDeployment;
 
@@ -33,5 +34,7 @@ pub fn check(md: &ModelDeployment) -> Result<(), Incompatible> {
             VllmGap::NoGpu => REQUIRES_GPU.to_string(),
             VllmGap::NoModelId => REQUIRES_MODEL_ID.to_string(),
         })
-    })
+    })?;
+    // The adapters' sources vLLM can load (docs/lora.md).
+    vllm_kit::lora::check(md).map_err(Incompatible::new)
 }

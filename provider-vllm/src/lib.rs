@@ -124,6 +124,8 @@ impl Provider for VllmProvider {
         vllm.requires_crd = Some(false);
         // Tool calling and reasoning parsers as vLLM flags (`vllm_kit::parsers`).
         vllm.tool_calling_support = true;
+        // spec.adapters: loaded at start with --enable-lora/--lora-modules (docs/lora.md).
+        vllm.lora_support = true;
         InferenceProviderConfigSpec {
             capabilities: Some(ProviderCapabilities {
                 engines: Some(vec![EngineCapabilityEntry::Detailed(vllm)]),

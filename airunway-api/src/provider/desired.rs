@@ -468,12 +468,54 @@ impl ProviderStatus {
         all
     }
 
+    /// How far serving got, as `status.adapters[]` reports it for every adapter
+    /// ([`crate::lora::adapter_statuses`]): refused, failed, not created, starting, scaled to
+    /// zero or ready, from the phase and the provider's conditions.
+    pub fn serving(&self) -> crate::lora::Serving<'_> {
+        use crate::lora::Serving;
+        let condition = |type_: &str| self.conditions.iter().find(|c| c.type_ == type_);
+        if let Some(compatible) = condition(condition_types::PROVIDER_COMPATIBLE)
+            && compatible.status == ConditionStatus::False
+        {
+            return Serving::Refused(&compatible.message);
+        }
+        if self.phase == Phase::Failed {
+            return Serving::Failed(&self.message);
+        }
+        // A generation refused by validation after an earlier one was deployed: not served.
+        if let Some(not_ready) = &self.not_ready
+            && not_ready.reason == NotReadyReason::ValidationFailed
+        {
+            return Serving::Failed(&not_ready.message);
+        }
+        if !condition(condition_types::RESOURCE_CREATED)
+            .is_some_and(|c| c.status == ConditionStatus::True)
+        {
+            return Serving::NotCreated;
+        }
+        match condition(condition_types::READY) {
+            Some(ready)
+                if ready.status == ConditionStatus::True
+                    && ready.reason == crate::constants::reasons::SCALED_TO_ZERO =>
+            {
+                Serving::ScaledToZero
+            }
+            Some(ready) if ready.status == ConditionStatus::True => Serving::Ready,
+            _ => Serving::Starting,
+        }
+    }
+
     /// The provider's fields besides the conditions; `observedGeneration` is the deployment's
-    /// generation: the provider has acted on it.
-    fn projection(&self, generation: Option<i64>) -> Value {
+    /// generation: the provider has acted on it. `adapters`: one entry per adapter of
+    /// `spec.adapters` ([`ProviderStatus::serving`]), absent without adapters.
+    fn projection(&self, md: &ModelDeployment) -> Value {
         let mut status = json!({"phase": self.phase.as_str(), "message": self.message});
-        if let Some(generation) = generation {
+        if let Some(generation) = md.metadata.generation {
             status["observedGeneration"] = json!(generation);
+        }
+        let adapters = crate::lora::adapter_statuses(md, &self.serving());
+        if !adapters.is_empty() {
+            status["adapters"] = serde_json::to_value(adapters).unwrap_or(Value::Null);
         }
         if let Some((name, kind)) = &self.resource {
             status["provider"] = json!({"resourceName": name, "resourceKind": kind});
@@ -499,7 +541,7 @@ impl ProviderStatus {
     /// The server-side apply body (only provider-owned fields).
     pub fn patch(&self, md: &ModelDeployment, now: &Time) -> Value {
         let existing = md.status.as_ref().and_then(|s| s.conditions.as_deref());
-        let mut status = self.projection(md.metadata.generation);
+        let mut status = self.projection(md);
         status["conditions"] = json!(conditions::materialize(
             existing,
             &self.all_conditions(),
@@ -518,7 +560,7 @@ impl ProviderStatus {
     pub fn is_current(&self, md: &ModelDeployment, manager: &str) -> bool {
         let status =
             serde_json::to_value(md.status.clone().unwrap_or_default()).unwrap_or(Value::Null);
-        let wanted = self.projection(md.metadata.generation);
+        let wanted = self.projection(md);
         let mut current = json!({"phase": status["phase"], "message": status["message"]});
         if !status["observedGeneration"].is_null() {
             current["observedGeneration"] = status["observedGeneration"].clone();
@@ -527,7 +569,9 @@ impl ProviderStatus {
         if provider.get("resourceName").is_some() || provider.get("resourceKind").is_some() {
             current["provider"] = json!({"resourceName": provider["resourceName"], "resourceKind": provider["resourceKind"]});
         }
-        for key in ["replicas", "endpoint", "workload", "selector", "notReady"] {
+        for key in [
+            "replicas", "endpoint", "workload", "selector", "notReady", "adapters",
+        ] {
             if !status[key].is_null() {
                 current[key] = status[key].clone();
             }
@@ -688,6 +732,77 @@ mod tests {
         assert_eq!(patch["status"]["observedGeneration"], 2);
         deployment.metadata.generation = Some(3);
         assert!(!desired.is_current(&deployment, "p-provider"));
+    }
+
+    /// `status.adapters` follows the serving workload, is written with the rest of the status
+    /// and counts in `is_current`: a listed adapter changes nothing once shown, a removed one
+    /// is a change (the apply then drops the field).
+    #[test]
+    fn adapters_follow_the_serving_workload_without_churn() {
+        let mut deployment = md();
+        deployment.spec.adapters = Some(vec![crate::v1alpha1::LoraAdapter {
+            name: "sql".into(),
+            source: "org/sql".into(),
+            ..Default::default()
+        }]);
+        let ready = ProviderStatus::from_translation(
+            "P",
+            ("m".into(), "Deployment".into()),
+            &translated(Phase::Running, true, None),
+        );
+        let now = Time("2026-01-01T00:00:00Z".parse().unwrap());
+        assert_eq!(
+            ready.patch(&deployment, &now)["status"]["adapters"],
+            json!([{"name": "sql", "source": "org/sql", "state": "Ready"}])
+        );
+        let starting = ProviderStatus::from_translation(
+            "P",
+            ("m".into(), "Deployment".into()),
+            &translated(Phase::Deploying, false, None),
+        );
+        assert_eq!(
+            starting.patch(&deployment, &now)["status"]["adapters"][0]["state"],
+            "Loading"
+        );
+        let refused = ProviderStatus::not_deployed(
+            Phase::Failed,
+            "no LoRA".into(),
+            (false, "IncompatibleConfiguration", "no LoRA".into()),
+            ("IncompatibleConfiguration", "no LoRA".into()),
+        );
+        assert_eq!(
+            refused.patch(&deployment, &now)["status"]["adapters"],
+            json!([{"name": "sql", "source": "org/sql", "state": "Failed", "message": "no LoRA"}])
+        );
+        let waiting = ProviderStatus::not_deployed(
+            Phase::Pending,
+            "waiting".into(),
+            (true, "CompatibilityVerified", "ok".into()),
+            ("UpstreamCRDNotInstalled", "waiting".into()),
+        );
+        assert_eq!(
+            waiting.patch(&deployment, &now)["status"]["adapters"][0]["state"],
+            "Pending"
+        );
+        let mut status = serde_json::to_value(&deployment.status).unwrap();
+        for (k, v) in ready.patch(&deployment, &now)["status"]
+            .as_object()
+            .unwrap()
+        {
+            if k != "provider" {
+                status[k] = v.clone();
+            }
+        }
+        status["provider"]["resourceName"] = json!("m");
+        status["provider"]["resourceKind"] = json!("Deployment");
+        deployment.status = Some(serde_json::from_value(status).unwrap());
+        assert!(ready.is_current(&deployment, "p-provider"));
+        deployment.spec.adapters = None;
+        assert!(
+            !ready.is_current(&deployment, "p-provider"),
+            "adapters shown but no longer listed: a write removes them"
+        );
+        assert!(ready.patch(&deployment, &now)["status"]["adapters"].is_null());
     }
 
     fn translated(phase: Phase, ready: bool, message: Option<&str>) -> TranslatedStatus {

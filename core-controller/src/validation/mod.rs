@@ -40,6 +40,7 @@
 //! | `spec.gateway.poolRef`, `spec.gateway.gatewayRef` | object names (a namespace a DNS label); `poolRef` not with `httpRouteRef`; neither with `enabled: false` (`gateway`) |
 //! | `spec.scaling.autoscaling` | `minReplicas <= maxReplicas`; `target` a positive and `activationTarget` a non-negative decimal; `query` for `type: prometheus` only and always; each metric type once; pool metrics not with `spec.gateway.enabled: false`; a named metric the explicit engine exports (`autoscaling`) |
 
+mod adapters;
 mod args;
 mod autoscaling;
 mod engine_parsers;
@@ -162,6 +163,7 @@ pub fn validate_spec(md: &ModelDeployment) -> Vec<FieldError> {
     values::validate_secrets(spec, &mut errors);
     autoscaling::validate_autoscaling(spec, &mut errors);
     gateway::validate_gateway(spec, &mut errors);
+    adapters::validate_adapters(md, &mut errors);
     errors
 }
 

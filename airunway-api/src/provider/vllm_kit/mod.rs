@@ -7,6 +7,7 @@
 //! - [`render`]: an `apps/v1 Deployment` and a `v1 Service` per serving component (the
 //!   aggregated server, or prefill and decode components with KV-transfer roles);
 //! - [`parsers`]: tool calling and reasoning parsers as vLLM flags;
+//! - [`lora`]: the LoRA adapters' flags and claims, and the sources vLLM cannot load;
 //! - [`overrides`]: `provider.overrides` merged into the Deployments, with the same refusals
 //!   for every provider of the kit;
 //! - [`status`]: the deployment status translated from the real Deployment conditions the
@@ -17,6 +18,7 @@
 //! passed in.
 
 pub mod compat;
+pub mod lora;
 pub mod overrides;
 pub mod parsers;
 pub mod render;

@@ -182,6 +182,7 @@ pub fn vllm_args_with(
     super::parsers::derived_flags(md)
         .into_iter()
         .for_each(|(k, v)| derived(k, v));
+    args.extend(super::lora::args(md, &user_keys));
     args.extend(component.args.iter().cloned());
     for (key, value) in engine.and_then(|e| e.args.as_ref()).into_iter().flatten() {
         match value.as_str() {
@@ -249,6 +250,7 @@ fn volumes(md: &ModelDeployment, component: &Component) -> (Vec<Value>, Vec<Valu
     let (claims, claim_mounts) = cache_volumes(md);
     volumes.extend(claims);
     mounts.extend(claim_mounts);
+    super::lora::add_volumes(md, &mut volumes, &mut mounts);
     (volumes, mounts)
 }
 
