@@ -206,7 +206,9 @@ impl<P: Provider> Context<P> {
                     Err(kube::Error::Api(status)) if status.code == 404 => Vec::new(),
                     Err(e) => {
                         let kind = &kind.kind;
-                        return Err(api_error(format!("listing {kind} of {namespace}/{name}"))(e));
+                        return Err(api_error(format!("listing {kind} of {namespace}/{name}"))(
+                            e,
+                        ));
                     }
                 }
             } else if id == KindId::PRIMARY {
