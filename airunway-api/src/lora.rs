@@ -207,7 +207,7 @@ pub fn adapter_errors(md: &ModelDeployment) -> Vec<AdapterError> {
                 ),
             );
         }
-        if base.iter().any(|b| *b == adapter.name) {
+        if base.contains(&adapter.name) {
             push(
                 at("name"),
                 format!(

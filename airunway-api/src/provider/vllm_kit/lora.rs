@@ -66,9 +66,7 @@ fn claims(adapters: &[LoraAdapter]) -> Vec<&str> {
 pub fn path(adapter: &LoraAdapter) -> Option<String> {
     match parse_source(&adapter.source).ok()? {
         AdapterSource::HuggingFace(id) => Some(id.to_string()),
-        AdapterSource::Pvc { claim, path } if path.is_empty() => {
-            Some(format!("{MOUNT_ROOT}/{claim}"))
-        }
+        AdapterSource::Pvc { claim, path: "" } => Some(format!("{MOUNT_ROOT}/{claim}")),
         AdapterSource::Pvc { claim, path } => Some(format!("{MOUNT_ROOT}/{claim}/{path}")),
         AdapterSource::Https(_) | AdapterSource::S3(_) | AdapterSource::Gcs(_) => None,
     }
