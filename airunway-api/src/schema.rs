@@ -58,7 +58,7 @@ fn bounded_quantity(max: &str) -> Schema {
 /// capability-level `servingModes`, `gpuSupport` and `cpuSupport`) or a per-engine object.
 pub fn engine_capability_entry(_: &mut SchemaGenerator) -> Schema {
     json_schema!({
-        "description": "An engine this provider serves: either its name (vllm, sglang, trtllm, llamacpp), which takes the capability-level servingModes/gpuSupport/cpuSupport, or an object {name, servingModes, gpuSupport, cpuSupport, apiFormats, requiresCRD, gateway} for that engine alone.",
+        "description": "An engine this provider serves: either its name (vllm, sglang, trtllm, llamacpp), which takes the capability-level servingModes/gpuSupport/cpuSupport, or an object {name, servingModes, gpuSupport, cpuSupport, apiFormats, requiresCRD, gateway, loraSupport, toolCallingSupport} for that engine alone.",
         "x-kubernetes-preserve-unknown-fields": true,
     })
 }

@@ -235,6 +235,29 @@ pub struct EngineCapability {
 }
 
 impl EngineCapability {
+    /// The JSON names of an engine entry's fields, for refusing an unknown one by name (the
+    /// entry's CRD schema keeps unknown fields; a test holds this list to the type's schema).
+    pub const FIELDS: [&'static str; 9] = [
+        "name",
+        "servingModes",
+        "gpuSupport",
+        "cpuSupport",
+        "apiFormats",
+        "requiresCRD",
+        "gateway",
+        "loraSupport",
+        "toolCallingSupport",
+    ];
+
+    /// The entry fields that hold a boolean.
+    pub const BOOLEAN_FIELDS: [&'static str; 5] = [
+        "gpuSupport",
+        "cpuSupport",
+        "requiresCRD",
+        "loraSupport",
+        "toolCallingSupport",
+    ];
+
     /// A capability for `name` with every API format the engine can serve, no gateway
     /// integration and `requiresCRD` unset.
     pub fn new(
@@ -404,6 +427,27 @@ pub struct InferenceProviderConfigStatus {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn engine_entry_field_list_matches_the_type() {
+        let schema = schemars::schema_for!(EngineCapability);
+        let properties = schema
+            .get("properties")
+            .and_then(serde_json::Value::as_object)
+            .expect("an object schema");
+        let mut from_schema: Vec<&str> = properties.keys().map(String::as_str).collect();
+        let mut listed = EngineCapability::FIELDS.to_vec();
+        from_schema.sort_unstable();
+        listed.sort_unstable();
+        assert_eq!(listed, from_schema);
+        for field in EngineCapability::BOOLEAN_FIELDS {
+            let ty = properties[field]["type"].clone();
+            assert!(
+                ty == json!("boolean") || ty == json!(["boolean", "null"]),
+                "{field} is {ty}"
+            );
+        }
+    }
 
     #[test]
     fn unused_overrides_are_found_at_the_top_of_each_unknown_subtree() {

@@ -11,7 +11,7 @@ use airunway_api::conditions;
 use airunway_api::constants::{condition_types, messages, reasons};
 use airunway_api::resolve::apply_spec_defaults_named;
 use airunway_api::v1alpha1::{
-    ApiFormat, EngineType, GatewayCapability, InferenceProviderConfig, ModelDeployment,
+    ApiFormat, EngineCapability, EngineType, GatewayCapability, InferenceProviderConfig, ModelDeployment,
     unused_override_paths,
 };
 use kube::core::DynamicObject;
@@ -26,17 +26,6 @@ use crate::selection::rules::{RuleInput, Spent, compile};
 static WORST_CASE_INPUT: std::sync::LazyLock<(Shape, Shape)> =
     std::sync::LazyLock::new(|| Shape::worst_case_input(crate::unknown_fields::spec_schema()));
 use crate::validation::{self, FieldError};
-
-/// The fields of an object entry of `capabilities.engines`.
-const ENGINE_ENTRY_FIELDS: [&str; 7] = [
-    "name",
-    "servingModes",
-    "gpuSupport",
-    "cpuSupport",
-    "apiFormats",
-    "requiresCRD",
-    "gateway",
-];
 
 /// Builds a denial carrying every error: the message lists `field: message` pairs and
 /// `status.details.causes` carries them field by field.
@@ -366,7 +355,7 @@ pub fn validate_provider_config(request: &AdmissionRequest<DynamicObject>) -> Ad
                         });
                     }
                 }
-                for flag in ["gpuSupport", "cpuSupport"] {
+                for flag in EngineCapability::BOOLEAN_FIELDS {
                     if map.get(flag).is_some_and(|v| !v.is_boolean()) {
                         errors.push(FieldError {
                             field: format!("{field}.{flag}"),
@@ -375,23 +364,22 @@ pub fn validate_provider_config(request: &AdmissionRequest<DynamicObject>) -> Ad
                     }
                 }
                 for key in map.keys() {
-                    if !ENGINE_ENTRY_FIELDS.contains(&key.as_str()) {
+                    if !EngineCapability::FIELDS.contains(&key.as_str()) {
                         errors.push(FieldError {
                             field: format!("{field}.{key}"),
                             message: format!(
                                 "unknown field: an engine entry has {}",
-                                ENGINE_ENTRY_FIELDS.join(", ")
+                                EngineCapability::FIELDS.join(", ")
                             ),
                         });
                     }
                 }
-                for key in ["apiFormats", "requiresCRD", "gateway"] {
+                for key in ["apiFormats", "gateway"] {
                     let Some(value) = map.get(key) else { continue };
                     let parsed = match key {
                         "apiFormats" => serde_json::from_value::<Vec<ApiFormat>>(value.clone())
                             .map(|_| ())
                             .map_err(|_| "must be a list of openai-chat, openai-responses, anthropic-messages".to_string()),
-                        "requiresCRD" => value.as_bool().map(|_| ()).ok_or_else(|| "must be true or false".to_string()),
                         _ => serde_json::from_value::<GatewayCapability>(value.clone())
                             .map(|_| ())
                             .map_err(|e| format!("is not a gateway capability: {e}")),
@@ -835,6 +823,58 @@ mod tests {
         assert!(r.allowed, "runtime errors on samples are warnings");
         assert!(
             r.warnings.unwrap()[0].starts_with("selection rule 0 fails on a sample deployment")
+        );
+    }
+
+    /// Every field a provider can register is admitted: an entry serialised from the type
+    /// with each field set, as a shim's registration sends it.
+    #[test]
+    fn every_engine_entry_field_of_the_type_is_admitted() {
+        use airunway_api::v1alpha1::ServingMode;
+        let mut entry = EngineCapability::new(
+            EngineType::Vllm,
+            vec![ServingMode::Aggregated],
+            true,
+            true,
+        );
+        entry.requires_crd = Some(false);
+        entry.gateway = Some(GatewayCapability::default());
+        entry.lora_support = true;
+        entry.tool_calling_support = true;
+        let entry = serde_json::to_value(&entry).unwrap();
+        for field in EngineCapability::FIELDS {
+            assert!(entry.get(field).is_some(), "{field} not serialised");
+        }
+        let r = validate_provider_config(&request(
+            "InferenceProviderConfig",
+            "CREATE",
+            config(json!({"capabilities": {"engines": [entry]}})),
+            None,
+        ));
+        assert!(r.allowed, "{}", r.result.message);
+
+        let r = validate_provider_config(&request(
+            "InferenceProviderConfig",
+            "CREATE",
+            config(json!({"capabilities": {"engines": [
+                {"name": "vllm", "loraSupport": "yes", "toolCalingSupport": true}
+            ]}})),
+            None,
+        ));
+        let fields: Vec<String> = r
+            .result
+            .details
+            .unwrap()
+            .causes
+            .into_iter()
+            .map(|c| c.field)
+            .collect();
+        assert_eq!(
+            fields,
+            [
+                "spec.capabilities.engines[0].loraSupport",
+                "spec.capabilities.engines[0].toolCalingSupport",
+            ]
         );
     }
 }
