@@ -290,15 +290,25 @@ async fn keda_scales_a_deployment_through_its_scale_subresource_to_zero_and_back
     wait_scaled(&env, name, &uid, 4, "queue 7 → up", since).await;
     let hpa_status = hpas.get(&hpa_name).await.unwrap().status.unwrap();
     assert_eq!(hpa_status.desired_replicas, 4, "{hpa_status:?}");
-    let md = mds.get(name).await.unwrap();
-    assert_eq!(
-        md.status
-            .as_ref()
-            .and_then(|s| s.replicas.clone())
-            .and_then(|r| r.ready),
-        Some(4),
-        "status.replicas.ready follows (what the scale subresource reports)"
-    );
+    // The provider writes the ready count after the Deployment's status shows it: follow it.
+    eventually(
+        "status.replicas.ready follows (what the scale subresource reports)",
+        SCALE_WAIT,
+        || async {
+            let md = mds.get(name).await.map_err(|e| e.to_string())?;
+            let ready = md
+                .status
+                .as_ref()
+                .and_then(|s| s.replicas.clone())
+                .and_then(|r| r.ready);
+            if ready == Some(4) {
+                Ok(())
+            } else {
+                Err(format!("status.replicas.ready is {ready:?}"))
+            }
+        },
+    )
+    .await;
 
     // Down: 3 waiting → 2.
     let since = Instant::now();
