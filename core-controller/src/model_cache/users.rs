@@ -148,7 +148,7 @@ mod tests {
         let model = cache_of(&a).unwrap();
         assert_eq!(
             tracker.observe(&watcher::Event::Apply(a.clone())),
-            [model.clone()]
+            vec![model.clone()]
         );
         a.spec.adapters = Some(
             serde_json::from_value(json!([{"name": "sql", "source": "org/sql-lora"},
@@ -160,7 +160,7 @@ mod tests {
         let adapter = all[1].clone();
         assert_eq!(
             tracker.observe(&watcher::Event::Apply(a.clone())),
-            [adapter.clone()]
+            vec![adapter.clone()]
         );
         a.spec.adapters = None;
         assert_eq!(
