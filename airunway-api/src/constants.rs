@@ -87,6 +87,9 @@ pub mod labels {
     /// On a model cache: the first 16 hex digits of the sha256 of what it holds
     /// (`airunway_api::storage::ModelCacheKey::hash`), so the core finds a model's cache by label.
     pub const MODEL_CACHE_KEY: &str = "airunway.ai/model-cache-key";
+    /// On an adapter cache the core creates: the shared model cache whose claim it downloads
+    /// into (`kubectl get mc -l airunway.ai/adapter-of` lists the adapter caches).
+    pub const ADAPTER_OF: &str = "airunway.ai/adapter-of";
     /// On a download Job (the Go AI Runway's label): [`JOB_TYPE_MODEL_DOWNLOAD`].
     pub const JOB_TYPE: &str = "airunway.ai/job-type";
     /// Value of [`JOB_TYPE`] on a model download Job.
@@ -177,6 +180,11 @@ pub mod condition_types {
     /// ModelDeployment and ModelCache, written by the core: the model is on its cache (the Go AI
     /// Runway's type); while downloading, the message carries the progress.
     pub const MODEL_DOWNLOADED: &str = "ModelDownloaded";
+    /// ModelDeployment, written by the core while its Hugging Face adapters are fetched through
+    /// the shared model cache (docs/lora.md): `True` once every adapter cache is `Ready` (the
+    /// message names them), else the download's progress per adapter
+    /// ([`crate::lora::adapter_downloads_message`]); the reasons are `ModelDownloaded`'s.
+    pub const ADAPTERS_DOWNLOADED: &str = "AdaptersDownloaded";
 
     /// ModelDeployment, written by the provider: the deployment serves, but not fully — some
     /// replicas are not ready, or an application is unhealthy while others serve. A condition,
@@ -201,7 +209,7 @@ pub mod condition_types {
     pub const POLICY_COMPLIANT: &str = "PolicyCompliant";
 
     /// Condition types the core owns on a ModelDeployment (server-side apply manager `airunway-core`).
-    pub const CORE_OWNED: [&str; 11] = [
+    pub const CORE_OWNED: [&str; 12] = [
         RUNTIME_CONFIG_RESOLVED,
         POLICY_COMPLIANT,
         VALIDATED,
@@ -211,6 +219,7 @@ pub mod condition_types {
         GATEWAY_READY,
         STORAGE_READY,
         MODEL_DOWNLOADED,
+        ADAPTERS_DOWNLOADED,
         SCALING_READY,
         SCALING_ACTIVE,
     ];

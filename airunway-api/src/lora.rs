@@ -295,10 +295,121 @@ pub const LOADING_MESSAGE: &str =
 /// Message of an adapter of a deployment scaled to zero.
 pub const SCALED_TO_ZERO_MESSAGE: &str = "No replica serves: the deployment is scaled to zero";
 
+/// Start of `AdaptersDownloaded`'s message while adapters download: then `<name>: <progress>`
+/// per adapter not yet downloaded, separated by `; `.
+pub const ADAPTER_DOWNLOAD_IN_PROGRESS: &str = "Adapter download in progress: ";
+/// Start of `AdaptersDownloaded`'s message when an adapter's cache failed: then
+/// `<name>: <the cache's message>`.
+pub const ADAPTER_DOWNLOAD_FAILED: &str = "Adapter download failed: ";
+/// Start of `AdaptersDownloaded`'s message once every adapter is downloaded: then the names,
+/// separated by `, `.
+pub const ADAPTERS_DOWNLOADED: &str = "Adapters downloaded: ";
+/// Separator of the entries of [`ADAPTER_DOWNLOAD_IN_PROGRESS`].
+const ENTRY_SEPARATOR: &str = "; ";
+
+/// How far one adapter's cache is, as the core reads it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum AdapterFetch {
+    /// Not there yet: what it waits for, or the download's progress.
+    Downloading(String),
+    /// On the claim.
+    Ready,
+    /// The cache failed: its message.
+    Failed(String),
+}
+
+/// The `AdaptersDownloaded` condition for `fetches` (adapter name, how far its cache is; in
+/// list order): `(status, reason, message)`. The first failure fails it
+/// (`DownloadFailed`, `Adapter download failed: sql: <why>`); otherwise any adapter not yet on
+/// the claim keeps it `False` (`DownloadInProgress`, `Adapter download in progress: sql: 42%
+/// (3/5 files, 4.0 GiB); chat: <what it waits for>`, naming only those); once all are, `True`
+/// (`DownloadComplete`, `Adapters downloaded: sql, chat`). One definition for the core, which
+/// writes it, and the provider SDK, which reads it back ([`downloading_adapters`],
+/// [`downloaded_adapters`]).
+pub fn adapter_downloads_condition(
+    fetches: &[(String, AdapterFetch)],
+) -> (bool, &'static str, String) {
+    use crate::constants::reasons;
+    if let Some((name, why)) = fetches.iter().find_map(|(name, fetch)| match fetch {
+        AdapterFetch::Failed(why) => Some((name, why)),
+        _ => None,
+    }) {
+        return (
+            false,
+            reasons::DOWNLOAD_FAILED,
+            format!("{ADAPTER_DOWNLOAD_FAILED}{name}: {why}"),
+        );
+    }
+    let downloading: Vec<String> = fetches
+        .iter()
+        .filter_map(|(name, fetch)| match fetch {
+            // The separator never appears inside an entry, so the entries read back whole.
+            AdapterFetch::Downloading(progress) => Some(format!(
+                "{name}: {}",
+                progress.replace(ENTRY_SEPARATOR, ", ")
+            )),
+            _ => None,
+        })
+        .collect();
+    if !downloading.is_empty() {
+        return (
+            false,
+            reasons::DOWNLOAD_IN_PROGRESS,
+            format!(
+                "{ADAPTER_DOWNLOAD_IN_PROGRESS}{}",
+                downloading.join(ENTRY_SEPARATOR)
+            ),
+        );
+    }
+    let mut names: Vec<&str> = fetches.iter().map(|(name, _)| name.as_str()).collect();
+    names.dedup();
+    (
+        true,
+        reasons::DOWNLOAD_COMPLETE,
+        format!("{ADAPTERS_DOWNLOADED}{}", names.join(", ")),
+    )
+}
+
+/// The adapters an `AdaptersDownloaded` message in progress names, each with its progress
+/// (empty for any other message).
+pub fn downloading_adapters(message: &str) -> Vec<(&str, &str)> {
+    message
+        .strip_prefix(ADAPTER_DOWNLOAD_IN_PROGRESS)
+        .map(|entries| {
+            entries
+                .split(ENTRY_SEPARATOR)
+                .filter_map(|entry| entry.split_once(": "))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// The adapters a complete `AdaptersDownloaded` message names (empty for any other message).
+pub fn downloaded_adapters(message: &str) -> Vec<&str> {
+    message
+        .strip_prefix(ADAPTERS_DOWNLOADED)
+        .map(|names| names.split(", ").collect())
+        .unwrap_or_default()
+}
+
 /// `status.adapters[]` for `md`: one entry per adapter of `spec.adapters`, in its order, with
 /// the state `serving` gives every adapter (they are loaded together, at start). Empty when the
-/// spec lists none.
+/// spec lists none. While nothing serves yet, an adapter the core's `AdaptersDownloaded`
+/// condition names as downloading (fetched through the model cache) is `Downloading`, with its
+/// cache's progress as message.
 pub fn adapter_statuses(md: &ModelDeployment, serving: &Serving<'_>) -> Vec<AdapterStatus> {
+    let downloading: Vec<(&str, &str)> = match serving {
+        Serving::NotCreated => md
+            .condition(crate::constants::condition_types::ADAPTERS_DOWNLOADED)
+            .filter(|c| {
+                c.status == crate::v1alpha1::ConditionStatus::False
+                    && c.reason.as_deref() == Some(crate::constants::reasons::DOWNLOAD_IN_PROGRESS)
+            })
+            .and_then(|c| c.message.as_deref())
+            .map(downloading_adapters)
+            .unwrap_or_default(),
+        _ => Vec::new(),
+    };
     let (state, message) = match serving {
         Serving::Refused(message) | Serving::Failed(message) => {
             (AdapterState::Failed, Some(message.to_string()))
@@ -314,11 +425,21 @@ pub fn adapter_statuses(md: &ModelDeployment, serving: &Serving<'_>) -> Vec<Adap
     md.spec
         .lora_adapters()
         .iter()
-        .map(|adapter| AdapterStatus {
-            name: adapter.name.clone(),
-            source: Some(adapter.source.clone()),
-            state: Some(state),
-            message: message.clone(),
+        .map(|adapter| {
+            let progress = downloading
+                .iter()
+                .find(|(name, _)| *name == adapter.name)
+                .map(|(_, progress)| progress.to_string());
+            AdapterStatus {
+                name: adapter.name.clone(),
+                source: Some(adapter.source.clone()),
+                state: Some(if progress.is_some() {
+                    AdapterState::Downloading
+                } else {
+                    state
+                }),
+                message: progress.or_else(|| message.clone()),
+            }
         })
         .collect()
 }
@@ -529,5 +650,97 @@ mod tests {
         );
         let none = super::tests::md(json!({"model": {"id": "a/b"}}));
         assert!(adapter_statuses(&none, &Serving::Ready).is_empty());
+    }
+
+    fn fetches(list: &[(&str, AdapterFetch)]) -> Vec<(String, AdapterFetch)> {
+        list.iter()
+            .map(|(name, fetch)| (name.to_string(), fetch.clone()))
+            .collect()
+    }
+
+    #[test]
+    fn the_downloads_condition_names_each_adapter_and_reads_back() {
+        let progress = AdapterFetch::Downloading("42% (3/5 files, 4.0 GiB)".into());
+        let waiting = AdapterFetch::Downloading("waiting; for the Job".into());
+        let (status, reason, message) = adapter_downloads_condition(&fetches(&[
+            ("sql", progress),
+            ("tone", AdapterFetch::Ready),
+            ("chat", waiting),
+        ]));
+        assert!(!status);
+        assert_eq!(reason, "DownloadInProgress");
+        assert_eq!(
+            message,
+            "Adapter download in progress: sql: 42% (3/5 files, 4.0 GiB); chat: waiting, for the Job"
+        );
+        assert_eq!(
+            downloading_adapters(&message),
+            [
+                ("sql", "42% (3/5 files, 4.0 GiB)"),
+                ("chat", "waiting, for the Job")
+            ]
+        );
+        assert!(downloaded_adapters(&message).is_empty());
+        let (status, reason, message) = adapter_downloads_condition(&fetches(&[
+            ("sql", AdapterFetch::Ready),
+            ("chat", AdapterFetch::Ready),
+        ]));
+        assert!(status);
+        assert_eq!(reason, "DownloadComplete");
+        assert_eq!(message, "Adapters downloaded: sql, chat");
+        assert_eq!(downloaded_adapters(&message), ["sql", "chat"]);
+        assert!(downloading_adapters(&message).is_empty());
+        let (status, reason, message) = adapter_downloads_condition(&fetches(&[
+            ("sql", AdapterFetch::Downloading("1%".into())),
+            (
+                "chat",
+                AdapterFetch::Failed("HTTP 404 for adapter_config.json".into()),
+            ),
+        ]));
+        assert!(!status);
+        assert_eq!(reason, "DownloadFailed");
+        assert_eq!(
+            message,
+            "Adapter download failed: chat: HTTP 404 for adapter_config.json"
+        );
+    }
+
+    #[test]
+    fn adapters_fetched_through_the_cache_show_downloading_with_their_progress() {
+        let mut md = md(json!({"model": {"id": "a/b"},
+            "adapters": [{"name": "one", "source": "org/one"},
+                         {"name": "two", "source": "pvc://c/two"},
+                         {"name": "three", "source": "org/three"}]}));
+        md.status = Some(
+            serde_json::from_value(json!({"conditions": [{"type": "AdaptersDownloaded",
+                "status": "False", "reason": "DownloadInProgress",
+                "message": "Adapter download in progress: one: 42% (3/5 files, 4.0 GiB)",
+                "lastTransitionTime": "2026-01-01T00:00:00Z"}]}))
+            .unwrap(),
+        );
+        let statuses = adapter_statuses(&md, &Serving::NotCreated);
+        assert_eq!(
+            serde_json::to_value(&statuses).unwrap(),
+            json!([
+                {"name": "one", "source": "org/one", "state": "Downloading",
+                 "message": "42% (3/5 files, 4.0 GiB)"},
+                {"name": "two", "source": "pvc://c/two", "state": "Pending",
+                 "message": PENDING_MESSAGE},
+                {"name": "three", "source": "org/three", "state": "Pending",
+                 "message": PENDING_MESSAGE}
+            ])
+        );
+        // Once the workload exists, the serving state is what counts.
+        assert_eq!(
+            adapter_statuses(&md, &Serving::Starting)[0].state,
+            Some(AdapterState::Loading)
+        );
+        // A failed download fails the deployment: every adapter Failed with its message.
+        assert_eq!(
+            adapter_statuses(&md, &Serving::Failed("Adapter download failed: one: 404"))[0]
+                .message
+                .as_deref(),
+            Some("Adapter download failed: one: 404")
+        );
     }
 }

@@ -257,23 +257,128 @@ impl ModelCacheKey {
     /// [`hash`](Self::hash); a DNS label of at most [`MAX_CACHE_NAME_FOR_JOB`] characters, so
     /// `Qwen/Qwen3-0.6B` is `qwen-qwen3-0-6b-<16 hex>`.
     pub fn cache_name(&self) -> String {
-        let mut slug = String::new();
-        for c in self.model_id.chars() {
-            let c = c.to_ascii_lowercase();
-            if c.is_ascii_alphanumeric() {
-                slug.push(c);
-            } else if !slug.ends_with('-') && !slug.is_empty() {
-                slug.push('-');
-            }
-        }
-        let slug: String = slug.chars().take(37).collect();
-        let slug = slug.trim_end_matches('-');
-        if slug.is_empty() {
-            format!("model-{}", self.hash())
-        } else {
-            format!("{slug}-{}", self.hash())
+        cache_name_of(&self.model_id, &self.hash())
+    }
+}
+
+/// `<id in lower case, every other character a '-', cut to 37>-<hash>` (`model-<hash>` when
+/// nothing of the id is left): the one naming rule of the caches the core creates.
+fn cache_name_of(id: &str, hash: &str) -> String {
+    let mut slug = String::new();
+    for c in id.chars() {
+        let c = c.to_ascii_lowercase();
+        if c.is_ascii_alphanumeric() {
+            slug.push(c);
+        } else if !slug.ends_with('-') && !slug.is_empty() {
+            slug.push('-');
         }
     }
+    let slug: String = slug.chars().take(37).collect();
+    let slug = slug.trim_end_matches('-');
+    if slug.is_empty() {
+        format!("model-{hash}")
+    } else {
+        format!("{slug}-{hash}")
+    }
+}
+
+/// What an adapter cache holds: one Hugging Face LoRA adapter at one revision, downloaded into
+/// the claim of one shared model cache (docs/model-cache.md, "Adapter caches").
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct AdapterCacheKey {
+    /// The adapter's Hugging Face repository id (`org/name`).
+    pub adapter_id: String,
+    /// Its revision (branch, tag or commit).
+    pub revision: String,
+    /// The claim it is downloaded into: the shared model cache's.
+    pub claim_name: String,
+}
+
+impl AdapterCacheKey {
+    /// The first 16 hex digits of the sha256 of `huggingface\n<id>\n<revision>\n<claim>`: the key
+    /// as a label value. The claim is part of it, so the same adapter beside two models (two
+    /// claims) is two caches, and no adapter cache shares a name with a model cache.
+    pub fn hash(&self) -> String {
+        let digest = Sha256::digest(format!(
+            "huggingface\n{}\n{}\n{}",
+            self.adapter_id, self.revision, self.claim_name
+        ));
+        digest.iter().take(8).map(|b| format!("{b:02x}")).collect()
+    }
+
+    /// The adapter cache's name, by the model cache's rule ([`ModelCacheKey::cache_name`]) on
+    /// the adapter's id: `org/sql-lora` is `org-sql-lora-<16 hex>`, a DNS label of at most
+    /// [`MAX_CACHE_NAME_FOR_JOB`] characters.
+    pub fn cache_name(&self) -> String {
+        cache_name_of(&self.adapter_id, &self.hash())
+    }
+}
+
+/// One adapter of a deployment fetched through the model cache.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AdapterDownload {
+    /// The adapter's name (`spec.adapters[].name`).
+    pub name: String,
+    /// What the cache holds.
+    pub key: AdapterCacheKey,
+    /// The adapter cache's name ([`AdapterCacheKey::cache_name`]).
+    pub cache_name: String,
+    /// The shared model cache whose claim it is downloaded into (the claim has its name).
+    pub model_cache: String,
+    /// The deployment's `modelCache` volume, as its pods mount it.
+    pub volume: ResolvedVolume,
+}
+
+/// The adapters of `md` fetched through the model cache, in list order: every Hugging Face
+/// adapter (`org/name`, `hf://org/name`) of a deployment whose model downloads through the
+/// namespace's shared cache ([`download`] with a shared volume, read-only mounts included: the
+/// caches' Jobs write the claim, not the deployment). Empty otherwise: without a shared cache
+/// the engine downloads its adapters itself, and `pvc://` adapters are mounted as they are.
+pub fn adapter_downloads(md: &ModelDeployment) -> Vec<AdapterDownload> {
+    let Some(download) = download(md).filter(|d| d.shared) else {
+        return Vec::new();
+    };
+    md.spec
+        .lora_adapters()
+        .iter()
+        .filter_map(|adapter| match crate::lora::parse_source(&adapter.source) {
+            Ok(crate::lora::AdapterSource::HuggingFace(id)) => {
+                let key = AdapterCacheKey {
+                    adapter_id: id.to_string(),
+                    revision: crate::lora::revision(adapter).to_string(),
+                    claim_name: download.volume.claim_name.clone(),
+                };
+                Some(AdapterDownload {
+                    name: adapter.name.clone(),
+                    cache_name: key.cache_name(),
+                    key,
+                    model_cache: download.cache_name.clone(),
+                    volume: download.volume.clone(),
+                })
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+/// Where the Hugging Face hub cache under `hf_home` keeps `repo_id` at `commit`:
+/// `<hf_home>/hub/models--<org>--<name>/snapshots/<commit>` (the downloader's `--hf-home`
+/// layout, and `huggingface_hub`'s).
+pub fn hub_snapshot_path(hf_home: &str, repo_id: &str, commit: &str) -> String {
+    format!(
+        "{}/hub/models--{}/snapshots/{commit}",
+        hf_home.trim_end_matches('/'),
+        repo_id.replace('/', "--")
+    )
+}
+
+/// Whether `revision` is a full commit id (40 lower-case hex digits), which names its snapshot
+/// directory in the hub cache.
+pub fn is_commit(revision: &str) -> bool {
+    revision.len() == 40
+        && revision
+            .chars()
+            .all(|c| c.is_ascii_digit() || ('a'..='f').contains(&c))
 }
 
 /// A cache's download Job: `<cache>-download` ([`label_value_name`]).
@@ -403,6 +508,103 @@ mod tests {
             assert!(name.len() <= MAX_CACHE_NAME_FOR_JOB, "{name}");
             assert!(is_dns1123_label(&download_job_name(&name)));
         }
+    }
+
+    #[test]
+    fn one_adapter_one_cache_name_per_claim_and_revision() {
+        let key = |id: &str, revision: &str, claim: &str| AdapterCacheKey {
+            adapter_id: id.into(),
+            revision: revision.into(),
+            claim_name: claim.into(),
+        };
+        let name = key("org/sql-lora", "main", "qwen-c").cache_name();
+        assert!(name.starts_with("org-sql-lora-"), "{name}");
+        assert_eq!(name.len(), "org-sql-lora-".len() + 16);
+        assert_eq!(
+            name,
+            key("org/sql-lora", "main", "qwen-c").cache_name(),
+            "stable"
+        );
+        assert_ne!(name, key("org/sql-lora", "v2", "qwen-c").cache_name());
+        assert_ne!(name, key("org/sql-lora", "main", "llama-c").cache_name());
+        // Never a model cache's name, even for the same repository.
+        let model = ModelCacheKey {
+            source: ModelSource::Huggingface,
+            model_id: "org/sql-lora".into(),
+            revision: "main".into(),
+        };
+        assert_ne!(name, model.cache_name());
+        for id in [
+            "org/sql-lora",
+            "a/".repeat(100).as_str(),
+            "___/___",
+            "Some-Org/A.Very.Long.Adapter-Name-With-Many-Parts_v2-final",
+        ] {
+            let name = key(id, "0123456789abcdef0123456789abcdef01234567", "c").cache_name();
+            assert!(is_dns1123_label(&name), "{name}");
+            assert!(name.len() <= MAX_CACHE_NAME_FOR_JOB, "{name}");
+            assert!(is_dns1123_label(&download_job_name(&name)));
+        }
+    }
+
+    #[test]
+    fn only_hugging_face_adapters_of_a_shared_cache_go_through_it() {
+        let spec = |volumes: serde_json::Value| {
+            serde_json::json!({"model": {"id": "Qwen/Qwen3-0.6B", "storage": {"volumes": volumes}},
+                "adapters": [
+                    {"name": "sql", "source": "hf://org/sql-lora"},
+                    {"name": "chat", "source": "org/chat-lora", "revision": "v2"},
+                    {"name": "tone", "source": "pvc://loras/tone"},
+                    {"name": "web", "source": "s3://bucket/web"}]})
+        };
+        let shared = md(
+            "q",
+            spec(serde_json::json!([{"name": "w", "purpose": "modelCache"}])),
+        );
+        let downloads = adapter_downloads(&shared);
+        let model_cache = download(&shared).unwrap().cache_name;
+        assert_eq!(
+            downloads
+                .iter()
+                .map(|d| (
+                    d.name.as_str(),
+                    d.key.adapter_id.as_str(),
+                    d.key.revision.as_str()
+                ))
+                .collect::<Vec<_>>(),
+            [
+                ("sql", "org/sql-lora", "main"),
+                ("chat", "org/chat-lora", "v2")
+            ]
+        );
+        assert!(downloads.iter().all(|d| d.model_cache == model_cache
+            && d.key.claim_name == model_cache
+            && d.cache_name == d.key.cache_name()));
+        // A read-only mount of the shared cache: still through the caches (their Jobs write).
+        let read_only = md(
+            "q",
+            spec(serde_json::json!([{"name": "w", "purpose": "modelCache", "readOnly": true}])),
+        );
+        assert_eq!(adapter_downloads(&read_only).len(), 2);
+        // No shared cache: the engine downloads them itself.
+        for volumes in [
+            serde_json::json!([]),
+            serde_json::json!([{"name": "w", "purpose": "modelCache", "size": "10Gi"}]),
+            serde_json::json!([{"name": "w", "purpose": "modelCache", "claimName": "mine"}]),
+        ] {
+            assert!(adapter_downloads(&md("q", spec(volumes))).is_empty());
+        }
+    }
+
+    #[test]
+    fn snapshot_paths_and_commits() {
+        assert_eq!(
+            hub_snapshot_path("/model-cache/", "org/sql-lora", "abc"),
+            "/model-cache/hub/models--org--sql-lora/snapshots/abc"
+        );
+        assert!(is_commit("0123456789abcdef0123456789abcdef01234567"));
+        assert!(!is_commit("0123456789ABCDEF0123456789abcdef01234567"));
+        assert!(!is_commit("main") && !is_commit("0123456"));
     }
 
     #[test]

@@ -404,7 +404,7 @@ fn labels_propagate_to_the_gateway_objects_and_the_autoscaler() {
         namespace: "team-a".into(),
         name: names.pool.clone(),
     };
-    let route = render::route(&owner, &names, &gateway, &pool, "qwen", "h");
+    let route = render::route(&owner, &names, &gateway, &pool, &["qwen"], "h");
     assert_eq!(route["metadata"]["labels"]["org.example/team"], "ml");
     let selector = render::pool_selector(None, "m");
     let rendered_pool = render::pool(&owner, &names, &selector, 8000, "h");

@@ -450,6 +450,10 @@ async fn a_running_deployment_is_routed_through_the_gateway_and_cleaned_up() {
         status_gateway.gateway_namespace.as_deref(),
         Some(gateway_namespace.as_str())
     );
+    assert_eq!(
+        status_gateway.gateway_name.as_deref(),
+        Some("inference-gateway")
+    );
 
     // The gateway accepts the route: GatewayReady follows.
     write_route_status(
@@ -500,6 +504,45 @@ async fn a_running_deployment_is_routed_through_the_gateway_and_cleaned_up() {
         d.metadata.deletion_timestamp.is_none() && d.metadata.uid != old_uid
     })
     .await;
+    // So are its other objects (each watched by the label, metadata only): the ConfigMap, the
+    // Service and the RoleBinding deleted together come back without a resync (10 min here).
+    let deleted_at = Instant::now();
+    let config_maps: Api<ConfigMap> = Api::namespaced(env.client.clone(), &ns);
+    let services: Api<Service> = Api::namespaced(env.client.clone(), &ns);
+    let bindings: Api<RoleBinding> = Api::namespaced(env.client.clone(), &ns);
+    let uids = (
+        config_maps.get(epp).await.unwrap().metadata.uid,
+        services.get(epp).await.unwrap().metadata.uid,
+        bindings.get(epp).await.unwrap().metadata.uid,
+    );
+    config_maps
+        .delete(epp, &DeleteParams::default())
+        .await
+        .unwrap();
+    services
+        .delete(epp, &DeleteParams::default())
+        .await
+        .unwrap();
+    bindings
+        .delete(epp, &DeleteParams::default())
+        .await
+        .unwrap();
+    wait_for(&config_maps, epp, WAIT, "picker ConfigMap restored", |c| {
+        c.metadata.uid != uids.0
+    })
+    .await;
+    wait_for(&services, epp, WAIT, "picker Service restored", |s| {
+        s.metadata.uid != uids.1
+    })
+    .await;
+    wait_for(&bindings, epp, WAIT, "picker RoleBinding restored", |b| {
+        b.metadata.uid != uids.2
+    })
+    .await;
+    eprintln!(
+        "picker ConfigMap, Service and RoleBinding restored {:.1}s after their deletion",
+        deleted_at.elapsed().as_secs_f64()
+    );
 
     // Refused by its parent: the route's own reason.
     write_route_status(
@@ -725,11 +768,46 @@ async fn several_gateways_own_routes_and_provider_managed_pools() {
         )
         .await
         .unwrap();
+    // The user's route is watched (metadata only, routes without our label): its creation,
+    // then its status written by the Gateway, reach the condition without a resync (10 min
+    // here) or a spec change.
+    let watched = Instant::now();
+    wait_reason(&mds, "byo", "RoutePending").await;
     write_route_status(&env.client, &ns, "my-route", &ns, "gw-b", None).await;
-    // A change of the user's route is not watched (it carries no label of ours); the next
-    // spec change or resync reads it. Touch the spec.
-    mds.patch("byo", &PatchParams::default(), &Patch::Merge(json!({"metadata": {"annotations": {"touch": "1"}}, "spec": {"gateway": {"modelName": "byo-model"}}}))).await.unwrap();
-    // (The status before the change was GatewayConfigured too: wait for the new model name.)
+    let md = wait_reason(&mds, "byo", "GatewayConfigured").await;
+    assert!(
+        gateway_ready(&md)
+            .unwrap()
+            .2
+            .contains(&format!("HTTPRoute {ns}/my-route is the user's")),
+        "{md:?}"
+    );
+    write_route_status(
+        &env.client,
+        &ns,
+        "my-route",
+        &ns,
+        "gw-b",
+        Some((
+            "NotAllowedByListeners",
+            "listener http does not allow this namespace",
+        )),
+    )
+    .await;
+    wait_reason(&mds, "byo", "NotAllowedByListeners").await;
+    write_route_status(&env.client, &ns, "my-route", &ns, "gw-b", None).await;
+    wait_reason(&mds, "byo", "GatewayConfigured").await;
+    eprintln!(
+        "the user's route followed (created, accepted, refused, accepted) in {:.1}s",
+        watched.elapsed().as_secs_f64()
+    );
+    mds.patch(
+        "byo",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"spec": {"gateway": {"modelName": "byo-model"}}})),
+    )
+    .await
+    .unwrap();
     let md = wait_for(&mds, "byo", WAIT, "the new model name", |md| {
         md.status
             .as_ref()
@@ -1298,6 +1376,43 @@ async fn the_inference_extension_crd_going_and_coming_back_needs_no_restart() {
         "sorted"
     );
 
+    // Deleted and created again while the deployment is routed: its pool went with the CRD.
+    // The watch cache may still hold that pool (with the current inputs hash), but it is older
+    // than the new CRD, so it counts as gone and the pool is applied again at once (the core
+    // resyncs every 10 min here).
+    let old_pool = pools(&env.client, &ns)
+        .get("asked")
+        .await
+        .unwrap()
+        .metadata
+        .uid;
+    let mut again = crds.get(name).await.unwrap();
+    crds.delete(name, &DeleteParams::default()).await.unwrap();
+    wait_deleted(&crds, name, WAIT).await;
+    wait_reason(&mds, "asked", "CRDsNotAvailable").await;
+    again.metadata = ObjectMeta {
+        name: Some(name.to_string()),
+        labels: again.metadata.labels.clone(),
+        annotations: again.metadata.annotations.clone(),
+        ..Default::default()
+    };
+    again.status = None;
+    crds.create(&PostParams::default(), &again).await.unwrap();
+    let recreated = Instant::now();
+    wait_for(
+        &pools(&env.client, &ns),
+        "asked",
+        WAIT,
+        "a new pool after the CRD was re-created",
+        |p| p.metadata.uid != old_pool,
+    )
+    .await;
+    wait_reason(&mds, "asked", "RoutePending").await;
+    eprintln!(
+        "pool back {:.1}s after the CRD was re-created while routed",
+        recreated.elapsed().as_secs_f64()
+    );
+
     // Deleting the namespace's last routed deployment takes its allowance back (while the
     // provider's finalizer holds the deployment, the core sees it being deleted).
     let deleting = Instant::now();
@@ -1323,14 +1438,486 @@ async fn the_inference_extension_crd_going_and_coming_back_needs_no_restart() {
     remove_gateway_and_report(&env, &gateway_namespace, "CRD scenario", started).await;
 }
 
+fn rewrites(client: &Client, namespace: &str) -> Api<DynamicObject> {
+    Api::namespaced_with(
+        client.clone(),
+        namespace,
+        &ApiResource::from_gvk_with_plural(
+            &GroupVersionKind::gvk(
+                "inference.networking.x-k8s.io",
+                "v1alpha2",
+                "InferenceModelRewrite",
+            ),
+            "inferencemodelrewrites",
+        ),
+    )
+}
+
+/// A listener allowing exactly `namespaces` (sorted) by name.
+fn allowing(namespaces: &[&str]) -> Value {
+    let mut values: Vec<&str> = namespaces.to_vec();
+    values.sort();
+    json!({"from": "Selector", "selector": {"matchExpressions": [
+        {"key": "kubernetes.io/metadata.name", "operator": "In", "values": values}]}})
+}
+
+/// Routing control (docs/gateway.md): a deployment names the user's InferencePool
+/// (`spec.gateway.poolRef`) and gets only a route to it, or names its own Gateway
+/// (`spec.gateway.gatewayRef`) and is routed through it under the usual allowance and clean-up
+/// rules, with `status.gateway.gatewayName`; and a deployment's LoRA adapters are routed by name
+/// (the route matches each, an InferenceModelRewrite names them to the pool's picker, which the
+/// real endpoint picker loads, with the LoRA affinity scorer in its configuration).
+#[tokio::test]
+async fn routing_control_pool_ref_gateway_ref_and_adapters() {
+    let _lock = cluster_lock().await;
+    let started = Instant::now();
+    let env = TestEnv::new("gateway-control").await;
+    let ns = env.namespace.clone();
+    let gateway_namespace = format!("{ns}-gw");
+    let edge = format!("{ns}-edge");
+    create_namespace(&env.client, &gateway_namespace).await;
+    create_gateway(&env.client, &gateway_namespace, "inference-gateway", true).await;
+    create_namespace(&env.client, &edge).await;
+    create_gateway(&env.client, &edge, "team-gw", false).await;
+    let (_core, _llmd) = start(&env).await;
+    let mds: Api<ModelDeployment> = Api::namespaced(env.client.clone(), &ns);
+    let pickers: Api<Deployment> = Api::namespaced(env.client.clone(), &ns);
+
+    // 1. poolRef, named before the pool exists: said, nothing created.
+    mds.create(
+        &PostParams::default(),
+        &deployment("pooled", json!({"poolRef": "shared-pool"})),
+    )
+    .await
+    .unwrap();
+    let md = wait_reason(&mds, "pooled", "InferencePoolNotFound").await;
+    assert_eq!(
+        gateway_ready(&md).unwrap().2,
+        format!(
+            "spec.gateway.poolRef names InferencePool {ns}/shared-pool, which does not exist; create it (inference.networking.k8s.io/v1, selecting this deployment's pods) or remove poolRef to have AI Runway create one"
+        )
+    );
+    assert!(
+        routes(&env.client, &ns)
+            .get_opt("pooled")
+            .await
+            .unwrap()
+            .is_none()
+    );
+    // The user creates it, with a selector and picker of their own: the pool watch routes the
+    // deployment (no resync: 10 min here).
+    let mut pool = sample("inferencepool-accepted.yaml");
+    pool.as_object_mut().unwrap().remove("status");
+    pool["metadata"] = json!({"name": "shared-pool", "namespace": ns});
+    pool["spec"]["selector"] = json!({"matchLabels": {"app.example/pool": "shared"}});
+    pool["spec"]["endpointPickerRef"]["name"] = json!("shared-epp");
+    let created = pools(&env.client, &ns)
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(pool).unwrap(),
+        )
+        .await
+        .unwrap();
+    let route = wait_for(
+        &routes(&env.client, &ns),
+        "pooled",
+        WAIT,
+        "route to the user's pool",
+        |_| true,
+    )
+    .await;
+    assert_eq!(
+        value(&route)["spec"]["rules"][0]["backendRefs"],
+        json!([{"group": "inference.networking.k8s.io", "kind": "InferencePool",
+                "name": "shared-pool", "namespace": ns, "weight": 1}])
+    );
+    assert_eq!(
+        value(&route)["spec"]["parentRefs"][0]["name"],
+        "inference-gateway",
+        "the cluster-wide Gateway"
+    );
+    wait_reason(&mds, "pooled", "RoutePending").await;
+    assert!(
+        pools(&env.client, &ns)
+            .get_opt("pooled")
+            .await
+            .unwrap()
+            .is_none(),
+        "no pool of ours"
+    );
+    assert!(
+        pickers.get_opt("pooled-epp").await.unwrap().is_none(),
+        "no picker of ours"
+    );
+    let kept = pools(&env.client, &ns).get("shared-pool").await.unwrap();
+    assert_eq!(
+        kept.metadata.resource_version, created.metadata.resource_version,
+        "the user's pool is never written"
+    );
+    write_route_status(
+        &env.client,
+        &ns,
+        "pooled",
+        &gateway_namespace,
+        "inference-gateway",
+        None,
+    )
+    .await;
+    let md = wait_reason(&mds, "pooled", "GatewayConfigured").await;
+    assert_eq!(
+        gateway_ready(&md).unwrap().2,
+        format!(
+            "InferencePool {ns}/shared-pool and HTTPRoute {ns}/pooled exist; Gateway {gateway_namespace}/inference-gateway accepted the route"
+        )
+    );
+
+    // 2. gatewayRef: routed through that Gateway rather than the labelled one; its listener
+    //    opened to the namespace; status.gateway names it.
+    mds.create(
+        &PostParams::default(),
+        &deployment(
+            "edge",
+            json!({"gatewayRef": {"name": "team-gw", "namespace": edge}}),
+        ),
+    )
+    .await
+    .unwrap();
+    let route = wait_for(
+        &routes(&env.client, &ns),
+        "edge",
+        WAIT,
+        "route through team-gw",
+        |_| true,
+    )
+    .await;
+    assert_eq!(
+        value(&route)["spec"]["parentRefs"],
+        json!([{"group": "gateway.networking.k8s.io", "kind": "Gateway", "name": "team-gw", "namespace": edge}])
+    );
+    wait_listener_of(
+        &env.client,
+        &edge,
+        "team-gw",
+        "team-gw opened to the namespace",
+        allowing(&[&ns, &edge]),
+    )
+    .await;
+    wait_listener(
+        &env.client,
+        &gateway_namespace,
+        "the shared Gateway still open (pooled)",
+        allowing(&[&ns, &gateway_namespace]),
+    )
+    .await;
+    write_route_status(&env.client, &ns, "edge", &edge, "team-gw", None).await;
+    let md = wait_reason(&mds, "edge", "GatewayConfigured").await;
+    assert!(
+        gateway_ready(&md)
+            .unwrap()
+            .2
+            .ends_with(&format!("Gateway {edge}/team-gw accepted the route")),
+        "{md:?}"
+    );
+    let fields = md.status.clone().unwrap().gateway.unwrap();
+    assert_eq!(
+        (
+            fields.gateway_name.as_deref(),
+            fields.gateway_namespace.as_deref(),
+            fields.endpoint.as_deref()
+        ),
+        (Some("team-gw"), Some(edge.as_str()), Some(GATEWAY_ADDRESS))
+    );
+    // A Gateway that does not exist: said; the route removed and the namespace's allowance on
+    // team-gw taken back, while `pooled` keeps it on the shared Gateway.
+    mds.patch(
+        "edge",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"spec": {"gateway": {"gatewayRef": {"name": "missing"}}}})),
+    )
+    .await
+    .unwrap();
+    let md = wait_reason(&mds, "edge", "NoGateway").await;
+    assert_eq!(
+        gateway_ready(&md).unwrap().2,
+        format!(
+            "spec.gateway.gatewayRef names Gateway {edge}/missing, which does not exist; create it, or correct or remove spec.gateway.gatewayRef (without it the cluster-wide Gateway is used)"
+        )
+    );
+    wait_deleted(&routes(&env.client, &ns), "edge", WAIT).await;
+    wait_listener_of(
+        &env.client,
+        &edge,
+        "team-gw",
+        "team-gw back to Same",
+        json!({"from": "Same"}),
+    )
+    .await;
+    wait_listener(
+        &env.client,
+        &gateway_namespace,
+        "the shared Gateway kept",
+        allowing(&[&ns, &gateway_namespace]),
+    )
+    .await;
+    eprintln!(
+        "poolRef and gatewayRef: {:.1}s",
+        started.elapsed().as_secs_f64()
+    );
+
+    // 3. LoRA adapters, on the direct vLLM provider (its picker is the core's default, the
+    //    one built here) with two replicas on the simulated GPU nodes.
+    let adapters_at = Instant::now();
+    let vllm_identity = stack::service_account_identity(
+        &env,
+        "deploy/providers/vllm/rbac.yaml",
+        "airunway-provider-vllm",
+    )
+    .await;
+    let _vllm = stack::start_provider(
+        &env,
+        "airunway-provider-vllm",
+        &vllm_identity,
+        &["--heartbeat-interval=1s"],
+        "vllm-gw-lora",
+    )
+    .await;
+    let ipcs: Api<InferenceProviderConfig> = Api::all(env.client.clone());
+    let registration = wait_for(&ipcs, "vllm", WAIT, "ready", |i| {
+        i.status.as_ref().and_then(|s| s.ready) == Some(true)
+    })
+    .await;
+    let lora = registration
+        .spec
+        .capabilities
+        .as_ref()
+        .map(|c| c.engine_capabilities())
+        .unwrap_or_default()
+        .into_iter()
+        .any(|c| c.name == airunway_api::v1alpha1::EngineType::Vllm && c.lora_support);
+    let offline = format!(
+        "127.0.0.1:{}/vllm/vllm-openai:offline",
+        std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port()
+    );
+    let with_adapters = |adapters: Value| -> ModelDeployment {
+        serde_json::from_value(json!({
+            "apiVersion": "airunway.ai/v1alpha1", "kind": "ModelDeployment",
+            "metadata": {"name": "lora"},
+            "spec": {"model": {"id": "Qwen/Qwen3-0.6B", "servedName": MODEL},
+                     "engine": {"type": "vllm", "image": offline},
+                     "resources": {"gpu": {"count": 1}, "memory": "8Gi"},
+                     "scaling": {"replicas": 2},
+                     "provider": {"name": "vllm"},
+                     "adapters": adapters},
+        }))
+        .unwrap()
+    };
+    mds.create(
+        &PostParams::default(),
+        &with_adapters(json!([{"name": "sql-lora", "source": "hf://org/sql-lora"},
+                              {"name": "chat-lora", "source": "org/chat-lora"}])),
+    )
+    .await
+    .unwrap();
+    if !lora {
+        // This build's vLLM registration declares no loraSupport: the provider refuses the
+        // deployment, which is never Running, so nothing is routed for it.
+        let md = wait_for(&mds, "lora", WAIT, "refused for its adapters", |md| {
+            md.status.as_ref().is_some_and(|s| {
+                s.message
+                    .as_deref()
+                    .is_some_and(|m| m.contains("does not serve LoRA adapters"))
+                    || s.conditions.iter().flatten().any(|c| {
+                        c.message
+                            .as_deref()
+                            .is_some_and(|m| m.contains("does not serve LoRA adapters"))
+                    })
+            })
+        })
+        .await;
+        assert_ne!(md.phase(), Some(Phase::Running));
+        assert!(
+            routes(&env.client, &ns)
+                .get_opt("lora")
+                .await
+                .unwrap()
+                .is_none()
+        );
+        assert!(
+            rewrites(&env.client, &ns)
+                .get_opt("lora-adapters")
+                .await
+                .unwrap()
+                .is_none()
+        );
+        eprintln!(
+            "vLLM declares no loraSupport here: the adapter deployment is refused and not routed"
+        );
+    } else {
+        wait_for(&mds, "lora", WAIT, "Running", |md| {
+            md.phase() == Some(Phase::Running)
+        })
+        .await;
+        let route = wait_for(&routes(&env.client, &ns), "lora", WAIT, "route", |_| true).await;
+        let matched: Vec<Value> = value(&route)["spec"]["rules"][0]["matches"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| m["headers"][0]["value"].clone())
+            .collect();
+        assert_eq!(
+            matched,
+            [json!(MODEL), json!("sql-lora"), json!("chat-lora")]
+        );
+        // Accepted by the real v1.5.0 CRD (stored with its defaults).
+        let rewrite = wait_for(
+            &rewrites(&env.client, &ns),
+            "lora-adapters",
+            WAIT,
+            "rewrite",
+            |_| true,
+        )
+        .await;
+        assert_eq!(
+            value(&rewrite)["spec"],
+            json!({"poolRef": {"group": "inference.networking.k8s.io", "kind": "InferencePool", "name": "lora"},
+                   "rules": [
+                       {"matches": [{"model": {"type": "Exact", "value": "sql-lora"}}],
+                        "targets": [{"modelRewrite": "sql-lora"}]},
+                       {"matches": [{"model": {"type": "Exact", "value": "chat-lora"}}],
+                        "targets": [{"modelRewrite": "chat-lora"}]}]})
+        );
+        let config = Api::<ConfigMap>::namespaced(env.client.clone(), &ns)
+            .get("lora-epp")
+            .await
+            .unwrap()
+            .data
+            .unwrap()["default-plugins.yaml"]
+            .clone();
+        assert!(config.contains("- type: lora-affinity-scorer"), "{config}");
+        // The real picker accepts that configuration, loads the pool and the rewrite.
+        let (picker, log) = start_real_picker(&env, "lora").await;
+        let loaded = || {
+            picker_log(&log, "Added/Updated InferenceModelRewrite")
+                .into_iter()
+                .filter(|l| {
+                    l["InferenceModelRewrite"] == json!({"name": "lora-adapters", "namespace": ns})
+                })
+                .count()
+        };
+        eventually("the picker loads the rewrite", WAIT, || async {
+            if loaded() > 0 {
+                Ok(())
+            } else {
+                Err(picker.process.log_tail(20))
+            }
+        })
+        .await;
+        // One adapter removed: the rewrite follows and the picker loads it again.
+        let before = loaded();
+        mds.patch(
+            "lora",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"adapters": [{"name": "sql-lora", "source": "hf://org/sql-lora"}]}})),
+        )
+        .await
+        .unwrap();
+        wait_for(
+            &rewrites(&env.client, &ns),
+            "lora-adapters",
+            WAIT,
+            "one rule",
+            |r| value(r)["spec"]["rules"].as_array().map(Vec::len) == Some(1),
+        )
+        .await;
+        eventually("the picker reloads the rewrite", WAIT, || async {
+            if loaded() > before {
+                Ok(())
+            } else {
+                Err(picker.process.log_tail(20))
+            }
+        })
+        .await;
+        // The picker's metrics are readable with no token (the core renders them without
+        // authentication), as by any scraper.
+        let (status, body) = airunway_e2e::http::get(&picker.metrics_url())
+            .await
+            .unwrap();
+        assert_eq!(status, 200);
+        assert!(body.contains("inference_pool_per_pod_queue_size"), "{body}");
+        picker.process.terminate(Duration::from_secs(10));
+        // No adapters left: the rewrite goes.
+        mds.patch(
+            "lora",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"adapters": null}})),
+        )
+        .await
+        .unwrap();
+        wait_deleted(&rewrites(&env.client, &ns), "lora-adapters", WAIT).await;
+    }
+    eprintln!("adapters: {:.1}s", adapters_at.elapsed().as_secs_f64());
+
+    for name in ["pooled", "edge", "lora"] {
+        mds.delete(name, &DeleteParams::default()).await.unwrap();
+    }
+    for name in ["pooled", "edge", "lora"] {
+        wait_deleted(&mds, name, WAIT).await;
+    }
+    assert!(
+        pools(&env.client, &ns)
+            .get_opt("shared-pool")
+            .await
+            .unwrap()
+            .is_some(),
+        "the user's pool is never deleted"
+    );
+    wait_listener(
+        &env.client,
+        &gateway_namespace,
+        "the shared Gateway back to Same",
+        json!({"from": "Same"}),
+    )
+    .await;
+    gateways(&env.client, &edge)
+        .delete("team-gw", &DeleteParams::default())
+        .await
+        .unwrap();
+    remove_gateway_and_report(
+        &env,
+        &gateway_namespace,
+        "routing control scenario",
+        started,
+    )
+    .await;
+}
+
 /// Waits until the Gateway's listener allows exactly `expected` (`{"from": "Same"}` once AI
 /// Runway took every allowance back).
 async fn wait_listener(client: &Client, gateway_namespace: &str, what: &str, expected: Value) {
+    wait_listener_of(
+        client,
+        gateway_namespace,
+        "inference-gateway",
+        what,
+        expected,
+    )
+    .await;
+}
+
+/// [`wait_listener`] for the Gateway `gateway_namespace/name`.
+async fn wait_listener_of(
+    client: &Client,
+    gateway_namespace: &str,
+    name: &str,
+    what: &str,
+    expected: Value,
+) {
     eventually(what, WAIT, || async {
-        let gateway = gateways(client, gateway_namespace)
-            .get("inference-gateway")
-            .await
-            .unwrap();
+        let gateway = gateways(client, gateway_namespace).get(name).await.unwrap();
         let namespaces = listener_namespaces(&gateway);
         let annotated = value(&gateway)["metadata"]["annotations"]
             .get("airunway.ai/allowed-route-namespaces")

@@ -1,8 +1,9 @@
-//! LoRA adapters (`spec.adapters`, docs/lora.md) with the real core and the real llm-d, vLLM
-//! and Dynamo providers (each as its ServiceAccount with the shipped RBAC) on the harness's
-//! cluster: kube-scheduler places the vLLM Pods on KWOK's simulated GPU nodes and the real
-//! deployment controller writes the conditions the providers translate. No test writes a
-//! Deployment or a ModelDeployment status.
+//! LoRA adapters (`spec.adapters`, docs/lora.md) with the real core and the real llm-d, vLLM,
+//! Dynamo and KubeRay providers (each as its ServiceAccount with the shipped RBAC) on the
+//! harness's cluster: kube-scheduler places the vLLM Pods on KWOK's simulated GPU nodes and the
+//! real deployment controller writes the conditions the providers translate; KubeRay's
+//! RayServices are checked by the real RayService CRD's schema. No test writes a Deployment,
+//! a RayService or a ModelDeployment status.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::time::Duration;
@@ -11,11 +12,14 @@ use airunway_api::constants::{condition_types, labels, reasons};
 use airunway_api::v1alpha1::{
     AdapterState, ConditionStatus, InferenceProviderConfig, ModelDeployment, Phase,
 };
+use airunway_e2e::control_plane::{crd_files, install_crds};
 use airunway_e2e::stack::{self, FAST_HEALTH, Running};
 use airunway_e2e::wait::{eventually, wait_for};
 use airunway_e2e::{TestEnv, cluster_lock};
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
-use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
+use kube::api::{
+    Api, ApiResource, DeleteParams, DynamicObject, ListParams, Patch, PatchParams, PostParams,
+};
 use serde_json::{Value, json};
 
 const WAIT: Duration = Duration::from_secs(60);
@@ -423,6 +427,153 @@ async fn selection_skips_providers_without_lora_and_a_named_one_is_refused() {
         mds.delete(name, &DeleteParams::default()).await.unwrap();
     }
     for name in ["auto", "auto-plain", "named-dynamo", "s3-on-vllm"] {
+        airunway_e2e::wait::wait_deleted(&mds, name, WAIT).await;
+    }
+    for provider in providers {
+        provider.process.terminate(Duration::from_secs(10));
+    }
+    core.process.terminate(Duration::from_secs(10));
+}
+
+/// The RayServices of the test's namespace.
+fn rayservices(env: &TestEnv) -> Api<DynamicObject> {
+    let resource = ApiResource {
+        group: "ray.io".into(),
+        version: "v1".into(),
+        api_version: "ray.io/v1".into(),
+        kind: "RayService".into(),
+        plural: "rayservices".into(),
+    };
+    Api::namespaced_with(env.client.clone(), &env.namespace, &resource)
+}
+
+/// Two `s3://` adapters in one prefix on KubeRay: the RayService is created and accepted by the
+/// real RayService CRD, its `serveConfigV2` holds Ray Serve LLM's `lora_config` and vLLM's LoRA
+/// engine keyword arguments, and `status.adapters` lists both (no KubeRay operator runs here, so
+/// nothing becomes ready: they show `Loading`). A Hugging Face adapter is refused by the
+/// provider with its message, each adapter `Failed` with it, and nothing is rendered.
+#[tokio::test]
+async fn kuberay_renders_s3_adapters_as_lora_config_and_refuses_hugging_face() {
+    let _lock = cluster_lock().await;
+    let env = TestEnv::new("lora-kuberay").await;
+    let rayservice_crd: Vec<_> = crd_files()
+        .unwrap()
+        .into_iter()
+        .filter(|f| f.ends_with("ray.io_rayservices.yaml"))
+        .collect();
+    install_crds(&env.client, &rayservice_crd).await.unwrap();
+    let (core, providers) = start(&env, &["kuberay"]).await;
+    let mds: Api<ModelDeployment> = Api::namespaced(env.client.clone(), &env.namespace);
+    let rs = rayservices(&env);
+
+    let s3 = json!({"model": {"id": "Qwen/Qwen3-0.6B", "servedName": "qwen"},
+        "engine": {"type": "vllm"}, "provider": {"name": "kuberay"},
+        "resources": {"gpu": {"count": 1}, "memory": "8Gi"},
+        "adapters": [{"name": "sql", "source": "s3://bucket/loras/sql", "maxRank": 8},
+                     {"name": "support", "source": "s3://bucket/loras/support", "maxRank": 16}]});
+    let mut hf = s3.clone();
+    hf["adapters"] = two_adapters();
+    for (name, spec) in [("s3-on-kuberay", s3), ("hf-on-kuberay", hf)] {
+        mds.create(&PostParams::default(), &deployment(name, spec))
+            .await
+            .unwrap();
+    }
+
+    let md = wait_for(
+        &mds,
+        "s3-on-kuberay",
+        WAIT,
+        "the RayService created, both adapters listed",
+        |md| {
+            md.condition(condition_types::RESOURCE_CREATED)
+                .is_some_and(|c| c.is_true())
+                && adapter_states(md).len() == 2
+        },
+    )
+    .await;
+    assert_eq!(
+        md.condition(condition_types::PROVIDER_COMPATIBLE)
+            .map(|c| c.status),
+        Some(ConditionStatus::True)
+    );
+    let adapters = md.status.as_ref().unwrap().adapters.clone().unwrap();
+    assert_eq!(
+        adapters
+            .iter()
+            .map(|a| (a.name.as_str(), a.source.as_deref(), a.state))
+            .collect::<Vec<_>>(),
+        [
+            (
+                "sql",
+                Some("s3://bucket/loras/sql"),
+                Some(AdapterState::Loading)
+            ),
+            (
+                "support",
+                Some("s3://bucket/loras/support"),
+                Some(AdapterState::Loading)
+            ),
+        ]
+    );
+    // Created, so accepted by the real RayService schema.
+    let ray_service = rs.get("s3-on-kuberay").await.unwrap();
+    let config: Value =
+        serde_saphyr::from_str(ray_service.data["spec"]["serveConfigV2"].as_str().unwrap())
+            .unwrap();
+    let llm = &config["applications"][0]["args"]["llm_configs"][0];
+    assert_eq!(
+        llm["model_loading_config"],
+        json!({"model_id": "qwen", "model_source": "Qwen/Qwen3-0.6B"}),
+        "clients request qwen:sql and qwen:support"
+    );
+    assert_eq!(
+        llm["lora_config"],
+        json!({"dynamic_lora_loading_path": "s3://bucket/loras", "max_num_adapters_per_replica": 2})
+    );
+    assert_eq!(
+        (
+            &llm["engine_kwargs"]["enable_lora"],
+            &llm["engine_kwargs"]["max_loras"],
+            &llm["engine_kwargs"]["max_lora_rank"]
+        ),
+        (&json!(true), &json!(2), &json!(16))
+    );
+
+    // A Hugging Face adapter: refused naming the field and the fix, nothing rendered.
+    let refused = wait_for(&mds, "hf-on-kuberay", WAIT, "refused", |md| {
+        md.condition(condition_types::PROVIDER_COMPATIBLE)
+            .is_some_and(|c| c.status == ConditionStatus::False)
+    })
+    .await;
+    let message = airunway_provider_kuberay::lora::source_refused(0, "Hugging Face", "sql");
+    assert_eq!(
+        message,
+        "spec.adapters[0].source: KubeRay's Ray Serve LLM loads LoRA adapters from one s3:// or gs:// prefix (lora_config.dynamic_lora_loading_path), not from a Hugging Face source: copy the adapter to s3://<bucket>/<prefix>/sql (or gs://), or name a provider that loads it in spec.provider.name (vllm, llmd or kaito)"
+    );
+    let compatible = refused
+        .condition(condition_types::PROVIDER_COMPATIBLE)
+        .unwrap();
+    assert_eq!(compatible.message.as_deref(), Some(message.as_str()));
+    assert_eq!(
+        compatible.reason.as_deref(),
+        Some(reasons::INCOMPATIBLE_CONFIGURATION)
+    );
+    assert_eq!(refused.phase(), Some(Phase::Failed));
+    let adapters = refused.status.as_ref().unwrap().adapters.clone().unwrap();
+    assert_eq!(adapters.len(), 2);
+    for adapter in &adapters {
+        assert_eq!(adapter.state, Some(AdapterState::Failed));
+        assert_eq!(adapter.message.as_deref(), Some(message.as_str()));
+    }
+    assert!(
+        rs.get_opt("hf-on-kuberay").await.unwrap().is_none(),
+        "nothing rendered"
+    );
+
+    for name in ["s3-on-kuberay", "hf-on-kuberay"] {
+        mds.delete(name, &DeleteParams::default()).await.unwrap();
+    }
+    for name in ["s3-on-kuberay", "hf-on-kuberay"] {
         airunway_e2e::wait::wait_deleted(&mds, name, WAIT).await;
     }
     for provider in providers {

@@ -14,7 +14,11 @@
 //! - with the real llm-d and vLLM providers running, one deployment on each shares the cache:
 //!   both are held `Pending` (`Reconciling=True/DownloadInProgress`) with no Deployment created
 //!   until the cache is `Ready`, then each provider's Deployments mount the one claim at
-//!   `/model-cache` with `HF_HOME` there.
+//!   `/model-cache` with `HF_HOME` there;
+//! - LoRA adapters fetched through the model cache: one cache per Hugging Face adapter on the
+//!   model cache's claim, the vLLM provider's workload held (`status.adapters` `Downloading`)
+//!   until the model and every adapter are `Ready`, a second deployment reusing an adapter's
+//!   cache (`users: 2`).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 /// The Hub's file API from generated files: the downloader's own test server, reused.
@@ -932,6 +936,320 @@ async fn two_providers_wait_for_the_shared_cache_then_mount_it() {
             .unwrap();
     }
     for name in ["on-llmd", "on-vllm"] {
+        wait_deleted(&deployments, name, WAIT).await;
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A Hub whose every repository is a small LoRA adapter: its config, a 2 MiB LFS weights file.
+fn adapter_files() -> hub::Hub {
+    hub::Hub::new(vec![
+        (
+            "adapter_config.json",
+            hub::Content::Literal(bytes::Bytes::from_static(
+                b"{\"r\": 8, \"peft_type\": \"LORA\"}",
+            )),
+            false,
+        ),
+        (
+            "adapter_model.safetensors",
+            hub::Content::Generated {
+                size: 2 << 20,
+                seed: 11,
+            },
+            true,
+        ),
+    ])
+}
+
+/// `(name, state)` of every entry of `status.adapters`.
+fn adapter_states(
+    md: &ModelDeployment,
+) -> Vec<(String, Option<airunway_api::v1alpha1::AdapterState>)> {
+    md.status
+        .as_ref()
+        .and_then(|s| s.adapters.clone())
+        .unwrap_or_default()
+        .into_iter()
+        .map(|a| (a.name, a.state))
+        .collect()
+}
+
+/// Runs the download of `cache` as its Job's Pod would (into `dir`, the claim), then ends the
+/// Pod as the kubelet would and waits until the cache is `Ready`.
+async fn download(env: &TestEnv, cache: &str, dir: &std::path::Path) {
+    let job = the_job(env, cache).await;
+    let (code, stderr) = run_job(env, &job, dir).await;
+    assert_eq!(code, 0, "{cache}: {stderr}");
+    let pod = job_pod(env, &job.metadata.name.clone().unwrap()).await;
+    end_pod(env, &pod, 0, "").await;
+    wait_for(&caches(env), cache, WAIT, "Ready", |c| {
+        c.status.as_ref().and_then(|s| s.phase) == Some(CachePhase::Ready)
+    })
+    .await;
+}
+
+/// LoRA adapters fetched through the model cache (docs/model-cache.md, "Adapter caches"), with
+/// the real core and the real vLLM provider: a deployment with a shared `modelCache` volume and
+/// two Hugging Face adapters gets one `ModelCache` for the model and one per adapter, each
+/// adapter's on the model cache's claim (owned by the model cache); `status.adapters` shows both
+/// `Downloading` and no Deployment exists until the model and both adapters are `Ready`; the
+/// adapters land in the hub cache layout on the claim beside the model; then the Deployment
+/// mounts the claim and loads the adapters by repository id (resolved from `HF_HOME`), and the
+/// adapters are `Loading` or `Ready`. A second deployment of the same model with one of the
+/// adapters reuses its cache (`users: 2`): no new cache, and its workload is created without a
+/// download.
+#[tokio::test]
+async fn adapters_are_fetched_through_the_model_cache_one_shared_cache_each() {
+    use airunway_api::v1alpha1::AdapterState;
+    use k8s_openapi::api::apps::v1::Deployment;
+    let _lock = cluster_lock().await;
+    let env = TestEnv::new("mc-adapters").await;
+    airunway_e2e::providers::delete_all(&env.client).await;
+    let server = hub::start(adapter_files()).await;
+    let endpoint = format!("--model-cache-endpoint={}", server.endpoint);
+    let _core = start_core(
+        &env,
+        &env.control_plane.kubeconfig,
+        &[&endpoint, "--model-cache-size=1Gi"],
+        "core-model-cache-adapters",
+    )
+    .await;
+    let _vllm = start_provider(&env, "vllm").await;
+    let deployments: Api<ModelDeployment> = Api::namespaced(env.client.clone(), &env.namespace);
+    // An image on a loopback port nothing listens on: the resolution fails at once and the tag
+    // is used; no request leaves the machine.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let with_adapters = |name: &str, adapters: Value| {
+        let mut md = deployment(name);
+        md.spec.provider = Some(serde_json::from_value(json!({"name": "vllm"})).unwrap());
+        md.spec.engine = Some(
+            serde_json::from_value(json!({"type": "vllm",
+                "image": format!("127.0.0.1:{port}/vllm/vllm-openai:offline")}))
+            .unwrap(),
+        );
+        md.spec.adapters = Some(serde_json::from_value(adapters).unwrap());
+        md
+    };
+    let first = with_adapters(
+        "a",
+        json!([{"name": "sql", "source": "hf://org/sql-lora", "maxRank": 8},
+               {"name": "support", "source": "org/support-lora"}]),
+    );
+    deployments
+        .create(&PostParams::default(), &first)
+        .await
+        .unwrap();
+    let model_cache = storage::download(&first).unwrap().cache_name;
+    let adapter_caches: Vec<String> = storage::adapter_downloads(&first)
+        .into_iter()
+        .map(|d| d.cache_name)
+        .collect();
+    assert_eq!(adapter_caches.len(), 2);
+
+    // One cache per adapter, on the model cache's claim, owned by the model cache.
+    let api = caches(&env);
+    let model = wait_for(&api, &model_cache, WAIT, "the model cache", |_| true).await;
+    for (cache, id) in adapter_caches
+        .iter()
+        .zip(["org/sql-lora", "org/support-lora"])
+    {
+        let adapter = wait_for(&api, cache, WAIT, "the adapter cache, in use", |c| {
+            c.status.as_ref().and_then(|s| s.users) == Some(1)
+        })
+        .await;
+        assert_eq!(adapter.spec.model_id.as_deref(), Some(id));
+        assert_eq!(
+            adapter.spec.claim_name.as_deref(),
+            Some(model_cache.as_str())
+        );
+        assert_eq!(
+            adapter
+                .metadata
+                .labels
+                .clone()
+                .unwrap_or_default()
+                .get(labels::ADAPTER_OF),
+            Some(&model_cache)
+        );
+        let owners = adapter
+            .metadata
+            .owner_references
+            .clone()
+            .unwrap_or_default();
+        assert_eq!(owners.len(), 1);
+        assert_eq!(Some(&owners[0].uid), model.metadata.uid.as_ref());
+    }
+    assert_eq!(
+        api.list(&ListParams::default()).await.unwrap().items.len(),
+        3
+    );
+
+    // Held: both adapters Downloading, nothing rendered.
+    let held = wait_for(&deployments, "a", WAIT, "adapters Downloading", |md| {
+        adapter_states(md)
+            == [
+                ("sql".to_string(), Some(AdapterState::Downloading)),
+                ("support".to_string(), Some(AdapterState::Downloading)),
+            ]
+    })
+    .await;
+    assert_eq!(
+        held.status.as_ref().and_then(|s| s.phase),
+        Some(airunway_api::v1alpha1::Phase::Pending)
+    );
+    let all: Api<Deployment> = Api::namespaced(env.client.clone(), &env.namespace);
+    let none_yet = || async {
+        assert!(
+            all.list(&ListParams::default())
+                .await
+                .unwrap()
+                .items
+                .is_empty(),
+            "a workload was created before the model and its adapters were Ready"
+        );
+    };
+    none_yet().await;
+
+    // The model, then one adapter: still held, the other adapter still Downloading.
+    let dir = tempfile_dir(&env);
+    download(&env, &model_cache, &dir).await;
+    download(&env, &adapter_caches[0], &dir).await;
+    let md = wait_for(&deployments, "a", WAIT, "one adapter left", |md| {
+        md.condition(condition_types::ADAPTERS_DOWNLOADED)
+            .and_then(|c| c.message.clone())
+            .is_some_and(|m| {
+                m.starts_with(airunway_api::lora::ADAPTER_DOWNLOAD_IN_PROGRESS)
+                    && m.contains("support: ")
+                    && !m.contains("sql: ")
+            })
+    })
+    .await;
+    assert_eq!(
+        md.condition(condition_types::MODEL_DOWNLOADED)
+            .map(|c| c.status),
+        Some(ConditionStatus::True)
+    );
+    wait_for(&deployments, "a", WAIT, "support still Downloading", |md| {
+        adapter_states(md).get(1) == Some(&("support".to_string(), Some(AdapterState::Downloading)))
+    })
+    .await;
+    none_yet().await;
+    download(&env, &adapter_caches[1], &dir).await;
+
+    // The adapters are on the claim, beside the model, in the hub cache layout.
+    for repo in ["org--model", "org--sql-lora", "org--support-lora"] {
+        let root = dir.join(format!("hub/models--{repo}"));
+        let snapshot = root.join("snapshots").join(hub::COMMIT);
+        assert!(snapshot.is_dir(), "{}", snapshot.display());
+        assert_eq!(
+            std::fs::read_to_string(root.join("refs/main"))
+                .unwrap()
+                .trim(),
+            hub::COMMIT
+        );
+    }
+    assert_eq!(
+        std::fs::metadata(
+            dir.join("hub/models--org--sql-lora/snapshots")
+                .join(hub::COMMIT)
+                .join("adapter_model.safetensors")
+        )
+        .unwrap()
+        .len(),
+        2 << 20
+    );
+
+    // Then the workload: the claim mounted with HF_HOME at it, the adapters by repository id.
+    let (_, downloaded) = wait_for_condition(
+        &deployments,
+        "a",
+        WAIT,
+        condition_types::ADAPTERS_DOWNLOADED,
+        ConditionStatus::True,
+    )
+    .await;
+    assert_eq!(
+        downloaded.message.as_deref(),
+        Some("Adapters downloaded: sql, support")
+    );
+    let rendered = wait_for(&all, "a", WAIT, "the Deployment", |_| true).await;
+    let container = &rendered.spec.unwrap().template.spec.unwrap().containers[0];
+    let args = container.args.clone().unwrap_or_default();
+    let modules = args
+        .iter()
+        .position(|a| a == "--lora-modules")
+        .map(|i| args[i + 1..i + 3].to_vec());
+    assert_eq!(
+        modules,
+        Some(vec![
+            "sql=org/sql-lora".to_string(),
+            "support=org/support-lora".to_string()
+        ]),
+        "{args:?}"
+    );
+    for (claim, path, home) in cache_mounts(&env, "a").await {
+        assert_eq!(claim, model_cache);
+        assert_eq!(path, storage::MODEL_CACHE_MOUNT_PATH);
+        assert_eq!(home, storage::MODEL_CACHE_MOUNT_PATH);
+    }
+    wait_for(&deployments, "a", WAIT, "adapters Loading or Ready", |md| {
+        let states = adapter_states(md);
+        states.len() == 2
+            && states
+                .iter()
+                .all(|(_, s)| matches!(s, Some(AdapterState::Loading) | Some(AdapterState::Ready)))
+    })
+    .await;
+
+    // A second deployment of the model with one of the adapters (under another name): the
+    // same cache, two users, no download, its workload created.
+    let second = with_adapters("b", json!([{"name": "sql-too", "source": "org/sql-lora"}]));
+    assert_eq!(
+        storage::adapter_downloads(&second)[0].cache_name,
+        adapter_caches[0]
+    );
+    deployments
+        .create(&PostParams::default(), &second)
+        .await
+        .unwrap();
+    wait_for(&api, &adapter_caches[0], WAIT, "two users", |c| {
+        c.status.as_ref().and_then(|s| s.users) == Some(2)
+    })
+    .await;
+    wait_for(&api, &model_cache, WAIT, "two users", |c| {
+        c.status.as_ref().and_then(|s| s.users) == Some(2)
+    })
+    .await;
+    wait_for(&all, "b", WAIT, "b's Deployment", |_| true).await;
+    assert_eq!(
+        api.list(&ListParams::default()).await.unwrap().items.len(),
+        3,
+        "no new cache"
+    );
+    let jobs: Api<Job> = Api::namespaced(env.client.clone(), &env.namespace);
+    let by_type = ListParams::default().labels(&format!(
+        "{}={}",
+        labels::JOB_TYPE,
+        labels::JOB_TYPE_MODEL_DOWNLOAD
+    ));
+    assert_eq!(
+        jobs.list(&by_type).await.unwrap().items.len(),
+        3,
+        "one download Job per cache"
+    );
+
+    for name in ["a", "b"] {
+        deployments
+            .delete(name, &DeleteParams::default())
+            .await
+            .unwrap();
+    }
+    for name in ["a", "b"] {
         wait_deleted(&deployments, name, WAIT).await;
     }
     let _ = std::fs::remove_dir_all(&dir);

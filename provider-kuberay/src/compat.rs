@@ -28,12 +28,6 @@ pub fn disaggregated_requires_gpu(role: &str) -> String {
 /// has no zero (its workers at 0 would still hold the head); the minimum is 1.
 pub const NO_ZERO: &str = "KubeRay cannot scale a RayService to zero: the Ray head pod always runs (workers at 0 would still hold it and serve nothing); set scaling.replicas to 1 or more (or delete the ModelDeployment)";
 
-/// Why a deployment with `spec.adapters` is refused (docs/lora.md): Ray Serve LLM loads LoRA
-/// adapters from one cloud-storage prefix (`lora_config.dynamic_lora_loading_path`) and serves
-/// each as `<model id>:<adapter>`, a shape this provider does not render yet; its registration
-/// does not declare `loraSupport`, so selection passes it over.
-pub const NO_ADAPTERS: &str = "KubeRay's Ray Serve LLM loads LoRA adapters from one cloud-storage prefix (lora_config.dynamic_lora_loading_path) and serves them as <model>:<adapter>, which this provider does not render yet: remove spec.adapters, or name a provider that loads them in spec.provider.name (vllm, llmd or kaito)";
-
 /// `Ok` when KubeRay can serve `md`, else the user-facing reason.
 pub fn check(md: &ModelDeployment) -> Result<(), Incompatible> {
     compat::check(md, Disaggregation::Served).map_err(|gap| {
@@ -50,9 +44,9 @@ pub fn check(md: &ModelDeployment) -> Result<(), Incompatible> {
     if md.spec.replicas() == 0 {
         return Err(Incompatible::new(NO_ZERO));
     }
-    if !md.spec.lora_adapters().is_empty() {
-        return Err(Incompatible::new(NO_ADAPTERS));
-    }
+    // LoRA adapters render through Ray Serve LLM's `lora_config` only from one storage
+    // prefix (`crate::lora`).
+    crate::lora::check(md).map_err(Incompatible::new)?;
     Ok(())
 }
 
@@ -61,15 +55,30 @@ mod tests {
     use super::*;
     use airunway_api::serde_json::{self, json};
 
-    #[test]
-    fn adapters_are_refused_with_the_reason() {
-        let md: ModelDeployment = serde_json::from_value(json!({
+    fn md(adapters: airunway_api::serde_json::Value) -> ModelDeployment {
+        serde_json::from_value(json!({
             "apiVersion": "airunway.ai/v1alpha1", "kind": "ModelDeployment",
             "metadata": {"name": "m", "namespace": "ns"},
             "spec": {"model": {"id": "Qwen/Qwen3-0.6B"}, "engine": {"type": "vllm"},
-                     "resources": {"gpu": {"count": 1}},
-                     "adapters": [{"name": "sql", "source": "s3://bucket/loras/sql"}]}}))
-        .unwrap();
-        assert_eq!(check(&md), Err(Incompatible::new(NO_ADAPTERS)));
+                     "resources": {"gpu": {"count": 1}}, "adapters": adapters}}))
+        .unwrap()
+    }
+
+    #[test]
+    fn adapters_under_one_prefix_are_served_and_others_refused_with_the_reason() {
+        assert_eq!(
+            check(&md(
+                json!([{"name": "sql", "source": "s3://bucket/loras/sql"}])
+            )),
+            Ok(())
+        );
+        assert_eq!(
+            check(&md(json!([{"name": "sql", "source": "hf://org/sql-lora"}]))),
+            Err(Incompatible::new(crate::lora::source_refused(
+                0,
+                "Hugging Face",
+                "sql"
+            )))
+        );
     }
 }

@@ -4,10 +4,12 @@
 //! ModelDeployment assigned to `kuberay` becomes a `ray.io` RayService running a Ray Serve LLM
 //! application on vLLM. KubeRay is explicit-only: it registers no selection rule, so the core
 //! gives it only the deployments that name it in `spec.provider.name`. The pure parts are
-//! [`compat`], [`render`] (with [`overrides`]), [`status`] and [`schema`]; the SDK in
+//! [`compat`], [`render`] (with [`overrides`], [`parsers`] and [`lora`]), [`status`] and
+//! [`schema`]; the SDK in
 //! `airunway-api` does the rest.
 
 pub mod compat;
+pub mod lora;
 pub mod overrides;
 pub mod parsers;
 pub mod render;
@@ -159,6 +161,9 @@ impl Provider for KubeRayProvider {
                     api_formats: vec![ApiFormat::OpenaiChat],
                     // Parsers as vLLM engine keyword arguments (`parsers`).
                     tool_calling_support: true,
+                    // Adapters from one s3:// or gs:// prefix through Ray Serve LLM's
+                    // `lora_config` (`lora`); other sources are refused with a message.
+                    lora_support: true,
                     ..EngineCapability::new(
                         EngineType::Vllm,
                         vec![ServingMode::Aggregated, ServingMode::Disaggregated],

@@ -14,7 +14,10 @@
 //!   `engine.enablePrefixCaching` (default true) and `enforce_eager: true` from
 //!   `engine.enforceEager`, unless `engine.args` set them (the user's value is kept; a field
 //!   saying otherwise is reported), then the parsers (`enable_auto_tool_choice`,
-//!   `tool_call_parser`, `reasoning_parser`: [`crate::parsers`]). `engine.extraArgs` are raw command-line tokens and Ray
+//!   `tool_call_parser`, `reasoning_parser`: [`crate::parsers`]), then with `spec.adapters`
+//!   `enable_lora`, `max_loras` and `max_lora_rank` unless `engine.args` set them, and the
+//!   config's `lora_config` (`dynamic_lora_loading_path`, `max_num_adapters_per_replica`:
+//!   [`crate::lora`]). `engine.extraArgs` are raw command-line tokens and Ray
 //!   Serve LLM takes keyword arguments, not a command line: they are ignored with a warning.
 //! - `headGroupSpec`: container `ray-head` (the image: `engine.image`, else the legacy
 //!   `spec.image`, else [`default_image`]), the
@@ -43,6 +46,7 @@ use airunway_api::resolve::DEFAULT_GPU_TYPE;
 use airunway_api::serde_json::{self, Map, Value, json};
 use airunway_api::v1alpha1::{ComponentScaling, ModelDeployment, ServingMode};
 
+use crate::lora::{LORA_CONFIG, LoraPlan, lora_config};
 use crate::overrides::{self, GroupOverrides};
 
 /// The Ray release the default image and `rayVersion` are for.
@@ -142,6 +146,7 @@ pub fn typed_arg(value: &str) -> Value {
 fn engine_kwargs(
     md: &ModelDeployment,
     gpus: i32,
+    lora: Option<&LoraPlan>,
     warnings: &mut Vec<RenderWarning>,
 ) -> Result<Map<String, Value>, RenderError> {
     let engine = md.spec.engine.as_ref();
@@ -173,6 +178,12 @@ fn engine_kwargs(
         kwargs.insert(key.replace('-', "_"), typed_arg(value));
     }
     crate::parsers::add_engine_kwargs(md, &mut kwargs).map_err(RenderError::Unsupported)?;
+    if let Some(plan) = lora
+        && let Some(message) = crate::lora::add_engine_kwargs(plan, &mut kwargs)
+        && !warnings.iter().any(|w| w.message == message)
+    {
+        warnings.push(ignored(message));
+    }
     let explicit_caching = engine.and_then(|e| e.enable_prefix_caching);
     let explicit_eager = engine.and_then(|e| e.enforce_eager);
     for (kwarg, field, wanted, explicit, write_false) in [
@@ -217,28 +228,27 @@ fn llm_config(
     replicas: i32,
     gpus: i32,
     disaggregated: bool,
+    lora: Option<&LoraPlan>,
     warnings: &mut Vec<RenderWarning>,
 ) -> Result<Value, RenderError> {
-    let spec = &md.spec;
-    let model = spec.model.id.clone().unwrap_or_default();
-    let served = spec
-        .model
-        .served_name
-        .clone()
-        .filter(|n| !n.is_empty())
-        .unwrap_or_else(|| model.clone());
-    let mut kwargs = engine_kwargs(md, gpus, warnings)?;
+    let model = md.spec.model.id.clone().unwrap_or_default();
+    let served = crate::lora::model_id(md);
+    let mut kwargs = engine_kwargs(md, gpus, lora, warnings)?;
     if disaggregated {
         kwargs.insert(
             "kv_transfer_config".into(),
             json!({"kv_connector": "NixlConnector", "kv_role": "kv_both"}),
         );
     }
-    Ok(json!({
+    let mut config = json!({
         "model_loading_config": {"model_id": served, "model_source": model},
         "deployment_config": {"num_replicas": replicas},
         "engine_kwargs": kwargs,
-    }))
+    });
+    if let Some(plan) = lora {
+        config[LORA_CONFIG] = lora_config(plan);
+    }
+    Ok(config)
 }
 
 /// The `serveConfigV2` text.
@@ -247,18 +257,22 @@ fn serve_config(
     warnings: &mut Vec<RenderWarning>,
 ) -> Result<String, RenderError> {
     let spec = &md.spec;
+    // Refused by the compatibility check before a render; checked again so a render never
+    // drops adapters silently.
+    let lora = crate::lora::check(md).map_err(RenderError::Unsupported)?;
+    let lora = lora.as_ref();
     let (import_path, args) = match spec.serving_mode() {
         ServingMode::Aggregated => (
             AGGREGATED_IMPORT_PATH,
-            json!({"llm_configs": [llm_config(md, spec.replicas(), spec.gpu_count(), false, warnings)?]}),
+            json!({"llm_configs": [llm_config(md, spec.replicas(), spec.gpu_count(), false, lora, warnings)?]}),
         ),
         ServingMode::Disaggregated => {
             let (prefill, decode) = components(md);
             (
                 DISAGGREGATED_IMPORT_PATH,
                 json!({
-                    "prefill_config": llm_config(md, prefill.replicas, prefill.gpus, true, warnings)?,
-                    "decode_config": llm_config(md, decode.replicas, decode.gpus, true, warnings)?,
+                    "prefill_config": llm_config(md, prefill.replicas, prefill.gpus, true, lora, warnings)?,
+                    "decode_config": llm_config(md, decode.replicas, decode.gpus, true, lora, warnings)?,
                 }),
             )
         }

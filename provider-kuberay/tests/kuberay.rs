@@ -1218,3 +1218,170 @@ fn not_ready_reasons_from_what_kuberay_and_serve_write() {
         (Phase::Running, false, Some(NotReadyReason::Updating))
     );
 }
+
+fn two_s3_adapters() -> Value {
+    json!([{"name": "sql", "source": "s3://bucket/loras/sql", "maxRank": 8},
+           {"name": "support", "source": "s3://bucket/loras/support", "maxRank": 12}])
+}
+
+/// Adapters under one `s3://` prefix: Ray Serve LLM's `lora_config` and vLLM's LoRA keyword
+/// arguments on the LLM config, nothing else of the object changes.
+#[test]
+fn adapters_render_as_lora_config_and_engine_kwargs() {
+    let deployment = gpu_vllm(json!({"adapters": two_s3_adapters()}));
+    assert_eq!(KubeRayProvider.check_compatibility(&deployment), Ok(()));
+    let (object, warnings) = render(&deployment);
+    assert!(warnings.is_empty(), "{warnings:?}");
+    assert_eq!(
+        llm_config(&object),
+        json!({
+            "model_loading_config": {"model_id": "Qwen/Qwen3-8B", "model_source": "Qwen/Qwen3-8B"},
+            "deployment_config": {"num_replicas": 1},
+            "engine_kwargs": {"enable_prefix_caching": true, "enable_lora": true,
+                              "max_loras": 2, "max_lora_rank": 16},
+            "lora_config": {"dynamic_lora_loading_path": "s3://bucket/loras",
+                            "max_num_adapters_per_replica": 2},
+        })
+    );
+    // Without adapters the same object, minus the LoRA keys.
+    let (plain, _) = render(&gpu_vllm(json!({})));
+    let mut without = object.clone();
+    without["spec"]["serveConfigV2"] = Value::Null;
+    let mut plain_object = plain.clone();
+    plain_object["spec"]["serveConfigV2"] = Value::Null;
+    assert_eq!(without, plain_object);
+    assert!(llm_config(&plain).get("lora_config").is_none());
+
+    // gs://, no rank: no max_lora_rank (vLLM's default).
+    let (object, _) = render(&gpu_vllm(
+        json!({"adapters": [{"name": "tone", "source": "gs://b/tone"}]}),
+    ));
+    let config = llm_config(&object);
+    assert_eq!(
+        config["lora_config"],
+        json!({"dynamic_lora_loading_path": "gs://b", "max_num_adapters_per_replica": 1})
+    );
+    assert_eq!(config["engine_kwargs"]["enable_lora"], true);
+    assert_eq!(config["engine_kwargs"]["max_loras"], 1);
+    assert!(config["engine_kwargs"].get("max_lora_rank").is_none());
+
+    // The served name is the model id clients put before `:<adapter>`.
+    let (object, _) = render(&gpu_vllm(
+        json!({"model": {"id": "Qwen/Qwen3-8B", "servedName": "qwen"},
+        "adapters": two_s3_adapters()}),
+    ));
+    assert_eq!(
+        llm_config(&object)["model_loading_config"]["model_id"],
+        "qwen"
+    );
+}
+
+/// Both the prefill and the decode config load the adapters (a request for `<model>:<adapter>`
+/// reaches both).
+#[test]
+fn disaggregated_adapters_on_both_configs() {
+    let deployment = md(json!({
+        "model": {"id": "a/b"}, "engine": {"type": "vllm"}, "serving": {"mode": "disaggregated"},
+        "scaling": {"prefill": {"gpu": {"count": 1}}, "decode": {"gpu": {"count": 1}}},
+        "provider": {"name": "kuberay"}, "adapters": two_s3_adapters(),
+    }));
+    let (object, warnings) = render(&deployment);
+    assert!(warnings.is_empty(), "{warnings:?}");
+    let args = &serve_config(&object)["applications"][0]["args"];
+    for role in ["prefill_config", "decode_config"] {
+        assert_eq!(
+            args[role]["lora_config"],
+            json!({"dynamic_lora_loading_path": "s3://bucket/loras", "max_num_adapters_per_replica": 2}),
+            "{role}"
+        );
+        assert_eq!(args[role]["engine_kwargs"]["enable_lora"], true, "{role}");
+        assert_eq!(args[role]["engine_kwargs"]["max_loras"], 2, "{role}");
+        assert_eq!(args[role]["engine_kwargs"]["max_lora_rank"], 16, "{role}");
+        assert!(
+            args[role]["engine_kwargs"]
+                .get("kv_transfer_config")
+                .is_some()
+        );
+    }
+}
+
+/// `engine.args` setting a LoRA keyword argument wins over the derived one; turning LoRA off
+/// is kept and reported.
+#[test]
+fn the_users_lora_engine_args_win() {
+    let (object, warnings) = render(&gpu_vllm(json!({
+        "engine": {"type": "vllm", "args": {"max-loras": "4", "max-lora-rank": "64"}},
+        "adapters": two_s3_adapters()})));
+    assert!(warnings.is_empty(), "{warnings:?}");
+    let kwargs = &llm_config(&object)["engine_kwargs"];
+    assert_eq!(kwargs["max_loras"], 4);
+    assert_eq!(kwargs["max_lora_rank"], 64);
+    assert_eq!(kwargs["enable_lora"], true);
+    assert_eq!(
+        llm_config(&object)["lora_config"]["max_num_adapters_per_replica"],
+        2
+    );
+
+    let (object, warnings) = render(&gpu_vllm(json!({
+        "engine": {"type": "vllm", "args": {"enable-lora": "false"}},
+        "adapters": two_s3_adapters()})));
+    assert_eq!(llm_config(&object)["engine_kwargs"]["enable_lora"], false);
+    assert_eq!(
+        warnings,
+        [(
+            "SettingIgnored".to_string(),
+            "engine.args.enable-lora is false: vLLM will not load spec.adapters on KubeRay (requests for <model>:<adapter> fail); remove it, or remove spec.adapters".to_string()
+        )]
+    );
+}
+
+/// Every refusal, exactly, as the deployment's message (the SDK's checked render holds it).
+#[test]
+fn adapters_ray_cannot_load_are_refused_with_the_field_and_the_fix() {
+    for (adapters, message) in [
+        (
+            json!([{"name": "sql", "source": "hf://org/sql-lora"}]),
+            "spec.adapters[0].source: KubeRay's Ray Serve LLM loads LoRA adapters from one s3:// or gs:// prefix (lora_config.dynamic_lora_loading_path), not from a Hugging Face source: copy the adapter to s3://<bucket>/<prefix>/sql (or gs://), or name a provider that loads it in spec.provider.name (vllm, llmd or kaito)",
+        ),
+        (
+            json!([{"name": "sql", "source": "s3://bucket/loras/sql"}, {"name": "chat", "source": "pvc://loras/chat"}]),
+            "spec.adapters[1].source: KubeRay's Ray Serve LLM loads LoRA adapters from one s3:// or gs:// prefix (lora_config.dynamic_lora_loading_path), not from a pvc source: copy the adapter to s3://<bucket>/<prefix>/chat (or gs://), or name a provider that loads it in spec.provider.name (vllm, llmd or kaito)",
+        ),
+        (
+            json!([{"name": "sql", "source": "https://example.com/loras/sql"}]),
+            "spec.adapters[0].source: KubeRay's Ray Serve LLM loads LoRA adapters from one s3:// or gs:// prefix (lora_config.dynamic_lora_loading_path), not from a https source: copy the adapter to s3://<bucket>/<prefix>/sql (or gs://), or name a provider that loads it in spec.provider.name (vllm, llmd or kaito)",
+        ),
+        (
+            json!([{"name": "sql", "source": "s3://bucket/loras/sql"}, {"name": "chat", "source": "s3://bucket/chat"}]),
+            "spec.adapters[1].source: KubeRay's Ray Serve LLM loads all adapters of a model from one prefix (lora_config.dynamic_lora_loading_path), and s3://bucket/chat is not in s3://bucket/loras, the prefix of spec.adapters[0]: copy the adapter to s3://bucket/loras/chat",
+        ),
+        (
+            json!([{"name": "sql", "source": "s3://bucket/loras/sql-v2"}]),
+            "spec.adapters[0].source: KubeRay's Ray Serve LLM serves the adapter in s3://bucket/loras/sql-v2 under its directory's name \"sql-v2\", not \"sql\": name the adapter sql-v2, or copy it to s3://bucket/loras/sql",
+        ),
+        (
+            json!([{"name": "sql", "source": "s3://bucket/loras/sql", "revision": "v2"}]),
+            "spec.adapters[0].revision: KubeRay's Ray Serve LLM loads an adapter as its storage prefix holds it and takes no revision: remove the revision, or copy that revision to its own directory under the prefix",
+        ),
+    ] {
+        let deployment = gpu_vllm(json!({"adapters": adapters}));
+        assert_eq!(
+            KubeRayProvider.check_compatibility(&deployment),
+            Err(Incompatible::new(message)),
+            "{adapters}"
+        );
+        assert_eq!(held(&deployment), message, "{adapters}");
+        assert!(matches!(
+            KubeRayProvider.render(&deployment, &schema()),
+            Err(RenderError::Unsupported(m)) if m == message
+        ));
+    }
+    let colon = gpu_vllm(
+        json!({"model": {"id": "Qwen/Qwen3-8B", "servedName": "qwen:8b"},
+        "adapters": two_s3_adapters()}),
+    );
+    assert_eq!(
+        held(&colon),
+        "model.servedName: \"qwen:8b\" contains ':', which KubeRay's Ray Serve LLM reads as the separator of <model>:<adapter>: set model.servedName to a name without ':' to serve spec.adapters"
+    );
+}

@@ -805,6 +805,37 @@ mod tests {
         assert!(ready.patch(&deployment, &now)["status"]["adapters"].is_null());
     }
 
+    /// A deployment held for its adapter downloads (the storage gate's hold: nothing created)
+    /// shows each adapter the core reports downloading as `Downloading` with its progress.
+    #[test]
+    fn adapters_held_for_their_download_show_its_progress() {
+        let mut deployment = md();
+        deployment.spec.adapters = Some(vec![crate::v1alpha1::LoraAdapter {
+            name: "sql".into(),
+            source: "org/sql".into(),
+            ..Default::default()
+        }]);
+        let progress = "Adapter download in progress: sql: 42% (3/5 files, 4.0 GiB)";
+        deployment.status = Some(
+            serde_json::from_value(json!({"conditions": [{"type": "AdaptersDownloaded",
+                "status": "False", "reason": "DownloadInProgress", "message": progress,
+                "lastTransitionTime": "2026-01-01T00:00:00Z"}]}))
+            .unwrap(),
+        );
+        let held = ProviderStatus::not_deployed(
+            Phase::Pending,
+            progress.into(),
+            (true, "CompatibilityVerified", "ok".into()),
+            ("DownloadInProgress", progress.into()),
+        );
+        let now = Time("2026-01-01T00:00:00Z".parse().unwrap());
+        assert_eq!(
+            held.patch(&deployment, &now)["status"]["adapters"],
+            json!([{"name": "sql", "source": "org/sql", "state": "Downloading",
+                    "message": "42% (3/5 files, 4.0 GiB)"}])
+        );
+    }
+
     fn translated(phase: Phase, ready: bool, message: Option<&str>) -> TranslatedStatus {
         TranslatedStatus {
             phase,

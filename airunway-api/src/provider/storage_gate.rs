@@ -6,13 +6,19 @@
 //! the weights itself. Meanwhile the deployment is `Pending` with the condition's reason and
 //! message; the core's failure reasons (`PVCFailed`, `DownloadFailed`) hold it `Failed`.
 //!
-//! The core rewrites both conditions at every generation; until it has, a condition of an
+//! A deployment whose Hugging Face adapters are fetched through the shared model cache
+//! ([`storage::adapter_downloads`]) then waits for `AdaptersDownloaded=True` as well, naming
+//! every such adapter: an adapter added by a new generation keeps the gate shut until the core
+//! has reported it downloaded too (the engine would otherwise fetch it itself, or, for a path
+//! into the cache, fail to find it).
+//!
+//! The core rewrites its conditions at every generation; until it has, a condition of an
 //! earlier generation is honoured as it stands, so a spec change that does not touch storage
 //! (a scale) never turns a running deployment back to `Pending`.
 
 use crate::constants::{condition_types, reasons};
-use crate::storage;
 use crate::v1alpha1::{ConditionStatus, ModelDeployment};
+use crate::{lora, storage};
 
 /// What the storage conditions let the provider do with a deployment.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -44,8 +50,13 @@ const NO_STORAGE_CONDITION: &str =
 const NO_DOWNLOAD_CONDITION: &str =
     "Waiting for the model download: the core has not reported ModelDownloaded yet";
 
+/// The message while the core has not written `AdaptersDownloaded` yet.
+const NO_ADAPTERS_CONDITION: &str =
+    "Waiting for the adapter downloads: the core has not reported AdaptersDownloaded yet";
+
 /// The gate of `md`: `StorageReady` first (when it has volumes), then `ModelDownloaded` (when
-/// it downloads its model).
+/// it downloads its model), then `AdaptersDownloaded` (when adapters are fetched through the
+/// model cache).
 pub(crate) fn gate(md: &ModelDeployment) -> StorageGate {
     if storage::resolved_volumes(md).is_empty() {
         return StorageGate::Open;
@@ -59,12 +70,54 @@ pub(crate) fn gate(md: &ModelDeployment) -> StorageGate {
     if storage != StorageGate::Open || storage::download(md).is_none() {
         return storage;
     }
-    judge(
+    let model = judge(
         md,
         condition_types::MODEL_DOWNLOADED,
         (reasons::DOWNLOAD_IN_PROGRESS, NO_DOWNLOAD_CONDITION),
         reasons::DOWNLOAD_FAILED,
-    )
+    );
+    if model != StorageGate::Open {
+        return model;
+    }
+    adapters_gate(md)
+}
+
+/// `AdaptersDownloaded` for the adapters of `md` fetched through the model cache (open when
+/// there are none): `True` opens only when its message names every one of them.
+fn adapters_gate(md: &ModelDeployment) -> StorageGate {
+    let cached = storage::adapter_downloads(md);
+    if cached.is_empty() {
+        return StorageGate::Open;
+    }
+    let gate = judge(
+        md,
+        condition_types::ADAPTERS_DOWNLOADED,
+        (reasons::DOWNLOAD_IN_PROGRESS, NO_ADAPTERS_CONDITION),
+        reasons::DOWNLOAD_FAILED,
+    );
+    if gate != StorageGate::Open {
+        return gate;
+    }
+    let message = md
+        .condition(condition_types::ADAPTERS_DOWNLOADED)
+        .and_then(|c| c.message.as_deref())
+        .unwrap_or_default();
+    let reported = lora::downloaded_adapters(message);
+    let missing: Vec<&str> = cached
+        .iter()
+        .map(|d| d.name.as_str())
+        .filter(|name| !reported.contains(name))
+        .collect();
+    if missing.is_empty() {
+        return StorageGate::Open;
+    }
+    StorageGate::Wait {
+        reason: reasons::DOWNLOAD_IN_PROGRESS.to_string(),
+        message: format!(
+            "Waiting for the adapter downloads: the core has not reported {} downloaded yet",
+            missing.join(", ")
+        ),
+    }
 }
 
 /// One condition: `True` opens; `failed` as its reason fails; anything else (absent, `False`,
@@ -211,6 +264,103 @@ mod tests {
                 message: "Model download failed: 404 for config.json".into()
             }
         );
+    }
+
+    fn with_adapters(conditions: Value) -> ModelDeployment {
+        let mut md = md(shared(), conditions);
+        md.spec.adapters = Some(
+            serde_json::from_value(json!([
+                {"name": "sql", "source": "hf://org/sql-lora"},
+                {"name": "tone", "source": "pvc://loras/tone"},
+                {"name": "chat", "source": "org/chat-lora"}]))
+            .unwrap(),
+        );
+        md
+    }
+
+    fn downloaded() -> Value {
+        condition(
+            "ModelDownloaded",
+            "True",
+            "DownloadComplete",
+            "Model download completed",
+        )
+    }
+
+    #[test]
+    fn adapters_fetched_through_the_cache_hold_the_deployment_until_all_are_downloaded() {
+        // The model first.
+        assert_eq!(
+            gate(&with_adapters(json!([bound()]))),
+            wait("DownloadInProgress", NO_DOWNLOAD_CONDITION)
+        );
+        assert_eq!(
+            gate(&with_adapters(json!([bound(), downloaded()]))),
+            wait("DownloadInProgress", NO_ADAPTERS_CONDITION)
+        );
+        let progress = "Adapter download in progress: sql: 42% (3/5 files, 4.0 GiB)";
+        let downloading = condition(
+            "AdaptersDownloaded",
+            "False",
+            "DownloadInProgress",
+            progress,
+        );
+        assert_eq!(
+            gate(&with_adapters(json!([bound(), downloaded(), downloading]))),
+            wait("DownloadInProgress", progress)
+        );
+        let failed = condition(
+            "AdaptersDownloaded",
+            "False",
+            "DownloadFailed",
+            "Adapter download failed: chat: HTTP 404",
+        );
+        assert_eq!(
+            gate(&with_adapters(json!([bound(), downloaded(), failed]))),
+            StorageGate::Failed {
+                reason: "DownloadFailed".into(),
+                message: "Adapter download failed: chat: HTTP 404".into()
+            }
+        );
+        let all = condition(
+            "AdaptersDownloaded",
+            "True",
+            "DownloadComplete",
+            "Adapters downloaded: sql, chat",
+        );
+        assert_eq!(
+            gate(&with_adapters(json!([bound(), downloaded(), all]))),
+            StorageGate::Open
+        );
+        // An adapter added since the core last wrote the condition: still shut.
+        let earlier = condition(
+            "AdaptersDownloaded",
+            "True",
+            "DownloadComplete",
+            "Adapters downloaded: sql",
+        );
+        assert_eq!(
+            gate(&with_adapters(json!([bound(), downloaded(), earlier]))),
+            wait(
+                "DownloadInProgress",
+                "Waiting for the adapter downloads: the core has not reported chat downloaded yet"
+            )
+        );
+        // Only pvc:// adapters, or no shared cache: nothing to wait for.
+        let mut pvc_only = md(shared(), json!([bound(), downloaded()]));
+        pvc_only.spec.adapters = Some(
+            serde_json::from_value(json!([{"name": "tone", "source": "pvc://loras/tone"}]))
+                .unwrap(),
+        );
+        assert_eq!(gate(&pvc_only), StorageGate::Open);
+        let mut own = with_adapters(json!([bound(), downloaded()]));
+        own.spec.model.storage = Some(
+            serde_json::from_value(
+                json!({"volumes": [{"name": "w", "purpose": "modelCache", "size": "1Gi"}]}),
+            )
+            .unwrap(),
+        );
+        assert_eq!(gate(&own), StorageGate::Open);
     }
 
     #[test]

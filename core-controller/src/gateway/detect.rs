@@ -3,7 +3,13 @@
 //!
 //! A kind counts as served when its CRD exists, is `Established`, and serves `v1`. Istio's
 //! `DestinationRule` is watched the same way (served at `v1beta1`, the version the Go AI
-//! Runway writes); it is optional: without it the endpoint picker gets no DestinationRule.
+//! Runway writes); it is optional: without it the endpoint picker gets no DestinationRule. So
+//! is the Inference Extension's `InferenceModelRewrite` (served at `v1alpha2` by v1.5.0):
+//! without it a deployment's LoRA adapters are routed by the HTTPRoute alone.
+//!
+//! The detection also carries when the InferencePool CRD served now was created: a pool
+//! created before it belongs to a CRD that was deleted since (with all its objects), so a watch
+//! cache still holding it is stale ([`predates_crd`]).
 
 use std::sync::Arc;
 
@@ -27,6 +33,8 @@ pub const VERSION: &str = "v1";
 pub const DESTINATION_RULES_CRD: &str = "destinationrules.networking.istio.io";
 /// The DestinationRule version the core writes (the Go AI Runway's).
 pub const DESTINATION_RULE_VERSION: &str = "v1beta1";
+/// The Inference Extension's InferenceModelRewrite CRD (optional).
+pub const MODEL_REWRITES_CRD: &str = "inferencemodelrewrites.inference.networking.x-k8s.io";
 
 /// Which gateway kinds the cluster serves.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -39,6 +47,22 @@ pub struct Detection {
     pub gateways: bool,
     /// `destinationrules` in `networking.istio.io/v1beta1` (Istio installed; optional).
     pub destination_rules: bool,
+    /// `inferencemodelrewrites` in `inference.networking.x-k8s.io/v1alpha2` (optional).
+    pub model_rewrites: bool,
+    /// When the served InferencePool CRD was created (Unix seconds; `None`: not served).
+    pub inference_pools_since: Option<i64>,
+}
+
+/// Whether `object` (as JSON) was created before its CRD, created at `crd_created` (Unix
+/// seconds): then it is what a watch cache kept of a CRD deleted since, not a live object.
+/// (Timestamps have one-second resolution: an object of the same second counts as live.)
+pub fn predates_crd(object: &serde_json::Value, crd_created: Option<i64>) -> bool {
+    let created = object
+        .pointer("/metadata/creationTimestamp")
+        .and_then(serde_json::Value::as_str)
+        .and_then(|t| t.parse::<jiff::Timestamp>().ok())
+        .map(|t| t.as_second());
+    matches!((created, crd_created), (Some(created), Some(crd)) if created < crd)
 }
 
 impl Detection {
@@ -103,6 +127,7 @@ impl Detector {
             HTTP_ROUTES_CRD,
             GATEWAYS_CRD,
             DESTINATION_RULES_CRD,
+            MODEL_REWRITES_CRD,
         ] {
             let api: Api<CustomResourceDefinition> = Api::all(client.clone());
             let sender = sender.clone();
@@ -127,17 +152,31 @@ impl Detector {
                     }
                     let version = match name {
                         DESTINATION_RULES_CRD => DESTINATION_RULE_VERSION,
+                        MODEL_REWRITES_CRD => super::render::MODEL_REWRITE_VERSION,
                         _ => VERSION,
                     };
-                    let served = store.state().iter().any(|crd| serves(crd, version));
+                    let served_crd = store.state().into_iter().find(|crd| serves(crd, version));
+                    let served = served_crd.is_some();
+                    let since = served_crd.and_then(|crd| {
+                        crd.metadata
+                            .creation_timestamp
+                            .as_ref()
+                            .map(|t| t.0.as_second())
+                    });
                     sender.send_if_modified(|d| {
+                        let mut changed = false;
+                        if name == INFERENCE_POOLS_CRD && d.inference_pools_since != since {
+                            d.inference_pools_since = since;
+                            changed = true;
+                        }
                         let slot = match name {
                             INFERENCE_POOLS_CRD => &mut d.inference_pools,
                             HTTP_ROUTES_CRD => &mut d.http_routes,
                             DESTINATION_RULES_CRD => &mut d.destination_rules,
+                            MODEL_REWRITES_CRD => &mut d.model_rewrites,
                             _ => &mut d.gateways,
                         };
-                        let changed = *slot != served;
+                        changed |= *slot != served;
                         *slot = served;
                         if changed {
                             tracing::info!(crd = name, served, "gateway CRD availability changed");
@@ -188,6 +227,31 @@ mod tests {
         assert!(!serves(&crd("True", alpha), VERSION));
     }
 
+    /// A pool older than the InferencePool CRD served now is what a cache kept of the CRD
+    /// deleted before (its pools went with it).
+    #[test]
+    fn an_object_older_than_its_crd_is_stale() {
+        let pool = |created: &str| json!({"metadata": {"name": "p", "creationTimestamp": created}});
+        let crd: i64 = "2026-11-27T09:00:00Z"
+            .parse::<jiff::Timestamp>()
+            .unwrap()
+            .as_second();
+        assert!(predates_crd(&pool("2026-11-27T08:59:59Z"), Some(crd)));
+        assert!(
+            !predates_crd(&pool("2026-11-27T09:00:00Z"), Some(crd)),
+            "same second: live"
+        );
+        assert!(!predates_crd(&pool("2026-11-27T09:00:05Z"), Some(crd)));
+        assert!(
+            !predates_crd(&pool("2026-11-27T08:00:00Z"), None),
+            "no CRD time known"
+        );
+        assert!(
+            !predates_crd(&json!({"metadata": {}}), Some(crd)),
+            "no creation time"
+        );
+    }
+
     #[test]
     fn missing_names_each_crd() {
         let none = Detection::default();
@@ -199,9 +263,12 @@ mod tests {
             inference_pools: true,
             http_routes: true,
             gateways: true,
-            destination_rules: false,
+            ..Detection::default()
         };
-        assert!(all.available(), "Istio's DestinationRule is optional");
+        assert!(
+            all.available(),
+            "Istio's DestinationRule and the InferenceModelRewrite are optional"
+        );
         assert_eq!(Detector::fixed(all).current(), all);
         let istio_only = Detection {
             destination_rules: true,

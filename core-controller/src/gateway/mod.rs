@@ -7,7 +7,8 @@
 //!   CustomResourceDefinitions (no restart when they appear or go).
 //! - pure parts, which carry the tests: [`select`] (which Gateway), [`names`], [`allowed`]
 //!   (the listeners' `allowedRoutes` arithmetic), [`model`] (the routed model name),
-//!   [`render`] (InferencePool, endpoint picker stack, HTTPRoute), [`plan`] (whether to route
+//!   [`render`] (InferencePool, endpoint picker stack, HTTPRoute, the LoRA adapters'
+//!   InferenceModelRewrite), [`plan`] (whether to route
 //!   or clean, and the `GatewayReady` condition / `status.gateway` a route's own status
 //!   implies), [`route`] (everything routing one deployment takes, decided in one function
 //!   from what was read: the reads it needs, the listener change, the objects to apply with
@@ -17,7 +18,10 @@
 //!   [`airunway_api::constants::field_managers::CORE_GATEWAY`], patches a Gateway's listeners
 //!   with optimistic locking, publishes the events and cleans up.
 //! - [`release`]: the namespaces whose allowance on a Gateway may have to be taken back because
-//!   a deployment went away without a reconcile seeing it being deleted.
+//!   a deployment went away without a reconcile seeing it being deleted (and, per Gateway,
+//!   which Gateways give it back).
+//! - [`watches`]: metadata watches of the endpoint picker's objects other than its Deployment
+//!   (restored at once when deleted) and of the HTTPRoutes users manage (`httpRouteRef`).
 //!
 //! Status: `status.gateway` and `GatewayReady` are the core's (ARCHITECTURE §3); they travel in
 //! the core's one status apply (`crate::status`), so nothing is written when nothing changed.
@@ -33,6 +37,7 @@ pub mod release;
 pub mod render;
 pub mod route;
 pub mod select;
+pub mod watches;
 
 pub use detect::{Detection, Detector};
 pub use plan::DesiredGateway;
@@ -62,6 +67,8 @@ pub const REQUEST_TIMEOUT: &str = "300s";
 pub const EPP_PORT: i32 = 9002;
 /// The endpoint picker's gRPC health port.
 pub const EPP_HEALTH_PORT: i32 = 9003;
+/// The endpoint picker's Prometheus metrics port (its default, `--metrics-port`).
+pub const EPP_METRICS_PORT: i32 = 9090;
 /// The default endpoint picker image (Gateway API Inference Extension v1.5.0).
 pub const DEFAULT_EPP_IMAGE: &str = "registry.k8s.io/gateway-api-inference-extension/epp:v1.5.0";
 

@@ -2,7 +2,8 @@
 //!
 //! - InferencePool and HTTPRoute: the deployment's name (a DNS subdomain, like theirs).
 //! - Endpoint picker objects (ServiceAccount, Role, RoleBinding, ConfigMap, Deployment,
-//!   Service): `<deployment>-epp`. A Service name must be a DNS-1035 label (at most 63
+//!   Service): `<deployment>-epp`. The InferenceModelRewrite of its LoRA adapters:
+//!   `<deployment>-adapters`. A Service name must be a DNS-1035 label (at most 63
 //!   characters, a letter first, no dots), so a deployment name that cannot carry the suffix
 //!   gets `epp-<shortened name>-<8 hex digits of its SHA-256>` instead: still unique, still
 //!   recognisable.
@@ -24,6 +25,8 @@ pub struct Names {
     pub route: String,
     /// Name of every endpoint picker object.
     pub epp: String,
+    /// InferenceModelRewrite naming the deployment's LoRA adapters (`<deployment>-adapters`).
+    pub rewrite: String,
 }
 
 impl Names {
@@ -33,6 +36,7 @@ impl Names {
             pool: name.to_string(),
             route: name.to_string(),
             epp: epp_name(name),
+            rewrite: format!("{name}-adapters"),
         }
     }
 }

@@ -31,6 +31,8 @@ pub struct GatewayFields {
     pub endpoint: String,
     /// The routed model name.
     pub model_name: String,
+    /// The Gateway's name.
+    pub gateway_name: String,
     /// The Gateway's namespace.
     pub gateway_namespace: String,
 }
@@ -75,6 +77,7 @@ impl DesiredGateway {
             .map(|g| GatewayFields {
                 endpoint: g.endpoint.clone().unwrap_or_default(),
                 model_name: g.model_name.clone().unwrap_or_default(),
+                gateway_name: g.gateway_name.clone().unwrap_or_default(),
                 gateway_namespace: g.gateway_namespace.clone().unwrap_or_default(),
             });
         DesiredGateway { condition, fields }
@@ -90,6 +93,7 @@ impl DesiredGateway {
             (Some(want), Some(live)) => {
                 live.endpoint.as_deref().unwrap_or_default() == want.endpoint
                     && live.model_name.as_deref().unwrap_or_default() == want.model_name
+                    && live.gateway_name.as_deref().unwrap_or_default() == want.gateway_name
                     && live.gateway_namespace.as_deref().unwrap_or_default()
                         == want.gateway_namespace
             }
@@ -113,6 +117,7 @@ impl DesiredGateway {
             status.insert(
                 "gateway".into(),
                 serde_json::json!({"endpoint": fields.endpoint, "modelName": fields.model_name,
+                                   "gatewayName": fields.gateway_name,
                                    "gatewayNamespace": fields.gateway_namespace}),
             );
         }
@@ -132,7 +137,8 @@ pub enum Intent {
 }
 
 /// Whether `md` should be routed, from its spec, phase, what the cluster serves and
-/// `only_if_asked`: the integration acts for `md` only on `spec.gateway.enabled: true` (the
+/// `only_if_asked`: the integration acts for `md` only when it asks ([`asked_by`]:
+/// `spec.gateway.enabled: true`, or a Gateway or pool named; the
 /// cluster has no Gateway at all and no core flag names one, or the provider builds the pool
 /// only when asked, as Dynamo's operator does).
 ///
@@ -157,22 +163,22 @@ pub fn intent(md: &ModelDeployment, detection: &Detection, only_if_asked: bool) 
         };
     }
     let missing = detection.missing();
+    let asked = asked_by(md);
     if !missing.is_empty() {
-        let status = if gateway.and_then(|g| g.enabled) == Some(true) {
-            DesiredGateway::condition(
+        let status = match asked {
+            Some(field) => DesiredGateway::condition(
                 false,
                 reasons::CRDS_NOT_AVAILABLE,
                 format!(
-                    "spec.gateway.enabled is true but the cluster does not serve {}; install Gateway API (v1) and the Gateway API Inference Extension (v1) CRDs",
+                    "{field} but the cluster does not serve {}; install Gateway API (v1) and the Gateway API Inference Extension (v1) CRDs",
                     missing.join(", ")
                 ),
-            )
-        } else {
-            DesiredGateway::default()
+            ),
+            None => DesiredGateway::default(),
         };
         return Intent::Clean { status };
     }
-    let asked = gateway.and_then(|g| g.enabled) == Some(true);
+    let asked = asked.is_some();
     if only_if_asked && !asked {
         return Intent::Clean {
             status: DesiredGateway::default(),
@@ -191,6 +197,22 @@ pub fn intent(md: &ModelDeployment, detection: &Detection, only_if_asked: bool) 
         };
     }
     Intent::Route
+}
+
+/// What in `md`'s spec asks to be routed, as the condition says it: `spec.gateway.enabled:
+/// true`, or naming a Gateway (`gatewayRef`) or a pool (`poolRef`) to route through (`None`:
+/// routed only when the cluster has what it takes).
+pub fn asked_by(md: &ModelDeployment) -> Option<&'static str> {
+    let gateway = md.spec.gateway.as_ref()?;
+    if gateway.enabled == Some(true) {
+        Some("spec.gateway.enabled is true")
+    } else if gateway.gateway_ref.is_some() {
+        Some("spec.gateway.gatewayRef is set")
+    } else if gateway.pool_ref.is_some() {
+        Some("spec.gateway.poolRef is set")
+    } else {
+        None
+    }
 }
 
 /// Whether objects may exist that a clean-up has to remove (so a deployment that was never
@@ -355,7 +377,7 @@ mod tests {
             inference_pools: true,
             http_routes: true,
             gateways: true,
-            destination_rules: false,
+            ..Detection::default()
         }
     }
 
@@ -405,7 +427,7 @@ mod tests {
             inference_pools: false,
             http_routes: true,
             gateways: true,
-            destination_rules: false,
+            ..Detection::default()
         };
         assert_eq!(
             reason(intent(&md(running.clone()), &none, false)),
@@ -427,6 +449,27 @@ mod tests {
             }
             other => panic!("{other:?}"),
         }
+        // Naming a Gateway or a pool asks too, and the message says which.
+        let named = md(json!({"spec": {"gateway": {"poolRef": "shared"}},
+                              "status": {"phase": "Running"}}));
+        match intent(&named, &none, false) {
+            Intent::Clean { status } => assert!(
+                status
+                    .condition
+                    .unwrap()
+                    .message
+                    .starts_with("spec.gateway.poolRef is set but the cluster does not serve")
+            ),
+            other => panic!("{other:?}"),
+        }
+        let routed_when_asked = md(json!({"spec": {"gateway": {"gatewayRef": {"name": "gw"}}},
+                                          "status": {"phase": "Running"}}));
+        assert_eq!(
+            reason(intent(&routed_when_asked, &all(), true)).as_deref(),
+            Some("route"),
+            "a named Gateway is routed where only asking deployments are"
+        );
+        assert_eq!(asked_by(&md(json!({}))), None);
     }
 
     #[test]
@@ -595,6 +638,7 @@ mod tests {
             fields: Some(GatewayFields {
                 endpoint: "1.2.3.4".into(),
                 model_name: "m".into(),
+                gateway_name: "inference-gateway".into(),
                 gateway_namespace: "gw".into(),
             }),
         };
@@ -602,16 +646,30 @@ mod tests {
         desired.add_to_patch(&mut body);
         assert_eq!(
             body["status"]["gateway"],
-            json!({"endpoint": "1.2.3.4", "modelName": "m", "gatewayNamespace": "gw"})
+            json!({"endpoint": "1.2.3.4", "modelName": "m", "gatewayName": "inference-gateway",
+                   "gatewayNamespace": "gw"})
         );
         let written = md(
-            json!({"status": {"gateway": {"endpoint": "1.2.3.4", "modelName": "m", "gatewayNamespace": "gw"}}}),
+            json!({"status": {"gateway": {"endpoint": "1.2.3.4", "modelName": "m",
+                                          "gatewayName": "inference-gateway", "gatewayNamespace": "gw"}}}),
         );
-        assert!(desired.fields_current(&written));
+        assert!(desired.fields_current(&written), "nothing to write");
         let moved = md(
-            json!({"status": {"gateway": {"endpoint": "5.6.7.8", "modelName": "m", "gatewayNamespace": "gw"}}}),
+            json!({"status": {"gateway": {"endpoint": "5.6.7.8", "modelName": "m",
+                                          "gatewayName": "inference-gateway", "gatewayNamespace": "gw"}}}),
         );
         assert!(!desired.fields_current(&moved));
+        // Written by a core without gatewayName, or routed through another Gateway of the same
+        // namespace: written once more.
+        let older = md(
+            json!({"status": {"gateway": {"endpoint": "1.2.3.4", "modelName": "m", "gatewayNamespace": "gw"}}}),
+        );
+        assert!(!desired.fields_current(&older));
+        let other = md(
+            json!({"status": {"gateway": {"endpoint": "1.2.3.4", "modelName": "m",
+                                          "gatewayName": "other", "gatewayNamespace": "gw"}}}),
+        );
+        assert!(!desired.fields_current(&other));
         assert!(!desired.fields_current(&md(json!({}))));
         assert!(DesiredGateway::default().fields_current(&md(json!({}))));
         // Owned by the core and no longer wanted: not current (the apply removes it).

@@ -33,6 +33,7 @@ use super::route::{
     self, Answer, GatewayConfig, Kind, Lookup, Next, Observed, Read, RoutePlan, Step,
 };
 use super::select::{GatewayRef, GatewayView};
+use super::watches::{self, PickerParts};
 use super::{ALLOWED_NAMESPACES_ANNOTATION, GatewayError};
 use crate::metrics::{CoreMetrics, GatewayActionLabels};
 
@@ -40,7 +41,7 @@ use crate::metrics::{CoreMetrics, GatewayActionLabels};
 const GATEWAY_UPDATE_ATTEMPTS: u32 = 5;
 /// How long a reconcile waits for the gateway caches to fill after the CRDs appeared.
 const CACHE_SYNC_WAIT: Duration = Duration::from_secs(10);
-/// Most reads one route plan may ask for (it asks for at most five).
+/// Most reads one route plan may ask for (it asks for at most seven).
 const MAX_READS: usize = 8;
 /// Deployments queued for a reconcile by gateway-side changes before senders wait.
 const TRIGGER_BUFFER: usize = 4096;
@@ -70,12 +71,21 @@ fn destination_rules_resource() -> ApiResource {
 fn pools_resource() -> ApiResource {
     resource(POOL_GROUP, "v1", "InferencePool", "inferencepools")
 }
+fn rewrites_resource() -> ApiResource {
+    resource(
+        render::POOL_X_GROUP,
+        render::MODEL_REWRITE_VERSION,
+        "InferenceModelRewrite",
+        "inferencemodelrewrites",
+    )
+}
 
 /// The resource of a kind the route plan reads.
 fn kind_resource(kind: Kind) -> ApiResource {
     match kind {
         Kind::InferencePool => pools_resource(),
-        Kind::PickerDeployment => pickers_resource(),
+        Kind::PickerStack => pickers_resource(),
+        Kind::ModelRewrite => rewrites_resource(),
         Kind::HttpRoute => routes_resource(),
         Kind::Service => resource("", "v1", "Service", "services"),
     }
@@ -94,6 +104,7 @@ fn resource_of(object: &Value) -> Option<ApiResource> {
         "InferencePool" => pools_resource(),
         "HTTPRoute" => routes_resource(),
         "DestinationRule" => destination_rules_resource(),
+        "InferenceModelRewrite" => rewrites_resource(),
         _ => return None,
     })
 }
@@ -108,6 +119,10 @@ pub struct Integration {
     pools: Store<DynamicObject>,
     /// The endpoint picker Deployments (labelled), so one deleted by hand is noticed.
     pickers: Store<DynamicObject>,
+    /// The picker's other objects (labelled, metadata only), likewise.
+    parts: PickerParts,
+    /// Our InferenceModelRewrites (labelled).
+    rewrites: Store<DynamicObject>,
     deployments: Store<ModelDeployment>,
     events: EventPublisher,
     metrics: CoreMetrics,
@@ -158,6 +173,9 @@ impl Integration {
         let pools = pool_writer.as_reader();
         let picker_writer = reflector::store::Writer::new(pickers_resource());
         let pickers = picker_writer.as_reader();
+        let (parts, part_writers) = PickerParts::new();
+        let rewrite_writer = reflector::store::Writer::new(rewrites_resource());
+        let rewrites = rewrite_writer.as_reader();
 
         // CRDs appearing or going: every deployment concerned is looked at again.
         {
@@ -168,10 +186,31 @@ impl Integration {
             let client = client.clone();
             tokio::spawn(async move {
                 let mut writers = Some((gateway_writer, route_writer, pool_writer, picker_writer));
+                let mut part_writers = Some(part_writers);
+                let mut rewrite_writer = Some(rewrite_writer);
                 loop {
-                    let available = changes.borrow_and_update().available();
-                    if available && let Some(writers) = writers.take() {
+                    let detection = *changes.borrow_and_update();
+                    if detection.available()
+                        && let Some(writers) = writers.take()
+                    {
                         spawn_watches(&client, writers, &deployments, &sender, &shutdown);
+                        if let Some(part_writers) = part_writers.take() {
+                            watches::spawn_picker_parts(&client, part_writers, &sender, &shutdown);
+                        }
+                        watches::spawn_user_routes(
+                            &client,
+                            &routes_resource(),
+                            &deployments,
+                            &sender,
+                            &shutdown,
+                        );
+                    }
+                    // The rewrites' kind is optional: watched once it is served.
+                    if detection.available()
+                        && detection.model_rewrites
+                        && let Some(writer) = rewrite_writer.take()
+                    {
+                        spawn_rewrites(&client, writer, &sender, &shutdown);
                     }
                     send_all(&deployments, &sender, |_| true);
                     tokio::select! {
@@ -189,6 +228,8 @@ impl Integration {
             routes,
             pools,
             pickers,
+            parts,
+            rewrites,
             deployments,
             events,
             metrics,
@@ -255,6 +296,8 @@ impl Integration {
     async fn no_gateway(&self, md: &ModelDeployment, detection: &super::Detection) -> bool {
         let enabled = md.spec.gateway.as_ref().and_then(|g| g.enabled);
         if enabled.is_some()
+            // Naming a Gateway or a pool is asking to be routed.
+            || plan::asked_by(md).is_some()
             || md.metadata.deletion_timestamp.is_some()
             || self.config.gateway.is_some()
             || !detection.available()
@@ -273,6 +316,7 @@ impl Integration {
             let _ = self.routes.wait_until_ready().await;
             let _ = self.pools.wait_until_ready().await;
             let _ = self.pickers.wait_until_ready().await;
+            self.parts.wait_until_ready().await;
         };
         tokio::time::timeout(CACHE_SYNC_WAIT, wait).await.is_ok()
     }
@@ -387,6 +431,7 @@ impl Integration {
             config: &self.config,
             gateways: self.gateway_views(),
             destination_rules: self.detector.current().destination_rules,
+            model_rewrites: self.detector.current().model_rewrites,
             answers: BTreeMap::new(),
         };
         for _ in 0..MAX_READS {
@@ -395,7 +440,7 @@ impl Integration {
                     let answer = self.read(&read).await;
                     observed.answers.insert(read, answer);
                 }
-                Next::Act(plan) => return self.act(md, capability, providers, plan).await,
+                Next::Act(plan) => return self.act(md, capability, providers, *plan).await,
             }
         }
         tracing::error!(deployment = %md.name_any(), "gateway plan asked for more than {MAX_READS} reads; status kept");
@@ -415,13 +460,24 @@ impl Integration {
                 let resource = kind_resource(*kind);
                 let store = match kind {
                     Kind::InferencePool => Some(&self.pools),
-                    Kind::PickerDeployment => Some(&self.pickers),
+                    Kind::PickerStack => Some(&self.pickers),
                     Kind::HttpRoute => Some(&self.routes),
+                    Kind::ModelRewrite => Some(&self.rewrites),
                     Kind::Service => None,
                 };
                 if *lookup != Lookup::Server {
-                    let cached =
-                        store.and_then(|store| Self::cached(store, &resource, namespace, name));
+                    let pools_since = self.detector.current().inference_pools_since;
+                    let cached = store
+                        .and_then(|store| Self::cached(store, &resource, namespace, name))
+                        // A pool kept from an InferencePool CRD deleted since is gone.
+                        .filter(|o| {
+                            *kind != Kind::InferencePool
+                                || !super::detect::predates_crd(o, pools_since)
+                        })
+                        // The stack counts as there only when all of it is.
+                        .filter(|_| {
+                            *kind != Kind::PickerStack || self.parts.complete(namespace, name)
+                        });
                     if cached.is_some() || *lookup == Lookup::Cache {
                         return Answer::Object(cached);
                     }
@@ -475,8 +531,21 @@ impl Integration {
                             .await;
                     }
                 }
+                Step::Delete {
+                    kind,
+                    namespace,
+                    name,
+                } => {
+                    if let Some(resource) = resource_of(&json!({"kind": kind})) {
+                        self.delete_owned(&resource, &namespace, &name, md).await;
+                    }
+                }
                 Step::Count(action) => self.count(action, true),
             }
+        }
+        if let Some(before) = &plan.moved_from {
+            tracing::info!(deployment = %md.name_any(), gateway = %before, "routed through another Gateway now");
+            self.release_allowance(&namespace, None, providers).await;
         }
         plan.report.finish(applied_route, allowance_error)
     }
@@ -504,6 +573,12 @@ impl Integration {
         {
             removed += usize::from(
                 self.delete_owned(&routes_resource(), &namespace, &names.route, md)
+                    .await,
+            );
+        }
+        if detection.model_rewrites {
+            removed += usize::from(
+                self.delete_owned(&rewrites_resource(), &namespace, &names.rewrite, md)
                     .await,
             );
         }
@@ -564,29 +639,40 @@ impl Integration {
             return;
         }
         let no_gateway = self.config.gateway.is_none() && self.gateways.is_empty();
-        let still_routed = self.deployments.state().iter().any(|other| {
-            other.namespace().as_deref() == Some(namespace)
-                && Some(other.name_any().as_str()) != leaving
-                && other.metadata.deletion_timestamp.is_none()
-                && matches!(
-                    plan::intent(
-                        other,
-                        &detection,
-                        no_gateway || provider_pool(&self::capability(other, providers)),
-                    ),
-                    Intent::Route
-                )
-        });
-        if still_routed {
-            return;
-        }
-        for view in self.gateway_views() {
-            if view.managed_namespaces.contains(namespace)
-                && let Err(e) = self
-                    .change_allowance(&view.reference, namespace, false)
-                    .await
-            {
-                tracing::warn!(gateway = %view.reference, %namespace, error = %e, "could not take back the namespace's allowance");
+        let views = self.gateway_views();
+        let cluster_choice = super::select::select_gateway(self.config.gateway.as_ref(), &views)
+            .ok()
+            .map(|g| g.reference.clone());
+        // The Gateway each other routed deployment of the namespace uses.
+        let routed_through: std::collections::BTreeSet<GatewayRef> = self
+            .deployments
+            .state()
+            .iter()
+            .filter(|other| {
+                other.namespace().as_deref() == Some(namespace)
+                    && Some(other.name_any().as_str()) != leaving
+                    && other.metadata.deletion_timestamp.is_none()
+                    && matches!(
+                        plan::intent(
+                            other,
+                            &detection,
+                            no_gateway || provider_pool(&self::capability(other, providers)),
+                        ),
+                        Intent::Route
+                    )
+            })
+            .filter_map(|other| super::select::requested(other).or_else(|| cluster_choice.clone()))
+            .collect();
+        let release = release::gateways_to_release(
+            namespace,
+            views
+                .iter()
+                .map(|view| (&view.reference, &view.managed_namespaces)),
+            &routed_through,
+        );
+        for gateway in release {
+            if let Err(e) = self.change_allowance(&gateway, namespace, false).await {
+                tracing::warn!(%gateway, %namespace, error = %e, "could not take back the namespace's allowance");
             }
         }
     }
@@ -636,6 +722,7 @@ impl Integration {
         let cached = match resource.kind.as_str() {
             "HTTPRoute" => Self::cached(&self.routes, resource, namespace, name),
             "InferencePool" => Self::cached(&self.pools, resource, namespace, name),
+            "InferenceModelRewrite" => Self::cached(&self.rewrites, resource, namespace, name),
             _ => None,
         };
         let live = match cached {
@@ -791,6 +878,42 @@ fn owner_of(object: &DynamicObject) -> Option<ObjectRef<ModelDeployment>> {
             r.kind == "ModelDeployment" && r.api_version == airunway_api::constants::API_VERSION
         })
         .map(|r| ObjectRef::new(&r.name).within(&namespace))
+}
+
+/// Watches our InferenceModelRewrites (labelled) into `writer`: a change or deletion wakes the
+/// owner.
+fn spawn_rewrites(
+    client: &Client,
+    writer: reflector::store::Writer<DynamicObject>,
+    sender: &mpsc::Sender<ObjectRef<ModelDeployment>>,
+    shutdown: &CancellationToken,
+) {
+    let stream = watcher(
+        Api::<DynamicObject>::all_with(client.clone(), &rewrites_resource()),
+        watcher::Config::default().labels(render::GATEWAY_OF_LABEL),
+    )
+    .default_backoff()
+    .reflect(writer)
+    .touched_objects();
+    let sender = sender.clone();
+    let shutdown = shutdown.clone();
+    tokio::spawn(async move {
+        futures::pin_mut!(stream);
+        loop {
+            tokio::select! {
+                _ = shutdown.cancelled() => return,
+                event = stream.next() => match event {
+                    None => return,
+                    Some(Ok(object)) => {
+                        if let Some(owner) = owner_of(&object) {
+                            let _ = sender.try_send(owner);
+                        }
+                    }
+                    Some(Err(e)) => tracing::debug!(error = %e, "InferenceModelRewrite watch error"),
+                },
+            }
+        }
+    });
 }
 
 fn spawn_watches(
@@ -982,6 +1105,29 @@ mod tests {
         assert_eq!(
             resource_of(&json!({"kind": "HTTPRoute"})).unwrap().group,
             "gateway.networking.k8s.io"
+        );
+        let rewrite = render::model_rewrite(
+            &owner,
+            &names,
+            &render::PoolRef {
+                namespace: "n".into(),
+                name: "m".into(),
+            },
+            &["a"],
+            "h",
+        );
+        let resource = resource_of(&rewrite).unwrap();
+        assert_eq!(
+            (
+                resource.group.as_str(),
+                resource.version.as_str(),
+                resource.plural.as_str()
+            ),
+            (
+                "inference.networking.x-k8s.io",
+                "v1alpha2",
+                "inferencemodelrewrites"
+            )
         );
         assert!(
             resource_of(&json!({"kind": "Secret"})).is_none(),

@@ -25,6 +25,24 @@ use tokio::sync::Notify;
 
 use airunway_api::v1alpha1::ModelDeployment;
 
+/// The Gateways whose allowance for `namespace` is taken back: those that carry it
+/// (`managed`: each Gateway with the namespaces its annotation names) and that no deployment of
+/// the namespace still routes through (`routed_through`: the Gateway each routed deployment of
+/// the namespace uses, its own `spec.gateway.gatewayRef` or the cluster-wide choice).
+pub fn gateways_to_release<'a>(
+    namespace: &str,
+    managed: impl IntoIterator<Item = (&'a super::select::GatewayRef, &'a BTreeSet<String>)>,
+    routed_through: &BTreeSet<super::select::GatewayRef>,
+) -> Vec<super::select::GatewayRef> {
+    managed
+        .into_iter()
+        .filter(|(gateway, namespaces)| {
+            namespaces.contains(namespace) && !routed_through.contains(*gateway)
+        })
+        .map(|(gateway, _)| gateway.clone())
+        .collect()
+}
+
 /// What the worker has to look at next.
 #[derive(Debug, Default, PartialEq, Eq)]
 pub struct Pending {
@@ -169,5 +187,31 @@ mod tests {
             namespaces_to_check(sweep, ["a".to_string(), "b".to_string()]),
             ["a".to_string(), "b".to_string()].into()
         );
+    }
+
+    /// Per Gateway: a namespace keeps its allowance on the Gateways its routed deployments
+    /// use, and loses it on one none of them uses any more (a deployment moved to its own
+    /// Gateway, or left).
+    #[test]
+    fn the_allowance_goes_only_where_no_deployment_routes() {
+        use crate::gateway::select::GatewayRef;
+        let gateway = |name: &str| GatewayRef {
+            namespace: "gw".into(),
+            name: name.into(),
+        };
+        let (shared, own, other) = (gateway("shared"), gateway("own"), gateway("other"));
+        let carries = BTreeSet::from(["team-a".to_string()]);
+        let elsewhere = BTreeSet::from(["team-b".to_string()]);
+        let managed = [(&shared, &carries), (&own, &carries), (&other, &elsewhere)];
+        let through = BTreeSet::from([shared.clone()]);
+        assert_eq!(
+            gateways_to_release("team-a", managed, &through),
+            std::slice::from_ref(&own)
+        );
+        assert_eq!(
+            gateways_to_release("team-a", managed, &BTreeSet::new()),
+            [shared.clone(), own.clone()]
+        );
+        assert!(gateways_to_release("team-c", managed, &BTreeSet::new()).is_empty());
     }
 }

@@ -15,7 +15,10 @@
 //!   configuration (`default-plugins.yaml`); Deployment (1 replica, `Recreate`, restricted
 //!   pod security); Service (ClusterIP, `grpc-ext-proc` 9002, `appProtocol: kubernetes.io/h2c`).
 //! - HTTPRoute `<md>`: the Gateway as its only parent; one rule matching path prefix `/` and
-//!   header `X-Gateway-Model-Name: <model name>`, backend the pool, request timeout 300 s.
+//!   header `X-Gateway-Model-Name: <model name>` (and one match per LoRA adapter name), backend
+//!   the pool, request timeout 300 s.
+//! - InferenceModelRewrite `<md>-adapters`, for a deployment with LoRA adapters where the
+//!   cluster serves the kind: one identity rule per adapter for the pool's endpoint picker.
 
 use std::collections::BTreeMap;
 
@@ -27,7 +30,8 @@ use sha2::{Digest, Sha256};
 use super::names::Names;
 use super::select::GatewayRef;
 use super::{
-    EPP_HEALTH_PORT, EPP_PORT, INPUTS_HASH_ANNOTATION, MODEL_NAME_HEADER, REQUEST_TIMEOUT,
+    EPP_HEALTH_PORT, EPP_METRICS_PORT, EPP_PORT, INPUTS_HASH_ANNOTATION, MODEL_NAME_HEADER,
+    REQUEST_TIMEOUT,
 };
 
 /// The label on every object the integration creates (value: the deployment name). Not the
@@ -63,6 +67,36 @@ schedulingProfiles:
   - pluginRef: prefix-cache-scorer
     weight: 3
 ";
+
+/// [`DEFAULT_EPP_CONFIG`] with the Inference Extension's LoRA affinity scorer
+/// (`lora-affinity-scorer`), for a deployment serving LoRA adapters: a pod that already has the
+/// requested adapter loaded (the model server's `vllm:lora_requests_info` metric) scores
+/// highest, then one with room to load it, then one queueing it.
+pub const DEFAULT_EPP_CONFIG_WITH_LORA: &str = "\
+apiVersion: inference.networking.x-k8s.io/v1alpha1
+kind: EndpointPickerConfig
+plugins:
+- type: queue-scorer
+- type: kv-cache-utilization-scorer
+- type: prefix-cache-scorer
+- type: lora-affinity-scorer
+schedulingProfiles:
+- name: default
+  plugins:
+  - pluginRef: queue-scorer
+    weight: 2
+  - pluginRef: kv-cache-utilization-scorer
+    weight: 2
+  - pluginRef: prefix-cache-scorer
+    weight: 3
+  - pluginRef: lora-affinity-scorer
+    weight: 2
+";
+
+/// The experimental Inference Extension API group (InferenceObjective, InferenceModelRewrite).
+pub const POOL_X_GROUP: &str = "inference.networking.x-k8s.io";
+/// The InferenceModelRewrite version the Inference Extension v1.5.0 serves.
+pub const MODEL_REWRITE_VERSION: &str = "v1alpha2";
 
 /// The deployment the objects belong to.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -176,6 +210,13 @@ pub fn pool(
 
 /// The endpoint picker stack: ServiceAccount, Role, RoleBinding, ConfigMap, Deployment,
 /// Service (in that order, so each exists before what refers to it).
+///
+/// The picker serves its metrics without authentication (`--metrics-endpoint-auth=false`, port
+/// `metrics` 9090 declared on the container): with the default the picker asks the API server
+/// to review every scraper's token (TokenReview and SubjectAccessReview, cluster-scoped), which
+/// a namespaced Role owned by the deployment cannot grant and no ClusterRoleBinding can be
+/// owned by it; a scraper then needs no permission at all. The metrics are pool and queue
+/// figures (no request content); restrict who reaches port 9090 with a NetworkPolicy.
 pub fn endpoint_picker(owner: &Owner, names: &Names, image: &str, config: &str) -> Vec<Value> {
     let epp = &names.epp;
     let mut pod_labels = owner.labels();
@@ -192,7 +233,7 @@ pub fn endpoint_picker(owner: &Owner, names: &Names, image: &str, config: &str) 
         "rules": [
             {"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list", "watch"]},
             {"apiGroups": [POOL_GROUP], "resources": ["inferencepools"], "verbs": ["get", "list", "watch"]},
-            {"apiGroups": ["inference.networking.x-k8s.io"],
+            {"apiGroups": [POOL_X_GROUP],
              "resources": ["inferenceobjectives", "inferencemodelrewrites"],
              "verbs": ["get", "list", "watch"]},
         ]}),
@@ -222,9 +263,12 @@ pub fn endpoint_picker(owner: &Owner, names: &Names, image: &str, config: &str) 
                         "args": ["--pool-name", names.pool, "--pool-namespace", owner.namespace,
                                  "--zap-encoder", "json",
                                  "--config-file", format!("/config/{EPP_CONFIG_FILE}"),
-                                 "--tracing=false"],
+                                 "--tracing=false",
+                                 // Plain metrics: see [`endpoint_picker`].
+                                 "--metrics-endpoint-auth=false"],
                         "ports": [{"name": "grpc", "containerPort": EPP_PORT, "protocol": "TCP"},
-                                  {"name": "grpc-health", "containerPort": EPP_HEALTH_PORT, "protocol": "TCP"}],
+                                  {"name": "grpc-health", "containerPort": EPP_HEALTH_PORT, "protocol": "TCP"},
+                                  {"name": "metrics", "containerPort": EPP_METRICS_PORT, "protocol": "TCP"}],
                         "env": [
                             {"name": "NAMESPACE", "valueFrom": {"fieldRef": {"fieldPath": "metadata.namespace"}}},
                             {"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
@@ -270,15 +314,24 @@ pub fn destination_rule(owner: &Owner, names: &Names) -> Value {
     })
 }
 
-/// The HTTPRoute attaching the pool to the Gateway for `model_name`.
+/// The HTTPRoute attaching the pool to the Gateway for `model_names`: the deployment's model
+/// name first, then its LoRA adapters' names (each a match of the one rule, at most 33 of the 64
+/// a rule may hold).
 pub fn route(
     owner: &Owner,
     names: &Names,
     gateway: &GatewayRef,
     pool: &PoolRef,
-    model_name: &str,
+    model_names: &[&str],
     hash: &str,
 ) -> Value {
+    let matches: Vec<Value> = model_names
+        .iter()
+        .map(|model_name| {
+            json!({"path": {"type": "PathPrefix", "value": "/"},
+                   "headers": [{"type": "Exact", "name": MODEL_NAME_HEADER, "value": model_name}]})
+        })
+        .collect();
     json!({
         "apiVersion": format!("{GATEWAY_GROUP}/v1"), "kind": "HTTPRoute",
         "metadata": owner.metadata(&names.route, Some(hash)),
@@ -286,12 +339,41 @@ pub fn route(
             "parentRefs": [{"group": GATEWAY_GROUP, "kind": "Gateway",
                             "name": gateway.name, "namespace": gateway.namespace}],
             "rules": [{
-                "matches": [{"path": {"type": "PathPrefix", "value": "/"},
-                             "headers": [{"type": "Exact", "name": MODEL_NAME_HEADER, "value": model_name}]}],
+                "matches": matches,
                 "backendRefs": [{"group": POOL_GROUP, "kind": "InferencePool",
                                  "name": pool.name, "namespace": pool.namespace, "weight": 1}],
                 "timeouts": {"request": REQUEST_TIMEOUT},
             }],
+        },
+    })
+}
+
+/// The InferenceModelRewrite (`inference.networking.x-k8s.io/v1alpha2`) declaring the
+/// deployment's LoRA adapters to the endpoint picker of `pool`: one rule per adapter, matching
+/// requests whose `model` is the adapter's name exactly and keeping that name as the target
+/// model (the name the engine serves the adapter under). The picker then schedules the request
+/// for that adapter (its LoRA affinity scorer prefers pods that have it loaded) and counts each
+/// decision per adapter (`inference_model_rewrite_decisions_total`).
+pub fn model_rewrite(
+    owner: &Owner,
+    names: &Names,
+    pool: &PoolRef,
+    adapters: &[&str],
+    hash: &str,
+) -> Value {
+    let rules: Vec<Value> = adapters
+        .iter()
+        .map(|adapter| {
+            json!({"matches": [{"model": {"type": "Exact", "value": adapter}}],
+                   "targets": [{"modelRewrite": adapter}]})
+        })
+        .collect();
+    json!({
+        "apiVersion": format!("{POOL_X_GROUP}/{MODEL_REWRITE_VERSION}"), "kind": "InferenceModelRewrite",
+        "metadata": owner.metadata(&names.rewrite, Some(hash)),
+        "spec": {
+            "poolRef": {"group": POOL_GROUP, "kind": "InferencePool", "name": pool.name},
+            "rules": rules,
         },
     })
 }
@@ -421,9 +503,92 @@ mod tests {
             namespace: "default".into(),
             name: "qwen3".into(),
         };
-        let route = route(&owner(), &names, &gateway, &pool, "Qwen/Qwen3-0.6B", "h");
+        let route = route(&owner(), &names, &gateway, &pool, &["Qwen/Qwen3-0.6B"], "h");
         assert_eq!(route["spec"], sample("httproute-accepted.yaml")["spec"]);
         assert_eq!(route["metadata"]["name"], "qwen3");
+    }
+
+    /// LoRA adapters: the route matches each adapter's name beside the model's (same rule, same
+    /// pool), and the rewrite names each adapter for the pool's picker, as the v1.5.0 CRD reads
+    /// it (`poolRef` group/kind/name, `rules[].matches[].model {type: Exact, value}`,
+    /// `rules[].targets[].modelRewrite`).
+    #[test]
+    fn adapters_in_the_route_and_the_model_rewrite() {
+        let names = Names::of("qwen3");
+        let gateway = GatewayRef {
+            namespace: "default".into(),
+            name: "inference-gateway".into(),
+        };
+        let pool = PoolRef {
+            namespace: "default".into(),
+            name: "qwen3".into(),
+        };
+        let route = route(
+            &owner(),
+            &names,
+            &gateway,
+            &pool,
+            &["qwen3", "sql-lora", "chat-lora"],
+            "h",
+        );
+        let values: Vec<&Value> = route["spec"]["rules"][0]["matches"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| &m["headers"][0]["value"])
+            .collect();
+        assert_eq!(
+            values,
+            [&json!("qwen3"), &json!("sql-lora"), &json!("chat-lora")]
+        );
+        assert_eq!(route["spec"]["rules"].as_array().unwrap().len(), 1);
+        assert_eq!(
+            route["spec"]["rules"][0]["matches"][1]["path"],
+            json!({"type": "PathPrefix", "value": "/"})
+        );
+
+        let rewrite = model_rewrite(&owner(), &names, &pool, &["sql-lora", "chat-lora"], "h2");
+        assert_eq!(
+            rewrite["apiVersion"],
+            "inference.networking.x-k8s.io/v1alpha2"
+        );
+        assert_eq!(rewrite["kind"], "InferenceModelRewrite");
+        assert_eq!(rewrite["metadata"]["name"], "qwen3-adapters");
+        assert_eq!(rewrite["metadata"]["ownerReferences"][0]["uid"], "u-1");
+        assert_eq!(rewrite["metadata"]["labels"][GATEWAY_OF_LABEL], "qwen3");
+        assert_eq!(
+            rewrite["metadata"]["annotations"][INPUTS_HASH_ANNOTATION],
+            "h2"
+        );
+        assert_eq!(
+            rewrite["spec"],
+            json!({"poolRef": {"group": "inference.networking.k8s.io", "kind": "InferencePool", "name": "qwen3"},
+                   "rules": [
+                       {"matches": [{"model": {"type": "Exact", "value": "sql-lora"}}],
+                        "targets": [{"modelRewrite": "sql-lora"}]},
+                       {"matches": [{"model": {"type": "Exact", "value": "chat-lora"}}],
+                        "targets": [{"modelRewrite": "chat-lora"}]}]})
+        );
+    }
+
+    /// The LoRA configuration is the default one plus the LoRA affinity scorer.
+    #[test]
+    fn the_lora_configuration_adds_the_affinity_scorer() {
+        let with: Vec<&str> = DEFAULT_EPP_CONFIG_WITH_LORA.lines().collect();
+        let without: Vec<&str> = DEFAULT_EPP_CONFIG.lines().collect();
+        let added: Vec<&str> = with
+            .iter()
+            .filter(|l| !without.contains(l))
+            .copied()
+            .collect();
+        assert_eq!(
+            added,
+            [
+                "- type: lora-affinity-scorer",
+                "  - pluginRef: lora-affinity-scorer"
+            ]
+        );
+        assert!(without.iter().all(|l| with.contains(l)));
     }
 
     #[test]
@@ -464,8 +629,14 @@ mod tests {
                 "json",
                 "--config-file",
                 "/config/default-plugins.yaml",
-                "--tracing=false"
+                "--tracing=false",
+                "--metrics-endpoint-auth=false"
             ])
+        );
+        assert_eq!(
+            container["ports"][2],
+            json!({"name": "metrics", "containerPort": 9090, "protocol": "TCP"}),
+            "the metrics port a scraper finds"
         );
         assert_eq!(objects[3]["data"]["default-plugins.yaml"], "config: x\n");
         assert_eq!(objects[5]["spec"]["ports"][0]["port"], EPP_PORT);

@@ -10,15 +10,20 @@
 //! only when the pool is applied, the server only when the spec names no model).
 //!
 //! The decisions, in the order they are taken:
-//! 1. the Gateway ([`select_gateway`]); none: `NoGateway` (the deployment's objects removed);
+//! 1. the Gateway: the deployment's `spec.gateway.gatewayRef`, else the cluster-wide choice
+//!    ([`select_for`]); none: `NoGateway` (the deployment's objects removed);
 //! 2. the model name ([`model::resolve`], asking the server when the spec names none);
 //!    unknown: `ModelNameUnknown`;
 //! 3. the namespace's allowance on the Gateway's listeners (`--patch-gateway-allowed-routes`);
-//! 4. the pool: the provider's (it must exist, in the deployment's namespace), or ours with
-//!    its endpoint picker, applied when the inputs' hash on the pool differs or the picker is
-//!    gone;
-//! 5. the route: the user's (`spec.gateway.httpRouteRef`, which must exist), or ours, applied
-//!    when its inputs' hash differs, and not recreated when the user deleted it
+//! 4. the pool: the user's (`spec.gateway.poolRef`, which must exist and not be one AI Runway
+//!    created; our own stack, if the deployment had one, is removed), the provider's (it must
+//!    exist, in the deployment's namespace), or ours with its endpoint picker, applied when the
+//!    inputs' hash on the pool differs or a picker object is gone;
+//!    then the InferenceModelRewrite naming the deployment's LoRA adapters for that pool
+//!    (where the kind is served; removed when the adapters are);
+//! 5. the route: the user's (`spec.gateway.httpRouteRef`, which must exist), or ours (matching
+//!    the model name and each adapter's), applied when its inputs' hash differs, and not
+//!    recreated when the user deleted it
 //!    ([`plan::route_deleted`]);
 //! 6. `GatewayReady` from the route's status ([`plan::route_condition`]) once the applies
 //!    succeeded, with the allowance's failure when the route is not accepted.
@@ -35,7 +40,7 @@ use super::names::{self, Names};
 use super::plan::{self, DesiredGateway, GatewayFields};
 use super::reasons;
 use super::render::{self, Owner, PoolRef};
-use super::select::{GatewayRef, GatewayView, select_gateway};
+use super::select::{self, GatewayRef, GatewayView, select_for};
 use super::{INPUTS_HASH_ANNOTATION, allowed, discover, model};
 
 /// The metric action counted when a user deleted the route the core created.
@@ -57,8 +62,12 @@ pub struct GatewayConfig {
 pub enum Kind {
     /// `inferencepools.inference.networking.k8s.io` (watched).
     InferencePool,
-    /// The endpoint picker `apps/v1` Deployment (watched by its label).
-    PickerDeployment,
+    /// The endpoint picker stack, found by its `apps/v1` Deployment (watched by its label):
+    /// the shell answers the Deployment only when the stack's ServiceAccount, Role,
+    /// RoleBinding, ConfigMap and Service are in their watch caches too.
+    PickerStack,
+    /// `inferencemodelrewrites.inference.networking.x-k8s.io` (ours watched by their label).
+    ModelRewrite,
     /// `httproutes.gateway.networking.k8s.io` (ours watched by their label).
     HttpRoute,
     /// The provider's endpoint `v1` Service (not watched).
@@ -134,6 +143,8 @@ pub struct Observed<'a> {
     pub gateways: Vec<GatewayView>,
     /// Istio's DestinationRule is served: the endpoint picker gets one (as in the Go AI Runway).
     pub destination_rules: bool,
+    /// The InferenceModelRewrite kind is served: LoRA adapters get one.
+    pub model_rewrites: bool,
     /// The reads the plan asked for, answered.
     pub answers: BTreeMap<Read, Answer>,
 }
@@ -161,6 +172,16 @@ pub enum Step {
         object: Value,
         /// The reason when it fails.
         failure: &'static str,
+    },
+    /// Delete `namespace/name` of `kind` (a kind [`render`] writes) if the deployment owns it
+    /// (an owner reference with its UID).
+    Delete {
+        /// The kind (`InferencePool`, `Deployment`, ...).
+        kind: &'static str,
+        /// Its namespace.
+        namespace: String,
+        /// Its name.
+        name: String,
     },
     /// Publish an event.
     Event(Event),
@@ -238,6 +259,10 @@ pub struct RoutePlan {
     pub clean: bool,
     /// Add the deployment's namespace to this Gateway's listeners.
     pub allow: Option<GatewayRef>,
+    /// The deployment was routed through another Gateway before (`status.gateway` names it):
+    /// once the steps succeeded, the namespace's allowance there is taken back unless another
+    /// deployment of the namespace still routes through it.
+    pub moved_from: Option<GatewayRef>,
     /// Then these, in order; the first apply that fails ends the reconcile.
     pub steps: Vec<Step>,
     /// The status once every step succeeded.
@@ -249,6 +274,7 @@ impl RoutePlan {
         RoutePlan {
             clean: false,
             allow: None,
+            moved_from: None,
             steps: Vec::new(),
             report: Report::Fixed(status),
         }
@@ -261,7 +287,7 @@ pub enum Next {
     /// This read first (then [`plan`] again).
     Read(Read),
     /// Everything is known: do this.
-    Act(RoutePlan),
+    Act(Box<RoutePlan>),
 }
 
 /// Why a step of the plan stops early: a read it needs first, or the status it ends with
@@ -374,24 +400,29 @@ pub fn plan(observed: &Observed<'_>) -> Next {
     let md = observed.md;
     let target = Target::of(md, &observed.labels);
     // 1. The Gateway.
-    let gateway = match select_gateway(observed.config.gateway.as_ref(), &observed.gateways) {
+    let own = select::requested(md);
+    let gateway = match select_for(
+        own.as_ref(),
+        observed.config.gateway.as_ref(),
+        &observed.gateways,
+    ) {
         Ok(gateway) => gateway,
         Err(message) => {
-            return Next::Act(RoutePlan {
+            return Next::Act(Box::new(RoutePlan {
                 clean: plan::may_have_objects(md),
                 ..RoutePlan::status(DesiredGateway::condition(
                     false,
                     reasons::NO_GATEWAY,
                     message,
                 ))
-            });
+            }));
         }
     };
     // 2. The model name.
     let model_name = match model_name(observed, &target) {
         Ok(model_name) => model_name,
         Err(Stop::Read(read)) => return Next::Read(read),
-        Err(Stop::Status(status)) => return Next::Act(RoutePlan::status(*status)),
+        Err(Stop::Status(status)) => return Next::Act(Box::new(RoutePlan::status(*status))),
     };
     // 3. The namespace's allowance on the Gateway's listeners.
     let allow = (observed.config.patch_allowed_routes
@@ -403,19 +434,33 @@ pub fn plan(observed: &Observed<'_>) -> Next {
     .then(|| gateway.reference.clone());
     // 4. and 5. The pool and the route, with the steps they take.
     let mut steps = Vec::new();
-    let report = pool(observed, &target, &mut steps)
-        .and_then(|pool| route(observed, &target, gateway, &model_name, &pool, &mut steps));
+    let report = pool(observed, &target, &mut steps).and_then(|pool| {
+        adapters(observed, &target, &pool, &mut steps)?;
+        route(observed, &target, gateway, &model_name, &pool, &mut steps)
+    });
     let report = match report {
         Ok(report) => report,
         Err(Stop::Read(read)) => return Next::Read(read),
         Err(Stop::Status(status)) => Report::Fixed(*status),
     };
-    Next::Act(RoutePlan {
+    Next::Act(Box::new(RoutePlan {
         clean: false,
         allow,
+        moved_from: moved_from(md, &gateway.reference),
         steps,
         report,
-    })
+    }))
+}
+
+/// The Gateway `status.gateway` names when it is not `now` (the deployment moved; a status
+/// written without `gatewayName` cannot tell).
+fn moved_from(md: &ModelDeployment, now: &GatewayRef) -> Option<GatewayRef> {
+    let status = md.status.as_ref()?.gateway.as_ref()?;
+    let before = GatewayRef {
+        namespace: status.gateway_namespace.clone().filter(|n| !n.is_empty())?,
+        name: status.gateway_name.clone().filter(|n| !n.is_empty())?,
+    };
+    (&before != now).then_some(before)
 }
 
 /// The routed model name ([`model::resolve`]), asking the server only when the spec names
@@ -447,6 +492,9 @@ fn pool(observed: &Observed<'_>, target: &Target, steps: &mut Vec<Step>) -> Resu
     let md = observed.md;
     let capability = observed.capability;
     let (namespace, names, owner) = (&target.namespace, &target.names, &target.owner);
+    if let Some(pool_name) = md.spec.gateway.as_ref().and_then(|g| g.pool_ref.as_deref()) {
+        return users_pool(observed, target, pool_name, steps);
+    }
     if capability.and_then(|c| c.manages_inference_pool) == Some(true) {
         let (pool_namespace, pool_name) = names::provider_pool(
             capability.and_then(|c| c.inference_pool_name_pattern.as_deref()),
@@ -490,10 +538,15 @@ fn pool(observed: &Observed<'_>, target: &Target, steps: &mut Vec<Step>) -> Resu
         .and_then(|p| p.image.clone())
         .filter(|i| !i.is_empty())
         .unwrap_or_else(|| observed.config.epp_image.clone());
+    let default_config = if md.spec.lora_adapters().is_empty() {
+        render::DEFAULT_EPP_CONFIG
+    } else {
+        render::DEFAULT_EPP_CONFIG_WITH_LORA
+    };
     let config = picker
         .and_then(|p| p.config_data.clone())
         .filter(|c| !c.is_empty())
-        .unwrap_or_else(|| render::DEFAULT_EPP_CONFIG.to_string());
+        .unwrap_or_else(|| default_config.to_string());
     let endpoint = md.status.as_ref().and_then(|s| s.endpoint.as_ref());
     let service_name = endpoint.and_then(|e| e.service.clone()).unwrap_or_default();
     let service_port = endpoint.and_then(|e| e.port);
@@ -507,6 +560,9 @@ fn pool(observed: &Observed<'_>, target: &Target, steps: &mut Vec<Step>) -> Resu
         service_port.map(|p| p.to_string()).unwrap_or_default(),
         image.clone(),
         config.clone(),
+        // The stack's render revision: a render change (here the picker's plain metrics)
+        // applies every stack once after an upgrade.
+        PICKER_REVISION.to_string(),
     ];
     // Only a provider's selector is an input (the default one leaves the hashes of existing
     // pools as they were); likewise Istio's DestinationRule, so the stack is applied again
@@ -530,7 +586,7 @@ fn pool(observed: &Observed<'_>, target: &Target, steps: &mut Vec<Step>) -> Resu
     if inputs_hash(live_pool.as_ref()) == Some(hash.as_str()) {
         let picker = need!(
             observed,
-            Read::object(Kind::PickerDeployment, Lookup::Cache, namespace, &names.epp)
+            Read::object(Kind::PickerStack, Lookup::Cache, namespace, &names.epp)
         );
         if existing(picker).is_some() {
             return Ok(ours);
@@ -576,6 +632,177 @@ fn pool(observed: &Observed<'_>, target: &Target, steps: &mut Vec<Step>) -> Resu
     Ok(ours)
 }
 
+/// The endpoint picker stack's render revision, one of the pool's inputs (see [`pool`]).
+const PICKER_REVISION: &str = "picker-2";
+
+/// Whether `object` carries an owner reference with `uid`.
+fn owned_by(object: &Value, uid: &str) -> bool {
+    object
+        .pointer("/metadata/ownerReferences")
+        .and_then(Value::as_array)
+        .is_some_and(|refs| {
+            refs.iter()
+                .any(|r| r.get("uid").and_then(Value::as_str) == Some(uid))
+        })
+}
+
+/// The kinds of our own pool and picker stack, in the order they are removed.
+const STACK_KINDS: [&str; 6] = [
+    "Service",
+    "Deployment",
+    "ConfigMap",
+    "RoleBinding",
+    "Role",
+    "ServiceAccount",
+];
+
+/// The user's pool (`spec.gateway.poolRef`): it must exist in the deployment's namespace and
+/// not be one AI Runway created; it is only read (its selector and picker are the user's). Our
+/// own pool and picker, if the deployment had them before, are removed.
+fn users_pool(
+    observed: &Observed<'_>,
+    target: &Target,
+    pool_name: &str,
+    steps: &mut Vec<Step>,
+) -> Result<PoolRef, Stop> {
+    let (namespace, names, owner) = (&target.namespace, &target.names, &target.owner);
+    let found = match need!(
+        observed,
+        Read::object(
+            Kind::InferencePool,
+            Lookup::CacheThenServer,
+            namespace,
+            pool_name
+        )
+    ) {
+        Answer::Object(found) => found,
+        Answer::Model(_) => None,
+        Answer::Failed(error) => return Err(stop(reasons::POOL_FAILED, error)),
+    };
+    let Some(pool) = found else {
+        return Err(stop(
+            reasons::POOL_NOT_FOUND,
+            format!(
+                "spec.gateway.poolRef names InferencePool {namespace}/{pool_name}, which does not exist; create it (inference.networking.k8s.io/v1, selecting this deployment's pods) or remove poolRef to have AI Runway create one"
+            ),
+        ));
+    };
+    let creator = pool
+        .pointer(&format!(
+            "/metadata/labels/{}",
+            render::GATEWAY_OF_LABEL.replace('/', "~1")
+        ))
+        .and_then(Value::as_str);
+    if let Some(creator) = creator {
+        return Err(stop(
+            reasons::POOL_REF_INVALID,
+            format!(
+                "spec.gateway.poolRef names InferencePool {namespace}/{pool_name}, which AI Runway created for deployment {creator}; name a pool you manage, or remove poolRef to have AI Runway create this deployment's own"
+            ),
+        ));
+    }
+    // Our own stack from before poolRef was set: removed (only what the deployment owns).
+    let own = existing(need!(
+        observed,
+        Read::object(Kind::InferencePool, Lookup::Cache, namespace, &names.pool)
+    ));
+    if own.as_ref().is_some_and(|own| owned_by(own, &owner.uid)) {
+        let delete = |kind: &'static str, name: &str| Step::Delete {
+            kind,
+            namespace: namespace.clone(),
+            name: name.to_string(),
+        };
+        steps.push(delete("InferencePool", &names.pool));
+        if observed.destination_rules {
+            steps.push(delete("DestinationRule", &names.epp));
+        }
+        for kind in STACK_KINDS {
+            steps.push(delete(kind, &names.epp));
+        }
+        steps.push(event(
+            false,
+            event_reasons::GATEWAY_RESOURCES_REMOVED,
+            event_actions::CLEAN_GATEWAY,
+            format!(
+                "InferencePool {namespace}/{} and endpoint picker {} removed: spec.gateway.poolRef names InferencePool {pool_name}",
+                names.pool, names.epp
+            ),
+        ));
+    }
+    Ok(PoolRef {
+        namespace: namespace.clone(),
+        name: pool_name.to_string(),
+    })
+}
+
+/// The InferenceModelRewrite of the deployment's LoRA adapters for `pool`'s endpoint picker
+/// ([`render::model_rewrite`]), where the cluster serves the kind: applied when its inputs'
+/// hash differs (or it is gone), removed when the deployment has no adapters left.
+fn adapters(
+    observed: &Observed<'_>,
+    target: &Target,
+    pool: &PoolRef,
+    steps: &mut Vec<Step>,
+) -> Result<(), Stop> {
+    if !observed.model_rewrites {
+        return Ok(());
+    }
+    let (namespace, names, owner) = (&target.namespace, &target.names, &target.owner);
+    let adapters: Vec<&str> = observed
+        .md
+        .spec
+        .lora_adapters()
+        .iter()
+        .map(|a| a.name.as_str())
+        .collect();
+    let lookup = if adapters.is_empty() {
+        Lookup::Cache
+    } else {
+        Lookup::CacheThenServer
+    };
+    let live = match need!(
+        observed,
+        Read::object(Kind::ModelRewrite, lookup, namespace, &names.rewrite)
+    ) {
+        Answer::Object(live) => live,
+        Answer::Model(_) => None,
+        Answer::Failed(error) => return Err(stop(reasons::MODEL_REWRITE_FAILED, error)),
+    };
+    if adapters.is_empty() {
+        if live.as_ref().is_some_and(|live| owned_by(live, &owner.uid)) {
+            steps.push(Step::Delete {
+                kind: "InferenceModelRewrite",
+                namespace: namespace.clone(),
+                name: names.rewrite.clone(),
+            });
+        }
+        return Ok(());
+    }
+    let mut inputs = vec![owner.uid.clone(), pool.name.clone()];
+    inputs.extend(adapters.iter().map(|a| format!("adapter:{a}")));
+    inputs.extend(owner.label_inputs());
+    let hash = render::inputs_hash(&inputs.iter().map(String::as_str).collect::<Vec<_>>());
+    if inputs_hash(live.as_ref()) == Some(hash.as_str()) {
+        return Ok(());
+    }
+    steps.push(Step::Apply {
+        object: render::model_rewrite(owner, names, pool, &adapters, &hash),
+        failure: reasons::MODEL_REWRITE_FAILED,
+    });
+    steps.push(event(
+        false,
+        event_reasons::GATEWAY_RESOURCES_APPLIED,
+        event_actions::APPLY_MODEL_REWRITE,
+        format!(
+            "InferenceModelRewrite {namespace}/{} names the LoRA adapters {} for InferencePool {}",
+            names.rewrite,
+            adapters.join(", "),
+            pool.name
+        ),
+    ));
+    Ok(())
+}
+
 /// The route: the user's (`spec.gateway.httpRouteRef`, which must exist), or ours, applied
 /// when its inputs hash differs and left deleted when the user deleted it.
 fn route(
@@ -595,6 +822,7 @@ fn route(
         fields: GatewayFields {
             endpoint: gateway.endpoint(),
             model_name: model_name.to_string(),
+            gateway_name: gateway.reference.name.clone(),
             gateway_namespace: gateway.reference.namespace.clone(),
         },
     };
@@ -625,12 +853,22 @@ fn route(
             Answer::Failed(error) => Err(stop(reasons::ROUTE_FAILED, error)),
         };
     }
+    let mut model_names = vec![model_name];
+    model_names.extend(
+        md.spec
+            .lora_adapters()
+            .iter()
+            .map(|a| a.name.as_str())
+            .filter(|name| *name != model_name),
+    );
     let mut inputs = vec![
         gateway.reference.to_string(),
         pool.namespace.clone(),
         pool.name.clone(),
         model_name.to_string(),
     ];
+    // Adapter names only when there are any (the hashes of existing routes stay as they were).
+    inputs.extend(model_names[1..].iter().map(|a| format!("adapter:{a}")));
     inputs.extend(owner.label_inputs());
     let hash = render::inputs_hash(&inputs.iter().map(String::as_str).collect::<Vec<_>>());
     let live = match need!(
@@ -682,17 +920,26 @@ fn route(
         return Ok(report(RouteSource::Live(route), what));
     }
     steps.push(Step::Apply {
-        object: render::route(owner, names, &gateway.reference, pool, model_name, &hash),
+        object: render::route(owner, names, &gateway.reference, pool, &model_names, &hash),
         failure: reasons::ROUTE_FAILED,
     });
     steps.push(event(
         false,
         event_reasons::GATEWAY_RESOURCES_APPLIED,
         event_actions::APPLY_HTTP_ROUTE,
-        format!(
-            "HTTPRoute {namespace}/{} routes model {model_name:?} through Gateway {}",
-            names.route, gateway.reference
-        ),
+        if model_names.len() > 1 {
+            format!(
+                "HTTPRoute {namespace}/{} routes model {model_name:?} and its adapters {} through Gateway {}",
+                names.route,
+                model_names[1..].join(", "),
+                gateway.reference
+            )
+        } else {
+            format!(
+                "HTTPRoute {namespace}/{} routes model {model_name:?} through Gateway {}",
+                names.route, gateway.reference
+            )
+        },
     ));
     Ok(report(RouteSource::Applied, what))
 }
@@ -753,6 +1000,7 @@ mod tests {
         served: Option<String>,
         refused: Vec<Kind>,
         istio: bool,
+        rewrites: bool,
     }
 
     impl World {
@@ -814,6 +1062,7 @@ mod tests {
             config,
             gateways,
             destination_rules: world.istio,
+            model_rewrites: world.rewrites,
             answers: BTreeMap::new(),
         };
         let mut reads = Vec::new();
@@ -821,11 +1070,11 @@ mod tests {
             match plan(&observed) {
                 Next::Read(read) => {
                     assert!(!reads.contains(&read), "asked twice: {read:?}");
-                    assert!(reads.len() < 5, "too many reads: {reads:?}");
+                    assert!(reads.len() < 7, "too many reads: {reads:?}");
                     observed.answers.insert(read.clone(), world.answer(&read));
                     reads.push(read);
                 }
-                Next::Act(plan) => return (plan, reads),
+                Next::Act(plan) => return (*plan, reads),
             }
         }
     }
@@ -894,7 +1143,8 @@ mod tests {
                 let kind = match object["kind"].as_str().unwrap() {
                     "InferencePool" => Kind::InferencePool,
                     "HTTPRoute" => Kind::HttpRoute,
-                    "Deployment" => Kind::PickerDeployment,
+                    "Deployment" => Kind::PickerStack,
+                    "InferenceModelRewrite" => Kind::ModelRewrite,
                     _ => continue,
                 };
                 let meta = &object["metadata"];
@@ -1093,6 +1343,7 @@ mod tests {
             Some(GatewayFields {
                 endpoint: "10.0.0.1".into(),
                 model_name: "qwen3".into(),
+                gateway_name: "inference-gateway".into(),
                 gateway_namespace: GATEWAY_NS.into(),
             })
         );
@@ -1122,7 +1373,7 @@ mod tests {
         let mut without_picker = world_after(&first).with(Kind::HttpRoute, NS, "qwen", accepted);
         without_picker
             .objects
-            .remove(&(Kind::PickerDeployment, NS.into(), "qwen-epp".into()));
+            .remove(&(Kind::PickerStack, NS.into(), "qwen-epp".into()));
         let (third, _) = run(
             &md,
             Some(&llmd),
@@ -1500,6 +1751,312 @@ mod tests {
         assert_eq!(
             applied(&plan, "HTTPRoute")["spec"]["rules"][0]["matches"][0]["headers"][0]["value"],
             "asked-before"
+        );
+    }
+
+    fn deletes(plan: &RoutePlan) -> Vec<(&'static str, String)> {
+        plan.steps
+            .iter()
+            .filter_map(|s| match s {
+                Step::Delete { kind, name, .. } => Some((*kind, name.clone())),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// e2e `routing_control_pool_ref_gateway_ref_and_adapters`: `spec.gateway.gatewayRef` routes
+    /// through that Gateway (over the labelled one), opens its listeners to the namespace and
+    /// names it in `status.gateway`; a missing one says so.
+    #[test]
+    fn a_deployments_own_gateway() {
+        let md = md(
+            json!({"spec": {"gateway": {"gatewayRef": {"name": "team-gw", "namespace": "edge"}}}}),
+        );
+        let gateways = vec![
+            gateway(GATEWAY_NS, "inference-gateway", true),
+            gateway("edge", "team-gw", false),
+        ];
+        let (plan, _) = run(&md, None, &config(), gateways.clone(), &World::default());
+        assert_eq!(
+            plan.allow,
+            Some(GatewayRef {
+                namespace: "edge".into(),
+                name: "team-gw".into()
+            })
+        );
+        let route = applied(&plan, "HTTPRoute");
+        assert_eq!(
+            route["spec"]["parentRefs"],
+            json!([{"group": "gateway.networking.k8s.io", "kind": "Gateway", "name": "team-gw", "namespace": "edge"}])
+        );
+        let status = plan.report.finish(Some(route), None);
+        let fields = status.fields.unwrap();
+        assert_eq!(
+            (
+                fields.gateway_name.as_str(),
+                fields.gateway_namespace.as_str()
+            ),
+            ("team-gw", "edge")
+        );
+        assert_eq!(
+            status.condition.unwrap().message,
+            "HTTPRoute team-a/qwen is waiting for Gateway edge/team-gw to accept it"
+        );
+
+        assert_eq!(plan.moved_from, None, "never routed before");
+
+        // Routed through the cluster-wide Gateway before: that one is named for the release
+        // of the namespace's allowance there.
+        let moved = crate::gateway::route::tests::md(json!({
+            "spec": {"gateway": {"gatewayRef": {"name": "team-gw", "namespace": "edge"}}},
+            "status": {"gateway": {"modelName": "qwen3", "gatewayName": "inference-gateway",
+                                   "gatewayNamespace": GATEWAY_NS}}}));
+        let (plan, _) = run(&moved, None, &config(), gateways.clone(), &World::default());
+        assert_eq!(
+            plan.moved_from,
+            Some(GatewayRef {
+                namespace: GATEWAY_NS.into(),
+                name: "inference-gateway".into()
+            })
+        );
+
+        // Omitted namespace: the deployment's.
+        let local = crate::gateway::route::tests::md(
+            json!({"spec": {"gateway": {"gatewayRef": {"name": "team-gw"}}}}),
+        );
+        let (missing, reads) = run(&local, None, &config(), gateways, &World::default());
+        assert!(reads.is_empty());
+        assert_eq!(fixed_reason(&missing), reasons::NO_GATEWAY);
+        let Report::Fixed(status) = &missing.report else {
+            panic!()
+        };
+        assert_eq!(
+            status.condition.as_ref().unwrap().message,
+            "spec.gateway.gatewayRef names Gateway team-a/team-gw, which does not exist; create it, or correct or remove spec.gateway.gatewayRef (without it the cluster-wide Gateway is used)"
+        );
+    }
+
+    /// e2e `routing_control_pool_ref_gateway_ref_and_adapters`: `spec.gateway.poolRef` gets only
+    /// the route to that pool; missing, or one AI Runway created, it says so; our own stack from
+    /// before is removed.
+    #[test]
+    fn the_users_pool() {
+        let md = md(json!({"spec": {"gateway": {"poolRef": "shared-pool"}}}));
+        let gateways = vec![gateway(NS, "inference-gateway", true)];
+        let (missing, reads) = run(&md, None, &config(), gateways.clone(), &World::default());
+        assert_eq!(
+            reads,
+            [Read::object(
+                Kind::InferencePool,
+                Lookup::CacheThenServer,
+                NS,
+                "shared-pool"
+            )]
+        );
+        assert_eq!(fixed_reason(&missing), reasons::POOL_NOT_FOUND);
+        assert!(missing.steps.is_empty());
+        let Report::Fixed(status) = &missing.report else {
+            panic!()
+        };
+        assert_eq!(
+            status.condition.as_ref().unwrap().message,
+            "spec.gateway.poolRef names InferencePool team-a/shared-pool, which does not exist; create it (inference.networking.k8s.io/v1, selecting this deployment's pods) or remove poolRef to have AI Runway create one"
+        );
+
+        let users = json!({"metadata": {"name": "shared-pool", "namespace": NS},
+                           "spec": {"selector": {"matchLabels": {"app": "mine"}}}});
+        let world = World::default().with(Kind::InferencePool, NS, "shared-pool", users.clone());
+        let (routed, _) = run(&md, None, &config(), gateways.clone(), &world);
+        assert_eq!(
+            applied_kinds(&routed),
+            [("HTTPRoute".to_string(), reasons::ROUTE_FAILED)],
+            "no pool or picker of ours, the user's pool untouched"
+        );
+        assert!(deletes(&routed).is_empty(), "nothing of ours to remove");
+        assert_eq!(
+            applied(&routed, "HTTPRoute")["spec"]["rules"][0]["backendRefs"],
+            json!([{"group": "inference.networking.k8s.io", "kind": "InferencePool",
+                    "name": "shared-pool", "namespace": NS, "weight": 1}])
+        );
+        let Report::Route { what, .. } = &routed.report else {
+            panic!()
+        };
+        assert_eq!(
+            what,
+            "InferencePool team-a/shared-pool and HTTPRoute team-a/qwen exist"
+        );
+
+        // The deployment had its own stack before poolRef was set: removed, the user's pool kept.
+        let plain = crate::gateway::route::tests::md(json!({}));
+        let (first, _) = run(&plain, None, &config(), gateways.clone(), &World::default());
+        let mut before = world_after(&first);
+        before = before.with(Kind::InferencePool, NS, "shared-pool", users);
+        let (switched, _) = run(&md, None, &config(), gateways.clone(), &before);
+        assert_eq!(
+            deletes(&switched),
+            [
+                ("InferencePool", "qwen".to_string()),
+                ("Service", "qwen-epp".to_string()),
+                ("Deployment", "qwen-epp".to_string()),
+                ("ConfigMap", "qwen-epp".to_string()),
+                ("RoleBinding", "qwen-epp".to_string()),
+                ("Role", "qwen-epp".to_string()),
+                ("ServiceAccount", "qwen-epp".to_string()),
+            ]
+        );
+        assert_eq!(
+            events(&switched)[0].note,
+            "InferencePool team-a/qwen and endpoint picker qwen-epp removed: spec.gateway.poolRef names InferencePool shared-pool"
+        );
+        assert_eq!(
+            applied(&switched, "HTTPRoute")["spec"]["rules"][0]["backendRefs"][0]["name"],
+            "shared-pool"
+        );
+
+        // A pool AI Runway created (here another deployment's): refused.
+        let theirs = json!({"metadata": {"name": "other", "namespace": NS,
+                                         "labels": {"airunway.ai/gateway-of": "other"}}});
+        let pointing =
+            crate::gateway::route::tests::md(json!({"spec": {"gateway": {"poolRef": "other"}}}));
+        let world = World::default().with(Kind::InferencePool, NS, "other", theirs);
+        let (refused, _) = run(&pointing, None, &config(), gateways, &world);
+        assert_eq!(fixed_reason(&refused), reasons::POOL_REF_INVALID);
+        let Report::Fixed(status) = &refused.report else {
+            panic!()
+        };
+        assert_eq!(
+            status.condition.as_ref().unwrap().message,
+            "spec.gateway.poolRef names InferencePool team-a/other, which AI Runway created for deployment other; name a pool you manage, or remove poolRef to have AI Runway create this deployment's own"
+        );
+        assert!(refused.steps.is_empty());
+    }
+
+    /// e2e `routing_control_pool_ref_gateway_ref_and_adapters`: LoRA adapters are routed by
+    /// name (the route matches each), named to the picker by an InferenceModelRewrite where the
+    /// kind is served, and scored by the picker's LoRA affinity scorer; the rewrite follows the
+    /// adapters and goes with them.
+    #[test]
+    fn lora_adapters_are_routed_by_name() {
+        let adapters = json!({"spec": {"adapters": [
+            {"name": "sql-lora", "source": "hf://org/sql-lora"},
+            {"name": "chat-lora", "source": "org/chat-lora"}]}});
+        let md = md(adapters.clone());
+        let gateways = vec![gateway(NS, "inference-gateway", true)];
+        let served = World {
+            rewrites: true,
+            ..World::default()
+        };
+        let (first, reads) = run(&md, None, &config(), gateways.clone(), &served);
+        assert!(reads.contains(&Read::object(
+            Kind::ModelRewrite,
+            Lookup::CacheThenServer,
+            NS,
+            "qwen-adapters"
+        )));
+        let route = applied(&first, "HTTPRoute");
+        let names: Vec<&Value> = route["spec"]["rules"][0]["matches"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| &m["headers"][0]["value"])
+            .collect();
+        assert_eq!(
+            names,
+            [&json!("qwen3"), &json!("sql-lora"), &json!("chat-lora")]
+        );
+        let rewrite = applied(&first, "InferenceModelRewrite");
+        assert_eq!(rewrite["spec"]["poolRef"]["name"], "qwen");
+        assert_eq!(rewrite["spec"]["rules"].as_array().unwrap().len(), 2);
+        assert!(applied_kinds(&first).contains(&(
+            "InferenceModelRewrite".to_string(),
+            reasons::MODEL_REWRITE_FAILED
+        )));
+        assert_eq!(
+            applied(&first, "ConfigMap")["data"]["default-plugins.yaml"],
+            render::DEFAULT_EPP_CONFIG_WITH_LORA
+        );
+        let told: Vec<String> = events(&first).iter().map(|e| e.note.clone()).collect();
+        assert!(
+            told.contains(&"InferenceModelRewrite team-a/qwen-adapters names the LoRA adapters sql-lora, chat-lora for InferencePool qwen".to_string()),
+            "{told:?}"
+        );
+        assert!(
+            told.contains(&"HTTPRoute team-a/qwen routes model \"qwen3\" and its adapters sql-lora, chat-lora through Gateway team-a/inference-gateway".to_string()),
+            "{told:?}"
+        );
+
+        // Carried out: nothing more to do.
+        let mut after = world_after(&first);
+        after.rewrites = true;
+        let (same, _) = run(&md, None, &config(), gateways.clone(), &after);
+        assert!(
+            applied_kinds(&same).is_empty(),
+            "{:?}",
+            applied_kinds(&same)
+        );
+        assert!(deletes(&same).is_empty());
+
+        // Deleted by hand: applied again (and only it).
+        let mut gone = world_after(&first);
+        gone.rewrites = true;
+        gone.objects
+            .remove(&(Kind::ModelRewrite, NS.into(), "qwen-adapters".into()));
+        let (again, _) = run(&md, None, &config(), gateways.clone(), &gone);
+        assert_eq!(
+            applied_kinds(&again),
+            [(
+                "InferenceModelRewrite".to_string(),
+                reasons::MODEL_REWRITE_FAILED
+            )]
+        );
+
+        // One adapter more: the rewrite and the route follow, not the picker (its scorer is
+        // already there).
+        let three = crate::gateway::route::tests::md(json!({"spec": {"adapters": [
+            {"name": "sql-lora", "source": "hf://org/sql-lora"},
+            {"name": "chat-lora", "source": "org/chat-lora"},
+            {"name": "math-lora", "source": "org/math-lora", "maxRank": 16}]}}));
+        let (more, _) = run(&three, None, &config(), gateways.clone(), &after);
+        let kinds: Vec<String> = applied_kinds(&more).into_iter().map(|(k, _)| k).collect();
+        assert_eq!(kinds, ["InferenceModelRewrite", "HTTPRoute"]);
+
+        // No adapters left: the rewrite is removed, the route matches the model alone, and the
+        // picker goes back to the default configuration.
+        let none = crate::gateway::route::tests::md(json!({}));
+        let (removed, _) = run(&none, None, &config(), gateways.clone(), &after);
+        assert_eq!(
+            deletes(&removed),
+            [("InferenceModelRewrite", "qwen-adapters".to_string())]
+        );
+        assert_eq!(
+            applied(&removed, "HTTPRoute")["spec"]["rules"][0]["matches"]
+                .as_array()
+                .unwrap()
+                .len(),
+            1
+        );
+        assert_eq!(
+            applied(&removed, "ConfigMap")["data"]["default-plugins.yaml"],
+            render::DEFAULT_EPP_CONFIG
+        );
+
+        // Without the kind served: routed by the route alone, nothing read or written for it.
+        let (plain, reads) = run(&md, None, &config(), gateways, &World::default());
+        assert!(!reads.iter().any(|r| matches!(
+            r,
+            Read::Object {
+                kind: Kind::ModelRewrite,
+                ..
+            }
+        )));
+        let kinds: Vec<String> = applied_kinds(&plain).into_iter().map(|(k, _)| k).collect();
+        assert!(!kinds.contains(&"InferenceModelRewrite".to_string()));
+        assert_eq!(
+            applied(&plain, "HTTPRoute")["spec"]["rules"][0]["matches"]
+                .as_array()
+                .unwrap()
+                .len(),
+            3
         );
     }
 

@@ -1,6 +1,6 @@
 //! Which Gateway the routes attach to (pure).
 //!
-//! Flags naming one (`--gateway-name`, `--gateway-namespace`) win; else the only Gateway in the
+//! A deployment's own `spec.gateway.gatewayRef` wins ([`select_for`]); else flags naming one (`--gateway-name`, `--gateway-namespace`) win; else the only Gateway in the
 //! cluster; else the one labelled `airunway.ai/inference-gateway: "true"`. No Gateway, several
 //! without that label, or several with it, is an error whose message says what to do (the Go
 //! AI Runway silently took the first of several labelled ones; we do not guess).
@@ -127,6 +127,43 @@ pub fn select_gateway<'a>(
     }
 }
 
+/// The Gateway `md` names in `spec.gateway.gatewayRef` (its namespace defaults to the
+/// deployment's).
+pub fn requested(md: &airunway_api::v1alpha1::ModelDeployment) -> Option<GatewayRef> {
+    let reference = md.spec.gateway.as_ref()?.gateway_ref.as_ref()?;
+    let namespace = reference
+        .namespace
+        .clone()
+        .filter(|n| !n.is_empty())
+        .or_else(|| md.metadata.namespace.clone())
+        .unwrap_or_default();
+    Some(GatewayRef {
+        namespace,
+        name: reference.name.clone(),
+    })
+}
+
+/// Chooses the Gateway of one deployment: the one it names (`own`, from
+/// `spec.gateway.gatewayRef`), which must exist, else the cluster-wide choice
+/// ([`select_gateway`]).
+pub fn select_for<'a>(
+    own: Option<&GatewayRef>,
+    flags: Option<&GatewayRef>,
+    gateways: &'a [GatewayView],
+) -> Result<&'a GatewayView, String> {
+    match own {
+        Some(wanted) => gateways
+            .iter()
+            .find(|g| &g.reference == wanted)
+            .ok_or_else(|| {
+                format!(
+                    "spec.gateway.gatewayRef names Gateway {wanted}, which does not exist; create it, or correct or remove spec.gateway.gatewayRef (without it the cluster-wide Gateway is used)"
+                )
+            }),
+        None => select_gateway(flags, gateways),
+    }
+}
+
 fn list<'a>(gateways: impl Iterator<Item = &'a GatewayView>) -> String {
     let mut names: Vec<String> = gateways.map(|g| g.reference.to_string()).collect();
     names.sort();
@@ -172,6 +209,64 @@ mod tests {
                 .contains("Gateway c/x named by --gateway-name/--gateway-namespace does not exist"),
             "{message}"
         );
+    }
+
+    /// `spec.gateway.gatewayRef` wins over the flags and the label, must exist, and its
+    /// namespace defaults to the deployment's.
+    #[test]
+    fn a_deployments_own_gateway_wins_and_must_exist() {
+        let gateways = [gateway("a", "one", false), gateway("b", "two", true)];
+        let flags = GatewayRef {
+            namespace: "b".into(),
+            name: "two".into(),
+        };
+        let own = GatewayRef {
+            namespace: "a".into(),
+            name: "one".into(),
+        };
+        assert_eq!(
+            select_for(Some(&own), Some(&flags), &gateways)
+                .unwrap()
+                .reference,
+            own
+        );
+        assert_eq!(
+            select_for(None, Some(&flags), &gateways).unwrap().reference,
+            flags
+        );
+        let missing = GatewayRef {
+            namespace: "a".into(),
+            name: "gone".into(),
+        };
+        assert_eq!(
+            select_for(Some(&missing), None, &gateways).unwrap_err(),
+            "spec.gateway.gatewayRef names Gateway a/gone, which does not exist; create it, or correct or remove spec.gateway.gatewayRef (without it the cluster-wide Gateway is used)"
+        );
+        let md = |gateway: serde_json::Value| -> airunway_api::v1alpha1::ModelDeployment {
+            serde_json::from_value(
+                json!({"apiVersion": "airunway.ai/v1alpha1", "kind": "ModelDeployment",
+                "metadata": {"name": "m", "namespace": "team-a"},
+                "spec": {"model": {"id": "a/b"}, "gateway": gateway}}),
+            )
+            .unwrap()
+        };
+        assert_eq!(
+            requested(&md(json!({"gatewayRef": {"name": "mine"}}))),
+            Some(GatewayRef {
+                namespace: "team-a".into(),
+                name: "mine".into()
+            })
+        );
+        assert_eq!(
+            requested(&md(
+                json!({"gatewayRef": {"name": "shared", "namespace": "gateways"}})
+            )),
+            Some(GatewayRef {
+                namespace: "gateways".into(),
+                name: "shared".into()
+            })
+        );
+        assert_eq!(requested(&md(json!({}))), None);
     }
 
     #[test]

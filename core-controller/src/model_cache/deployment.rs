@@ -175,6 +175,16 @@ pub fn format_period(period: Duration) -> String {
     }
 }
 
+/// `spec.retention` of a shared cache the core creates: the core's (or the runtime
+/// configuration's) policy and period.
+pub fn retention(config: &CacheConfig) -> Value {
+    let policy = match config.retention {
+        RetentionPolicy::Delete => "Delete",
+        RetentionPolicy::Retain => "Retain",
+    };
+    json!({"policy": policy, "period": format_period(config.retention_period)})
+}
+
 /// The namespace's shared cache of `md`'s model, as the core creates it.
 pub fn shared_cache(
     md: &ModelDeployment,
@@ -183,16 +193,12 @@ pub fn shared_cache(
 ) -> Option<Value> {
     let key = ModelCacheKey::of(&md.spec)?;
     let declared = declared(md, &volume.name);
-    let policy = match config.retention {
-        RetentionPolicy::Delete => "Delete",
-        RetentionPolicy::Retain => "Retain",
-    };
     let mut spec = json!({
         "source": "huggingface",
         "modelId": key.model_id,
         "revision": key.revision,
         "size": config.size,
-        "retention": {"policy": policy, "period": format_period(config.retention_period)},
+        "retention": retention(config),
     });
     if let Some(class) = declared.and_then(|v| v.storage_class_name.as_ref()) {
         spec["storageClassName"] = json!(class);
@@ -279,7 +285,8 @@ pub fn serves(md: &ModelDeployment, cache: &ModelCache) -> bool {
             == DEFAULT_REVISION
 }
 
-fn token_secret(md: &ModelDeployment) -> Option<String> {
+/// The Secret of `md`'s Hugging Face token (`spec.secrets.huggingFaceToken`), if any.
+pub fn token_secret(md: &ModelDeployment) -> Option<String> {
     md.spec
         .secrets
         .as_ref()

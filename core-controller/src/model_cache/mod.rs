@@ -9,6 +9,8 @@
 //! - [`deployment`] (pure): what a deployment's `model.storage.volumes` need — the shared or
 //!   private `ModelCache`, the managed claims — and its `StorageReady` and `ModelDownloaded`
 //!   conditions.
+//! - [`adapters`] (pure): the adapter caches of a deployment's Hugging Face LoRA adapters on
+//!   its shared model cache's claim, and its `AdaptersDownloaded` condition.
 //! - [`users`]: which caches a deployment change concerns, so the cache controller hears of
 //!   its users coming and going without listing deployments.
 //! - [`reconcile`]: the shell: watch caches, the `ModelCache` controller, creation and
@@ -16,6 +18,7 @@
 //!
 //! Names come from [`airunway_api::storage`] only.
 
+pub mod adapters;
 pub mod deployment;
 pub mod plan;
 pub mod reconcile;

@@ -36,7 +36,7 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use super::plan::{self, CacheInputs, ClaimState, JobState};
-use super::{CacheConfig, ModelCacheError, deployment, render};
+use super::{CacheConfig, ModelCacheError, adapters, deployment, render};
 
 /// Objects a shared watch buffers for its slowest subscriber.
 const SHARED_BUFFER: usize = 1024;
@@ -179,6 +179,7 @@ impl Integration {
                 let namespace = cache.namespace();
                 stream::iter(users_where(&deployments, namespace.as_deref(), |md| {
                     storage::download(md).is_some_and(|d| d.cache_name == name)
+                        || adapters::cache_names(md).contains(&name)
                 }))
             })
         };
@@ -195,9 +196,10 @@ impl Integration {
     }
 
     /// The storage part of a deployment's reconcile (`md`: the effective deployment): creates
-    /// what its volumes need, brings the propagated labels of its own claims and cache to
-    /// `propagated`, and returns its `StorageReady` and `ModelDownloaded` conditions (none
-    /// without volumes). `defaults` (its runtime configuration's) replace the core's flags for
+    /// what its volumes need (and the caches of its adapters, [`adapters`]), brings the
+    /// propagated labels of its own claims and cache to `propagated`, and returns its
+    /// `StorageReady`, `ModelDownloaded` and `AdaptersDownloaded` conditions (none without
+    /// volumes). `defaults` (its runtime configuration's) replace the core's flags for
     /// the size and retention of a shared cache it creates.
     pub async fn reconcile_deployment(
         &self,
@@ -286,6 +288,29 @@ impl Integration {
                 Err(e) => return Err(api_error("patch labels of", object)(e)),
             }
         }
+        // The adapters' caches, on the model cache's claim, once the model cache exists.
+        let adapter_plan = adapters::plan(
+            md,
+            cache.as_deref(),
+            &|name| self.caches.get(&ObjectRef::new(name).within(&namespace)),
+            &config,
+        );
+        for body in &adapter_plan.create {
+            let api: Api<ModelCache> = Api::namespaced(self.client.clone(), &namespace);
+            let adapter_cache: ModelCache =
+                serde_json::from_value(body.clone()).map_err(|e| ModelCacheError::Render {
+                    object: format!("{namespace}/{}", body["metadata"]["name"]),
+                    reason: e.to_string(),
+                })?;
+            let object = format!("{namespace}/{}", adapter_cache.name_any());
+            match api.create(&PostParams::default(), &adapter_cache).await {
+                Ok(_) => {
+                    tracing::info!(%object, deployment = %md.name_any(), "created the ModelCache of an adapter")
+                }
+                Err(e) if already_exists(&e) => {}
+                Err(e) => return Err(api_error("create ModelCache", object)(e)),
+            }
+        }
         for name in &plan.delete_claims {
             let object = format!("{namespace}/{name}");
             tracing::info!(%object, "deleting a managed PersistentVolumeClaim left by an earlier deployment");
@@ -295,7 +320,9 @@ impl Integration {
                 Err(e) => return Err(api_error("delete PersistentVolumeClaim", object)(e)),
             }
         }
-        Ok(plan.conditions)
+        let mut conditions = plan.conditions;
+        conditions.extend(adapter_plan.condition);
+        Ok(conditions)
     }
 
     /// Applies `body` (a rendered object) under the model cache's field manager.
@@ -401,9 +428,11 @@ fn users(deployments: &Store<ModelDeployment>, cache: &ModelCache) -> Vec<String
         .into_iter()
         .filter(|md| {
             md.namespace() == cache.namespace()
-                && storage::download(md).is_some_and(|d| d.cache_name == name)
+                && (storage::download(md).is_some_and(|d| d.cache_name == name)
                 // A deployment whose model changed no longer uses its old private cache.
                 && deployment::serves(md, cache)
+                    // An adapter cache's name says all it holds (adapter, revision, claim).
+                    || adapters::cache_names(md).contains(&name))
         })
         .map(|md| md.name_any())
         .collect();
@@ -635,6 +664,36 @@ mod tests {
             Vec::<String>::new()
         );
         assert_eq!(users_where(&store, Some("other"), |_| true).len(), 1);
+    }
+
+    #[test]
+    fn an_adapter_caches_users_are_the_deployments_of_that_adapter_on_that_model_cache() {
+        let (store, mut writer) = reflector::store::<ModelDeployment>();
+        let shared = json!({"name": "w", "purpose": "modelCache"});
+        let with = |name: &str, model: &str, adapter: &str| {
+            let mut md = md("team", name, model, shared.clone());
+            md.spec.adapters =
+                Some(serde_json::from_value(json!([{"name": "a", "source": adapter}])).unwrap());
+            md
+        };
+        for md in [
+            with("x", "org/m", "org/sql-lora"),
+            with("y", "org/m", "hf://org/sql-lora"),
+            with("z", "org/other", "org/sql-lora"),
+            with("w", "org/m", "org/chat-lora"),
+        ] {
+            writer.apply_watcher_event(&watcher::Event::Apply(md));
+        }
+        let name = adapters::cache_names(&with("x", "org/m", "org/sql-lora"))[0].clone();
+        assert_eq!(
+            users(&store, &cache("team", &name, "org/sql-lora")),
+            ["x", "y"]
+        );
+        // The model cache still counts all its users.
+        assert_eq!(
+            users(&store, &cache("team", &shared_name("org/m"), "org/m")),
+            ["w", "x", "y"]
+        );
     }
 
     /// The shared cache name of a model id.

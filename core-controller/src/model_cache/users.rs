@@ -16,10 +16,26 @@ pub fn cache_of(md: &ModelDeployment) -> Option<ObjectRef<ModelCache>> {
     Some(ObjectRef::new(&download.cache_name).within(&md.namespace()?))
 }
 
+/// Every cache a deployment uses: its model's ([`cache_of`]), then its adapters'
+/// ([`super::adapters::cache_names`]).
+pub fn caches_of(md: &ModelDeployment) -> Vec<ObjectRef<ModelCache>> {
+    let Some(namespace) = md.namespace() else {
+        return Vec::new();
+    };
+    cache_of(md)
+        .into_iter()
+        .chain(
+            super::adapters::cache_names(md)
+                .iter()
+                .map(|name| ObjectRef::new(name).within(&namespace)),
+        )
+        .collect()
+}
+
 /// What each deployment named when last seen.
 #[derive(Debug, Default)]
 pub struct UseTracker {
-    named: HashMap<ObjectRef<ModelDeployment>, ObjectRef<ModelCache>>,
+    named: HashMap<ObjectRef<ModelDeployment>, Vec<ObjectRef<ModelCache>>>,
     relisted: Vec<ObjectRef<ModelCache>>,
 }
 
@@ -34,12 +50,11 @@ impl UseTracker {
             watcher::Event::Delete(md) => self
                 .named
                 .remove(&ObjectRef::from_obj(md))
-                .into_iter()
-                .collect(),
+                .unwrap_or_default(),
             watcher::Event::Init => {
                 // A relist: deletions missed meanwhile show only as absence; remember what was
                 // named so the end of the relist looks at those caches too.
-                self.relisted = self.named.drain().map(|(_, c)| c).collect();
+                self.relisted = self.named.drain().flat_map(|(_, c)| c).collect();
                 vec![]
             }
             watcher::Event::InitApply(md) => {
@@ -48,7 +63,7 @@ impl UseTracker {
             }
             watcher::Event::InitDone => {
                 let mut all: Vec<_> = std::mem::take(&mut self.relisted);
-                all.extend(self.named.values().cloned());
+                all.extend(self.named.values().flatten().cloned());
                 all.sort_by_key(|c| c.to_string());
                 all.dedup();
                 all
@@ -58,17 +73,18 @@ impl UseTracker {
 
     fn seen(&mut self, md: &ModelDeployment) -> Vec<ObjectRef<ModelCache>> {
         let key = ObjectRef::from_obj(md);
-        let now = cache_of(md);
-        let before = match &now {
-            Some(cache) => self.named.insert(key, cache.clone()),
-            None => self.named.remove(&key),
-        };
-        if before == now {
-            // Still the same cache: only its own events matter (a deployment being deleted
-            // still counts as a user until it is gone).
-            return vec![];
+        let now = caches_of(md);
+        let before = if now.is_empty() {
+            self.named.remove(&key)
+        } else {
+            self.named.insert(key, now.clone())
         }
-        before.into_iter().chain(now).collect()
+        .unwrap_or_default();
+        // The caches it started or stopped naming; those it still names need only their own
+        // events (a deployment being deleted still counts as a user until it is gone).
+        let stopped = before.iter().filter(|c| !now.contains(c));
+        let started = now.iter().filter(|c| !before.contains(c));
+        stopped.chain(started).cloned().collect()
     }
 }
 
@@ -123,6 +139,35 @@ mod tests {
             tracker.observe(&watcher::Event::Delete(switched)),
             vec![two.clone()]
         );
+    }
+
+    #[test]
+    fn adapters_added_and_removed_requeue_their_caches_only() {
+        let mut tracker = UseTracker::default();
+        let mut a = md("a", "org/one", true);
+        let model = cache_of(&a).unwrap();
+        assert_eq!(
+            tracker.observe(&watcher::Event::Apply(a.clone())),
+            vec![model.clone()]
+        );
+        a.spec.adapters = Some(
+            serde_json::from_value(json!([{"name": "sql", "source": "org/sql-lora"},
+                {"name": "tone", "source": "pvc://loras/tone"}]))
+            .unwrap(),
+        );
+        let all = caches_of(&a);
+        assert_eq!(all.len(), 2, "the model's and one adapter's");
+        let adapter = all[1].clone();
+        assert_eq!(
+            tracker.observe(&watcher::Event::Apply(a.clone())),
+            vec![adapter.clone()]
+        );
+        a.spec.adapters = None;
+        assert_eq!(
+            tracker.observe(&watcher::Event::Apply(a.clone())),
+            [adapter]
+        );
+        assert_eq!(tracker.observe(&watcher::Event::Delete(a)), [model]);
     }
 
     #[test]

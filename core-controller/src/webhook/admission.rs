@@ -11,8 +11,8 @@ use airunway_api::conditions;
 use airunway_api::constants::{condition_types, messages, reasons};
 use airunway_api::resolve::apply_spec_defaults_named;
 use airunway_api::v1alpha1::{
-    ApiFormat, EngineCapability, EngineType, GatewayCapability, InferenceProviderConfig, ModelDeployment,
-    unused_override_paths,
+    ApiFormat, EngineCapability, EngineType, GatewayCapability, InferenceProviderConfig,
+    ModelDeployment, unused_override_paths,
 };
 use kube::core::DynamicObject;
 use kube::core::admission::{AdmissionRequest, AdmissionResponse, Operation};
@@ -831,12 +831,8 @@ mod tests {
     #[test]
     fn every_engine_entry_field_of_the_type_is_admitted() {
         use airunway_api::v1alpha1::ServingMode;
-        let mut entry = EngineCapability::new(
-            EngineType::Vllm,
-            vec![ServingMode::Aggregated],
-            true,
-            true,
-        );
+        let mut entry =
+            EngineCapability::new(EngineType::Vllm, vec![ServingMode::Aggregated], true, true);
         entry.requires_crd = Some(false);
         entry.gateway = Some(GatewayCapability::default());
         entry.lora_support = true;

@@ -148,11 +148,12 @@ impl EndpointPicker {
 /// identity in `kubeconfig`, on free loopback ports, and waits until its gRPC health check
 /// answers SERVING, which it does once it has read its InferencePool.
 ///
-/// Added to `args`: the ports; `--metrics-endpoint-auth=false` (the default asks the API server
-/// to review the scraper's token); `--refresh-metrics-interval=1h`: the picker scrapes each
+/// Added to `args`: the ports; `--refresh-metrics-interval=1h`: the picker scrapes each
 /// selected pod's model server at `<pod IP>:<target port>/metrics`, and the pod IPs KWOK hands
 /// out route nowhere and no model server runs in a simulated pod, so the first scrape is put
-/// beyond the test (no packet to a pod IP leaves the machine).
+/// beyond the test (no packet to a pod IP leaves the machine). Metrics authentication is what
+/// the core rendered (`--metrics-endpoint-auth=false`): the tests read the metrics with no
+/// token, as any scraper may.
 pub async fn start_endpoint_picker(
     kubeconfig: &Path,
     mut args: Vec<String>,
@@ -165,7 +166,6 @@ pub async fn start_endpoint_picker(
         format!("--grpc-port={grpc}"),
         format!("--grpc-health-port={health}"),
         format!("--metrics-port={metrics}"),
-        "--metrics-endpoint-auth=false".into(),
         "--refresh-metrics-interval=1h".into(),
     ]);
     let mut env = env;

@@ -8,13 +8,18 @@
 //! - the path: a Hugging Face repository id, which vLLM resolves itself (from the `HF_HOME`
 //!   cache when it holds the adapter, else by downloading it, at `main`), or
 //!   `/lora-adapters/<claim>/<path>` for `pvc://<claim>/<path>`, each claim mounted read-only
-//!   there once (volumes `lora-adapters-<n>`);
+//!   there once (volumes `lora-adapters-<n>`); an adapter fetched through the model cache
+//!   ([`storage::adapter_downloads`]) at a commit is loaded from its snapshot in the cache,
+//!   `<model cache mount>/hub/models--<org>--<name>/snapshots/<commit>`, the one revision
+//!   other than `main` a path can name before the download (a branch or tag resolves to a
+//!   commit only then);
 //! - a flag whose key the user sets in `engine.args`/`engine.extraArgs` is left out where the
 //!   provider lets the user's keys win.
 
 use serde_json::{Value, json};
 
 use crate::lora::{AdapterSource, parse_source, revision, vllm_max_lora_rank};
+use crate::storage;
 use crate::v1alpha1::{LoraAdapter, ModelDeployment};
 
 /// Where `pvc://` claims are mounted (`<root>/<claim>`).
@@ -22,19 +27,35 @@ pub const MOUNT_ROOT: &str = "/lora-adapters";
 /// The prefix of the adapter claims' volume names (`<prefix>-<n>`).
 pub const VOLUME_PREFIX: &str = "lora-adapters";
 
+/// The snapshot directory vLLM loads `adapter` of `md` from: an adapter fetched through the
+/// model cache at a commit (`None` otherwise).
+fn cached_snapshot(md: &ModelDeployment, adapter: &LoraAdapter) -> Option<String> {
+    let revision = revision(adapter);
+    if !storage::is_commit(revision) {
+        return None;
+    }
+    storage::adapter_downloads(md)
+        .into_iter()
+        .find(|d| d.name == adapter.name)
+        .map(|d| storage::hub_snapshot_path(&d.volume.mount_path, &d.key.adapter_id, revision))
+}
+
 /// `Ok` when vLLM can load every adapter of `md`, else the first one it cannot, naming the
-/// field and the fix: only Hugging Face (at `main`) and `pvc://` sources, since vLLM neither
-/// fetches URLs nor takes a revision in `--lora-modules`. An unparsable source is left to
-/// validation.
+/// field and the fix: only Hugging Face and `pvc://` sources, since vLLM does not fetch URLs;
+/// and a Hugging Face adapter at `main` only (`--lora-modules` takes no revision), unless it is
+/// fetched through the model cache at a commit, whose snapshot path is rendered instead. An
+/// unparsable source is left to validation.
 pub fn check(md: &ModelDeployment) -> Result<(), String> {
     for (index, adapter) in md.spec.lora_adapters().iter().enumerate() {
         let Ok(source) = parse_source(&adapter.source) else {
             continue;
         };
         match source {
-            AdapterSource::HuggingFace(_) if revision(adapter) != "main" => {
+            AdapterSource::HuggingFace(_)
+                if revision(adapter) != "main" && cached_snapshot(md, adapter).is_none() =>
+            {
                 return Err(format!(
-                    "spec.adapters[{index}].revision: vLLM loads a Hugging Face adapter at its main revision only (--lora-modules takes no revision): remove the revision, or copy that revision to a PersistentVolumeClaim and use pvc://<claim>/<path>"
+                    "spec.adapters[{index}].revision: vLLM loads a Hugging Face adapter at its main revision only (--lora-modules takes no revision): remove the revision, give a full commit id and a shared modelCache volume (the adapter is then fetched through the model cache and loaded from its snapshot), or copy that revision to a PersistentVolumeClaim and use pvc://<claim>/<path>"
                 ));
             }
             AdapterSource::Https(_) | AdapterSource::S3(_) | AdapterSource::Gcs(_) => {
@@ -62,10 +83,13 @@ fn claims(adapters: &[LoraAdapter]) -> Vec<&str> {
     claims
 }
 
-/// The path vLLM loads `adapter` from (`None`: a source vLLM cannot load, see [`check`]).
-pub fn path(adapter: &LoraAdapter) -> Option<String> {
+/// The path vLLM loads `adapter` of `md` from (`None`: a source vLLM cannot load, see
+/// [`check`]).
+pub fn path(md: &ModelDeployment, adapter: &LoraAdapter) -> Option<String> {
     match parse_source(&adapter.source).ok()? {
-        AdapterSource::HuggingFace(id) => Some(id.to_string()),
+        AdapterSource::HuggingFace(id) => {
+            Some(cached_snapshot(md, adapter).unwrap_or_else(|| id.to_string()))
+        }
         AdapterSource::Pvc { claim, path: "" } => Some(format!("{MOUNT_ROOT}/{claim}")),
         AdapterSource::Pvc { claim, path } => Some(format!("{MOUNT_ROOT}/{claim}/{path}")),
         AdapterSource::Https(_) | AdapterSource::S3(_) | AdapterSource::Gcs(_) => None,
@@ -88,7 +112,7 @@ pub fn args(md: &ModelDeployment, user_keys: &[String]) -> Vec<String> {
     }
     let modules: Vec<String> = adapters
         .iter()
-        .filter_map(|a| path(a).map(|p| format!("{}={p}", a.name)))
+        .filter_map(|a| path(md, a).map(|p| format!("{}={p}", a.name)))
         .collect();
     if !modules.is_empty() {
         flags.push(("lora-modules", modules));
@@ -212,6 +236,45 @@ mod tests {
             pod["containers"][0]["volumeMounts"],
             json!([{"name": "lora-adapters-0", "mountPath": "/lora-adapters/loras", "readOnly": true}])
         );
+    }
+
+    const COMMIT: &str = "0123456789abcdef0123456789abcdef01234567";
+
+    #[test]
+    fn a_cached_adapter_at_a_commit_is_loaded_from_its_snapshot() {
+        let spec = |volumes: Value| {
+            json!({"model": {"id": "Qwen/Qwen3-0.6B", "storage": {"volumes": volumes}},
+                "engine": {"type": "vllm"},
+                "adapters": [{"name": "sql", "source": "hf://org/sql-lora", "revision": COMMIT},
+                             {"name": "chat", "source": "org/chat-lora"}]})
+        };
+        let shared = md(spec(
+            json!([{"name": "w", "purpose": "modelCache", "mountPath": "/weights"}]),
+        ));
+        assert_eq!(check(&shared), Ok(()));
+        assert_eq!(
+            args(&shared, &[]),
+            [
+                "--enable-lora",
+                "--max-loras",
+                "2",
+                "--lora-modules",
+                &format!("sql=/weights/hub/models--org--sql-lora/snapshots/{COMMIT}"),
+                "chat=org/chat-lora"
+            ],
+            "at main the repository id, which vLLM resolves from HF_HOME"
+        );
+        // Without a shared cache a commit is refused as before.
+        let own = md(spec(
+            json!([{"name": "w", "purpose": "modelCache", "size": "10Gi"}]),
+        ));
+        assert!(check(&own).unwrap_err().starts_with(
+            "spec.adapters[0].revision: vLLM loads a Hugging Face adapter at its main revision only"
+        ));
+        // A branch or tag, even cached: no path names it before the download.
+        let mut branch = shared.clone();
+        branch.spec.adapters.as_mut().unwrap()[0].revision = Some("v2".into());
+        assert!(check(&branch).is_err());
     }
 
     #[test]
