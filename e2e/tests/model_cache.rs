@@ -894,8 +894,12 @@ async fn two_providers_wait_for_the_shared_cache_then_mount_it() {
             .is_empty(),
         "a workload was created before the cache was Ready"
     );
-    let cache = caches(&env).get(&cache_name).await.unwrap();
-    assert_eq!(cache.status.and_then(|s| s.users), Some(2));
+    // The core counts users on its own (the deployments' events), independently of the
+    // providers' holds above: follow it.
+    wait_for(&caches(&env), &cache_name, WAIT, "two users", |c| {
+        c.status.as_ref().and_then(|s| s.users) == Some(2)
+    })
+    .await;
 
     // The download runs (the Job's arguments and identity), the Job completes, the cache is Ready.
     let job = the_job(&env, &cache_name).await;
@@ -941,9 +945,10 @@ async fn two_providers_wait_for_the_shared_cache_then_mount_it() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-/// A Hub whose every repository is a small LoRA adapter: its config, a 2 MiB LFS weights file.
+/// A Hub whose repositories (`org/model` and the adapters `org/sql-lora`, `org/support-lora`)
+/// are each a small LoRA adapter: its config, a 2 MiB LFS weights file.
 fn adapter_files() -> hub::Hub {
-    hub::Hub::new(vec![
+    let mut hub = hub::Hub::new(vec![
         (
             "adapter_config.json",
             hub::Content::Literal(bytes::Bytes::from_static(
@@ -959,7 +964,9 @@ fn adapter_files() -> hub::Hub {
             },
             true,
         ),
-    ])
+    ]);
+    hub.also_serves = vec!["org/sql-lora".into(), "org/support-lora".into()];
+    hub
 }
 
 /// `(name, state)` of every entry of `status.adapters`.

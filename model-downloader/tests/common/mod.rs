@@ -97,6 +97,8 @@ pub struct Hub {
     pub sent: Mutex<HashMap<String, Arc<AtomicU64>>>,
     /// Listing requests.
     pub listings: AtomicU64,
+    /// Repositories served beside `org/model`, each with the same files.
+    pub also_serves: Vec<String>,
     block: Vec<u8>,
 }
 
@@ -120,6 +122,11 @@ impl Hub {
             );
         }
         hub
+    }
+
+    /// Whether `repo` is one this hub serves.
+    fn serves(&self, repo: &str) -> bool {
+        repo == "org/model" || self.also_serves.iter().any(|r| r == repo)
     }
 
     /// The sha256 of a content.
@@ -277,7 +284,8 @@ async fn listing(
     if !hub.authorized(&headers) {
         return (StatusCode::UNAUTHORIZED, "Invalid credentials").into_response();
     }
-    if format!("{org}/{name}") != "org/model" {
+    let repo = format!("{org}/{name}");
+    if !hub.serves(&repo) {
         return (StatusCode::NOT_FOUND, "Repository not found").into_response();
     }
     let mut siblings: Vec<serde_json::Value> = hub
@@ -296,7 +304,7 @@ async fn listing(
     for path in hub.missing.iter().chain(hub.hostile.iter()) {
         siblings.push(serde_json::json!({"rfilename": path, "blobId": "b", "size": 10}));
     }
-    axum::Json(serde_json::json!({"id": "org/model", "modelId": "org/model", "sha": COMMIT, "siblings": siblings}))
+    axum::Json(serde_json::json!({"id": repo, "modelId": repo, "sha": COMMIT, "siblings": siblings}))
         .into_response()
 }
 
@@ -308,7 +316,7 @@ async fn resolve(
     if !hub.authorized(&headers) {
         return (StatusCode::UNAUTHORIZED, "Invalid credentials").into_response();
     }
-    if format!("{org}/{name}") != "org/model" || rev != COMMIT {
+    if !hub.serves(&format!("{org}/{name}")) || rev != COMMIT {
         return (StatusCode::NOT_FOUND, "Revision not found").into_response();
     }
     match hub.files.get(&path) {
