@@ -12,6 +12,7 @@ pub mod access;
 pub mod args;
 pub mod autoscaling;
 pub mod controller;
+pub mod crd_schema;
 pub mod error;
 pub mod gateway;
 pub mod health;
