@@ -18,6 +18,7 @@ pub mod gateway;
 pub mod health;
 pub mod metrics;
 pub mod model_cache;
+pub mod offline;
 pub mod policy;
 pub mod run;
 pub mod runtime_config;
