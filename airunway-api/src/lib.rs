@@ -19,6 +19,8 @@
 //!   (`proto/airunway/provider/v1/provider.proto`).
 //! - `runtime` feature: operational plumbing shared by the binaries (client, telemetry,
 //!   metrics, health endpoints, leader election).
+//! - `offline` feature: what the offline commands share (inputs, findings, output formats,
+//!   exit codes; docs/gitops.md).
 //! - `provider-sdk` feature: write a provider as a handful of pure functions (see `provider`).
 //!
 //! The plain types need only kube's `derive` side: no client, no async runtime.
@@ -46,6 +48,8 @@ pub mod kube_error;
 pub mod kubernetes_names;
 pub mod lora;
 pub mod managed_fields;
+#[cfg(feature = "offline")]
+pub mod offline;
 pub mod pod_security;
 pub mod policy;
 #[cfg(feature = "probe")]

@@ -12,6 +12,10 @@ use crate::parse_duration;
 #[derive(Parser, Clone, Debug)]
 #[command(name = "airunway-core", version, about)]
 pub struct Args {
+    /// An offline command (no cluster; docs/gitops.md) instead of the controller.
+    #[command(subcommand)]
+    pub command: Option<crate::offline::Command>,
+
     /// Options shared by every AI Runway binary.
     #[command(flatten)]
     pub common: CommonArgs,

@@ -5,6 +5,10 @@ use clap::Parser;
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let args = airunway_core::args::Args::parse();
+    if let Some(command) = &args.command {
+        // validate, select, explain: offline, no cluster, no telemetry.
+        std::process::exit(airunway_core::offline::run(command));
+    }
     if let Err(message) = args.validate() {
         eprintln!("error: {message}");
         std::process::exit(2);

@@ -17,6 +17,7 @@ use serde_json::{Value, json};
 use crate::runtime_config::Plan;
 use crate::selection::engine::EXPLICIT_ENGINE_REASON;
 use crate::selection::provider::EXPLICIT_PROVIDER_REASON;
+use crate::selection::provider::ProviderOutcome;
 use crate::selection::{
     Availability, EngineDecision, ProviderDecision, ProviderView, RuleError, RuleSet,
     select_engine, select_provider,
@@ -43,6 +44,9 @@ pub struct CoreDecision {
     pub rule_errors: Vec<RuleError>,
     /// Providers whose rules were evaluated.
     pub rules_evaluated: Vec<String>,
+    /// What selection made of each provider (see [`ProviderOutcome`]; empty when no rule was
+    /// evaluated).
+    pub provider_outcomes: Vec<(String, ProviderOutcome)>,
 }
 
 /// Decides validation, engine, provider and provider health for `md`.
@@ -66,7 +70,7 @@ pub fn decide(
         }
         _ => None,
     };
-    let (provider, rule_errors, rules_evaluated) =
+    let (provider, rule_errors, rules_evaluated, provider_outcomes) =
         if valid || md.spec.explicit_provider().is_some() || md.selected_provider().is_some() {
             let selection = select_provider(
                 md,
@@ -79,9 +83,10 @@ pub fn decide(
                 Some(selection.decision),
                 selection.rule_errors,
                 selection.evaluated,
+                selection.outcomes,
             )
         } else {
-            (None, vec![], vec![])
+            (None, vec![], vec![], vec![])
         };
     let provider_availability =
         provider
@@ -102,6 +107,7 @@ pub fn decide(
         provider_availability,
         rule_errors,
         rules_evaluated,
+        provider_outcomes,
     }
 }
 

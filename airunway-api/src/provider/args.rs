@@ -9,6 +9,10 @@ use crate::runtime::{CommonArgs, parse_duration};
 #[derive(clap::Parser, Clone, Debug)]
 #[command(version, about = "An AI Runway provider shim")]
 pub struct ProviderArgs {
+    /// An offline command (`render`; docs/gitops.md) instead of running the provider.
+    #[command(subcommand)]
+    pub command: Option<super::offline_render::SdkCommand>,
+
     /// Options shared by every AI Runway binary.
     #[command(flatten)]
     pub common: CommonArgs,

@@ -70,6 +70,7 @@ mod finalizer;
 mod invalid_generation;
 mod kinds;
 mod metrics;
+pub mod offline_render;
 pub mod overrides;
 #[cfg(feature = "testing")]
 pub mod plan;

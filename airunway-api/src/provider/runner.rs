@@ -542,8 +542,17 @@ fn probe_info<P: Provider>(
 }
 
 /// Runs `provider` with `args` (e.g. parsed as part of a provider's own command line) until
-/// SIGTERM or lost leadership; installs the TLS crypto provider and telemetry first.
+/// SIGTERM or lost leadership; installs the TLS crypto provider and telemetry first. With the
+/// `render` subcommand it renders offline instead and exits the process with its code.
 pub async fn run_with_args<P: Provider>(provider: P, args: ProviderArgs) -> Result<(), RunError> {
+    if let Some(super::offline_render::SdkCommand::Render(render)) = &args.command {
+        // Offline: no cluster, no telemetry; the exit code is the command's.
+        std::process::exit(super::offline_render::run_render(
+            &provider,
+            render,
+            &args.pod_security(),
+        ));
+    }
     install_crypto_provider().map_err(|e| RunError::Start(chain(&e)))?;
     let service: &'static str = Box::leak(format!("{}-provider", provider.name()).into_boxed_str());
     let _telemetry =

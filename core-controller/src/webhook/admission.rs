@@ -73,12 +73,7 @@ pub fn mutate_model_deployment(request: &AdmissionRequest<DynamicObject>) -> Adm
         return response;
     };
     let mut defaulted = original.clone();
-    // The name is given (the API server generates one for `generateName` before admission);
-    // managed volumes' claim names are derived from it.
-    let name = object.metadata.name.as_deref();
-    if let Some(spec) = defaulted.get_mut("spec") {
-        apply_spec_defaults_named(spec, name);
-    }
+    apply_defaults(&mut defaulted);
     crate::access::author::record(request, &mut defaulted);
     let patch = json_patch::diff(&original, &defaulted);
     if patch.0.is_empty() {
@@ -93,6 +88,38 @@ pub fn mutate_model_deployment(request: &AdmissionRequest<DynamicObject>) -> Adm
     }
 }
 
+/// The schema defaults the mutating webhook adds to a ModelDeployment (the whole object as
+/// JSON), in place: only missing keys are added. The offline `validate` applies the same.
+pub fn apply_defaults(object: &mut Value) {
+    // The name is given (the API server generates one for `generateName` before admission);
+    // managed volumes' claim names are derived from it.
+    let name = object["metadata"]["name"].as_str().map(str::to_string);
+    if let Some(spec) = object.get_mut("spec") {
+        apply_spec_defaults_named(spec, name.as_deref());
+    }
+}
+
+/// What the validating webhook decides for an object: every error (the object is refused when
+/// there is one) and the warnings it is admitted with.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct AdmissionVerdict {
+    /// The errors, each with its field path.
+    pub errors: Vec<FieldError>,
+    /// The warnings (only given when there is no error, as the webhook answers).
+    pub warnings: Vec<String>,
+}
+
+impl AdmissionVerdict {
+    /// The admission response: allowed with the warnings, or denied with every error.
+    pub fn respond(self, response: AdmissionResponse, kind: &str, name: &str) -> AdmissionResponse {
+        if self.errors.is_empty() {
+            with_warnings(response, self.warnings)
+        } else {
+            deny(response, kind, name, &self.errors)
+        }
+    }
+}
+
 /// Validates a ModelDeployment create or update.
 pub fn validate_model_deployment(
     request: &AdmissionRequest<DynamicObject>,
@@ -103,65 +130,84 @@ pub fn validate_model_deployment(
     let Some(object) = request.object.as_ref() else {
         return response;
     };
+    let name = object.metadata.name.clone().unwrap_or_default();
+    let object = serde_json::to_value(object).unwrap_or(Value::Null);
+    let old = match request.operation {
+        Operation::Update => Some(
+            request
+                .old_object
+                .as_ref()
+                .and_then(|old| serde_json::to_value(old).ok())
+                .unwrap_or(Value::Null),
+        ),
+        _ => None,
+    };
+    model_deployment_verdict(&object, old.as_ref(), providers, selector_enabled).respond(
+        response,
+        "ModelDeployment",
+        &name,
+    )
+}
+
+/// The validating webhook's decision for a ModelDeployment (pure): `object` is the whole
+/// object as JSON, `old` the stored one on an update (`None`: a create). The webhook and the
+/// offline `validate` both call it.
+pub fn model_deployment_verdict(
+    object: &Value,
+    old: Option<&Value>,
+    providers: &[InferenceProviderConfig],
+    selector_enabled: bool,
+) -> AdmissionVerdict {
+    let create = old.is_none();
     // Metadata-only updates (finalizers, labels, annotations) are never blocked: a provider must
     // always be able to release its finalizer, even from a spec that newer rules reject.
-    if request.operation == Operation::Update
-        && request
-            .old_object
-            .as_ref()
-            .is_some_and(|old| old.data.get("spec") == object.data.get("spec"))
-    {
-        return response;
+    if old.is_some_and(|old| old.get("spec") == object.get("spec")) {
+        return AdmissionVerdict::default();
     }
-    let name = object.metadata.name.clone().unwrap_or_default();
-    let md: ModelDeployment = match serde_json::to_value(object).and_then(serde_json::from_value) {
+    let name = object["metadata"]["name"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    let md: ModelDeployment = match serde_json::from_value(object.clone()) {
         Ok(md) => md,
         Err(e) => {
-            return deny(
-                response,
-                "ModelDeployment",
-                &name,
-                &[FieldError {
+            return AdmissionVerdict {
+                errors: vec![FieldError {
                     field: "spec".into(),
                     message: format!("does not parse: {e}"),
                 }],
-            );
+                warnings: vec![],
+            };
         }
     };
     // The name on create only (as the Go AI Runway): a stored name cannot change, so an update
     // refused for it could never be made; reconcile still says why such a name cannot run.
-    let mut errors = if request.operation == Operation::Create {
+    let mut errors = if create {
         validation::validate_name(&name)
     } else {
         vec![]
     };
     errors.extend(validation::validate_spec(&md));
-    if let Some(spec) = object.data.get("spec") {
+    if let Some(spec) = object.get("spec") {
         errors.extend(crate::unknown_fields::unknown_fields(spec));
     }
     // Managed volumes may be neither removed nor changed (the Go AI Runway's update rules).
-    if request.operation == Operation::Update
-        && let Some(old) = request.old_object.as_ref().and_then(|old| {
-            serde_json::to_value(old)
-                .and_then(serde_json::from_value::<ModelDeployment>)
-                .ok()
-        })
+    if let Some(old) =
+        old.and_then(|old| serde_json::from_value::<ModelDeployment>(old.clone()).ok())
     {
         errors.extend(validation::validate_storage_update(&old, &md));
     }
 
     // Cluster state: check the named provider when it is set or changed (not on unrelated
     // updates, so a provider that later loses its CRD does not block every edit).
-    let old_provider = request
-        .old_object
-        .as_ref()
-        .and_then(|o| o.data.get("spec"))
+    let old_provider = old
+        .and_then(|o| o.get("spec"))
         .and_then(|s| s.get("provider"))
         .and_then(|p| p.get("name"))
         .and_then(Value::as_str)
         .map(str::to_string);
     if let Some(provider) = md.spec.explicit_provider()
-        && (request.operation == Operation::Create || old_provider.as_deref() != Some(provider))
+        && (create || old_provider.as_deref() != Some(provider))
     {
         errors.extend(check_provider(&md, provider, providers));
     }
@@ -189,9 +235,12 @@ pub fn validate_model_deployment(
         let mut warnings = validation::warnings(&md);
         warnings.extend(unused_overrides(&md, providers));
         warnings.extend(unregistered);
-        with_warnings(response, warnings)
+        AdmissionVerdict { errors, warnings }
     } else {
-        deny(response, "ModelDeployment", &name, &errors)
+        AdmissionVerdict {
+            errors,
+            warnings: vec![],
+        }
     }
 }
 
@@ -314,6 +363,12 @@ pub fn validate_provider_config(request: &AdmissionRequest<DynamicObject>) -> Ad
     };
     let name = object.metadata.name.clone().unwrap_or_default();
     let spec = object.data.get("spec").cloned().unwrap_or(Value::Null);
+    provider_config_verdict(&spec).respond(response, "InferenceProviderConfig", &name)
+}
+
+/// The validating webhook's decision for an InferenceProviderConfig's `spec` (pure; the
+/// webhook and the offline `validate` both call it).
+pub fn provider_config_verdict(spec: &Value) -> AdmissionVerdict {
     let mut errors = Vec::new();
     let mut warnings = Vec::new();
 
@@ -472,9 +527,12 @@ pub fn validate_provider_config(request: &AdmissionRequest<DynamicObject>) -> Ad
         }
     }
     if errors.is_empty() {
-        with_warnings(response, warnings)
+        AdmissionVerdict { errors, warnings }
     } else {
-        deny(response, "InferenceProviderConfig", &name, &errors)
+        AdmissionVerdict {
+            errors,
+            warnings: vec![],
+        }
     }
 }
 
