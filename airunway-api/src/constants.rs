@@ -31,6 +31,11 @@ pub mod annotations {
     /// name to the PromQL query that metric stands for, for the metrics adapter's rules
     /// (docs/autoscaling.md).
     pub const AUTOSCALING_QUERIES: &str = "airunway.ai/autoscaling-queries";
+    /// On a ModelDeployment: `"true"` asks for a preview. The core selects and validates as
+    /// usual; the provider renders and checks the objects but applies nothing upstream, and
+    /// writes them into the ConfigMap `<name>`[`super::dry_run::CONFIG_MAP_SUFFIX`]
+    /// (docs/gitops.md, "Dry run in the cluster"). Removing it deploys for real.
+    pub const DRY_RUN: &str = "airunway.ai/dry-run";
 
     /// Dynamo's intent mode (docs/providers/dynamo.md, "Intent mode").
     pub mod dynamo {
@@ -315,6 +320,9 @@ pub mod reasons {
     pub const INCOMPATIBLE_UPSTREAM: &str = "IncompatibleUpstream";
     /// ResourceCreated=False: the upstream object is being recreated (identity change).
     pub const RECREATING: &str = "Recreating";
+    /// ResourceCreated=False and Ready=False: the deployment has the dry-run annotation; its
+    /// render is in the preview ConfigMap and nothing is applied upstream.
+    pub const DRY_RUN: &str = "DryRun";
     /// ResourceCreated=False and Ready=False: an object of the name the provider renders
     /// exists and belongs to someone else (the Go AI Runway's reason).
     pub const RESOURCE_CONFLICT: &str = "ResourceConflict";
@@ -464,6 +472,18 @@ pub mod reasons {
     }
 }
 
+/// The dry-run preview ([`annotations::DRY_RUN`]): the ConfigMap a provider writes the render
+/// of a deployment into instead of applying it.
+pub mod dry_run {
+    /// The preview ConfigMap is named `<deployment name><CONFIG_MAP_SUFFIX>`.
+    pub const CONFIG_MAP_SUFFIX: &str = "-preview";
+    /// The key of the preview ConfigMap's `data` holding the render (a YAML stream, one
+    /// document per object, in the order the provider applies them).
+    pub const RENDER_KEY: &str = "render.yaml";
+    /// The key of the preview ConfigMap's `data` naming the provider that rendered it.
+    pub const PROVIDER_KEY: &str = "provider";
+}
+
 /// Event reasons (design doc §9).
 pub mod event_reasons {
     /// Normal: the core selected a provider.
@@ -494,6 +514,9 @@ pub mod event_reasons {
     pub const DRIFT_DETECTED: &str = "DriftDetected";
     /// Warning: cleanup timed out and the finalizer was removed.
     pub const FINALIZER_TIMEOUT: &str = "FinalizerTimeout";
+    /// Normal: a provider rendered a deployment with the dry-run annotation into its preview
+    /// ConfigMap instead of applying it (the message lists the objects' kinds and names).
+    pub const DRY_RUN_RENDERED: &str = "DryRunRendered";
     /// Warning: the provider cannot serve this configuration.
     pub const PROVIDER_INCOMPATIBLE: &str = "ProviderIncompatible";
     /// Warning: `provider.overrides` has a key the provider does not know.

@@ -226,6 +226,7 @@ fn held_reason(resource_created: &str) -> NotReadyReason {
         reasons::PVCS_PENDING | reasons::DOWNLOAD_IN_PROGRESS => NotReadyReason::InProgress,
         reasons::RECREATING => NotReadyReason::Updating,
         reasons::INCOMPATIBLE_UPSTREAM => NotReadyReason::IncompatibleUpstream,
+        reasons::DRY_RUN => NotReadyReason::DryRun,
         _ => NotReadyReason::NotDeployed,
     }
 }

@@ -64,6 +64,7 @@ pub mod desired;
 #[cfg(not(feature = "testing"))]
 #[allow(dead_code, reason = "public, and used, only with the feature testing")]
 mod desired;
+mod dry_run;
 mod engine_features;
 mod error;
 mod finalizer;

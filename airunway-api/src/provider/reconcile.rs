@@ -13,8 +13,10 @@ use kube::api::{DynamicObject, PatchParams};
 use kube::runtime::controller::Action;
 use kube::{Resource, ResourceExt};
 
+use super::checked_render;
 use super::context::Context;
 use super::desired::ProviderStatus;
+use super::dry_run;
 use super::error::{ReconcileError, api_error};
 use super::finalizer;
 use super::kinds::KindId;
@@ -109,6 +111,19 @@ async fn deploy<P: Provider>(
     };
     let (md, prepare_hold) = prepare(&effective.deployment, ctx).await?;
     let detection = ctx.detection();
+    if dry_run::requested(&md) {
+        // A preview: rendered and checked, nothing applied, pruned or recreated upstream.
+        let checked = checked_render::checked_render(
+            ctx.provider.as_ref(),
+            &md,
+            &effective.propagated_labels,
+            &detection,
+            &ctx.pod_security,
+        );
+        let decision = dry_run::decide(ctx.provider.as_ref(), &md, prepare_hold.as_ref(), checked);
+        return dry_run::act(&md, ctx, namespace, decision).await;
+    }
+    dry_run::remove_preview(&md, ctx, namespace).await?;
     let mut objects: Vec<Seen> = ctx
         .observed(&md)
         .into_iter()

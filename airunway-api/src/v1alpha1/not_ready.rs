@@ -53,6 +53,9 @@ pub enum NotReadyReason {
     /// The serving pods are ready but the gateway route the deployment asked for is not
     /// accepted (`GatewayReady` says why).
     GatewayNotReady,
+    /// The deployment has the `airunway.ai/dry-run` annotation: the provider rendered it into
+    /// the preview ConfigMap and applied nothing; remove the annotation to deploy.
+    DryRun,
     /// None of the above: the upstream reports a problem AI Runway has no reason for; the
     /// message carries the upstream's words.
     Unclassified,
@@ -60,7 +63,7 @@ pub enum NotReadyReason {
 
 impl NotReadyReason {
     /// Every reason, in documentation order.
-    pub const ALL: [NotReadyReason; 17] = [
+    pub const ALL: [NotReadyReason; 18] = [
         NotReadyReason::InProgress,
         NotReadyReason::Updating,
         NotReadyReason::InsufficientCapacity,
@@ -77,6 +80,7 @@ impl NotReadyReason {
         NotReadyReason::IncompatibleUpstream,
         NotReadyReason::ValidationFailed,
         NotReadyReason::GatewayNotReady,
+        NotReadyReason::DryRun,
         NotReadyReason::Unclassified,
     ];
 
@@ -99,6 +103,7 @@ impl NotReadyReason {
             NotReadyReason::IncompatibleUpstream => "IncompatibleUpstream",
             NotReadyReason::ValidationFailed => "ValidationFailed",
             NotReadyReason::GatewayNotReady => "GatewayNotReady",
+            NotReadyReason::DryRun => "DryRun",
             NotReadyReason::Unclassified => "Unclassified",
         }
     }
@@ -116,7 +121,9 @@ impl NotReadyReason {
     pub fn is_stalled(self) -> bool {
         matches!(
             self,
-            NotReadyReason::RolloutStalled | NotReadyReason::ValidationFailed
+            NotReadyReason::RolloutStalled
+                | NotReadyReason::ValidationFailed
+                | NotReadyReason::DryRun
         )
     }
 
