@@ -254,6 +254,29 @@ pub fn adapter_errors(md: &ModelDeployment) -> Vec<AdapterError> {
     errors
 }
 
+/// The placeholder of an adapter model pattern replaced by the base model's name.
+pub const MODEL_PLACEHOLDER: &str = "{model}";
+/// The placeholder of an adapter model pattern replaced by the adapter's name.
+pub const ADAPTER_PLACEHOLDER: &str = "{adapter}";
+/// The model name clients request an adapter under when a provider's registration gives no
+/// pattern (`gateway.adapterModelPattern`): the adapter's name, as vLLM's `--lora-modules`
+/// serves it.
+pub const DEFAULT_ADAPTER_MODEL_PATTERN: &str = "{adapter}";
+
+/// The model name clients request `adapter` under, by a provider's `pattern`
+/// ([`DEFAULT_ADAPTER_MODEL_PATTERN`] when it registers none), `model` being the name the base
+/// model is served under. One definition for the provider that serves the adapter and the
+/// core's gateway, which routes it.
+pub fn adapter_model_name(pattern: Option<&str>, model: &str, adapter: &str) -> String {
+    // One pass: a placeholder inside a name is never expanded.
+    pattern
+        .unwrap_or(DEFAULT_ADAPTER_MODEL_PATTERN)
+        .split(ADAPTER_PLACEHOLDER)
+        .map(|piece| piece.replace(MODEL_PLACEHOLDER, model))
+        .collect::<Vec<_>>()
+        .join(adapter)
+}
+
 /// The revision a Hugging Face adapter is served at (`main` when omitted).
 pub fn revision(adapter: &LoraAdapter) -> &str {
     adapter.revision.as_deref().unwrap_or("main")
@@ -650,6 +673,24 @@ mod tests {
         );
         let none = super::tests::md(json!({"model": {"id": "a/b"}}));
         assert!(adapter_statuses(&none, &Serving::Ready).is_empty());
+    }
+
+    #[test]
+    fn adapter_model_names_follow_the_pattern() {
+        assert_eq!(adapter_model_name(None, "qwen", "sql"), "sql");
+        assert_eq!(
+            adapter_model_name(Some("{model}:{adapter}"), "Qwen/Qwen3-0.6B", "sql"),
+            "Qwen/Qwen3-0.6B:sql"
+        );
+        // A placeholder in a name is not expanded again.
+        assert_eq!(
+            adapter_model_name(Some("{adapter}"), "m", "{model}"),
+            "{model}"
+        );
+        assert_eq!(
+            adapter_model_name(Some("{model}:{adapter}"), "{adapter}", "sql"),
+            "{adapter}:sql"
+        );
     }
 
     fn fetches(list: &[(&str, AdapterFetch)]) -> Vec<(String, AdapterFetch)> {

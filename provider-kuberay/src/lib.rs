@@ -26,8 +26,9 @@ use airunway_api::provider::{
 };
 use airunway_api::provider::{OverrideSchema, SchemaAdapter};
 use airunway_api::v1alpha1::{
-    ApiFormat, EngineCapability, EngineCapabilityEntry, EngineType, InferenceProviderConfigSpec,
-    ModelDeployment, ProviderCapabilities, ServingMode, WorkloadStatus,
+    ApiFormat, EngineCapability, EngineCapabilityEntry, EngineType, GatewayCapability,
+    InferenceProviderConfigSpec, ModelDeployment, ProviderCapabilities, ServingMode,
+    WorkloadStatus,
 };
 
 /// The provider name (and InferenceProviderConfig name).
@@ -164,6 +165,11 @@ impl Provider for KubeRayProvider {
                     // Adapters from one s3:// or gs:// prefix through Ray Serve LLM's
                     // `lora_config` (`lora`); other sources are refused with a message.
                     lora_support: true,
+                    // ... served as `<model>:<adapter>`, which the core's route matches.
+                    gateway: Some(GatewayCapability {
+                        adapter_model_pattern: Some(lora::ADAPTER_MODEL_PATTERN.into()),
+                        ..Default::default()
+                    }),
                     ..EngineCapability::new(
                         EngineType::Vllm,
                         vec![ServingMode::Aggregated, ServingMode::Disaggregated],

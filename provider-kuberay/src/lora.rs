@@ -98,9 +98,18 @@ pub fn model_id(md: &ModelDeployment) -> String {
         .unwrap_or_default()
 }
 
-/// The model name a client requests `adapter` under: `<model id>:<adapter name>`.
+/// The model name Ray Serve LLM serves an adapter under, as the registration tells the core's
+/// gateway (`gateway.adapterModelPattern`).
+pub const ADAPTER_MODEL_PATTERN: &str = "{model}:{adapter}";
+
+/// The model name a client requests `adapter` under: `<model id>:<adapter name>`
+/// ([`ADAPTER_MODEL_PATTERN`]).
 pub fn request_model(md: &ModelDeployment, adapter: &LoraAdapter) -> String {
-    format!("{}{MODEL_ADAPTER_SEPARATOR}{}", model_id(md), adapter.name)
+    airunway_api::lora::adapter_model_name(
+        Some(ADAPTER_MODEL_PATTERN),
+        &model_id(md),
+        &adapter.name,
+    )
 }
 
 /// An `s3://`/`gs://` source split at its last segment: `(prefix, segment)`, trailing `/`

@@ -171,6 +171,9 @@ pub struct ProviderCapabilities {
 }
 
 /// An entry of `capabilities.engines`.
+// A registration holds a handful of entries, read once per selection: boxing the detailed one
+// would cost every provider's registration code a `Box::new` for no measurable gain.
+#[allow(clippy::large_enum_variant)]
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
 #[serde(untagged)]
 pub enum EngineCapabilityEntry {
@@ -318,6 +321,12 @@ pub struct GatewayCapability {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(extend("maxProperties" = 8))]
     pub pool_selector: Option<std::collections::BTreeMap<String, String>>,
+    /// The model name clients request a LoRA adapter under, which the core's route matches:
+    /// `{model}` is replaced by the base model's name, `{adapter}` by the adapter's; default
+    /// `{adapter}` (e.g. `{model}:{adapter}` for Ray Serve LLM).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 253))]
+    pub adapter_model_pattern: Option<String>,
 }
 
 /// The endpoint picker (EPP) image and its plugin configuration.

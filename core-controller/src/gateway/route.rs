@@ -434,9 +434,18 @@ pub fn plan(observed: &Observed<'_>) -> Next {
     .then(|| gateway.reference.clone());
     // 4. and 5. The pool and the route, with the steps they take.
     let mut steps = Vec::new();
+    let adapter_models = adapter_models(observed, &model_name);
     let report = pool(observed, &target, &mut steps).and_then(|pool| {
-        adapters(observed, &target, &pool, &mut steps)?;
-        route(observed, &target, gateway, &model_name, &pool, &mut steps)
+        adapters(observed, &target, &pool, &adapter_models, &mut steps)?;
+        route(
+            observed,
+            &target,
+            gateway,
+            &model_name,
+            &adapter_models,
+            &pool,
+            &mut steps,
+        )
     });
     let report = match report {
         Ok(report) => report,
@@ -735,6 +744,22 @@ fn users_pool(
     })
 }
 
+/// The model names clients request the deployment's LoRA adapters under, in list order: each
+/// adapter's name by the provider's `gateway.adapterModelPattern` (default the bare name), the
+/// base model being `model_name`.
+fn adapter_models(observed: &Observed<'_>, model_name: &str) -> Vec<String> {
+    let pattern = observed
+        .capability
+        .and_then(|c| c.adapter_model_pattern.as_deref());
+    observed
+        .md
+        .spec
+        .lora_adapters()
+        .iter()
+        .map(|a| airunway_api::lora::adapter_model_name(pattern, model_name, &a.name))
+        .collect()
+}
+
 /// The InferenceModelRewrite of the deployment's LoRA adapters for `pool`'s endpoint picker
 /// ([`render::model_rewrite`]), where the cluster serves the kind: applied when its inputs'
 /// hash differs (or it is gone), removed when the deployment has no adapters left.
@@ -742,19 +767,14 @@ fn adapters(
     observed: &Observed<'_>,
     target: &Target,
     pool: &PoolRef,
+    adapter_models: &[String],
     steps: &mut Vec<Step>,
 ) -> Result<(), Stop> {
     if !observed.model_rewrites {
         return Ok(());
     }
     let (namespace, names, owner) = (&target.namespace, &target.names, &target.owner);
-    let adapters: Vec<&str> = observed
-        .md
-        .spec
-        .lora_adapters()
-        .iter()
-        .map(|a| a.name.as_str())
-        .collect();
+    let adapters: Vec<&str> = adapter_models.iter().map(String::as_str).collect();
     let lookup = if adapters.is_empty() {
         Lookup::Cache
     } else {
@@ -810,6 +830,7 @@ fn route(
     target: &Target,
     gateway: &GatewayView,
     model_name: &str,
+    adapter_models: &[String],
     pool: &PoolRef,
     steps: &mut Vec<Step>,
 ) -> Result<Report, Stop> {
@@ -855,10 +876,9 @@ fn route(
     }
     let mut model_names = vec![model_name];
     model_names.extend(
-        md.spec
-            .lora_adapters()
+        adapter_models
             .iter()
-            .map(|a| a.name.as_str())
+            .map(String::as_str)
             .filter(|name| *name != model_name),
     );
     let mut inputs = vec![
@@ -1935,6 +1955,41 @@ mod tests {
     /// name (the route matches each), named to the picker by an InferenceModelRewrite where the
     /// kind is served, and scored by the picker's LoRA affinity scorer; the rewrite follows the
     /// adapters and goes with them.
+    #[test]
+    fn adapters_are_routed_by_the_providers_adapter_model_pattern() {
+        let md = md(json!({"spec": {"adapters": [
+            {"name": "sql", "source": "s3://b/loras/sql"}]}}));
+        let ray = capability(json!({"adapterModelPattern": "{model}:{adapter}"}));
+        let served = World {
+            rewrites: true,
+            ..World::default()
+        };
+        let (plan, _) = run(
+            &md,
+            Some(&ray),
+            &config(),
+            vec![gateway(NS, "inference-gateway", true)],
+            &served,
+        );
+        let route = applied(&plan, "HTTPRoute");
+        let names: Vec<&Value> = route["spec"]["rules"][0]["matches"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| &m["headers"][0]["value"])
+            .collect();
+        assert_eq!(names, [&json!("qwen3"), &json!("qwen3:sql")]);
+        let rewrite = applied(&plan, "InferenceModelRewrite");
+        assert_eq!(
+            rewrite["spec"]["rules"][0]["matches"][0]["model"]["value"],
+            "qwen3:sql"
+        );
+        assert_eq!(
+            rewrite["spec"]["rules"][0]["targets"][0]["modelRewrite"],
+            "qwen3:sql"
+        );
+    }
+
     #[test]
     fn lora_adapters_are_routed_by_name() {
         let adapters = json!({"spec": {"adapters": [

@@ -304,8 +304,10 @@ async fn listing(
     for path in hub.missing.iter().chain(hub.hostile.iter()) {
         siblings.push(serde_json::json!({"rfilename": path, "blobId": "b", "size": 10}));
     }
-    axum::Json(serde_json::json!({"id": repo, "modelId": repo, "sha": COMMIT, "siblings": siblings}))
-        .into_response()
+    axum::Json(
+        serde_json::json!({"id": repo, "modelId": repo, "sha": COMMIT, "siblings": siblings}),
+    )
+    .into_response()
 }
 
 async fn resolve(
