@@ -12,20 +12,25 @@
 //! itself, else on `PATH`. Exit codes are the command's ([`airunway_api::offline::exit`]); a
 //! binary that cannot be found or started exits with 2.
 //!
-//! Commands that read a cluster (`why`, `providers`) are to come as further [`Command`]s.
+//! Two commands read the cluster directly (kubeconfig, `--context` and `-n/--namespace` the
+//! usual way; read-only, never a Secret): `why <deployment>` ([`why::Report`]) and `providers`
+//! ([`why::ProviderRow`]). `why` exits with 1 when the deployment is not `Running`.
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::Command as Process;
 
-use airunway_api::offline::exit;
+use airunway_api::offline::{OutputFormat, exit};
+
+pub mod cluster;
+pub mod why;
 
 /// The plugin's command line.
 #[derive(clap::Parser, Clone, Debug)]
 #[command(
     name = "kubectl-airunway",
     version,
-    about = "AI Runway from kubectl: validate, select, explain and render ModelDeployments offline"
+    about = "AI Runway from kubectl: validate, select, explain and render ModelDeployments offline; why and providers from the cluster"
 )]
 pub struct Args {
     /// The `airunway-core` binary.
@@ -56,6 +61,38 @@ pub enum Command {
     Explain(Passed),
     /// The upstream objects a provider would create (`airunway-provider-<name> render`).
     Render(RenderPassed),
+    /// Why a ModelDeployment is in its state: decision, provider health, upstream objects and
+    /// the not-ready chain, read from the cluster.
+    Why(WhyArgs),
+    /// Every registered provider: health, heartbeat, version, engines and deployments served.
+    Providers(ClusterArgs),
+}
+
+/// The cluster and output options of `why` and `providers`.
+#[derive(clap::Args, Clone, Debug)]
+pub struct ClusterArgs {
+    /// The kubeconfig context (default: the current one).
+    #[arg(long)]
+    pub context: Option<String>,
+
+    /// The namespace (default: the context's).
+    #[arg(short = 'n', long)]
+    pub namespace: Option<String>,
+
+    /// Output format: `table` (human), `json` or `yaml`.
+    #[arg(short = 'o', long = "output", value_enum, default_value = "table")]
+    pub output: OutputFormat,
+}
+
+/// `why`'s arguments.
+#[derive(clap::Args, Clone, Debug)]
+pub struct WhyArgs {
+    /// The ModelDeployment.
+    pub name: String,
+
+    /// Cluster and output options.
+    #[command(flatten)]
+    pub cluster: ClusterArgs,
 }
 
 /// Arguments handed on unchanged.
@@ -98,6 +135,12 @@ pub enum PluginError {
     /// `select` did not say which provider to render with.
     #[error("{0}")]
     NoProvider(String),
+    /// A cluster command could not read the cluster.
+    #[error(transparent)]
+    Cluster(#[from] cluster::ClusterError),
+    /// The report could not be written.
+    #[error(transparent)]
+    Output(#[from] airunway_api::offline::InputError),
 }
 
 impl PluginError {
@@ -107,6 +150,8 @@ impl PluginError {
             PluginError::NotFound(_) => "not_found",
             PluginError::Start { .. } => "start",
             PluginError::NoProvider(_) => "no_provider",
+            PluginError::Cluster(e) => e.category(),
+            PluginError::Output(e) => e.category(),
         }
     }
 }
@@ -158,9 +203,57 @@ pub fn run(args: &Args) -> Result<i32, PluginError> {
         Command::Select(p) => ("select", &p.args),
         Command::Explain(p) => ("explain", &p.args),
         Command::Render(render) => return run_render(args, render),
+        Command::Why(why) => return run_cluster(|| run_why(why)),
+        Command::Providers(cluster) => return run_cluster(|| run_providers(cluster)),
     };
     let core = args.find("airunway-core", args.core_binary.as_deref())?;
     status(Process::new(&core).arg(core_command).args(passed), &core)
+}
+
+/// Runs a cluster command on a runtime of its own.
+fn run_cluster<F, Fut>(command: F) -> Result<i32, PluginError>
+where
+    F: FnOnce() -> Fut,
+    Fut: std::future::Future<Output = Result<i32, PluginError>>,
+{
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|source| PluginError::Start {
+            binary: "the async runtime".into(),
+            source,
+        })?;
+    runtime.block_on(command())
+}
+
+async fn run_why(args: &WhyArgs) -> Result<i32, PluginError> {
+    let (client, namespace) = cluster::connect(
+        args.cluster.context.as_deref(),
+        args.cluster.namespace.as_deref(),
+    )
+    .await?;
+    let inputs = cluster::why_inputs(&client, &namespace, &args.name).await?;
+    let report = why::build(&inputs, jiff::Timestamp::now());
+    print!(
+        "{}",
+        airunway_api::offline::format(&report, args.cluster.output, || report.human())?
+    );
+    Ok(if report.running() {
+        exit::CLEAN
+    } else {
+        exit::FINDINGS
+    })
+}
+
+async fn run_providers(args: &ClusterArgs) -> Result<i32, PluginError> {
+    let (client, _) = cluster::connect(args.context.as_deref(), args.namespace.as_deref()).await?;
+    let (ipcs, deployments) = cluster::providers_inputs(&client).await?;
+    let rows = why::provider_rows(&ipcs, &deployments, jiff::Timestamp::now());
+    print!(
+        "{}",
+        airunway_api::offline::format(&rows, args.output, || why::providers_table(&rows))?
+    );
+    Ok(exit::CLEAN)
 }
 
 fn status(process: &mut Process, binary: &Path) -> Result<i32, PluginError> {
