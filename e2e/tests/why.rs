@@ -6,6 +6,7 @@
 
 use std::time::Duration;
 
+use airunway_api::constants::{condition_types, reasons};
 use airunway_api::v1alpha1::{InferenceProviderConfig, ModelDeployment, Phase};
 use airunway_e2e::stack::{self, FAST_HEALTH, Running};
 use airunway_e2e::wait::wait_for;
@@ -97,12 +98,12 @@ async fn why_and_providers_tell_what_the_objects_say() {
         md.phase() == Some(Phase::Running)
     })
     .await;
-    let orphan = wait_for(&mds, "orphan", WAIT, "its provider recorded", |md| {
-        md.status
-            .as_ref()
-            .and_then(|s| s.provider.as_ref())
-            .and_then(|p| p.name.as_deref())
-            == Some("nobody")
+    let orphan = wait_for(&mds, "orphan", WAIT, "Pending on its provider", |md| {
+        md.phase() == Some(Phase::Pending)
+            && md
+                .condition(condition_types::PROVIDER_HEALTHY)
+                .and_then(|c| c.reason.as_deref())
+                == Some(reasons::PROVIDER_NOT_REGISTERED)
     })
     .await;
 
@@ -158,6 +159,14 @@ async fn why_and_providers_tell_what_the_objects_say() {
             .map(|c| c.len())
             .unwrap_or(0)
     );
+
+    let (code, human, _) = plugin(&env, &["why", "orphan", "-n", &env.namespace]).await;
+    assert_eq!(code, 1);
+    assert!(
+        human.contains("Health:     nobody: not registered"),
+        "{human}"
+    );
+    assert!(human.contains(reasons::PROVIDER_NOT_REGISTERED), "{human}");
 
     // A deployment that does not exist: exit 2 and a message.
     let (code, _, stderr) = plugin(&env, &["why", "absent", "-n", &env.namespace]).await;
