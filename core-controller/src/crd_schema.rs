@@ -393,7 +393,8 @@ fn rules(value: &Value, schema: &Value, path: &str, errors: &mut Vec<FieldError>
         if !failed {
             continue;
         }
-        let field = match rule.get("fieldPath").and_then(Value::as_str) {
+        let field_path = rule.get("fieldPath").and_then(Value::as_str);
+        let field = match field_path {
             Some(relative) => format!("{path}{relative}")
                 .trim_start_matches('.')
                 .to_string(),
@@ -408,6 +409,9 @@ fn rules(value: &Value, schema: &Value, path: &str, errors: &mut Vec<FieldError>
             Some("FieldValueRequired") => format!("Required value: {message}"),
             Some("FieldValueForbidden") => format!("Forbidden: {message}"),
             Some("FieldValueDuplicate") => format!("Duplicate value: {message}"),
+            // With a fieldPath the value is not the one at that path: the API server leaves
+            // it out (kube-apiserver v1.36: `<field>: Invalid value: <message>`).
+            _ if field_path.is_some() => format!("Invalid value: {message}"),
             _ => format!("Invalid value: \"{}\": {message}", json_type(value)),
         };
         errors.push(FieldError::new(field, message));
@@ -492,7 +496,7 @@ mod tests {
         assert_eq!(
             found,
             [
-                "spec.resources.gpu.count: Invalid value: \"object\": vLLM engine requires GPU (set resources.gpu.count > 0)"
+                "spec.resources.gpu.count: Invalid value: vLLM engine requires GPU (set resources.gpu.count > 0)"
             ]
         );
         // Quantities, through the Kubernetes CEL library.

@@ -1722,143 +1722,113 @@ async fn routing_control_pool_ref_gateway_ref_and_adapters() {
     )
     .await
     .unwrap();
-    if !lora {
-        // This build's vLLM registration declares no loraSupport: the provider refuses the
-        // deployment, which is never Running, so nothing is routed for it.
-        let md = wait_for(&mds, "lora", WAIT, "refused for its adapters", |md| {
-            md.status.as_ref().is_some_and(|s| {
-                s.message
-                    .as_deref()
-                    .is_some_and(|m| m.contains("does not serve LoRA adapters"))
-                    || s.conditions.iter().flatten().any(|c| {
-                        c.message
-                            .as_deref()
-                            .is_some_and(|m| m.contains("does not serve LoRA adapters"))
-                    })
+    assert!(
+        lora,
+        "the vLLM provider's registration declares loraSupport for vllm"
+    );
+    wait_for(&mds, "lora", WAIT, "Running", |md| {
+        md.phase() == Some(Phase::Running)
+    })
+    .await;
+    let route = wait_for(&routes(&env.client, &ns), "lora", WAIT, "route", |_| true).await;
+    let matched: Vec<Value> = value(&route)["spec"]["rules"][0]["matches"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["headers"][0]["value"].clone())
+        .collect();
+    assert_eq!(
+        matched,
+        [json!(MODEL), json!("sql-lora"), json!("chat-lora")]
+    );
+    // Accepted by the real v1.5.0 CRD (stored with its defaults).
+    let rewrite = wait_for(
+        &rewrites(&env.client, &ns),
+        "lora-adapters",
+        WAIT,
+        "rewrite",
+        |_| true,
+    )
+    .await;
+    assert_eq!(
+        value(&rewrite)["spec"],
+        json!({"poolRef": {"group": "inference.networking.k8s.io", "kind": "InferencePool", "name": "lora"},
+               "rules": [
+                   {"matches": [{"model": {"type": "Exact", "value": "sql-lora"}}],
+                    "targets": [{"modelRewrite": "sql-lora"}]},
+                   {"matches": [{"model": {"type": "Exact", "value": "chat-lora"}}],
+                    "targets": [{"modelRewrite": "chat-lora"}]}]})
+    );
+    let config = Api::<ConfigMap>::namespaced(env.client.clone(), &ns)
+        .get("lora-epp")
+        .await
+        .unwrap()
+        .data
+        .unwrap()["default-plugins.yaml"]
+        .clone();
+    assert!(config.contains("- type: lora-affinity-scorer"), "{config}");
+    // The real picker accepts that configuration, loads the pool and the rewrite.
+    let (picker, log) = start_real_picker(&env, "lora").await;
+    let loaded = || {
+        picker_log(&log, "Added/Updated InferenceModelRewrite")
+            .into_iter()
+            .filter(|l| {
+                l["InferenceModelRewrite"] == json!({"name": "lora-adapters", "namespace": ns})
             })
-        })
-        .await;
-        assert_ne!(md.phase(), Some(Phase::Running));
-        assert!(
-            routes(&env.client, &ns)
-                .get_opt("lora")
-                .await
-                .unwrap()
-                .is_none()
-        );
-        assert!(
-            rewrites(&env.client, &ns)
-                .get_opt("lora-adapters")
-                .await
-                .unwrap()
-                .is_none()
-        );
-        eprintln!(
-            "vLLM declares no loraSupport here: the adapter deployment is refused and not routed"
-        );
-    } else {
-        wait_for(&mds, "lora", WAIT, "Running", |md| {
-            md.phase() == Some(Phase::Running)
-        })
-        .await;
-        let route = wait_for(&routes(&env.client, &ns), "lora", WAIT, "route", |_| true).await;
-        let matched: Vec<Value> = value(&route)["spec"]["rules"][0]["matches"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|m| m["headers"][0]["value"].clone())
-            .collect();
-        assert_eq!(
-            matched,
-            [json!(MODEL), json!("sql-lora"), json!("chat-lora")]
-        );
-        // Accepted by the real v1.5.0 CRD (stored with its defaults).
-        let rewrite = wait_for(
-            &rewrites(&env.client, &ns),
-            "lora-adapters",
-            WAIT,
-            "rewrite",
-            |_| true,
-        )
-        .await;
-        assert_eq!(
-            value(&rewrite)["spec"],
-            json!({"poolRef": {"group": "inference.networking.k8s.io", "kind": "InferencePool", "name": "lora"},
-                   "rules": [
-                       {"matches": [{"model": {"type": "Exact", "value": "sql-lora"}}],
-                        "targets": [{"modelRewrite": "sql-lora"}]},
-                       {"matches": [{"model": {"type": "Exact", "value": "chat-lora"}}],
-                        "targets": [{"modelRewrite": "chat-lora"}]}]})
-        );
-        let config = Api::<ConfigMap>::namespaced(env.client.clone(), &ns)
-            .get("lora-epp")
-            .await
-            .unwrap()
-            .data
-            .unwrap()["default-plugins.yaml"]
-            .clone();
-        assert!(config.contains("- type: lora-affinity-scorer"), "{config}");
-        // The real picker accepts that configuration, loads the pool and the rewrite.
-        let (picker, log) = start_real_picker(&env, "lora").await;
-        let loaded = || {
-            picker_log(&log, "Added/Updated InferenceModelRewrite")
-                .into_iter()
-                .filter(|l| {
-                    l["InferenceModelRewrite"] == json!({"name": "lora-adapters", "namespace": ns})
-                })
-                .count()
-        };
-        eventually("the picker loads the rewrite", WAIT, || async {
-            if loaded() > 0 {
-                Ok(())
-            } else {
-                Err(picker.process.log_tail(20))
-            }
-        })
-        .await;
-        // One adapter removed: the rewrite follows and the picker loads it again.
-        let before = loaded();
-        mds.patch(
-            "lora",
-            &PatchParams::default(),
-            &Patch::Merge(json!({"spec": {"adapters": [{"name": "sql-lora", "source": "hf://org/sql-lora"}]}})),
-        )
+            .count()
+    };
+    eventually("the picker loads the rewrite", WAIT, || async {
+        if loaded() > 0 {
+            Ok(())
+        } else {
+            Err(picker.process.log_tail(20))
+        }
+    })
+    .await;
+    // One adapter removed: the rewrite follows and the picker loads it again.
+    let before = loaded();
+    mds.patch(
+        "lora",
+        &PatchParams::default(),
+        &Patch::Merge(
+            json!({"spec": {"adapters": [{"name": "sql-lora", "source": "hf://org/sql-lora"}]}}),
+        ),
+    )
+    .await
+    .unwrap();
+    wait_for(
+        &rewrites(&env.client, &ns),
+        "lora-adapters",
+        WAIT,
+        "one rule",
+        |r| value(r)["spec"]["rules"].as_array().map(Vec::len) == Some(1),
+    )
+    .await;
+    eventually("the picker reloads the rewrite", WAIT, || async {
+        if loaded() > before {
+            Ok(())
+        } else {
+            Err(picker.process.log_tail(20))
+        }
+    })
+    .await;
+    // The picker's metrics are readable with no token (the core renders them without
+    // authentication), as by any scraper.
+    let (status, body) = airunway_e2e::http::get(&picker.metrics_url())
         .await
         .unwrap();
-        wait_for(
-            &rewrites(&env.client, &ns),
-            "lora-adapters",
-            WAIT,
-            "one rule",
-            |r| value(r)["spec"]["rules"].as_array().map(Vec::len) == Some(1),
-        )
-        .await;
-        eventually("the picker reloads the rewrite", WAIT, || async {
-            if loaded() > before {
-                Ok(())
-            } else {
-                Err(picker.process.log_tail(20))
-            }
-        })
-        .await;
-        // The picker's metrics are readable with no token (the core renders them without
-        // authentication), as by any scraper.
-        let (status, body) = airunway_e2e::http::get(&picker.metrics_url())
-            .await
-            .unwrap();
-        assert_eq!(status, 200);
-        assert!(body.contains("inference_pool_per_pod_queue_size"), "{body}");
-        picker.process.terminate(Duration::from_secs(10));
-        // No adapters left: the rewrite goes.
-        mds.patch(
-            "lora",
-            &PatchParams::default(),
-            &Patch::Merge(json!({"spec": {"adapters": null}})),
-        )
-        .await
-        .unwrap();
-        wait_deleted(&rewrites(&env.client, &ns), "lora-adapters", WAIT).await;
-    }
+    assert_eq!(status, 200);
+    assert!(body.contains("inference_pool_per_pod_queue_size"), "{body}");
+    picker.process.terminate(Duration::from_secs(10));
+    // No adapters left: the rewrite goes.
+    mds.patch(
+        "lora",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"spec": {"adapters": null}})),
+    )
+    .await
+    .unwrap();
+    wait_deleted(&rewrites(&env.client, &ns), "lora-adapters", WAIT).await;
     eprintln!("adapters: {:.1}s", adapters_at.elapsed().as_secs_f64());
 
     for name in ["pooled", "edge", "lora"] {
