@@ -884,6 +884,33 @@ mod tests {
         );
     }
 
+    /// Every shipped provider's registration is admitted (the fixtures each provider's tests
+    /// hold to its `registration()`): a field a provider sends that admission does not know
+    /// would deny the registration on every cluster with the webhook on.
+    #[test]
+    fn every_shipped_registration_is_admitted() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/shipped-providers");
+        let mut seen = 0;
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.extension().and_then(|e| e.to_str()) != Some("yaml") {
+                continue;
+            }
+            let object: Value =
+                serde_saphyr::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+            let r = validate_provider_config(&request(
+                "InferenceProviderConfig",
+                "CREATE",
+                object,
+                None,
+            ));
+            assert!(r.allowed, "{}: {}", path.display(), r.result.message);
+            seen += 1;
+        }
+        assert_eq!(seen, 5, "the five shipped providers");
+    }
+
     /// Every field a provider can register is admitted: an entry serialised from the type
     /// with each field set, as a shim's registration sends it.
     #[test]
