@@ -9,6 +9,7 @@ use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
 pub mod hostile;
+pub mod offline_render;
 pub mod upstream_schema;
 
 /// The environment variable naming the directory of the upstream CRD material.
