@@ -430,6 +430,16 @@ impl ModelDeployment {
             .is_some_and(|v| v == "true")
     }
 
+    /// Whether `airunway.ai/dry-run: "true"` is set: a preview, for which nothing is created —
+    /// neither upstream objects by its provider nor caches, claims or autoscalers by the core.
+    pub fn is_dry_run(&self) -> bool {
+        self.metadata
+            .annotations
+            .as_ref()
+            .and_then(|a| a.get(annotations::DRY_RUN))
+            .is_some_and(|v| v == "true")
+    }
+
     /// The identity fields (see [`DeploymentIdentity`]).
     pub fn identity(&self) -> DeploymentIdentity {
         DeploymentIdentity {

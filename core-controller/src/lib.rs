@@ -13,6 +13,7 @@ pub mod args;
 pub mod autoscaling;
 pub mod controller;
 pub mod crd_schema;
+pub mod dry_run;
 pub mod error;
 pub mod gateway;
 pub mod health;

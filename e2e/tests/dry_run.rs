@@ -4,7 +4,8 @@
 //! core, rendered and checked by the provider, and nothing is created upstream; the render is in
 //! the ConfigMap `<name>-preview` (owned by the deployment, labelled managed-by), a
 //! `DryRunRendered` event lists it, and the status says it is a preview. Removing the
-//! annotation deploys for real and deletes the ConfigMap.
+//! annotation deploys for real and deletes the ConfigMap. The core creates nothing for a dry run
+//! either (no model cache, claim or autoscaler); its conditions say what it would create.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::time::Duration;
@@ -13,13 +14,14 @@ use airunway_api::constants::{
     annotations, condition_types, dry_run, event_reasons, labels, reasons,
 };
 use airunway_api::v1alpha1::{
-    ConditionStatus, InferenceProviderConfig, ModelDeployment, NotReadyReason, Phase,
+    ConditionStatus, InferenceProviderConfig, ModelCache, ModelDeployment, NotReadyReason, Phase,
 };
 use airunway_e2e::stack::{self, FAST_HEALTH, Running};
 use airunway_e2e::wait::{eventually, wait_deleted, wait_for};
 use airunway_e2e::{TestEnv, cluster_lock};
 use k8s_openapi::api::apps::v1::Deployment;
-use k8s_openapi::api::core::v1::{ConfigMap, Service};
+use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
+use k8s_openapi::api::core::v1::{ConfigMap, PersistentVolumeClaim, Service};
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use serde_json::{Value, json};
 
@@ -222,4 +224,99 @@ async fn a_dry_run_renders_into_a_config_map_and_removing_the_annotation_deploys
         }
     })
     .await;
+}
+
+/// The core's side: a dry run of a deployment with a shared model cache and an autoscaler gets
+/// neither (no `ModelCache`, claim or HorizontalPodAutoscaler), its conditions name what the core
+/// would create, and the provider still renders the preview (the storage gate does not wait on
+/// storage the core will not create). Removing the annotation creates them.
+#[tokio::test]
+async fn a_dry_run_gets_no_cache_claim_or_autoscaler_from_the_core() {
+    let _lock = cluster_lock().await;
+    let env = TestEnv::new("dry-run-core").await;
+    let (_core, _provider) = start(&env).await;
+    let mds: Api<ModelDeployment> = Api::namespaced(env.client.clone(), &env.namespace);
+    let caches: Api<ModelCache> = Api::namespaced(env.client.clone(), &env.namespace);
+    let claims: Api<PersistentVolumeClaim> = Api::namespaced(env.client.clone(), &env.namespace);
+    let hpas: Api<HorizontalPodAutoscaler> = Api::namespaced(env.client.clone(), &env.namespace);
+    let config_maps: Api<ConfigMap> = Api::namespaced(env.client.clone(), &env.namespace);
+
+    let mut md = previewed("cached");
+    md.spec = serde_json::from_value(json!({
+        "model": {"id": "Qwen/Qwen3-0.6B",
+                  "storage": {"volumes": [{"name": "weights", "purpose": "modelCache"}]}},
+        "engine": {"type": "vllm",
+                   "image": format!("vllm/vllm-openai@sha256:{}", "a".repeat(64))},
+        "resources": {"gpu": {"count": 1}},
+        "provider": {"name": "vllm"},
+        "scaling": {"replicas": 1, "autoscaling": {"maxReplicas": 2,
+            "metrics": [{"type": "queueDepth", "target": "3"}]}},
+    }))
+    .unwrap();
+    mds.create(&PostParams::default(), &md).await.unwrap();
+    let held_back = |md: &ModelDeployment, type_: &str| {
+        condition(md, type_).is_some_and(|(status, reason, message)| {
+            status == ConditionStatus::False
+                && reason == reasons::DRY_RUN
+                && message.contains(annotations::DRY_RUN)
+        })
+    };
+    let md = wait_for(&mds, "cached", WAIT, "the core's DryRun conditions", |md| {
+        not_ready_reason(md) == Some(NotReadyReason::DryRun)
+            && held_back(md, condition_types::STORAGE_READY)
+            && held_back(md, condition_types::MODEL_DOWNLOADED)
+            && held_back(md, condition_types::SCALING_READY)
+    })
+    .await;
+    let (_, _, storage) = condition(&md, condition_types::STORAGE_READY).unwrap();
+    assert!(storage.contains("create ModelCache '"), "{storage}");
+    let (_, _, scaling) = condition(&md, condition_types::SCALING_READY).unwrap();
+    assert!(
+        scaling.ends_with("it would apply HorizontalPodAutoscaler 'cached'"),
+        "{scaling}"
+    );
+
+    // The preview mounts the cache's claim, which does not exist.
+    let preview = config_maps
+        .get(&format!("cached{}", dry_run::CONFIG_MAP_SUFFIX))
+        .await
+        .unwrap();
+    let render = preview.data.unwrap()[dry_run::RENDER_KEY].clone();
+    assert!(render.contains("persistentVolumeClaim"), "{render}");
+
+    // Nothing created by the core, also after more reconciles.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert_eq!(
+        caches.list(&Default::default()).await.unwrap().items.len(),
+        0
+    );
+    assert_eq!(
+        claims.list(&Default::default()).await.unwrap().items.len(),
+        0
+    );
+    assert!(hpas.get_opt("cached").await.unwrap().is_none());
+
+    // Deployed: the cache and the autoscaler are created.
+    mds.patch(
+        "cached",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"metadata": {"annotations": {annotations::DRY_RUN: null}}})),
+    )
+    .await
+    .unwrap();
+    wait_for(&hpas, "cached", WAIT, "created", |_| true).await;
+    eventually("the shared ModelCache", WAIT, || async {
+        let listed = caches
+            .list(&Default::default())
+            .await
+            .map_err(|e| e.to_string())?;
+        if listed.items.len() == 1 {
+            Ok(())
+        } else {
+            Err(format!("{} caches", listed.items.len()))
+        }
+    })
+    .await;
+    let md = mds.get("cached").await.unwrap();
+    assert!(!held_back(&md, condition_types::SCALING_READY));
 }

@@ -27,9 +27,7 @@ use crate::v1alpha1::{ModelDeployment, NotReadyReason, Phase};
 
 /// Whether `md` asks for a dry run (annotation [`annotations::DRY_RUN`] is `"true"`).
 pub fn requested(md: &ModelDeployment) -> bool {
-    md.annotations()
-        .get(annotations::DRY_RUN)
-        .is_some_and(|v| v == "true")
+    md.is_dry_run()
 }
 
 /// Whether the deployment's status says a preview was written (`status.notReady.reason` is

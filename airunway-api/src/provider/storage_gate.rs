@@ -56,8 +56,18 @@ const NO_ADAPTERS_CONDITION: &str =
 
 /// The gate of `md`: `StorageReady` first (when it has volumes), then `ModelDownloaded` (when
 /// it downloads its model), then `AdaptersDownloaded` (when adapters are fetched through the
-/// model cache).
+/// model cache). A dry run ([`ModelDeployment::is_dry_run`]) never waits: the core creates no
+/// storage for a preview (its conditions say `DryRun`), and the preview shows the render as it
+/// will be once the storage is ready; failed storage still holds it.
 pub(crate) fn gate(md: &ModelDeployment) -> StorageGate {
+    match conditions_gate(md) {
+        StorageGate::Wait { .. } if md.is_dry_run() => StorageGate::Open,
+        gate => gate,
+    }
+}
+
+/// The gate the storage conditions of `md` make.
+fn conditions_gate(md: &ModelDeployment) -> StorageGate {
     if storage::resolved_volumes(md).is_empty() {
         return StorageGate::Open;
     }
@@ -374,5 +384,42 @@ mod tests {
             wait("PVCsPending", NO_STORAGE_CONDITION)
         );
         assert_eq!(gate(&md(custom_only, json!([bound()]))), StorageGate::Open);
+    }
+
+    #[test]
+    fn a_dry_run_renders_while_the_core_creates_nothing_but_failed_storage_holds_it() {
+        let dry = |conditions: Value| {
+            let mut md = md(shared(), conditions);
+            md.metadata.annotations = Some(
+                [(
+                    crate::constants::annotations::DRY_RUN.to_string(),
+                    "true".to_string(),
+                )]
+                .into(),
+            );
+            md
+        };
+        let dry_run = condition(
+            "StorageReady",
+            "False",
+            "DryRun",
+            "Dry run: nothing created",
+        );
+        assert_eq!(gate(&dry(json!([]))), StorageGate::Open);
+        assert_eq!(gate(&dry(json!([dry_run.clone()]))), StorageGate::Open);
+        // Without the annotation, the same DryRun condition (of the same generation: removing
+        // an annotation changes none) waits for the core.
+        assert_eq!(
+            gate(&md(shared(), json!([dry_run]))),
+            wait("DryRun", "Dry run: nothing created")
+        );
+        let lost = condition("StorageReady", "False", "PVCFailed", "claim gone");
+        assert_eq!(
+            gate(&dry(json!([lost]))),
+            StorageGate::Failed {
+                reason: "PVCFailed".into(),
+                message: "claim gone".into(),
+            }
+        );
     }
 }

@@ -332,6 +332,10 @@ impl Integration {
                 }
             }
         }
+        // A dry run writes nothing: its status names what would be written.
+        if md.is_dry_run() {
+            return crate::dry_run::autoscaling(plan, &name);
+        }
         let reference = md.object_ref(&());
         for kind in &plan.delete {
             if let Err(e) = self.delete(*kind, &namespace, &name).await {

@@ -229,6 +229,16 @@ impl Integration {
         });
         let config = with_defaults(&self.config, defaults);
         let plan = deployment::plan_labeled(md, &claims, cache.as_deref(), &config, propagated);
+        if md.is_dry_run() {
+            // A dry run creates nothing: its conditions name what would be created.
+            let adapter_plan = adapters::plan(
+                md,
+                cache.as_deref(),
+                &|name| self.caches.get(&ObjectRef::new(name).within(&namespace)),
+                &config,
+            );
+            return Ok(crate::dry_run::storage_conditions(plan, adapter_plan));
+        }
         let claims_api: Api<PersistentVolumeClaim> =
             Api::namespaced(self.client.clone(), &namespace);
         for body in &plan.create_claims {
