@@ -29,7 +29,8 @@ const FAILING_FOR: Duration = Duration::from_secs(5 * 60);
 /// SecretNotFound and ProviderError once each, with room for a provider restart's repeat.
 const FAILING_EVENT_BOUND: usize = 6;
 
-async fn start(env: &TestEnv) -> (Running, Running) {
+/// The core and the provider, the provider's default image `default_image`.
+async fn start(env: &TestEnv, default_image: &str) -> (Running, Running) {
     airunway_e2e::providers::delete_all(&env.client).await;
     let core = stack::start_core(env, &env.control_plane.kubeconfig, &FAST_HEALTH, "core").await;
     let identity = stack::service_account_identity(
@@ -39,10 +40,12 @@ async fn start(env: &TestEnv) -> (Running, Running) {
     )
     .await;
     // A 2 s resync: the failing deployment is tried again every 2 s for five minutes.
+    let default_image = format!("--default-image={default_image}");
     let flags = [
         "--heartbeat-interval=1s",
         "--finalizer-timeout=5s",
         "--resync-interval=2s",
+        default_image.as_str(),
     ];
     let provider =
         stack::start_provider(env, "airunway-provider-vllm", &identity, &flags, "vllm-0").await;
@@ -68,7 +71,8 @@ fn on_vllm(image: &str, token: &str) -> Value {
            "provider": {"name": "vllm"}})
 }
 
-/// An image on a loopback port nothing listens on: resolution fails at once, every time.
+/// An image on a loopback port nothing listens on: resolution fails at once, every time (the
+/// default image's failure holds the deployment `Failed`; a custom image's only warns).
 fn unreachable_image() -> String {
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
@@ -155,20 +159,20 @@ async fn create_secret(env: &TestEnv, name: &str, key: &str) {
 async fn every_reason_of_the_spec_distinct_notes_series_and_a_bounded_failure() {
     let _lock = cluster_lock().await;
     let env = TestEnv::new("events").await;
-    let (core, provider) = start(&env).await;
+    let (core, provider) = start(&env, &unreachable_image()).await;
     let mds: Api<ModelDeployment> = Api::namespaced(env.client.clone(), &env.namespace);
     let deployments: Api<Deployment> = Api::namespaced(env.client.clone(), &env.namespace);
     let ns = env.namespace.clone();
 
-    // The failing deployment first: its image never resolves (Failed, ProviderError) and its
-    // token Secret does not exist. It fails for five minutes while the rest runs.
+    // The failing deployment first: its (default) image never resolves (Failed,
+    // ProviderError) and its token Secret does not exist. It fails for five minutes, tried
+    // again every 2 s, while the rest runs.
     let failing_since = Instant::now();
-    mds.create(
-        &PostParams::default(),
-        &deployment("failing", on_vllm(&unreachable_image(), "failing-token")),
-    )
-    .await
-    .unwrap();
+    let mut spec = on_vllm("unused", "failing-token");
+    spec["engine"].as_object_mut().unwrap().remove("image");
+    mds.create(&PostParams::default(), &deployment("failing", spec))
+        .await
+        .unwrap();
     wait_for(&mds, "failing", WAIT, "Failed", |md| {
         md.phase() == Some(Phase::Failed)
     })
