@@ -213,8 +213,13 @@ pub mod condition_types {
     /// the deployment's namespace: whether the deployment keeps every rule (docs/policy.md).
     pub const POLICY_COMPLIANT: &str = "PolicyCompliant";
 
+    /// ModelDeployment, written by the core while the deployment references a Secret
+    /// (`spec.secrets.huggingFaceToken`, `spec.env[].valueFrom.secretKeyRef`): whether each
+    /// exists in its namespace (checked by a metadata-only read; contents are never read).
+    pub const SECRETS_FOUND: &str = "SecretsFound";
+
     /// Condition types the core owns on a ModelDeployment (server-side apply manager `airunway-core`).
-    pub const CORE_OWNED: [&str; 12] = [
+    pub const CORE_OWNED: [&str; 13] = [
         RUNTIME_CONFIG_RESOLVED,
         POLICY_COMPLIANT,
         VALIDATED,
@@ -227,6 +232,7 @@ pub mod condition_types {
         ADAPTERS_DOWNLOADED,
         SCALING_READY,
         SCALING_ACTIVE,
+        SECRETS_FOUND,
     ];
     /// Condition types a provider owns on a ModelDeployment (manager `<name>-provider`).
     pub const PROVIDER_OWNED: [&str; 4] = [PROVIDER_COMPATIBLE, RESOURCE_CREATED, READY, DEGRADED];
@@ -254,6 +260,10 @@ pub mod reasons {
     pub const APPLICATION_UNHEALTHY: &str = "ApplicationUnhealthy";
     /// `Degraded=False`: every replica asked for is ready, or none serves yet (`Ready` says why).
     pub const NOT_DEGRADED: &str = "NotDegraded";
+    /// `SecretsFound=True`: every Secret the deployment references exists.
+    pub const SECRETS_FOUND: &str = "SecretsFound";
+    /// `SecretsFound=False`: a referenced Secret does not exist in the deployment's namespace.
+    pub const SECRET_NOT_FOUND: &str = "SecretNotFound";
     /// `StorageReady=True`: every claim is bound (the Go AI Runway's reason).
     pub const PVCS_BOUND: &str = "PVCsBound";
     /// `StorageReady=False`: a claim is not bound yet (the Go AI Runway's reason).
@@ -512,6 +522,9 @@ pub mod event_reasons {
     pub const INCOMPATIBLE_UPSTREAM: &str = "IncompatibleUpstream";
     /// Warning: somebody edited the upstream resource; it is being restored.
     pub const DRIFT_DETECTED: &str = "DriftDetected";
+    /// Warning: a Secret the deployment references does not exist in its namespace (one event
+    /// per missing Secret, each naming it).
+    pub const SECRET_NOT_FOUND: &str = "SecretNotFound";
     /// Warning: cleanup timed out and the finalizer was removed.
     pub const FINALIZER_TIMEOUT: &str = "FinalizerTimeout";
     /// Normal: a provider rendered a deployment with the dry-run annotation into its preview
@@ -582,6 +595,8 @@ pub mod event_actions {
     pub const APPLY_MODEL_REWRITE: &str = "ApplyInferenceModelRewrite";
     /// The core's autoscaling applied or removed a deployment's autoscaler.
     pub const APPLY_AUTOSCALER: &str = "ApplyAutoscaler";
+    /// The core checked that the Secrets a deployment references exist.
+    pub const CHECK_SECRETS: &str = "CheckSecrets";
     /// A provider checked whether it can serve a deployment.
     pub const CHECK_COMPATIBILITY: &str = "CheckCompatibility";
     /// A provider reconciled a deployment (its upstream object's state, drift repair).

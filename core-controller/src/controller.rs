@@ -68,6 +68,11 @@ pub struct Context {
     pub policy: Option<Arc<crate::policy::Enforcement>>,
     /// The runtime configuration caches (docs/platform.md).
     pub runtime_configs: Arc<RuntimeConfigs>,
+    /// The referenced-Secret existence check (`None` only where none runs, e.g. a bench).
+    pub secrets: Option<Arc<crate::secret_references::Check>>,
+    /// Consecutive reconciles that found a referenced Secret missing, per deployment: the
+    /// re-check backoff (no Secret watch; see [`crate::secret_references`]).
+    pub secret_misses: FailureCounts,
 }
 
 /// Decides for `md` on a blocking thread, holding one of the selection slots.
@@ -173,6 +178,11 @@ pub async fn reconcile(
         },
         _ => crate::gateway::DesiredGateway::default(),
     };
+    // The referenced Secrets, once per reconcile (metadata-only reads): `SecretsFound`.
+    let secrets = match (&ctx.secrets, &effective) {
+        (Some(check), Some(effective)) => check.check(&namespace, &md, &effective.deployment).await,
+        _ => crate::secret_references::SecretCheck::default(),
+    };
     // The storage part, once per reconcile: `StorageReady` and `ModelDownloaded` travel in the
     // core's one status apply.
     let mut storage: Option<Vec<conditions::DesiredCondition>> = None;
@@ -257,6 +267,7 @@ pub async fn reconcile(
         }
         if decision.is_some() {
             desired.conditions.extend(gateway.condition.clone());
+            desired.conditions.extend(secrets.condition.clone());
             desired.conditions.extend(storage.iter().flatten().cloned());
             desired
                 .conditions
@@ -279,7 +290,7 @@ pub async fn reconcile(
         {
             Ok(_) => {
                 if let Some(decision) = &decision {
-                    publish_events(&ctx, &current, decision, &desired).await;
+                    publish_events(&ctx, &current, decision, &desired, &secrets.missing).await;
                 }
                 publish_runtime_config_events(&ctx, &current, &plan).await;
                 break (views, decision, desired);
@@ -319,12 +330,19 @@ pub async fn reconcile(
         .get_or_create(&ProviderLabel { provider })
         .observe(started.elapsed().as_secs_f64());
     tracing::debug!(%object, phase = ?desired.phase, "reconciled");
-    ctx.failures
-        .succeeded(md.metadata.uid.as_deref().unwrap_or_default());
+    let uid = md.metadata.uid.as_deref().unwrap_or_default();
+    ctx.failures.succeeded(uid);
     // A denied deployment is looked at again once the cached answer expires.
     let requeue = match (&ctx.access, &decision.provider) {
         (Some(access), Some(ProviderDecision::AccessDenied { .. })) => access.ttl().min(ctx.resync),
         _ => ctx.resync,
+    };
+    // A missing Secret is not watched for: looked at again with the retry backoff.
+    let requeue = if secrets.missing.is_empty() {
+        ctx.secret_misses.succeeded(uid);
+        requeue
+    } else {
+        ctx.secret_misses.failed(uid).min(requeue)
     };
     Ok(Action::requeue(requeue))
 }
@@ -377,6 +395,7 @@ async fn publish_events(
     before: &ModelDeployment,
     decision: &CoreDecision,
     desired: &DesiredCoreStatus,
+    missing_secrets: &[String],
 ) {
     let reference = before.object_ref(&());
     let old = before.status.as_ref().and_then(|s| s.conditions.as_deref());
@@ -437,6 +456,22 @@ async fn publish_events(
         {
             ctx.events
                 .warning(&reference, reason, type_, condition.message.clone())
+                .await;
+        }
+    }
+    // One warning per missing Secret, each naming it, when `SecretsFound` turns False or its
+    // message changes (another Secret went missing).
+    if let Some(condition) = changed(condition_types::SECRETS_FOUND)
+        && condition.status == ConditionStatus::False
+    {
+        for note in missing_secrets {
+            ctx.events
+                .warning(
+                    &reference,
+                    event_reasons::SECRET_NOT_FOUND,
+                    event_actions::CHECK_SECRETS,
+                    note.clone(),
+                )
                 .await;
         }
     }

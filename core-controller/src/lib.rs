@@ -23,6 +23,7 @@ pub mod offline;
 pub mod policy;
 pub mod run;
 pub mod runtime_config;
+pub mod secret_references;
 pub mod selection;
 pub mod status;
 pub mod unknown_fields;

@@ -253,6 +253,10 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         autoscaling: Some(autoscaling),
         policy: Some(enforcement),
         failures: Default::default(),
+        secrets: Some(Arc::new(crate::secret_references::Check::new(
+            client.clone(),
+        ))),
+        secret_misses: Default::default(),
         access: args.check_upstream_access.then(|| {
             Arc::new(crate::access::Check::new(
                 client.clone(),
