@@ -49,7 +49,44 @@ fn model_deployment_crd() {
         .iter()
         .map(|c| c["name"].as_str().unwrap())
         .collect();
-    assert_eq!(columns, ["Phase", "Provider", "Engine", "Ready", "Age"]);
+    assert_eq!(
+        columns,
+        [
+            "Phase",
+            "Provider",
+            "Engine",
+            "Ready",
+            "Age",
+            "Replicas-Ready",
+            "Replicas-Desired",
+            "Gateway-Endpoint",
+            "Message"
+        ]
+    );
+    // `kubectl get md` shows the first five; `-o wide` (priority 1) adds the replicas, the
+    // gateway endpoint and the message, each from the status field that holds it.
+    let wide: Vec<(&str, &str, &str)> = version["additionalPrinterColumns"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["priority"] == 1)
+        .map(|c| {
+            (
+                c["name"].as_str().unwrap(),
+                c["jsonPath"].as_str().unwrap(),
+                c["type"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        wide,
+        [
+            ("Replicas-Ready", ".status.replicas.ready", "integer"),
+            ("Replicas-Desired", ".status.replicas.desired", "integer"),
+            ("Gateway-Endpoint", ".status.gateway.endpoint", "string"),
+            ("Message", ".status.message", "string"),
+        ]
+    );
 
     let spec = &version["schema"]["openAPIV3Schema"]["properties"]["spec"];
     let spec_messages: Vec<String> = rules(spec).into_iter().map(|(m, _)| m).collect();

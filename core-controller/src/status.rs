@@ -155,7 +155,8 @@ pub struct DesiredCoreStatus {
     pub runtime_config: Option<EffectiveRuntimeConfig>,
 }
 
-/// The message of `ProviderHealthy=False`, or `None` when the provider is available.
+/// The message of `ProviderHealthy=False`, or `None` when the provider is available: what is
+/// wrong, what to do or look at, and that the deployment goes on by itself once it is fixed.
 pub fn unhealthy_message(
     provider: &str,
     availability: Option<&Availability>,
@@ -164,17 +165,29 @@ pub fn unhealthy_message(
         None => Some((
             reasons::PROVIDER_NOT_REGISTERED,
             format!(
-                "Provider '{provider}' is not registered: no InferenceProviderConfig named {provider}"
+                "Provider '{provider}' is not registered: no InferenceProviderConfig named \
+                 {provider}; install that provider or set spec.provider.name to a registered one \
+                 (kubectl get inferenceproviderconfigs); the deployment goes on by itself once \
+                 {provider} registers"
             ),
         )),
         Some(Availability::Available) => None,
         Some(Availability::NotReady { detail }) => Some((
             reasons::PROVIDER_NOT_READY,
-            format!("Provider {provider} is not ready: {detail}"),
+            format!(
+                "Provider {provider} is not ready: {detail}; kubectl get \
+                 inferenceproviderconfig {provider} -o yaml shows its conditions; the deployment \
+                 goes on by itself once the provider is ready"
+            ),
         )),
         Some(Availability::Stale { since, detail }) => Some((
             reasons::PROVIDER_STALE,
-            format!("Provider {provider} is stale since {since}: {detail}"),
+            format!(
+                "Provider {provider} is stale since {since}: {detail}; check that the provider's \
+                 pods run and reach the API server (kubectl get inferenceproviderconfig \
+                 {provider} -o yaml shows its Available condition); the deployment goes on by \
+                 itself once the provider heartbeats again"
+            ),
         )),
     }
 }

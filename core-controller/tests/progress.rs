@@ -5,8 +5,11 @@
 
 use airunway_api::constants::{condition_types, reasons};
 use airunway_api::v1alpha1::{ConditionStatus, InferenceProviderConfig, ModelDeployment, Phase};
+use airunway_core::selection::Availability;
 use airunway_core::selection::{ProviderView, RuleSet, provider_views};
-use airunway_core::status::{DesiredCoreStatus, decide, desired_status, is_current, status_patch};
+use airunway_core::status::{
+    DesiredCoreStatus, decide, desired_status, is_current, status_patch, unhealthy_message,
+};
 use serde_json::{Value, json};
 
 const NOW: &str = "2026-06-01T12:00:00Z";
@@ -291,4 +294,57 @@ fn no_ready_provider_at_all_is_waited_for() {
     );
     assert_eq!(progress(&d), in_progress(reasons::SELECTION_FAILED));
     assert_eq!(d.phase.unwrap().1, "No healthy providers available");
+}
+
+/// `kubectl describe md` shows `ProviderHealthy=False` with a message that says what is wrong,
+/// what to do, and that the deployment goes on by itself once it is fixed.
+#[test]
+fn provider_healthy_messages_say_what_to_do() {
+    assert_eq!(
+        unhealthy_message("kaito", Some(&Availability::Available)),
+        None
+    );
+    assert_eq!(
+        unhealthy_message("ghost", None),
+        Some((
+            reasons::PROVIDER_NOT_REGISTERED,
+            "Provider 'ghost' is not registered: no InferenceProviderConfig named ghost; install \
+             that provider or set spec.provider.name to a registered one (kubectl get \
+             inferenceproviderconfigs); the deployment goes on by itself once ghost registers"
+                .to_string()
+        ))
+    );
+    assert_eq!(
+        unhealthy_message(
+            "kaito",
+            Some(&Availability::NotReady {
+                detail: "CRD workspaces.kaito.sh is not installed".into()
+            })
+        ),
+        Some((
+            reasons::PROVIDER_NOT_READY,
+            "Provider kaito is not ready: CRD workspaces.kaito.sh is not installed; kubectl get \
+             inferenceproviderconfig kaito -o yaml shows its conditions; the deployment goes on \
+             by itself once the provider is ready"
+                .to_string()
+        ))
+    );
+    assert_eq!(
+        unhealthy_message(
+            "vllm",
+            Some(&Availability::Stale {
+                since: "2026-01-01T00:01:30Z".parse().unwrap(),
+                detail: "No heartbeat since 2026-01-01T00:00:00Z (stale after 90s)".into()
+            })
+        ),
+        Some((
+            reasons::PROVIDER_STALE,
+            "Provider vllm is stale since 2026-01-01T00:01:30Z: No heartbeat since \
+             2026-01-01T00:00:00Z (stale after 90s); check that the provider's pods run and \
+             reach the API server (kubectl get inferenceproviderconfig vllm -o yaml shows its \
+             Available condition); the deployment goes on by itself once the provider \
+             heartbeats again"
+                .to_string()
+        ))
+    );
 }

@@ -1,6 +1,8 @@
 //! Renders the kustomizations under `deploy/` the way `kustomize build` does, for the subset of
 //! kustomize they use: `resources` (files and directories), `components` (directories holding a
-//! `kind: Component`), `images` (`name` with `newName`, `newTag`, `digest`) and nothing else.
+//! `kind: Component`), `images` (`name` with `newName`, `newTag`, `digest`), `configMapGenerator`
+//! (`name`, `namespace`, `files`, `options` with `disableNameSuffixHash: true`, `labels` and
+//! `annotations`) and nothing else.
 //! Any other field is an error naming it, so the subset cannot silently drift from what the
 //! files say. Objects come out in kustomize's default (legacy) kind order, then by namespace
 //! and name; a repeated object is an error, as in kustomize.
@@ -15,7 +17,20 @@ use anyhow::{Context, Result, bail};
 use serde_json::Value;
 
 /// The fields of a kustomization this renderer understands.
-const KNOWN_FIELDS: [&str; 5] = ["apiVersion", "kind", "resources", "components", "images"];
+const KNOWN_FIELDS: [&str; 6] = [
+    "apiVersion",
+    "kind",
+    "resources",
+    "components",
+    "images",
+    "configMapGenerator",
+];
+
+/// The fields of a `configMapGenerator` entry this renderer understands.
+const GENERATOR_FIELDS: [&str; 4] = ["name", "namespace", "files", "options"];
+
+/// The fields of a generator's `options` this renderer understands.
+const GENERATOR_OPTIONS: [&str; 3] = ["disableNameSuffixHash", "labels", "annotations"];
 
 /// kustomize's legacy order: these kinds first (in this order), then every other kind, then
 /// the webhook configurations last.
@@ -141,6 +156,7 @@ fn collect(dir: &Path, objects: &mut Vec<Value>, depth: usize) -> Result<()> {
         }
         collect(&path, &mut own, depth + 1)?;
     }
+    own.extend(generated_config_maps(&k["configMapGenerator"], dir, &file)?);
     let images = image_overrides(&k["images"], &file)?;
     for object in &mut own {
         set_images(object, &images);
@@ -162,6 +178,102 @@ fn strings(value: &Value, file: &Path, field: &str) -> Result<Vec<String>> {
             .collect(),
         _ => bail!("{}: {field} must be a list of paths", file.display()),
     }
+}
+
+/// The ConfigMaps of `configMapGenerator`: each file's text under its base name (or the key of
+/// `key=path`). kustomize appends a hash of the content to the name unless
+/// `options.disableNameSuffixHash` is true; this subset does not compute that hash, so it asks
+/// for the option.
+fn generated_config_maps(value: &Value, dir: &Path, file: &Path) -> Result<Vec<Value>> {
+    let Some(items) = value.as_array() else {
+        if value.is_null() {
+            return Ok(Vec::new());
+        }
+        bail!("{}: configMapGenerator must be a list", file.display());
+    };
+    let mut maps = Vec::new();
+    for item in items {
+        let Some(fields) = item.as_object() else {
+            bail!(
+                "{}: configMapGenerator entries must be mappings",
+                file.display()
+            );
+        };
+        for key in fields.keys() {
+            if !GENERATOR_FIELDS.contains(&key.as_str()) {
+                bail!(
+                    "{}: configMapGenerator field '{key}' is not supported by the harness's \
+                     kustomize subset (it supports {GENERATOR_FIELDS:?})",
+                    file.display()
+                );
+            }
+        }
+        let name = item["name"].as_str().with_context(|| {
+            format!("{}: configMapGenerator entry without name", file.display())
+        })?;
+        let options = &item["options"];
+        for key in options.as_object().into_iter().flat_map(|o| o.keys()) {
+            if !GENERATOR_OPTIONS.contains(&key.as_str()) {
+                bail!(
+                    "{}: configMapGenerator {name}: option '{key}' is not supported by the \
+                     harness's kustomize subset (it supports {GENERATOR_OPTIONS:?})",
+                    file.display()
+                );
+            }
+        }
+        if options["disableNameSuffixHash"] != Value::Bool(true) {
+            bail!(
+                "{}: configMapGenerator {name}: set options.disableNameSuffixHash: true (the \
+                 harness's kustomize subset does not compute kustomize's name hash)",
+                file.display()
+            );
+        }
+        let mut data = serde_json::Map::new();
+        for entry in strings(&item["files"], file, "configMapGenerator files")? {
+            let (key, path) = match entry.split_once('=') {
+                Some((key, path)) => (key.to_string(), path.to_string()),
+                None => (
+                    Path::new(&entry)
+                        .file_name()
+                        .and_then(|n| n.to_str())
+                        .with_context(|| {
+                            format!("{}: configMapGenerator file {entry:?}", file.display())
+                        })?
+                        .to_string(),
+                    entry.clone(),
+                ),
+            };
+            let text = std::fs::read_to_string(dir.join(&path)).with_context(|| {
+                format!(
+                    "{}: configMapGenerator {name}: reading {path} (a UTF-8 text file)",
+                    file.display()
+                )
+            })?;
+            if data.insert(key.clone(), Value::String(text)).is_some() {
+                bail!(
+                    "{}: configMapGenerator {name}: key {key} appears twice",
+                    file.display()
+                );
+            }
+        }
+        let mut metadata = serde_json::Map::new();
+        metadata.insert("name".into(), Value::String(name.to_string()));
+        if let Some(namespace) = item["namespace"].as_str() {
+            metadata.insert("namespace".into(), Value::String(namespace.to_string()));
+        }
+        for field in ["labels", "annotations"] {
+            if let Some(map) = options[field].as_object() {
+                metadata.insert(field.into(), Value::Object(map.clone()));
+            }
+        }
+        maps.push(serde_json::json!({
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": metadata,
+            "data": data,
+        }));
+    }
+    Ok(maps)
 }
 
 fn image_overrides(value: &Value, file: &Path) -> Result<Vec<ImageOverride>> {
@@ -332,6 +444,46 @@ mod tests {
         assert_eq!(
             d["spec"]["template"]["spec"]["containers"][0]["image"],
             "reg.example/me/core@sha256:abc"
+        );
+    }
+
+    #[test]
+    fn the_grafana_component_renders_the_dashboard_as_a_sidecar_config_map() {
+        let dir = crate::paths::workspace_root().join("deploy/components/grafana");
+        let objects = render(&dir).unwrap();
+        assert_eq!(objects.len(), 1);
+        let map = &objects[0];
+        assert_eq!(map["kind"], "ConfigMap");
+        assert_eq!(map["metadata"]["name"], "airunway-dashboard");
+        assert_eq!(map["metadata"]["namespace"], "airunway-system");
+        assert_eq!(map["metadata"]["labels"]["grafana_dashboard"], "1");
+        let dashboard = std::fs::read_to_string(dir.join("airunway-dashboard.json")).unwrap();
+        assert_eq!(map["data"]["airunway-dashboard.json"], dashboard.as_str());
+    }
+
+    #[test]
+    fn the_monitoring_component_renders() {
+        let objects =
+            render(&crate::paths::workspace_root().join("deploy/components/monitoring")).unwrap();
+        let kinds: Vec<&str> = objects.iter().filter_map(|o| o["kind"].as_str()).collect();
+        assert_eq!(kinds, ["PodMonitor", "PrometheusRule", "ServiceMonitor"]);
+    }
+
+    #[test]
+    fn a_generated_config_map_without_disable_name_suffix_hash_is_refused() {
+        let dir = std::env::temp_dir().join(format!("kustomize-gen-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("a.txt"), "x").unwrap();
+        std::fs::write(
+            dir.join("kustomization.yaml"),
+            "configMapGenerator:\n- name: m\n  files:\n  - a.txt\n",
+        )
+        .unwrap();
+        let error = format!("{:#}", render(&dir).unwrap_err());
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert!(
+            error.contains("set options.disableNameSuffixHash: true"),
+            "{error}"
         );
     }
 

@@ -124,6 +124,122 @@ async fn model_deployment_is_stored_with_schema_defaults() {
     assert_eq!(stored.spec.gpu_count(), 0);
 }
 
+/// The API server's Table of deployments in `namespace` (what `kubectl get md` prints; kubectl
+/// shows the priority-1 columns with `-o wide`).
+async fn table(client: &kube::Client, namespace: &str) -> Value {
+    let request = http::Request::get(format!(
+        "/apis/airunway.ai/v1alpha1/namespaces/{namespace}/modeldeployments"
+    ))
+    .header(
+        "Accept",
+        "application/json;as=Table;v=v1;g=meta.k8s.io,application/json",
+    )
+    .body(Vec::new())
+    .unwrap();
+    client.request(request).await.unwrap()
+}
+
+#[tokio::test]
+async fn kubectl_get_md_wide_shows_replicas_gateway_endpoint_and_message() {
+    let env = TestEnv::new("wide-columns").await;
+    let api: Api<ModelDeployment> = Api::namespaced(env.client.clone(), &env.namespace);
+    for name in ["serving", "waiting"] {
+        api.create(
+            &PostParams::default(),
+            &model_deployment(name, json!({"model": {"id": "org/model"}})),
+        )
+        .await
+        .unwrap();
+    }
+    // The status subresource as the core and a provider write it.
+    api.patch_status(
+        "serving",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"status": {
+            "phase": "Running",
+            "replicas": {"desired": 3, "ready": 2, "available": 2},
+            "gateway": {"endpoint": "172.18.255.200", "modelName": "org/model"},
+            "message": "2 of 3 replicas ready"}})),
+    )
+    .await
+    .unwrap();
+    api.patch_status(
+        "waiting",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"status": {"phase": "Pending",
+            "message": "Provider 'ghost' is not registered"}})),
+    )
+    .await
+    .unwrap();
+
+    let table = table(&env.client, &env.namespace).await;
+    assert_eq!(table["kind"], "Table", "{table}");
+    let columns: Vec<(&str, i64)> = table["columnDefinitions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            (
+                c["name"].as_str().unwrap(),
+                c["priority"].as_i64().unwrap_or(0),
+            )
+        })
+        .collect();
+    assert_eq!(
+        columns,
+        [
+            ("Name", 0),
+            ("Phase", 0),
+            ("Provider", 0),
+            ("Engine", 0),
+            ("Ready", 0),
+            ("Age", 0),
+            ("Replicas-Ready", 1),
+            ("Replicas-Desired", 1),
+            ("Gateway-Endpoint", 1),
+            ("Message", 1),
+        ]
+    );
+    let rows: Vec<Vec<Value>> = table["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            let mut cells = r["cells"].as_array().unwrap().clone();
+            cells.remove(5); // Age
+            cells
+        })
+        .collect();
+    assert_eq!(
+        rows,
+        [
+            vec![
+                json!("serving"),
+                json!("Running"),
+                Value::Null,
+                Value::Null,
+                Value::Null,
+                json!(2),
+                json!(3),
+                json!("172.18.255.200"),
+                json!("2 of 3 replicas ready"),
+            ],
+            // Fields not set yet are empty cells (kubectl prints <none>).
+            vec![
+                json!("waiting"),
+                json!("Pending"),
+                Value::Null,
+                Value::Null,
+                Value::Null,
+                Value::Null,
+                Value::Null,
+                Value::Null,
+                json!("Provider 'ghost' is not registered"),
+            ],
+        ]
+    );
+}
+
 #[tokio::test]
 async fn crd_cel_rules_reject_with_the_spec_messages() {
     let env = TestEnv::new("crd-cel-rules").await;

@@ -256,6 +256,57 @@ async fn metric(core: &Running, needle: &str) -> f64 {
         .sum()
 }
 
+/// `kubectl get md <name> -o wide`: the API server's Table of the deployment (what kubectl
+/// prints) has the priority-1 columns Replicas-Ready, Replicas-Desired, Gateway-Endpoint and
+/// Message, and its row holds the values of the object it was made from (`includeObject`).
+async fn wide_columns_show_the_status(client: &Client, namespace: &str, name: &str) {
+    let request = http::Request::get(format!(
+        "/apis/airunway.ai/v1alpha1/namespaces/{namespace}/modeldeployments/{name}?includeObject=Object"
+    ))
+    .header(
+        "Accept",
+        "application/json;as=Table;v=v1;g=meta.k8s.io,application/json",
+    )
+    .body(Vec::new())
+    .unwrap();
+    let table: Value = client.request(request).await.unwrap();
+    assert_eq!(table["kind"], "Table", "{table}");
+    let columns = table["columnDefinitions"].as_array().unwrap();
+    let wide: Vec<&str> = columns
+        .iter()
+        .filter(|c| c["priority"] == 1)
+        .map(|c| c["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        wide,
+        [
+            "Replicas-Ready",
+            "Replicas-Desired",
+            "Gateway-Endpoint",
+            "Message"
+        ]
+    );
+    let row = &table["rows"][0];
+    let cell = |column: &str| {
+        let i = columns.iter().position(|c| c["name"] == column).unwrap();
+        row["cells"][i].clone()
+    };
+    let status = &row["object"]["status"];
+    assert_eq!(cell("Gateway-Endpoint"), json!(GATEWAY_ADDRESS), "{row}");
+    assert_eq!(cell("Gateway-Endpoint"), status["gateway"]["endpoint"]);
+    assert!(status["replicas"]["desired"].is_i64(), "{row}");
+    assert_eq!(
+        cell("Replicas-Desired"),
+        status["replicas"]["desired"],
+        "{row}"
+    );
+    // A missing value is a null cell (kubectl prints <none>), as a missing field indexes to
+    // null here.
+    assert_eq!(cell("Replicas-Ready"), status["replicas"]["ready"], "{row}");
+    assert_eq!(cell("Message"), status["message"], "{row}");
+    assert_eq!(cell("Phase"), status["phase"], "{row}");
+}
+
 #[tokio::test]
 async fn a_running_deployment_is_routed_through_the_gateway_and_cleaned_up() {
     let _lock = cluster_lock().await;
@@ -446,6 +497,7 @@ async fn a_running_deployment_is_routed_through_the_gateway_and_cleaned_up() {
     let status_gateway = md.status.clone().unwrap().gateway.unwrap();
     assert_eq!(status_gateway.endpoint.as_deref(), Some(GATEWAY_ADDRESS));
     assert_eq!(status_gateway.model_name.as_deref(), Some(MODEL));
+    wide_columns_show_the_status(&env.client, &ns, "qwen").await;
     assert_eq!(
         status_gateway.gateway_namespace.as_deref(),
         Some(gateway_namespace.as_str())

@@ -73,7 +73,7 @@ async fn model_deployment_admission() {
         |md| {
             md.status.as_ref().and_then(|s| s.message.as_deref())
                 == Some(
-                    "Provider 'ghost' is not registered: no InferenceProviderConfig named ghost",
+                    "Provider 'ghost' is not registered: no InferenceProviderConfig named ghost; install that provider or set spec.provider.name to a registered one (kubectl get inferenceproviderconfigs); the deployment goes on by itself once ghost registers",
                 )
         },
     )

@@ -62,7 +62,11 @@ macro_rules! cel {
     printcolumn = r#"{"name":"Provider","type":"string","jsonPath":".status.provider.name","description":"Selected provider"}"#,
     printcolumn = r#"{"name":"Engine","type":"string","jsonPath":".status.engine.type","description":"Resolved inference engine"}"#,
     printcolumn = r#"{"name":"Ready","type":"string","jsonPath":".status.conditions[?(@.type==\"Ready\")].status","description":"Ready condition"}"#,
-    printcolumn = r#"{"name":"Age","type":"date","jsonPath":".metadata.creationTimestamp"}"#
+    printcolumn = r#"{"name":"Age","type":"date","jsonPath":".metadata.creationTimestamp"}"#,
+    printcolumn = r#"{"name":"Replicas-Ready","type":"integer","priority":1,"jsonPath":".status.replicas.ready","description":"Workers ready (kubectl get md -o wide)"}"#,
+    printcolumn = r#"{"name":"Replicas-Desired","type":"integer","priority":1,"jsonPath":".status.replicas.desired","description":"Workers requested (kubectl get md -o wide)"}"#,
+    printcolumn = r#"{"name":"Gateway-Endpoint","type":"string","priority":1,"jsonPath":".status.gateway.endpoint","description":"URL of the gateway route (kubectl get md -o wide)"}"#,
+    printcolumn = r#"{"name":"Message","type":"string","priority":1,"jsonPath":".status.message","description":"What the phase means and what to do (kubectl get md -o wide)"}"#
 )]
 #[serde(rename_all = "camelCase")]
 #[schemars(transform = crate::schema::keep_unknown_fields)]
