@@ -48,6 +48,7 @@ pub mod kube_error;
 pub mod kubernetes_names;
 pub mod lora;
 pub mod managed_fields;
+pub mod metric_names;
 #[cfg(feature = "offline")]
 pub mod offline;
 pub mod pod_security;

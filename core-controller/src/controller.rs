@@ -31,6 +31,7 @@ use crate::metrics::{CoreMetrics, ErrorLabels, ProviderLabel, SelectionLabels};
 use crate::runtime_config::{self, Plan, RuntimeConfigs};
 use crate::selection::{ProviderDecision, ProviderView, RuleError, RuleSet, provider_views};
 use crate::status::{self, CoreDecision, DesiredCoreStatus};
+use airunway_api::metric_names::selection_reasons;
 
 /// Field manager of the core's `SelectionRulesValid` condition on InferenceProviderConfigs.
 pub const RULES_FIELD_MANAGER: &str = "airunway-core-rules";
@@ -420,8 +421,8 @@ async fn publish_events(
             .await;
         // `manual` / `auto`: the Go AI Runway's label values, so its dashboards keep working.
         let label = match decision.provider {
-            Some(ProviderDecision::Explicit { .. }) => "manual",
-            _ => "auto",
+            Some(ProviderDecision::Explicit { .. }) => selection_reasons::MANUAL,
+            _ => selection_reasons::AUTO,
         };
         ctx.metrics
             .provider_selections
@@ -430,6 +431,10 @@ async fn publish_events(
                 reason: label.to_string(),
             })
             .inc();
+        if before.selected_provider().is_none() {
+            ctx.metrics
+                .selected(before, provider, jiff::Timestamp::now());
+        }
     }
     for (type_, reason) in [
         (condition_types::VALIDATED, event_reasons::VALIDATION_FAILED),

@@ -20,7 +20,7 @@ use crate::args::Args;
 use crate::controller::{Context, ProviderChanges, SelectionInputs, run_controller};
 use crate::gateway::GoneDeployments;
 use crate::health::{MonitorOptions, run_monitor};
-use crate::metrics::{CoreMetrics, DeploymentCollector};
+use crate::metrics::{CoreMetrics, DeploymentCollector, ProviderHealthCollector};
 use crate::model_cache::users::UseTracker;
 use crate::selection::{HealthPolicy, RuleSet};
 use crate::webhook::certs::CertConfig;
@@ -50,6 +50,8 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     // last-applied copy of the spec): see `cache_trim`.
     let deployments: Api<ModelDeployment> = Api::all(client.clone());
     let (deployment_store, deployment_writer) = reflector::store();
+    // Phase transitions are judged against the cached copy, before the event reaches it.
+    let (cached_deployments, transitions) = (deployment_store.clone(), metrics.clone());
     // Deletions and relists, for the gateway allowances no reconcile can take back (see
     // `gateway::release`).
     let gone = args.enable_gateway.then(GoneDeployments::new);
@@ -61,6 +63,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     let deployment_changes = watcher(deployments, watcher::Config::default().any_semantic())
         .backoff(WatchBackoff::default())
         .modify(|md: &mut ModelDeployment| cache_trim::keep_status_ownership(&mut md.metadata))
+        .inspect_ok(move |event| transitions.observe_watch(event, &cached_deployments))
         .reflect(deployment_writer)
         .inspect_ok(move |event| {
             if let Some(gone) = &observed {
@@ -85,16 +88,23 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         .trigger_backoff(WatchBackoff::default())
         .with_config(ControllerConfig::default().concurrency(RECONCILE_CONCURRENCY));
     registry.register_collector(Box::new(DeploymentCollector::new(controller.store())));
+
+    // The provider cache serves the webhooks on every replica and the controller on the leader.
+    // The same watch announces each change once the cache holds it (see `ProviderChanges`).
+    let (providers, writer) = reflector::store();
+    let health_policy = HealthPolicy {
+        stale_after: args.provider_stale_threshold,
+    };
+    registry.register_collector(Box::new(ProviderHealthCollector::new(
+        providers.clone(),
+        health_policy,
+    )));
     serve_metrics(
         args.common.metrics_bind_address,
         Arc::new(registry),
         shutdown.clone(),
     )
     .await?;
-
-    // The provider cache serves the webhooks on every replica and the controller on the leader.
-    // The same watch announces each change once the cache holds it (see `ProviderChanges`).
-    let (providers, writer) = reflector::store();
     let provider_changes = ProviderChanges::new();
     let ipcs: Api<InferenceProviderConfig> = Api::all(client.clone());
     let reflect = watcher(ipcs, watcher::Config::default())
@@ -148,6 +158,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
             options,
             providers.clone(),
             Some(policies.clone()),
+            metrics.clone(),
             shutdown.clone(),
         )
         .await?;
@@ -274,9 +285,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     let monitor = MonitorOptions {
         interval: args.provider_probe_interval,
         failure_threshold: args.provider_probe_failure_threshold,
-        policy: HealthPolicy {
-            stale_after: args.provider_stale_threshold,
-        },
+        policy: health_policy,
     };
     tokio::spawn(run_monitor(
         client.clone(),

@@ -31,6 +31,7 @@ use super::traits::{PreparationHold, Provider};
 use crate::apply_body;
 use crate::constants::{event_actions, event_reasons};
 use crate::kube_error::{self, ErrorClass};
+use crate::metric_names::apply_results;
 use crate::v1alpha1::ModelDeployment;
 
 /// How long a reconcile waits for the upstream watch's first listing before trying later.
@@ -255,6 +256,7 @@ async fn roll_out<P: Provider>(
             Write::Create => (true, false),
             Write::Update { drifted } => (false, drifted),
             Write::InSync => {
+                ctx.metrics.applied(kind, apply_results::UNCHANGED);
                 live.push(step.live);
                 continue;
             }
@@ -275,6 +277,13 @@ async fn roll_out<P: Provider>(
                 &apply_body::apply(&step.desired.object),
             )
             .await;
+        ctx.metrics.applied(
+            kind,
+            match applied {
+                Ok(_) => apply_results::APPLIED,
+                Err(_) => apply_results::ERROR,
+            },
+        );
         match applied {
             Ok(mut applied) => {
                 if creating {

@@ -42,6 +42,7 @@ struct Reporter<P> {
     version: String,
     client: Client,
     provider: Arc<P>,
+    metrics: ProviderMetrics,
 }
 
 impl<P> Clone for Reporter<P> {
@@ -51,6 +52,7 @@ impl<P> Clone for Reporter<P> {
             version: self.version.clone(),
             client: self.client.clone(),
             provider: self.provider.clone(),
+            metrics: self.metrics.clone(),
         }
     }
 }
@@ -74,7 +76,9 @@ impl<P: Provider> Reporter<P> {
             controller: named.as_ref().zip(controller),
             stalled,
         };
-        registration::heartbeat(&self.client, &heartbeat).await
+        registration::heartbeat(&self.client, &heartbeat).await?;
+        self.metrics.heartbeat_written();
+        Ok(())
     }
 }
 
@@ -657,6 +661,7 @@ pub async fn run_with_args<P: Provider>(provider: P, args: ProviderArgs) -> Resu
         version,
         client: client.clone(),
         provider: provider.clone(),
+        metrics: metrics.clone(),
     };
     if let Err(e) = reporter
         .beat(&first, first_controller.as_ref(), None, false)
@@ -802,6 +807,7 @@ pub async fn run_with_args<P: Provider>(provider: P, args: ProviderArgs) -> Resu
     // what the reconcile reads; those of other providers keep little more than metadata.
     let deployments_writer = reflector::store::Writer::<ModelDeployment>::default();
     let deployments = deployments_writer.as_reader();
+    metrics.count_deployments_of(deployments.clone());
     let provider_name = name.clone();
     let deployment_changes = watcher(
         Api::<ModelDeployment>::all(client.clone()),

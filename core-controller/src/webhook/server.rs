@@ -1,7 +1,8 @@
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
+use airunway_api::metric_names::{UNKNOWN_OPERATION, webhook_results, webhooks};
 use airunway_api::v1alpha1::InferenceProviderConfig;
 use axum::Json;
 use axum::Router;
@@ -12,12 +13,13 @@ use axum_server::Handle;
 use axum_server::tls_rustls::RustlsConfig;
 use kube::Client;
 use kube::core::DynamicObject;
-use kube::core::admission::{AdmissionRequest, AdmissionResponse, AdmissionReview};
+use kube::core::admission::{AdmissionRequest, AdmissionResponse, AdmissionReview, Operation};
 use kube::runtime::reflector::Store;
 use tokio_util::sync::CancellationToken;
 
 use super::certs::{self, CertConfig, WebhookCert};
 use super::{admission, nesting};
+use crate::metrics::CoreMetrics;
 
 /// How the webhooks are served.
 #[derive(Clone, Debug)]
@@ -35,6 +37,7 @@ struct AppState {
     providers: Store<InferenceProviderConfig>,
     selector_enabled: bool,
     policies: Option<Arc<crate::policy::Policies>>,
+    metrics: CoreMetrics,
 }
 
 type Review = Json<AdmissionReview<DynamicObject>>;
@@ -69,10 +72,43 @@ fn parse_review(body: &[u8]) -> Result<AdmissionReview<DynamicObject>, Unreadabl
     })
 }
 
+/// The operation of an admission request, as the API server names it.
+fn operation_name(operation: &Operation) -> &'static str {
+    match operation {
+        Operation::Create => "CREATE",
+        Operation::Update => "UPDATE",
+        Operation::Delete => "DELETE",
+        Operation::Connect => "CONNECT",
+    }
+}
+
+/// What an answer counts as in `airunway_webhook_requests_total`: the request's operation, and
+/// `error` when the review could not be read, else `allowed` or `denied`.
+#[derive(Clone, Copy, Debug)]
+struct Answered {
+    operation: &'static str,
+    readable: bool,
+}
+
+impl Answered {
+    fn result(self, review: &AdmissionReview<DynamicObject>) -> &'static str {
+        match review.response.as_ref() {
+            _ if !self.readable => webhook_results::ERROR,
+            Some(response) if response.allowed => webhook_results::ALLOWED,
+            Some(_) => webhook_results::DENIED,
+            None => webhook_results::ERROR,
+        }
+    }
+}
+
 fn respond(
     body: &[u8],
     decide: impl FnOnce(&AdmissionRequest<DynamicObject>) -> AdmissionResponse,
-) -> Review {
+) -> (Review, Answered) {
+    let unreadable_answer = Answered {
+        operation: UNKNOWN_OPERATION,
+        readable: false,
+    };
     let review = match parse_review(body) {
         Ok(review) => review,
         Err(unreadable) => {
@@ -80,36 +116,63 @@ fn respond(
             let mut response = AdmissionResponse::invalid(unreadable.message);
             response.uid = unreadable.uid.unwrap_or_default();
             response.result.code = 422;
-            return Json(response.into_review());
+            return (Json(response.into_review()), unreadable_answer);
         }
     };
     let request: Result<AdmissionRequest<DynamicObject>, _> = review.try_into();
-    let response = match request {
+    let (response, answered) = match request {
         Ok(request) => {
             let response = decide(&request);
             if !response.allowed {
                 tracing::info!(kind = %request.kind.kind, name = %request.name, namespace = ?request.namespace,
                     operation = ?request.operation, reason = %response.result.message, "admission denied");
             }
-            response
+            let answered = Answered {
+                operation: operation_name(&request.operation),
+                readable: true,
+            };
+            (response, answered)
         }
-        Err(e) => AdmissionResponse::invalid(format!("malformed AdmissionReview: {e}")),
+        Err(e) => (
+            AdmissionResponse::invalid(format!("malformed AdmissionReview: {e}")),
+            unreadable_answer,
+        ),
     };
-    Json(response.into_review())
+    (Json(response.into_review()), answered)
 }
 
-async fn mutate_model_deployment(body: Bytes) -> Review {
-    respond(&body, admission::mutate_model_deployment)
+/// Counts one answer of `webhook` started at `started`.
+fn count(state: &AppState, webhook: &str, started: Instant, review: &Review, answered: Answered) {
+    state.metrics.webhook_answered(
+        webhook,
+        answered.operation,
+        answered.result(&review.0),
+        started.elapsed(),
+    );
+}
+
+async fn mutate_model_deployment(State(state): State<Arc<AppState>>, body: Bytes) -> Review {
+    let started = Instant::now();
+    let (review, answered) = respond(&body, admission::mutate_model_deployment);
+    count(
+        &state,
+        webhooks::MUTATE_MODELDEPLOYMENT,
+        started,
+        &review,
+        answered,
+    );
+    review
 }
 
 async fn validate_model_deployment(State(state): State<Arc<AppState>>, body: Bytes) -> Review {
+    let started = Instant::now();
     let providers: Vec<InferenceProviderConfig> = state
         .providers
         .state()
         .iter()
         .map(|p| (**p).clone())
         .collect();
-    let Json(mut review) = respond(&body, |request| {
+    let (Json(mut review), answered) = respond(&body, |request| {
         admission::validate_model_deployment(request, &providers, state.selector_enabled)
     });
     // ModelDeploymentPolicy rules and the GPU quota (async: the ledger), after the other checks.
@@ -124,11 +187,28 @@ async fn validate_model_deployment(State(state): State<Arc<AppState>>, body: Byt
             None => response,
         });
     }
-    Json(review)
+    let review = Json(review);
+    count(
+        &state,
+        webhooks::VALIDATE_MODELDEPLOYMENT,
+        started,
+        &review,
+        answered,
+    );
+    review
 }
 
-async fn validate_provider_config(body: Bytes) -> Review {
-    respond(&body, admission::validate_provider_config)
+async fn validate_provider_config(State(state): State<Arc<AppState>>, body: Bytes) -> Review {
+    let started = Instant::now();
+    let (review, answered) = respond(&body, admission::validate_provider_config);
+    count(
+        &state,
+        webhooks::VALIDATE_INFERENCEPROVIDERCONFIG,
+        started,
+        &review,
+        answered,
+    );
+    review
 }
 
 /// Obtains the certificate (creating the Secret if needed), injects the CA bundle, starts the
@@ -138,6 +218,7 @@ pub async fn start_webhooks(
     options: WebhookOptions,
     providers: Store<InferenceProviderConfig>,
     policies: Option<Arc<crate::policy::Policies>>,
+    metrics: CoreMetrics,
     shutdown: CancellationToken,
 ) -> anyhow::Result<()> {
     let (cert, _) = certs::ensure_secret(&client, &options.certs).await?;
@@ -152,6 +233,7 @@ pub async fn start_webhooks(
         providers,
         selector_enabled: options.selector_enabled,
         policies,
+        metrics,
     });
     let router = Router::new()
         .route("/mutate-modeldeployment", post(mutate_model_deployment))
