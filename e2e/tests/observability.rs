@@ -124,6 +124,55 @@ fn upstream(env: &TestEnv, group: &str, version: &str, kind: &str) -> Api<Dynami
 }
 
 /// Percent-encodes a URL query value.
+/// When set, the directory the panels' queries are photographed into, each in Prometheus' own
+/// graph page, by headless Chromium (Debian's `chromium`): the figures of docs/observability.md.
+/// Not part of CI (`AIRUNWAY_SCREENSHOTS_DIR=docs/images e2e/run-tests --e2e -- --test
+/// observability`).
+const SCREENSHOTS_ENV: &str = "AIRUNWAY_SCREENSHOTS_DIR";
+
+/// The panels photographed (titles of the dashboard's panels).
+const PHOTOGRAPHED: [&str; 6] = [
+    "Deployments by provider and phase",
+    "Selection latency",
+    "Heartbeat age",
+    "Upstream writes per second",
+    "Webhook requests per second",
+    "Deployments served by each provider",
+];
+
+/// One PNG per photographed panel's first query: `<dir>/<panel title as a file name>.png`.
+fn screenshots(dir: &std::path::Path, prometheus_url: &str, queries: &[(String, String)]) {
+    std::fs::create_dir_all(dir).unwrap();
+    for title in PHOTOGRAPHED {
+        let Some((_, expr)) = queries.iter().find(|(t, _)| t == title) else {
+            panic!("no panel titled {title:?} in the dashboard");
+        };
+        let file = dir.join(format!(
+            "panel-{}.png",
+            title.to_lowercase().replace(' ', "-")
+        ));
+        let url = format!(
+            "{prometheus_url}/graph?g0.expr={}&g0.tab=0&g0.range_input=2m",
+            encode(&instantiate(expr))
+        );
+        let status = std::process::Command::new("chromium")
+            .args([
+                "--headless",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--hide-scrollbars",
+                "--window-size=1400,900",
+                "--virtual-time-budget=8000",
+                &format!("--screenshot={}", file.display()),
+                &url,
+            ])
+            .status()
+            .unwrap_or_else(|e| panic!("chromium: {e} (install Debian's chromium package)"));
+        assert!(status.success(), "chromium failed for {title}: {status}");
+        eprintln!("screenshot of {title:?}: {}", file.display());
+    }
+}
+
 fn encode(value: &str) -> String {
     value
         .bytes()
@@ -753,6 +802,9 @@ async fn metrics_after_a_burst_match_the_api_server_and_every_panel_returns_data
         }
     }
     assert!(empty.is_empty(), "panel queries without data: {empty:#?}");
+    if let Some(dir) = std::env::var_os(SCREENSHOTS_ENV) {
+        screenshots(&PathBuf::from(dir), &prometheus_url, &queries);
+    }
     eprintln!(
         "{} panel queries of {} returned data; the test took {:.1}s",
         queries.len(),
