@@ -24,6 +24,7 @@ pub mod run;
 pub mod runtime_config;
 pub mod selection;
 pub mod status;
+pub mod traces;
 pub mod unknown_fields;
 pub mod validation;
 pub mod webhook;
