@@ -23,11 +23,10 @@ use serde_json::json;
 const WAIT: Duration = Duration::from_secs(60);
 const CORE_SERVICE: &str = "airunway-core-traces-e2e";
 const PROVIDER_SERVICE: &str = "configmap-provider";
+/// kube-runtime's span around each reconcile (`kube_runtime::controller`).
+const KUBE_RECONCILE_SPAN: &str = "reconciling object";
 
-fn find<'a>(
-    spans: &'a [ExportedSpan],
-    what: impl Fn(&ExportedSpan) -> bool,
-) -> Option<&'a ExportedSpan> {
+fn find(spans: &[ExportedSpan], what: impl Fn(&ExportedSpan) -> bool) -> Option<&ExportedSpan> {
     spans.iter().find(|s| what(s))
 }
 
@@ -178,6 +177,12 @@ async fn reconcile_traces_reach_a_real_collector_with_the_decision_linked_to_the
         core_reconcile.attribute(traces::COMPONENT),
         Some(traces::CORE_COMPONENT)
     );
+    // Each trace's root: kube-runtime's span around the reconcile (no span of ours encloses
+    // the controllers, so every reconcile is a trace of its own).
+    let core_root = find(&spans, |s| s.id == core_reconcile.parent_id)
+        .unwrap_or_else(|| panic!("the parent of {core_reconcile:?} was not received"));
+    assert_eq!(core_root.name, KUBE_RECONCILE_SPAN);
+    assert_eq!(core_root.parent_id, "", "{core_root:?} is not a root");
     // The status apply that carried the decision: a sibling of the decision.
     let apply_status = find(&spans, |s| {
         s.name == traces::APPLY_STATUS_SPAN && s.parent_id == core_reconcile.id
@@ -203,6 +208,10 @@ async fn reconcile_traces_reach_a_real_collector_with_the_decision_linked_to_the
         provider_reconcile.attribute(traces::COMPONENT),
         Some("configmap")
     );
+    let provider_root = find(&spans, |s| s.id == provider_reconcile.parent_id)
+        .unwrap_or_else(|| panic!("the parent of {provider_reconcile:?} was not received"));
+    assert_eq!(provider_root.name, KUBE_RECONCILE_SPAN);
+    assert_eq!(provider_root.parent_id, "");
     // The upstream apply that created the ConfigMap: in a provider reconcile trace of this
     // deployment, under its reconcile span.
     let apply = find(&spans, |s| {
