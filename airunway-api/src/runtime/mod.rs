@@ -14,6 +14,7 @@ mod leader;
 pub mod retry;
 mod shutdown;
 mod telemetry;
+pub mod trace_context;
 pub mod watch_health;
 
 pub use args::{CommonArgs, LogFormat, parse_duration};
