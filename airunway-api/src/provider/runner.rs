@@ -31,8 +31,8 @@ use crate::constants::{field_managers, labels};
 use crate::probe::v1::{EngineCapability, GetInfoResponse, UpstreamHealth, upstream_health};
 use crate::runtime::watch_health::{Progress, Stalled, WatchBackoff};
 use crate::runtime::{
-    EventPublisher, LeaderElection, LeaderError, Started, default_identity, init_telemetry,
-    install_crypto_provider, serve_metrics, start,
+    EventPublisher, InvalidObjects, LeaderElection, LeaderError, Started, default_identity,
+    guarded_watcher, init_telemetry, install_crypto_provider, serve_metrics, start,
 };
 use crate::v1alpha1::{ClusterRuntimeConfig, ModelDeployment, ProbeEndpoint, RuntimeConfig};
 
@@ -288,7 +288,8 @@ fn watch_pods(
 }
 
 /// The watch of every object of one runtime configuration kind (`watch`: its name in health
-/// messages), cached without `managedFields` ([`cache_trim::drop_ownership`]): the cache, and
+/// messages), cached without `managedFields` ([`cache_trim::drop_ownership`]; an object that
+/// does not decode reported through `invalid` and skipped): the cache, and
 /// the stream of the objects whose spec changed (`spec_hash`; a metadata-only change wakes
 /// nothing).
 fn watch_configs<K>(
@@ -296,6 +297,7 @@ fn watch_configs<K>(
     watch: &str,
     spec_hash: fn(&K) -> Option<u64>,
     progress: &Arc<Mutex<Progress>>,
+    invalid: &InvalidObjects,
 ) -> (
     Store<K>,
     impl futures::Stream<Item = Result<K, watcher::Error>> + Send + 'static + use<K>,
@@ -311,9 +313,11 @@ where
 {
     let writer = reflector::store::Writer::<K>::default();
     let store = writer.as_reader();
-    let changes = watcher(
-        Api::<K>::all(client.clone()),
+    let changes = guarded_watcher(
+        client.clone(),
         watcher::Config::default().any_semantic(),
+        invalid.clone(),
+        store.clone(),
     )
     .backoff(WatchBackoff::default())
     .modify(|config: &mut K| cache_trim::drop_ownership(config.meta_mut()))
@@ -800,12 +804,20 @@ pub async fn run_with_args<P: Provider>(provider: P, args: ProviderArgs) -> Resu
     }
     // Every ModelDeployment (which are this provider's is in their status), cached with only
     // what the reconcile reads; those of other providers keep little more than metadata.
+    // An object of a kind users write that does not decode is reported on it and skipped
+    // (see `guarded_watch`); the rest of the kind is served.
+    let invalid = InvalidObjects::new(EventPublisher::new(
+        client.clone(),
+        &format!("{name}-provider"),
+    ));
     let deployments_writer = reflector::store::Writer::<ModelDeployment>::default();
     let deployments = deployments_writer.as_reader();
     let provider_name = name.clone();
-    let deployment_changes = watcher(
-        Api::<ModelDeployment>::all(client.clone()),
+    let deployment_changes = guarded_watcher(
+        client.clone(),
         deployment_watch(),
+        invalid.clone(),
+        deployments.clone(),
     )
     .backoff(WatchBackoff::default())
     .modify(move |md: &mut ModelDeployment| trim_deployment(md, &provider_name))
@@ -833,12 +845,14 @@ pub async fn run_with_args<P: Provider>(provider: P, args: ProviderArgs) -> Resu
         "runtimeconfigs.airunway.ai",
         |config| defaults_hash(&config.spec.defaults),
         &progress,
+        &invalid,
     );
     let (cluster_configs, cluster_config_changes) = watch_configs::<ClusterRuntimeConfig>(
         &client,
         "clusterruntimeconfigs.airunway.ai",
         |config| defaults_hash(&config.spec.defaults),
         &progress,
+        &invalid,
     );
 
     let ctx = Arc::new(Context {
