@@ -20,7 +20,6 @@ use super::args::ProviderArgs;
 use super::context::{Context, Kinds};
 use super::kinds::KindTable;
 use super::metrics::ProviderMetrics;
-use super::plan;
 use super::read_your_writes::LiveObjects;
 use super::reconcile::{error_policy, reconcile};
 use super::registration::{self, ControllerHealth, Heartbeat};
@@ -89,19 +88,6 @@ fn deployment_watch() -> watcher::Config {
 /// How many deployments are reconciled at once: enough to keep the API server busy, few
 /// enough that a burst queues here (deduplicated per deployment) instead of in flight.
 const RECONCILE_CONCURRENCY: u16 = 32;
-
-/// Trims a watched deployment to what the reconcile reads (see [`cache_trim`]): of the
-/// managed fields only this provider's status entry; one that is neither assigned to
-/// `provider` nor carries its finalizer keeps no spec.
-fn trim_deployment(md: &mut ModelDeployment, provider: &str) {
-    cache_trim::keep_status_ownership_of(
-        &mut md.metadata,
-        &crate::constants::field_managers::provider(provider),
-    );
-    if plan::triage(md, provider) == plan::Triage::Ignore {
-        md.spec = Default::default();
-    }
-}
 
 /// Records in `progress` what a watch stream delivers: an object says watch `watch` works
 /// (and, when `queues`, that a reconcile is queued); an error says it fails, and is logged and
@@ -820,7 +806,7 @@ pub async fn run_with_args<P: Provider>(provider: P, args: ProviderArgs) -> Resu
         deployments.clone(),
     )
     .backoff(WatchBackoff::default())
-    .modify(move |md: &mut ModelDeployment| trim_deployment(md, &provider_name))
+    .modify(move |md: &mut ModelDeployment| cache_trim::provider_deployment(md, &provider_name))
     .reflect(deployments_writer)
     .touched_objects();
     // Every deployment change queues a reconcile.
@@ -1035,7 +1021,7 @@ mod tests {
             .unwrap()
         };
         let mut downloading = with("False");
-        trim_deployment(&mut downloading, "p");
+        cache_trim::provider_deployment(&mut downloading, "p");
         assert_eq!(
             gate(&downloading),
             StorageGate::Wait {
@@ -1044,7 +1030,7 @@ mod tests {
             }
         );
         let mut downloaded = with("True");
-        trim_deployment(&mut downloaded, "p");
+        cache_trim::provider_deployment(&mut downloaded, "p");
         assert_eq!(gate(&downloaded), StorageGate::Open);
     }
 
