@@ -29,8 +29,8 @@ const PATH_SEGMENTS_KEPT: usize = 8;
 pub enum Guarded<K> {
     /// The object decoded.
     Valid(K),
-    /// The object did not decode.
-    Invalid(InvalidObject),
+    /// The object did not decode (boxed: most objects decode, and the variant is large).
+    Invalid(Box<InvalidObject>),
 }
 
 /// An object the API server holds that the Rust type refuses.
@@ -64,7 +64,7 @@ impl InvalidObject {
 
 impl<K> Guarded<K> {
     /// The decoded object, if it decoded.
-    pub fn into_valid(self) -> Result<K, InvalidObject> {
+    pub fn into_valid(self) -> Result<K, Box<InvalidObject>> {
         match self {
             Guarded::Valid(k) => Ok(k),
             Guarded::Invalid(invalid) => Err(invalid),
@@ -84,11 +84,11 @@ pub fn decode<K: DeserializeOwned>(text: &str) -> Guarded<K> {
         Err(e) => Some(shorten(e.path())).filter(|p| !p.is_empty() && p != "."),
         Ok(_) => None,
     };
-    Guarded::Invalid(InvalidObject {
+    Guarded::Invalid(Box::new(InvalidObject {
         metadata: identity(text),
         error: error.to_string(),
         path,
-    })
+    }))
 }
 
 /// The first [`PATH_SEGMENTS_KEPT`] segments of `path`, and how deep it goes when longer.

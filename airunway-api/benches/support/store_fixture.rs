@@ -74,7 +74,11 @@ pub const PROVIDER: &str = "kaito";
 /// provider's finalizer), a GPU vLLM spec, and a Running status with six conditions. Even
 /// deployments are assigned to [`PROVIDER`], odd ones to another.
 pub fn deployment_text(i: usize) -> String {
-    let provider = if i % 2 == 0 { PROVIDER } else { "dynamo" };
+    let provider = if i.is_multiple_of(2) {
+        PROVIDER
+    } else {
+        "dynamo"
+    };
     let name = format!("bench-{i:05}");
     let spec = json!({
         "model": {"id": format!("Qwen/Qwen3-{}B", i % 7 + 1), "servedName": name},
