@@ -568,6 +568,12 @@ pub mod event_reasons {
     /// Warning: the deployment breaks a ModelDeploymentPolicy rule (`PolicyCompliant` turned
     /// False or its message changed).
     pub const POLICY_VIOLATION: &str = "PolicyViolation";
+
+    /// Warning: the API server holds an object the controller cannot decode (a free-form field
+    /// nested past the decoder's depth limit, or a value of the wrong type where the schema
+    /// leaves the field open). The object is skipped (its last decoded version, if any, is
+    /// kept); the note names the field and the error (docs/reliability.md).
+    pub const INVALID_OBJECT: &str = "InvalidObject";
 }
 
 /// Kubernetes `StatusCause` types the core's admission answers carry.
@@ -611,6 +617,9 @@ pub mod event_actions {
     pub const RENDER: &str = "Render";
     /// A provider's finalizer cleaned up after a deployment.
     pub const CLEANUP: &str = "Cleanup";
+
+    /// A watch decoded an object it then had to skip ([`super::event_reasons::INVALID_OBJECT`]).
+    pub const DECODE: &str = "Decode";
 
     /// The core's runtime configuration resolution (docs/platform.md).
     pub mod runtime_config {
