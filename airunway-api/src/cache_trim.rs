@@ -36,6 +36,21 @@ pub fn keep_status_ownership_of(meta: &mut ObjectMeta, manager: &str) {
     }
 }
 
+/// A provider's watched deployment, trimmed to what its reconcile reads: of the managed fields
+/// only the status entry of `provider`'s field manager; a deployment neither assigned to
+/// `provider` nor carrying its finalizer keeps no spec.
+#[cfg(feature = "provider-sdk")]
+pub fn provider_deployment(md: &mut crate::v1alpha1::ModelDeployment, provider: &str) {
+    use crate::provider::plan;
+    keep_status_ownership_of(
+        &mut md.metadata,
+        &crate::constants::field_managers::provider(provider),
+    );
+    if plan::triage(md, provider) == plan::Triage::Ignore {
+        md.spec = Default::default();
+    }
+}
+
 /// Drops the last-applied annotation and all `managedFields`.
 pub fn drop_ownership(meta: &mut ObjectMeta) {
     drop_last_applied(meta);

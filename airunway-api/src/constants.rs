@@ -568,6 +568,12 @@ pub mod event_reasons {
     /// Warning: the deployment breaks a ModelDeploymentPolicy rule (`PolicyCompliant` turned
     /// False or its message changed).
     pub const POLICY_VIOLATION: &str = "PolicyViolation";
+
+    /// Warning: the API server holds an object the controller cannot decode (a free-form field
+    /// nested past the decoder's depth limit, or a value of the wrong type where the schema
+    /// leaves the field open). The object is skipped (its last decoded version, if any, is
+    /// kept); the note names the field and the error (docs/reliability.md).
+    pub const INVALID_OBJECT: &str = "InvalidObject";
 }
 
 /// Kubernetes `StatusCause` types the core's admission answers carry.
@@ -612,11 +618,57 @@ pub mod event_actions {
     /// A provider's finalizer cleaned up after a deployment.
     pub const CLEANUP: &str = "Cleanup";
 
+    /// A watch decoded an object it then had to skip ([`super::event_reasons::INVALID_OBJECT`]).
+    pub const DECODE: &str = "Decode";
+
     /// The core's runtime configuration resolution (docs/platform.md).
     pub mod runtime_config {
         /// The core resolved (or failed to resolve) a deployment's runtime configuration.
         pub const RESOLVE: &str = "ResolveRuntimeConfig";
     }
+}
+
+/// Trace span names and attribute keys (docs/observability.md "Traces"). Spans are exported
+/// over OTLP only when `OTEL_EXPORTER_OTLP_ENDPOINT` is set.
+pub mod traces {
+    /// The span of one reconcile of one deployment (the core's and each provider's).
+    pub const RECONCILE_SPAN: &str = "airunway.reconcile";
+    /// The core's decision: validation, engine and provider selection.
+    pub const DECIDE_SPAN: &str = "airunway.decide";
+    /// The core's server-side apply of a deployment's status.
+    pub const APPLY_STATUS_SPAN: &str = "airunway.apply_status";
+    /// A provider's server-side apply of one upstream object.
+    pub const APPLY_SPAN: &str = "airunway.apply";
+    /// The deployment's key, `<namespace>/<name>`.
+    pub const DEPLOYMENT: &str = "airunway.deployment";
+    /// The component that reconciles: [`CORE_COMPONENT`] or the provider's name.
+    pub const COMPONENT: &str = "airunway.component";
+    /// The engine decided (`vllm`, `sglang`, `trtllm`, `llamacpp`); absent when none is.
+    pub const ENGINE: &str = "airunway.engine";
+    /// Why that engine (`status.engine.selectedReason`).
+    pub const ENGINE_REASON: &str = "airunway.engine.reason";
+    /// The provider decided; absent when none is.
+    pub const PROVIDER: &str = "airunway.provider";
+    /// Why that provider (`status.provider.selectedReason`).
+    pub const PROVIDER_REASON: &str = "airunway.provider.reason";
+    /// The phase the core's decision leads to, while the core holds the phase.
+    pub const PHASE: &str = "airunway.phase";
+    /// The kind of the upstream object applied.
+    pub const UPSTREAM_KIND: &str = "airunway.upstream.kind";
+    /// The name of the upstream object applied.
+    pub const UPSTREAM_NAME: &str = "airunway.upstream.name";
+    /// [`WRITE_CREATE`] or [`WRITE_UPDATE`]: what the apply does to the upstream object.
+    pub const UPSTREAM_WRITE: &str = "airunway.upstream.write";
+    /// [`UPSTREAM_WRITE`] of an apply that creates the object.
+    pub const WRITE_CREATE: &str = "create";
+    /// [`UPSTREAM_WRITE`] of an apply that updates an existing object.
+    pub const WRITE_UPDATE: &str = "update";
+    /// [`COMPONENT`] of the core's spans.
+    pub const CORE_COMPONENT: &str = "core";
+    /// The W3C `traceparent` of the core's decision that last wrote the selection:
+    /// `status.provider.traceparent`, written by the core only in a status apply it makes
+    /// anyway; a provider's reconcile span links to it.
+    pub const TRACEPARENT_FIELD: &str = "traceparent";
 }
 
 /// The environment variable the Hugging Face token reaches model servers as, and the key of the

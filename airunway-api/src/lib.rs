@@ -42,6 +42,7 @@ pub mod constants;
 pub mod engine_parsers;
 #[cfg(feature = "generate")]
 pub mod generate;
+pub mod guarded_decode;
 pub mod image_reference;
 #[cfg(feature = "runtime")]
 pub mod kube_error;

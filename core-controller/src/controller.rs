@@ -8,11 +8,12 @@ use std::time::{Duration, Instant};
 
 use airunway_api::apply_body;
 use airunway_api::conditions;
+use airunway_api::constants::traces;
 use airunway_api::constants::{
     condition_types, event_actions, event_reasons, field_managers, reasons,
 };
 use airunway_api::kube_error::ErrorClass;
-use airunway_api::runtime::{EventPublisher, FailureCounts};
+use airunway_api::runtime::{EventPublisher, FailureCounts, trace_context};
 use airunway_api::v1alpha1::{ConditionStatus, InferenceProviderConfig, ModelDeployment};
 use futures::{Stream, StreamExt, stream};
 use jiff::Timestamp;
@@ -25,6 +26,7 @@ use serde_json::json;
 use tokio::sync::broadcast;
 use tokio::sync::broadcast::error::RecvError;
 use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
 
 use crate::error::ReconcileError;
 use crate::metrics::{CoreMetrics, ErrorLabels, ProviderLabel, SelectionLabels};
@@ -104,8 +106,21 @@ async fn decide_off_runtime(
     .map_err(|e| failed(e.to_string()))
 }
 
-/// Reconciles one ModelDeployment.
+/// Reconciles one ModelDeployment, in a span of its own (one trace per reconcile, see
+/// docs/observability.md "Traces").
 pub async fn reconcile(
+    md: Arc<ModelDeployment>,
+    ctx: Arc<Context>,
+) -> Result<Action, ReconcileError> {
+    let span = tracing::info_span!(traces::RECONCILE_SPAN);
+    trace_context::record(&span, traces::COMPONENT, traces::CORE_COMPONENT);
+    if let (Some(namespace), Some(name)) = (md.namespace(), md.metadata.name.as_deref()) {
+        trace_context::record(&span, traces::DEPLOYMENT, format!("{namespace}/{name}"));
+    }
+    reconcile_deployment(md, ctx).instrument(span).await
+}
+
+async fn reconcile_deployment(
     md: Arc<ModelDeployment>,
     ctx: Arc<Context>,
 ) -> Result<Action, ReconcileError> {
@@ -191,18 +206,25 @@ pub async fn reconcile(
     // `status.autoscaling` travel in the same apply.
     let mut autoscaling: Option<crate::autoscaling::DesiredAutoscaling> = None;
     let (views, decision, desired) = loop {
+        // The decision's span: selection and everything the status is derived from; its
+        // context travels to the provider in the status apply below.
+        let decide_span = tracing::info_span!(traces::DECIDE_SPAN);
         let plan = runtime_config::plan(&current, &resolution);
         let (views, decision) = match &plan {
             Plan::Proceed {
                 effective, source, ..
             } => {
                 let (views, mut decision) =
-                    decide_off_runtime(&ctx, &effective.deployment, &providers, &object).await?;
+                    decide_off_runtime(&ctx, &effective.deployment, &providers, &object)
+                        .instrument(decide_span.clone())
+                        .await?;
                 // Errors the config's defaults brought name the config.
                 if let Some(source) = source
                     && !decision.validation_errors.is_empty()
                 {
-                    let (_, own) = decide_off_runtime(&ctx, &current, &providers, &object).await?;
+                    let (_, own) = decide_off_runtime(&ctx, &current, &providers, &object)
+                        .instrument(decide_span.clone())
+                        .await?;
                     runtime_config::attribute(
                         &mut decision.validation_errors,
                         &own.validation_errors,
@@ -274,6 +296,9 @@ pub async fn reconcile(
                 .conditions
                 .extend(autoscaling.conditions.iter().cloned());
         }
+        crate::traces::record_decision(&decide_span, &desired);
+        let traceparent = trace_context::traceparent(&decide_span);
+        drop(decide_span);
         if status::is_current(&current, &desired)
             && gateway.fields_current(&current)
             && autoscaling.fields_current(&current)
@@ -283,10 +308,12 @@ pub async fn reconcile(
         let mut body = status::status_patch(&current, &desired, Timestamp::now());
         gateway.add_to_patch(&mut body);
         autoscaling.add_to_patch(&mut body);
+        crate::traces::carry_traceparent(&mut body, traceparent.as_deref());
         let mut params = PatchParams::apply(field_managers::CORE);
         params.force = force;
         match api
             .patch_status(&name, &params, &apply_body::apply(&body))
+            .instrument(tracing::info_span!(traces::APPLY_STATUS_SPAN))
             .await
         {
             Ok(_) => {

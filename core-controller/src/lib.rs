@@ -26,6 +26,7 @@ pub mod runtime_config;
 pub mod secret_references;
 pub mod selection;
 pub mod status;
+pub mod traces;
 pub mod unknown_fields;
 pub mod validation;
 pub mod webhook;

@@ -5,12 +5,12 @@ use std::time::Duration;
 
 use airunway_api::cache_trim;
 use airunway_api::runtime::{
-    EventPublisher, LeaderElection, Started, WatchBackoff, default_identity, serve_metrics, start,
+    EventPublisher, InvalidObjects, LeaderElection, Started, WatchBackoff, default_identity,
+    guarded_watcher, serve_metrics, start,
 };
 use airunway_api::v1alpha1::{InferenceProviderConfig, ModelDeployment};
 use anyhow::Context as _;
 use futures::{StreamExt, TryStreamExt};
-use kube::api::Api;
 use kube::runtime::controller::{Config as ControllerConfig, Controller};
 use kube::runtime::reflector::ObjectRef;
 use kube::runtime::{WatchStreamExt, reflector, watcher};
@@ -48,8 +48,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
 
     // Deployments are cached with only what the reconcile reads (status ownership, no
     // last-applied copy of the spec): see `cache_trim`.
-    let deployments: Api<ModelDeployment> = Api::all(client.clone());
-    let (deployment_store, deployment_writer) = reflector::store();
+    let (deployment_store, deployment_writer) = reflector::store::<ModelDeployment>();
     // Phase transitions are judged against the cached copy, before the event reaches it.
     let (cached_deployments, transitions) = (deployment_store.clone(), metrics.clone());
     // Deletions and relists, for the gateway allowances no reconcile can take back (see
@@ -60,30 +59,38 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     let (cache_triggers, cache_trigger_receiver) = tokio::sync::mpsc::channel(CACHE_TRIGGER_BUFFER);
     let mut uses = UseTracker::default();
     let (policy_events, policy_event_receiver) = crate::policy::sync::DeploymentEvents::new();
-    let deployment_changes = watcher(deployments, watcher::Config::default().any_semantic())
-        .backoff(WatchBackoff::default())
-        .modify(|md: &mut ModelDeployment| cache_trim::keep_status_ownership(&mut md.metadata))
-        .inspect_ok(move |event| transitions.observe_watch(event, &cached_deployments))
-        .reflect(deployment_writer)
-        .inspect_ok(move |event| {
-            if let Some(gone) = &observed {
-                gone.observe(event);
-            }
-            policy_events.observe(event);
-            for cache in uses.observe(event) {
-                // A full buffer means a burst is queued; the caches' resync covers the rest.
-                let _ = cache_triggers.try_send(cache);
-            }
-        })
-        .touched_objects()
-        // A watch error is logged and dropped (the watcher's backoff paces its retries): given
-        // to the controller it would pause every trigger (kube's `trigger_backoff`, up to 30 s).
-        .filter(|item| {
-            if let Err(e) = item {
-                tracing::warn!(error = %e, "ModelDeployment watch failed; retrying");
-            }
-            std::future::ready(item.is_ok())
-        });
+    // Every watch of a kind users write decodes each object on its own: one the types refuse
+    // is reported on it and skipped (see `guarded_watch`).
+    let invalid = InvalidObjects::new(EventPublisher::new(client.clone(), CONTROLLER_NAME));
+    let deployment_changes = guarded_watcher(
+        client.clone(),
+        watcher::Config::default().any_semantic(),
+        invalid.clone(),
+        deployment_store.clone(),
+    )
+    .backoff(WatchBackoff::default())
+    .modify(|md: &mut ModelDeployment| cache_trim::keep_status_ownership(&mut md.metadata))
+    .inspect_ok(move |event| transitions.observe_watch(event, &cached_deployments))
+    .reflect(deployment_writer)
+    .inspect_ok(move |event| {
+        if let Some(gone) = &observed {
+            gone.observe(event);
+        }
+        policy_events.observe(event);
+        for cache in uses.observe(event) {
+            // A full buffer means a burst is queued; the caches' resync covers the rest.
+            let _ = cache_triggers.try_send(cache);
+        }
+    })
+    .touched_objects()
+    // A watch error is logged and dropped (the watcher's backoff paces its retries): given
+    // to the controller it would pause every trigger (kube's `trigger_backoff`, up to 30 s).
+    .filter(|item| {
+        if let Err(e) = item {
+            tracing::warn!(error = %e, "ModelDeployment watch failed; retrying");
+        }
+        std::future::ready(item.is_ok())
+    });
     let controller = Controller::for_stream(deployment_changes, deployment_store)
         .trigger_backoff(WatchBackoff::default())
         .with_config(ControllerConfig::default().concurrency(RECONCILE_CONCURRENCY));
@@ -106,11 +113,15 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     )
     .await?;
     let provider_changes = ProviderChanges::new();
-    let ipcs: Api<InferenceProviderConfig> = Api::all(client.clone());
-    let reflect = watcher(ipcs, watcher::Config::default())
-        .backoff(WatchBackoff::default())
-        .reflect(writer)
-        .touched_objects();
+    let reflect = guarded_watcher::<InferenceProviderConfig>(
+        client.clone(),
+        watcher::Config::default(),
+        invalid.clone(),
+        providers.clone(),
+    )
+    .backoff(WatchBackoff::default())
+    .reflect(writer)
+    .touched_objects();
     let announce = provider_changes.clone();
     let cached = providers.clone();
     tokio::spawn(async move {
@@ -135,9 +146,13 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         .context("InferenceProviderConfig cache did not sync within 60s")??;
 
     // ModelDeploymentPolicy caches: the webhooks on every replica, the reconcile on the leader.
-    let (policies, policy_changes) =
-        crate::policy::Policies::start(client.clone(), args.webhook_namespace(), shutdown.clone())
-            .await?;
+    let (policies, policy_changes) = crate::policy::Policies::start(
+        client.clone(),
+        args.webhook_namespace(),
+        invalid.clone(),
+        shutdown.clone(),
+    )
+    .await?;
 
     if args.webhook_bind_address.port() != 0 {
         let options = WebhookOptions {
@@ -213,6 +228,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         args.cache_config(),
         controller.store(),
         cache_trigger_receiver,
+        invalid.clone(),
         shutdown.clone(),
     );
     let controller = controller.reconcile_on(storage_triggers);
@@ -245,6 +261,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     let (runtime_configs, runtime_config_triggers) = crate::runtime_config::RuntimeConfigs::start(
         client.clone(),
         controller.store(),
+        invalid.clone(),
         shutdown.clone(),
     );
     let controller = controller.reconcile_on(runtime_config_triggers);

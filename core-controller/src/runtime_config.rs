@@ -16,14 +16,13 @@ use std::time::Duration;
 use airunway_api::cache_trim;
 use airunway_api::conditions::{self, DesiredCondition};
 use airunway_api::constants::{annotations, condition_types, event_reasons, reasons};
-use airunway_api::runtime::WatchBackoff;
+use airunway_api::runtime::{InvalidObjects, WatchBackoff, guarded_watcher};
 use airunway_api::runtime_config::{self as rc, Effective, Resolution, Source};
 use airunway_api::v1alpha1::{
     ClusterRuntimeConfig, EffectiveRuntimeConfig, ModelDeployment, RuntimeConfig,
 };
 use futures::{Stream, StreamExt, stream};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use kube::api::Api;
 use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Client, ResourceExt};
@@ -72,12 +71,14 @@ impl RuntimeConfigs {
         }
     }
 
-    /// Starts both watches (trimmed of `managedFields` and the last-applied copy). Returns the
+    /// Starts both watches (trimmed of `managedFields` and the last-applied copy; an object
+    /// that does not decode reported through `invalid` and skipped). Returns the
     /// caches and the deployments a config change concerns ([`affected`]), each announced after
     /// the cache holds the change, so the reconcile it triggers resolves against it.
     pub fn start(
         client: Client,
         deployments: Store<ModelDeployment>,
+        invalid: InvalidObjects,
         shutdown: CancellationToken,
     ) -> (
         Arc<RuntimeConfigs>,
@@ -91,16 +92,20 @@ impl RuntimeConfigs {
         };
         let (sender, receiver) = mpsc::channel(TRIGGER_BUFFER);
 
-        let namespaced_events = watcher(
-            Api::<RuntimeConfig>::all(client.clone()),
+        let namespaced_events = guarded_watcher(
+            client.clone(),
             watcher::Config::default(),
+            invalid.clone(),
+            namespaced.clone(),
         )
         .backoff(WatchBackoff::default())
         .modify(|c: &mut RuntimeConfig| cache_trim::drop_ownership(&mut c.metadata))
         .reflect(namespaced_writer);
-        let cluster_events = watcher(
-            Api::<ClusterRuntimeConfig>::all(client),
+        let cluster_events = guarded_watcher(
+            client,
             watcher::Config::default(),
+            invalid.clone(),
+            cluster.clone(),
         )
         .backoff(WatchBackoff::default())
         .modify(|c: &mut ClusterRuntimeConfig| cache_trim::drop_ownership(&mut c.metadata))

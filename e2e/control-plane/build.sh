@@ -10,6 +10,7 @@
 #   registry (the OCI distribution registry)                  github.com/distribution/distribution/v3 v$DISTRIBUTION_VERSION
 #   epp (the Inference Extension's endpoint picker)           sigs.k8s.io/gateway-api-inference-extension v$GAIE_VERSION (cmd/epp)
 #   keda-operator, keda-adapter (KEDA)                        github.com/kedacore/keda/v2 v$KEDA_VERSION (e2e/go/keda/build.sh)
+#   otelcol (a minimal OpenTelemetry Collector)               go.opentelemetry.io/collector/otelcol v$OTELCOL_VERSION (e2e/go/otelcol/build.sh)
 #
 # Output, under $AIRUNWAY_CONTROL_PLANE_CACHE (default $HOME/.cache/airunway/control-plane),
 # one directory per version:
@@ -21,6 +22,8 @@
 #   epp-v$GAIE_VERSION/epp
 #   ../keda-v$KEDA_VERSION-<hash>/{keda-operator,keda-adapter} (e2e/go/keda/build.sh: keyed by
 #     its go.mod and go.sum too)
+#   ../otelcol-v$OTELCOL_VERSION-<hash>/otelcol (e2e/go/otelcol/build.sh: keyed by its go.mod,
+#     go.sum and main.go too)
 # A binary already there is not built again. The groups build in parallel (logs in
 # <cache>/build-logs/). Prints the control plane directory last (the harness finds the others
 # from versions.env).
@@ -39,11 +42,12 @@ distribution_dest="$cache_root/distribution-v$DISTRIBUTION_VERSION"
 epp_dest="$cache_root/epp-v$GAIE_VERSION"
 logs="$cache_root/build-logs"
 keda_build="$here/../go/keda/build.sh"
+otelcol_build="$here/../go/otelcol/build.sh"
 
 have() { for f in "$@"; do [ -x "$f" ] || return 1; done; }
 # Sets need_<group>=1 for each group whose binaries are not there, and missing to their count.
 missing_binaries() {
-  need_k8s=1; need_etcd=1; need_kwok=1; need_kuberay=1; need_distribution=1; need_epp=1; need_keda=1
+  need_k8s=1; need_etcd=1; need_kwok=1; need_kuberay=1; need_distribution=1; need_epp=1; need_keda=1; need_otelcol=1
   have "$dest/kube-apiserver" "$dest/kube-controller-manager" "$dest/kube-scheduler" && need_k8s=0
   have "$dest/etcd" && need_etcd=0
   have "$kwok_dest/kwok" && [ -f "$kwok_dest/stages/pod-ready.yaml" ] && need_kwok=0
@@ -51,7 +55,8 @@ missing_binaries() {
   have "$distribution_dest/registry" && need_distribution=0
   have "$epp_dest/epp" && need_epp=0
   "$keda_build" --cached && need_keda=0
-  missing=$((need_k8s + need_etcd + need_kwok + need_kuberay + need_distribution + need_epp + need_keda))
+  "$otelcol_build" --cached && need_otelcol=0
+  missing=$((need_k8s + need_etcd + need_kwok + need_kuberay + need_distribution + need_epp + need_keda + need_otelcol))
 }
 
 if [ "${1:-}" = --cached ]; then
@@ -74,7 +79,7 @@ fi
 
 missing_binaries
 if [ "$missing" -eq 0 ]; then
-  echo "binaries already built in $dest, $kwok_dest, $kuberay_dest, $distribution_dest, $epp_dest, $("$keda_build" --dest)" >&2
+  echo "binaries already built in $dest, $kwok_dest, $kuberay_dest, $distribution_dest, $epp_dest, $("$keda_build" --dest), $("$otelcol_build" --dest)" >&2
   echo "$dest"
   exit 0
 fi
@@ -214,6 +219,11 @@ build_keda() {
   "$keda_build"
 }
 
+# The traces suite's collector, from its own go.mod (e2e/go/otelcol), with the same caches.
+build_otelcol() {
+  "$otelcol_build"
+}
+
 start=$(date +%s)
 pids=()
 names=()
@@ -230,6 +240,7 @@ run() { # name function
 [ $need_distribution -eq 1 ] && run "distribution-v$DISTRIBUTION_VERSION" build_distribution
 [ $need_epp -eq 1 ] && run "epp-v$GAIE_VERSION" build_epp
 [ $need_keda -eq 1 ] && run "keda-v$KEDA_VERSION" build_keda
+[ $need_otelcol -eq 1 ] && run "otelcol-v$OTELCOL_VERSION" build_otelcol
 failed=0
 for i in "${!pids[@]}"; do
   if ! wait "${pids[$i]}"; then
@@ -246,5 +257,5 @@ if [ -z "${AIRUNWAY_GOMODCACHE:-}" ]; then
   # Module files are read-only; the go command knows how to remove its own cache.
   go clean -modcache
 fi
-echo "built in $(( $(date +%s) - start ))s: $dest, $kwok_dest, $kuberay_dest, $distribution_dest, $epp_dest, $("$keda_build" --dest)" >&2
+echo "built in $(( $(date +%s) - start ))s: $dest, $kwok_dest, $kuberay_dest, $distribution_dest, $epp_dest, $("$keda_build" --dest), $("$otelcol_build" --dest)" >&2
 echo "$dest"

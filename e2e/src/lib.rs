@@ -27,6 +27,8 @@
 //!   control plane, and a played model server whose `/metrics` the test sets.
 //! - [`dynamo_conversion`]: Dynamo's DynamoGraphDeployment conversion webhook (`v1alpha1` <->
 //!   `v1beta1`), played: registered in the CRD by the control plane.
+//! - [`traces`]: a real OpenTelemetry Collector (OTLP receiver, debug exporter; built by
+//!   `e2e/go/otelcol/build.sh`) and the spans it received, read back.
 //! - [`process`]: child process supervision (teardown even on panic, Ctrl-C or SIGKILL).
 
 // The harness is test support: it fails a test by panicking with a message that says what was
@@ -55,6 +57,7 @@ pub mod registry;
 pub mod sandbox;
 pub mod scale;
 pub mod stack;
+pub mod traces;
 pub mod wait;
 pub mod webhook;
 

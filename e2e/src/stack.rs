@@ -35,19 +35,16 @@ async fn start(
     mut args: Vec<String>,
     pod_name: &str,
     probe: Option<u16>,
+    extra_env: &[(&str, &str)],
 ) -> Running {
     let metrics = free_port();
     let health = free_port();
     args.push(format!("--metrics-bind-address=127.0.0.1:{metrics}"));
     args.push(format!("--health-probe-bind-address=127.0.0.1:{health}"));
     // As in a Pod: POD_NAMESPACE is where its Role (leases, the webhook Secret) is bound.
-    let process = start_binary_with_env(
-        env,
-        binary,
-        kubeconfig,
-        &args,
-        &[("POD_NAME", pod_name), ("POD_NAMESPACE", &env.namespace)],
-    );
+    let mut process_env = vec![("POD_NAME", pod_name), ("POD_NAMESPACE", &env.namespace)];
+    process_env.extend_from_slice(extra_env);
+    let process = start_binary_with_env(env, binary, kubeconfig, &args, &process_env);
     eventually(
         &format!("{binary} to be ready"),
         Duration::from_secs(60),
@@ -117,6 +114,17 @@ pub async fn start_core(
     extra: &[&str],
     pod_name: &str,
 ) -> Running {
+    start_core_with_env(env, kubeconfig, extra, pod_name, &[]).await
+}
+
+/// [`start_core`] with extra environment variables (e.g. `OTEL_EXPORTER_OTLP_ENDPOINT`).
+pub async fn start_core_with_env(
+    env: &TestEnv,
+    kubeconfig: &Path,
+    extra: &[&str],
+    pod_name: &str,
+    extra_env: &[(&str, &str)],
+) -> Running {
     let mut args: Vec<String> = Vec::new();
     if !extra
         .iter()
@@ -126,7 +134,16 @@ pub async fn start_core(
     }
     args.extend(extra.iter().map(|s| s.to_string()));
     let identity = identity_for(env, "airunway-core", kubeconfig).await;
-    start(env, "airunway-core", &identity, args, pod_name, None).await
+    start(
+        env,
+        "airunway-core",
+        &identity,
+        args,
+        pod_name,
+        None,
+        extra_env,
+    )
+    .await
 }
 
 /// Starts a provider binary with its probe on a free port and `extra` flags. Given the admin
@@ -138,11 +155,32 @@ pub async fn start_provider(
     extra: &[&str],
     pod_name: &str,
 ) -> Running {
+    start_provider_with_env(env, binary, kubeconfig, extra, pod_name, &[]).await
+}
+
+/// [`start_provider`] with extra environment variables (e.g. `OTEL_EXPORTER_OTLP_ENDPOINT`).
+pub async fn start_provider_with_env(
+    env: &TestEnv,
+    binary: &str,
+    kubeconfig: &Path,
+    extra: &[&str],
+    pod_name: &str,
+    extra_env: &[(&str, &str)],
+) -> Running {
     let probe = free_port();
     let mut args = vec![format!("--probe-bind-address=127.0.0.1:{probe}")];
     args.extend(extra.iter().map(|s| s.to_string()));
     let identity = identity_for(env, binary, kubeconfig).await;
-    start(env, binary, &identity, args, pod_name, Some(probe)).await
+    start(
+        env,
+        binary,
+        &identity,
+        args,
+        pod_name,
+        Some(probe),
+        extra_env,
+    )
+    .await
 }
 
 /// Flags that make the core notice dead providers within a few seconds.

@@ -77,7 +77,7 @@ pub mod overrides;
 pub mod plan;
 #[cfg(not(feature = "testing"))]
 #[allow(dead_code, reason = "public, and used, only with the feature testing")]
-mod plan;
+pub(crate) mod plan;
 pub mod pod_state;
 mod preparation;
 mod probe_server;

@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 use kube::api::{DynamicObject, PatchParams};
 use kube::runtime::controller::Action;
 use kube::{Resource, ResourceExt};
+use tracing::Instrument;
 
 use super::checked_render;
 use super::context::Context;
@@ -29,16 +30,32 @@ use super::statuses::{self, Hold};
 use super::storage_gate;
 use super::traits::{PreparationHold, Provider};
 use crate::apply_body;
-use crate::constants::{event_actions, event_reasons};
+use crate::constants::{event_actions, event_reasons, traces};
 use crate::kube_error::{self, ErrorClass};
 use crate::metric_names::apply_results;
+use crate::runtime::trace_context;
 use crate::v1alpha1::ModelDeployment;
 
 /// How long a reconcile waits for the upstream watch's first listing before trying later.
 const CACHE_SYNC_WAIT: Duration = Duration::from_secs(10);
 
-/// Reconciles one ModelDeployment for this provider.
+/// Reconciles one ModelDeployment for this provider, in a span of its own (one trace per
+/// reconcile) linked to the core's decision the deployment carries (docs/observability.md
+/// "Traces").
 pub async fn reconcile<P: Provider>(
+    md: Arc<ModelDeployment>,
+    ctx: Arc<Context<P>>,
+) -> Result<Action, ReconcileError> {
+    let span = tracing::info_span!(traces::RECONCILE_SPAN);
+    trace_context::record(&span, traces::COMPONENT, ctx.provider.name());
+    if let (Some(namespace), Some(name)) = (md.namespace(), md.metadata.name.as_deref()) {
+        trace_context::record(&span, traces::DEPLOYMENT, format!("{namespace}/{name}"));
+    }
+    trace_context::link_to_decision(&span, &md);
+    reconcile_deployment(md, ctx).instrument(span).await
+}
+
+async fn reconcile_deployment<P: Provider>(
     md: Arc<ModelDeployment>,
     ctx: Arc<Context<P>>,
 ) -> Result<Action, ReconcileError> {
@@ -267,6 +284,18 @@ async fn roll_out<P: Provider>(
                     format!("Provider resource was modified directly, reconciling ({kind} '{object}' is restored from the ModelDeployment)"))
                 .await;
         }
+        let apply_span = tracing::info_span!(traces::APPLY_SPAN);
+        trace_context::record(&apply_span, traces::UPSTREAM_KIND, kind);
+        trace_context::record(&apply_span, traces::UPSTREAM_NAME, object);
+        trace_context::record(
+            &apply_span,
+            traces::UPSTREAM_WRITE,
+            if creating {
+                traces::WRITE_CREATE
+            } else {
+                traces::WRITE_UPDATE
+            },
+        );
         let applied = ctx
             .api(step.kind, namespace)?
             .patch(
@@ -276,6 +305,7 @@ async fn roll_out<P: Provider>(
                     .validation_strict(),
                 &apply_body::apply(&step.desired.object),
             )
+            .instrument(apply_span)
             .await;
         ctx.metrics.applied(
             kind,

@@ -20,7 +20,6 @@ use super::args::ProviderArgs;
 use super::context::{Context, Kinds};
 use super::kinds::KindTable;
 use super::metrics::ProviderMetrics;
-use super::plan;
 use super::read_your_writes::LiveObjects;
 use super::reconcile::{error_policy, reconcile};
 use super::registration::{self, ControllerHealth, Heartbeat};
@@ -31,8 +30,8 @@ use crate::constants::{field_managers, labels};
 use crate::probe::v1::{EngineCapability, GetInfoResponse, UpstreamHealth, upstream_health};
 use crate::runtime::watch_health::{Progress, Stalled, WatchBackoff};
 use crate::runtime::{
-    EventPublisher, LeaderElection, LeaderError, Started, default_identity, init_telemetry,
-    install_crypto_provider, serve_metrics, start,
+    EventPublisher, InvalidObjects, LeaderElection, LeaderError, Started, default_identity,
+    guarded_watcher, init_telemetry, install_crypto_provider, serve_metrics, start,
 };
 use crate::v1alpha1::{ClusterRuntimeConfig, ModelDeployment, ProbeEndpoint, RuntimeConfig};
 
@@ -93,19 +92,6 @@ fn deployment_watch() -> watcher::Config {
 /// How many deployments are reconciled at once: enough to keep the API server busy, few
 /// enough that a burst queues here (deduplicated per deployment) instead of in flight.
 const RECONCILE_CONCURRENCY: u16 = 32;
-
-/// Trims a watched deployment to what the reconcile reads (see [`cache_trim`]): of the
-/// managed fields only this provider's status entry; one that is neither assigned to
-/// `provider` nor carries its finalizer keeps no spec.
-fn trim_deployment(md: &mut ModelDeployment, provider: &str) {
-    cache_trim::keep_status_ownership_of(
-        &mut md.metadata,
-        &crate::constants::field_managers::provider(provider),
-    );
-    if plan::triage(md, provider) == plan::Triage::Ignore {
-        md.spec = Default::default();
-    }
-}
 
 /// Records in `progress` what a watch stream delivers: an object says watch `watch` works
 /// (and, when `queues`, that a reconcile is queued); an error says it fails, and is logged and
@@ -292,7 +278,8 @@ fn watch_pods(
 }
 
 /// The watch of every object of one runtime configuration kind (`watch`: its name in health
-/// messages), cached without `managedFields` ([`cache_trim::drop_ownership`]): the cache, and
+/// messages), cached without `managedFields` ([`cache_trim::drop_ownership`]; an object that
+/// does not decode reported through `invalid` and skipped): the cache, and
 /// the stream of the objects whose spec changed (`spec_hash`; a metadata-only change wakes
 /// nothing).
 fn watch_configs<K>(
@@ -300,6 +287,7 @@ fn watch_configs<K>(
     watch: &str,
     spec_hash: fn(&K) -> Option<u64>,
     progress: &Arc<Mutex<Progress>>,
+    invalid: &InvalidObjects,
 ) -> (
     Store<K>,
     impl futures::Stream<Item = Result<K, watcher::Error>> + Send + 'static + use<K>,
@@ -315,9 +303,11 @@ where
 {
     let writer = reflector::store::Writer::<K>::default();
     let store = writer.as_reader();
-    let changes = watcher(
-        Api::<K>::all(client.clone()),
+    let changes = guarded_watcher(
+        client.clone(),
         watcher::Config::default().any_semantic(),
+        invalid.clone(),
+        store.clone(),
     )
     .backoff(WatchBackoff::default())
     .modify(|config: &mut K| cache_trim::drop_ownership(config.meta_mut()))
@@ -805,16 +795,24 @@ pub async fn run_with_args<P: Provider>(provider: P, args: ProviderArgs) -> Resu
     }
     // Every ModelDeployment (which are this provider's is in their status), cached with only
     // what the reconcile reads; those of other providers keep little more than metadata.
+    // An object of a kind users write that does not decode is reported on it and skipped
+    // (see `guarded_watch`); the rest of the kind is served.
+    let invalid = InvalidObjects::new(EventPublisher::new(
+        client.clone(),
+        &format!("{name}-provider"),
+    ));
     let deployments_writer = reflector::store::Writer::<ModelDeployment>::default();
     let deployments = deployments_writer.as_reader();
     metrics.count_deployments_of(deployments.clone());
     let provider_name = name.clone();
-    let deployment_changes = watcher(
-        Api::<ModelDeployment>::all(client.clone()),
+    let deployment_changes = guarded_watcher(
+        client.clone(),
         deployment_watch(),
+        invalid.clone(),
+        deployments.clone(),
     )
     .backoff(WatchBackoff::default())
-    .modify(move |md: &mut ModelDeployment| trim_deployment(md, &provider_name))
+    .modify(move |md: &mut ModelDeployment| cache_trim::provider_deployment(md, &provider_name))
     .reflect(deployments_writer)
     .touched_objects();
     // Every deployment change queues a reconcile.
@@ -839,12 +837,14 @@ pub async fn run_with_args<P: Provider>(provider: P, args: ProviderArgs) -> Resu
         "runtimeconfigs.airunway.ai",
         |config| defaults_hash(&config.spec.defaults),
         &progress,
+        &invalid,
     );
     let (cluster_configs, cluster_config_changes) = watch_configs::<ClusterRuntimeConfig>(
         &client,
         "clusterruntimeconfigs.airunway.ai",
         |config| defaults_hash(&config.spec.defaults),
         &progress,
+        &invalid,
     );
 
     let ctx = Arc::new(Context {
@@ -1027,7 +1027,7 @@ mod tests {
             .unwrap()
         };
         let mut downloading = with("False");
-        trim_deployment(&mut downloading, "p");
+        cache_trim::provider_deployment(&mut downloading, "p");
         assert_eq!(
             gate(&downloading),
             StorageGate::Wait {
@@ -1036,7 +1036,7 @@ mod tests {
             }
         );
         let mut downloaded = with("True");
-        trim_deployment(&mut downloaded, "p");
+        cache_trim::provider_deployment(&mut downloaded, "p");
         assert_eq!(gate(&downloaded), StorageGate::Open);
     }
 

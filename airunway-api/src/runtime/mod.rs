@@ -9,15 +9,18 @@
 
 mod args;
 mod events;
+pub mod guarded_watch;
 mod http;
 mod leader;
 pub mod retry;
 mod shutdown;
 mod telemetry;
+pub mod trace_context;
 pub mod watch_health;
 
 pub use args::{CommonArgs, LogFormat, parse_duration};
 pub use events::EventPublisher;
+pub use guarded_watch::{InvalidObjects, guarded_watcher};
 pub use http::{HealthState, serve_health, serve_metrics};
 pub use leader::{LeaderElection, LeaderError, default_identity};
 pub use retry::FailureCounts;

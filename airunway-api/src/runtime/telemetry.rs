@@ -22,7 +22,10 @@ impl Drop for TelemetryGuard {
 }
 
 /// Sets up logging (`RUST_LOG`, default `info`) in `format`, and OpenTelemetry trace export
-/// over OTLP/gRPC when `OTEL_EXPORTER_OTLP_ENDPOINT` is set. Must run inside the tokio runtime.
+/// over OTLP/gRPC when `OTEL_EXPORTER_OTLP_ENDPOINT` is set (the standard `OTEL_*` variables
+/// configure it: `OTEL_SERVICE_NAME`, `OTEL_TRACES_SAMPLER`, `OTEL_EXPORTER_OTLP_TIMEOUT`, ...).
+/// Without an endpoint no OpenTelemetry layer is installed: spans are only the log's context.
+/// Must run inside the tokio runtime.
 pub fn init_telemetry(service: &'static str, format: LogFormat) -> anyhow::Result<TelemetryGuard> {
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
     let fmt = match format {
@@ -36,9 +39,14 @@ pub fn init_telemetry(service: &'static str, format: LogFormat) -> anyhow::Resul
         let exporter = opentelemetry_otlp::SpanExporter::builder()
             .with_tonic()
             .build()?;
-        let resource = opentelemetry_sdk::Resource::builder()
-            .with_service_name(service)
-            .build();
+        // `OTEL_SERVICE_NAME` (read by the SDK's resource detectors) names the service when
+        // set; the binary's own name otherwise. The sampler follows `OTEL_TRACES_SAMPLER` and
+        // `OTEL_TRACES_SAMPLER_ARG` (the SDK's default configuration reads them).
+        let mut resource = opentelemetry_sdk::Resource::builder();
+        if std::env::var_os("OTEL_SERVICE_NAME").is_none() {
+            resource = resource.with_service_name(service);
+        }
+        let resource = resource.build();
         Some(
             SdkTracerProvider::builder()
                 .with_batch_exporter(exporter)

@@ -837,6 +837,10 @@ pub struct ProviderStatus {
     /// Profiling progress and the accepted inputs of an intent deployment.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub intent: Option<ProviderIntentStatus>,
+    /// The W3C trace context (`traceparent`) of the core's decision that last wrote `name`,
+    /// present only while traces are exported; the provider's reconcile traces link to it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub traceparent: Option<String>,
 }
 
 /// One incarnation of an upstream object.

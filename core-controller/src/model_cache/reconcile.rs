@@ -18,7 +18,7 @@ use airunway_api::constants::field_managers::CORE_MODEL_CACHE;
 use airunway_api::constants::finalizers::MODEL_CACHE_IN_USE;
 use airunway_api::constants::labels;
 use airunway_api::kube_error::ErrorClass;
-use airunway_api::runtime::WatchBackoff;
+use airunway_api::runtime::{InvalidObjects, WatchBackoff, guarded_watcher};
 use airunway_api::storage;
 use airunway_api::v1alpha1::{ModelCache, ModelCacheDefaults, ModelDeployment};
 use futures::{Stream, StreamExt, stream};
@@ -72,13 +72,15 @@ fn already_exists(e: &kube::Error) -> bool {
 
 impl Integration {
     /// Starts the watches and the `ModelCache` controller. `cache_triggers` are the caches whose
-    /// users changed (see [`super::users`]). Returns the integration and the deployments to
+    /// users changed (see [`super::users`]); a ModelCache that does not decode is reported
+    /// through `invalid` and skipped. Returns the integration and the deployments to
     /// reconcile because one of their caches or claims changed.
     pub fn start(
         client: Client,
         config: CacheConfig,
         deployments: Store<ModelDeployment>,
         cache_triggers: mpsc::Receiver<ObjectRef<ModelCache>>,
+        invalid: InvalidObjects,
         shutdown: CancellationToken,
     ) -> (
         Arc<Integration>,
@@ -95,9 +97,11 @@ impl Integration {
         let claim_events = subscribe(&claim_writer);
         let claim_events_md = subscribe(&claim_writer);
         drive(
-            watcher(
-                Api::<ModelCache>::all(client.clone()),
+            guarded_watcher(
+                client.clone(),
                 watcher::Config::default(),
+                invalid,
+                caches.clone(),
             )
             .backoff(WatchBackoff::default())
             .reflect_shared(cache_writer),

@@ -21,7 +21,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use airunway_api::kube_error::ErrorClass;
-use airunway_api::runtime::WatchBackoff;
+use airunway_api::runtime::{InvalidObjects, WatchBackoff, guarded_watcher};
 use airunway_api::runtime_config;
 use airunway_api::v1alpha1::{
     ClusterRuntimeConfig, ModelDeployment, ModelDeploymentPolicy, RuntimeConfig,
@@ -102,7 +102,8 @@ pub struct Policies {
 type Announce<K> = (mpsc::Sender<Change>, fn(&K) -> Change);
 
 fn spawn_reflector<K>(
-    api: Api<K>,
+    client: Client,
+    invalid: InvalidObjects,
     shutdown: CancellationToken,
     changes: Option<Announce<K>>,
 ) -> Store<K>
@@ -116,7 +117,8 @@ where
         + 'static,
 {
     let (store, writer) = reflector::store();
-    let stream = watcher(api, watcher::Config::default())
+    // Each object decoded on its own: one that does not decode is reported and skipped.
+    let stream = guarded_watcher(client, watcher::Config::default(), invalid, store.clone())
         .backoff(WatchBackoff::default())
         .reflect(writer)
         .touched_objects();
@@ -160,23 +162,27 @@ impl Policies {
     pub async fn start(
         client: Client,
         ledger_namespace: String,
+        invalid: InvalidObjects,
         shutdown: CancellationToken,
     ) -> Result<(Arc<Policies>, mpsc::Receiver<Change>), PolicyError> {
         let (sender, receiver) = mpsc::channel(CHANGES_BUFFER);
-        let policies = spawn_reflector(
-            Api::<ModelDeploymentPolicy>::all(client.clone()),
+        let policies = spawn_reflector::<ModelDeploymentPolicy>(
+            client.clone(),
+            invalid.clone(),
             shutdown.clone(),
             Some((sender.clone(), |p: &ModelDeploymentPolicy| {
                 Change::Policy(p.name_any())
             })),
         );
-        let runtime_configs = spawn_reflector(
-            Api::<RuntimeConfig>::all(client.clone()),
+        let runtime_configs = spawn_reflector::<RuntimeConfig>(
+            client.clone(),
+            invalid.clone(),
             shutdown.clone(),
             None,
         );
-        let cluster_runtime_configs = spawn_reflector(
-            Api::<ClusterRuntimeConfig>::all(client.clone()),
+        let cluster_runtime_configs = spawn_reflector::<ClusterRuntimeConfig>(
+            client.clone(),
+            invalid.clone(),
             shutdown.clone(),
             None,
         );

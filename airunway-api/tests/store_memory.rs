@@ -1,0 +1,42 @@
+//! The CI short form of the store memory benchmark (`benches/store_memory.rs`): bytes per
+//! deployment held by the core's and a provider's store of 500 generated deployments, held
+//! to a budget so a regression shows without the full benchmark. The figures are printed
+//! (`cargo test -p airunway-api --features provider-sdk --test store_memory -- --nocapture`).
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![recursion_limit = "256"]
+
+#[path = "../benches/support/store_fixture.rs"]
+mod store_fixture;
+
+use store_fixture::{Counting, Keeper, bytes_per_deployment};
+
+#[global_allocator]
+static ALLOC: Counting = Counting;
+
+/// Budgets, bytes per deployment: the figures measured at 500 (17,178 and 8,305 B in session
+/// 42, docs/performance.md) and about 10 % more. The count is of the sizes requested from the
+/// allocator, the same in debug and release builds; lower a budget when a change lowers its
+/// figure.
+const CORE_BUDGET: f64 = 19_000.0;
+const PROVIDER_BUDGET: f64 = 9_200.0;
+
+/// One test only: the counter is the process's, so nothing may run beside it.
+#[test]
+fn bytes_per_deployment_in_the_trimmed_stores_stay_within_budget() {
+    let n = 500;
+    let core = bytes_per_deployment(n, Keeper::Core);
+    let provider = bytes_per_deployment(n, Keeper::Provider);
+    let untrimmed = bytes_per_deployment(n, Keeper::Untrimmed);
+    println!(
+        "bytes per deployment at {n}: core {core:.0}, provider {provider:.0}, untrimmed {untrimmed:.0}"
+    );
+    assert!(core < untrimmed && provider < core, "trimming keeps less");
+    assert!(
+        core <= CORE_BUDGET,
+        "core store: {core:.0} B per deployment, budget {CORE_BUDGET}"
+    );
+    assert!(
+        provider <= PROVIDER_BUDGET,
+        "provider store: {provider:.0} B per deployment, budget {PROVIDER_BUDGET}"
+    );
+}
