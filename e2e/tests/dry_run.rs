@@ -20,9 +20,10 @@ use airunway_e2e::stack::{self, FAST_HEALTH, Running};
 use airunway_e2e::wait::{eventually, wait_deleted, wait_for};
 use airunway_e2e::{TestEnv, cluster_lock};
 use k8s_openapi::api::apps::v1::Deployment;
-use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
 use k8s_openapi::api::core::v1::{ConfigMap, PersistentVolumeClaim, Service};
-use kube::api::{Api, Patch, PatchParams, PostParams};
+use kube::api::{
+    Api, ApiResource, DynamicObject, GroupVersionKind, Patch, PatchParams, PostParams,
+};
 use serde_json::{Value, json};
 
 const WAIT: Duration = Duration::from_secs(60);
@@ -66,6 +67,23 @@ fn previewed(name: &str) -> ModelDeployment {
                  "provider": {"name": "vllm"}},
     }))
     .unwrap()
+}
+
+/// The autoscalers of `kind` (`ScaledObject` or `HorizontalPodAutoscaler`) in the test's
+/// namespace.
+fn autoscalers(env: &TestEnv, kind: &str) -> Api<DynamicObject> {
+    let (gvk, plural) = match kind {
+        "ScaledObject" => (
+            GroupVersionKind::gvk("keda.sh", "v1alpha1", kind),
+            "scaledobjects",
+        ),
+        _ => (
+            GroupVersionKind::gvk("autoscaling", "v2", kind),
+            "horizontalpodautoscalers",
+        ),
+    };
+    let resource = ApiResource::from_gvk_with_plural(&gvk, plural);
+    Api::namespaced_with(env.client.clone(), &env.namespace, &resource)
 }
 
 fn not_ready_reason(md: &ModelDeployment) -> Option<NotReadyReason> {
@@ -227,7 +245,7 @@ async fn a_dry_run_renders_into_a_config_map_and_removing_the_annotation_deploys
 }
 
 /// The core's side: a dry run of a deployment with a shared model cache and an autoscaler gets
-/// neither (no `ModelCache`, claim or HorizontalPodAutoscaler), its conditions name what the core
+/// neither (no `ModelCache`, claim, ScaledObject or HorizontalPodAutoscaler), its conditions name what the core
 /// would create, and the provider still renders the preview (the storage gate does not wait on
 /// storage the core will not create). Removing the annotation creates them.
 #[tokio::test]
@@ -238,7 +256,6 @@ async fn a_dry_run_gets_no_cache_claim_or_autoscaler_from_the_core() {
     let mds: Api<ModelDeployment> = Api::namespaced(env.client.clone(), &env.namespace);
     let caches: Api<ModelCache> = Api::namespaced(env.client.clone(), &env.namespace);
     let claims: Api<PersistentVolumeClaim> = Api::namespaced(env.client.clone(), &env.namespace);
-    let hpas: Api<HorizontalPodAutoscaler> = Api::namespaced(env.client.clone(), &env.namespace);
     let config_maps: Api<ConfigMap> = Api::namespaced(env.client.clone(), &env.namespace);
 
     let mut md = previewed("cached");
@@ -270,11 +287,20 @@ async fn a_dry_run_gets_no_cache_claim_or_autoscaler_from_the_core() {
     .await;
     let (_, _, storage) = condition(&md, condition_types::STORAGE_READY).unwrap();
     assert!(storage.contains("create ModelCache '"), "{storage}");
+    // A ScaledObject where KEDA's CRD is installed (the harness installs the upstream CRDs),
+    // else a HorizontalPodAutoscaler: the status names which.
+    let kind = md
+        .status
+        .as_ref()
+        .and_then(|s| s.autoscaling.as_ref())
+        .and_then(|a| a.kind.clone())
+        .unwrap();
     let (_, _, scaling) = condition(&md, condition_types::SCALING_READY).unwrap();
     assert!(
-        scaling.ends_with("it would apply HorizontalPodAutoscaler 'cached'"),
+        scaling.ends_with(&format!("it would apply {kind} 'cached'")),
         "{scaling}"
     );
+    let autoscalers = autoscalers(&env, &kind);
 
     // The preview mounts the cache's claim, which does not exist.
     let preview = config_maps
@@ -294,7 +320,7 @@ async fn a_dry_run_gets_no_cache_claim_or_autoscaler_from_the_core() {
         claims.list(&Default::default()).await.unwrap().items.len(),
         0
     );
-    assert!(hpas.get_opt("cached").await.unwrap().is_none());
+    assert!(autoscalers.get_opt("cached").await.unwrap().is_none());
 
     // Deployed: the cache and the autoscaler are created.
     mds.patch(
@@ -304,7 +330,7 @@ async fn a_dry_run_gets_no_cache_claim_or_autoscaler_from_the_core() {
     )
     .await
     .unwrap();
-    wait_for(&hpas, "cached", WAIT, "created", |_| true).await;
+    wait_for(&autoscalers, "cached", WAIT, "created", |_| true).await;
     eventually("the shared ModelCache", WAIT, || async {
         let listed = caches
             .list(&Default::default())
