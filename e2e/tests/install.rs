@@ -456,12 +456,29 @@ async fn default_install_runs_from_images_as_service_accounts() {
         .await,
         "positive control: the core reads its own TLS Secret"
     );
+    // The referenced-Secret check (`SecretsFound`, docs/security.md "Referenced Secrets"): `get`
+    // anywhere, through its own ClusterRole (deleting its binding turns the check off); the code
+    // asks for metadata only. Never `list` or `watch`: no Secret cache.
+    assert!(
+        allowed(
+            &env,
+            "airunway-core",
+            "get",
+            "",
+            "secrets",
+            Some(env.namespace.as_str()),
+            Some("anything")
+        )
+        .await,
+        "the referenced-Secret check needs get"
+    );
     for (verb, ns, name) in [
-        ("get", secrets_ns, Some("other")),
         ("list", secrets_ns, None),
         ("watch", secrets_ns, None),
-        ("get", Some(env.namespace.as_str()), Some("anything")),
+        ("list", Some(env.namespace.as_str()), None),
+        ("watch", Some(env.namespace.as_str()), None),
         ("list", None, None),
+        ("watch", None, None),
     ] {
         assert!(
             !allowed(&env, "airunway-core", verb, "", "secrets", ns, name).await,
