@@ -501,21 +501,8 @@ pub fn keda_bin_dir() -> Result<PathBuf> {
     let dir = match std::env::var_os("AIRUNWAY_KEDA_BIN_DIR") {
         Some(dir) => PathBuf::from(dir),
         None => {
-            let script = paths::workspace_root().join("e2e/go/keda/build.sh");
-            let output = std::process::Command::new("bash")
-                .arg(&script)
-                .stdin(std::process::Stdio::null())
-                .output()
-                .with_context(|| format!("running {}", script.display()))?;
-            if !output.status.success() {
-                bail!(
-                    "{} failed ({}):\n{}",
-                    script.display(),
-                    output.status,
-                    String::from_utf8_lossy(&output.stderr)
-                );
-            }
-            PathBuf::from(String::from_utf8_lossy(&output.stdout).trim())
+            let stdout = paths::run_script("e2e/go/keda/build.sh")?;
+            PathBuf::from(stdout.trim())
         }
     };
     for binary in ["keda-operator", "keda-adapter"] {

@@ -42,10 +42,11 @@ pub fn upstream_crd_dirs() -> Result<Vec<PathBuf>> {
     Ok(dirs)
 }
 
-/// Runs `e2e/control-plane/upstream-crds.sh` (instant when its cache is complete) and returns
-/// the directories it prints.
-fn fetch_module_crds() -> Result<Vec<PathBuf>> {
-    let script = workspace_root().join("e2e/control-plane/upstream-crds.sh");
+/// Runs the workspace's bash script `relative` (stdin closed) and returns what it printed on
+/// stdout; its stderr is the error when it fails. The harness's Go builds print the directory
+/// of what they built (instant when cached).
+pub fn run_script(relative: &str) -> Result<String> {
+    let script = workspace_root().join(relative);
     let output = std::process::Command::new("bash")
         .arg(&script)
         .stdin(std::process::Stdio::null())
@@ -59,7 +60,15 @@ fn fetch_module_crds() -> Result<Vec<PathBuf>> {
             String::from_utf8_lossy(&output.stderr)
         );
     }
-    let dirs: Vec<PathBuf> = String::from_utf8_lossy(&output.stdout)
+    Ok(String::from_utf8_lossy(&output.stdout).into_owned())
+}
+
+/// Runs `e2e/control-plane/upstream-crds.sh` (instant when its cache is complete) and returns
+/// the directories it prints.
+fn fetch_module_crds() -> Result<Vec<PathBuf>> {
+    let script = workspace_root().join("e2e/control-plane/upstream-crds.sh");
+    let stdout = run_script("e2e/control-plane/upstream-crds.sh")?;
+    let dirs: Vec<PathBuf> = stdout
         .lines()
         .filter(|l| !l.trim().is_empty())
         .map(PathBuf::from)

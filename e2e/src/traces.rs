@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Result, bail};
 
 use crate::binaries::free_port;
 use crate::paths;
@@ -46,21 +46,8 @@ pub fn collector_binary() -> Result<PathBuf> {
     let path = match std::env::var_os("AIRUNWAY_OTELCOL_BIN") {
         Some(path) => PathBuf::from(path),
         None => {
-            let script = paths::workspace_root().join("e2e/go/otelcol/build.sh");
-            let output = std::process::Command::new("bash")
-                .arg(&script)
-                .stdin(std::process::Stdio::null())
-                .output()
-                .with_context(|| format!("running {}", script.display()))?;
-            if !output.status.success() {
-                bail!(
-                    "{} failed ({}):\n{}",
-                    script.display(),
-                    output.status,
-                    String::from_utf8_lossy(&output.stderr)
-                );
-            }
-            PathBuf::from(String::from_utf8_lossy(&output.stdout).trim()).join("otelcol")
+            let stdout = paths::run_script("e2e/go/otelcol/build.sh")?;
+            PathBuf::from(stdout.trim()).join("otelcol")
         }
     };
     if !path.is_file() {
