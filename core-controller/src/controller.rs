@@ -4,6 +4,7 @@
 use std::collections::HashMap;
 use std::hash::{DefaultHasher, Hash, Hasher};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use airunway_api::apply_body;
@@ -751,6 +752,8 @@ pub async fn run_controller(
 ) {
     let store = controller.store();
     let trigger = provider_trigger(provider_changes, ctx.providers.clone());
+    let first_done = AtomicBool::new(false);
+    tracing::info!("controller running: waiting for the deployment cache, then reconciling");
     controller
         // A provider appearing, changing its rules or its health, or going away re-queues the
         // deployments still waiting for selection and those it serves.
@@ -770,10 +773,17 @@ pub async fn run_controller(
         })
         .graceful_shutdown_on(shutdown.cancelled_owned())
         .run(reconcile, error_policy, ctx)
-        .for_each(|result| async move {
-            if let Err(e) = result {
-                tracing::debug!(error = %e, "controller event");
+        .for_each(|result| {
+            // The first reconcile after a start says so at info: a silent start-up (caches not
+            // synced, nothing queued) can then be told apart from a trigger that never came.
+            match &result {
+                Ok((object, _)) if !first_done.swap(true, Ordering::Relaxed) => {
+                    tracing::info!(%object, "first reconcile done");
+                }
+                Err(e) => tracing::debug!(error = %e, "controller event"),
+                Ok(_) => {}
             }
+            async {}
         })
         .await;
 }

@@ -331,6 +331,9 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     }
     stop_controller.cancel();
     let _ = controller_task.await;
+    if let Some(election) = leader {
+        election.release().await;
+    }
     tracing::info!("stopped");
     Ok(())
 }

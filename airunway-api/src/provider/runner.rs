@@ -986,6 +986,9 @@ pub async fn run_with_args<P: Provider>(provider: P, args: ProviderArgs) -> Resu
     stop_heartbeat.cancel();
     stop_controller.cancel();
     let _ = controller_task.await;
+    if let (Some(election), None) = (leader, lost.as_ref()) {
+        election.release().await;
+    }
     match lost {
         Some(error) => Err(RunError::Leadership(error)),
         None => {

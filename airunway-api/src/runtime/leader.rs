@@ -1,8 +1,9 @@
 use std::time::Duration;
 
 use kube::Client;
-use kube_lease_manager::{LeaseManagerBuilder, LeaseManagerError};
+use kube_lease_manager::{LeaseManager, LeaseManagerBuilder, LeaseManagerError};
 use tokio::sync::watch;
+use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 /// Leader election failure.
@@ -28,8 +29,12 @@ pub enum LeaderError {
 /// Lease; [`LeaderElection::lost`] resolves if it stops holding it.
 pub struct LeaderElection {
     receiver: watch::Receiver<bool>,
+    task: JoinHandle<Result<LeaseManager, LeaseManagerError>>,
     name: String,
 }
+
+/// How long a stopping process waits for the API server to take its release of the Lease.
+pub const LEASE_RELEASE_TIMEOUT: Duration = Duration::from_secs(5);
 
 impl LeaderElection {
     /// Starts competing for Lease `namespace/name` as `identity`. The Lease is renewed
@@ -55,9 +60,10 @@ impl LeaderElection {
                 name: name.to_string(),
                 source,
             })?;
-        let (receiver, _task) = manager.watch().await;
+        let (receiver, task) = manager.watch().await;
         Ok(LeaderElection {
             receiver,
+            task,
             name: format!("{namespace}/{name}"),
         })
     }
@@ -72,6 +78,30 @@ impl LeaderElection {
             tokio::select! {
                 _ = shutdown.cancelled() => return false,
                 changed = self.receiver.changed() => if changed.is_err() { return false },
+            }
+        }
+    }
+
+    /// Gives the Lease up (a stopping process), so a replacement leads at once instead of
+    /// waiting out the Lease duration; waits at most [`LEASE_RELEASE_TIMEOUT`] for the API
+    /// server. Closing the channel makes the manager's task release the Lease and end.
+    pub async fn release(self) {
+        let LeaderElection {
+            receiver,
+            task,
+            name,
+        } = self;
+        drop(receiver);
+        match tokio::time::timeout(LEASE_RELEASE_TIMEOUT, task).await {
+            Ok(Ok(Ok(_))) => tracing::info!(lease = %name, "released leadership"),
+            Ok(Ok(Err(error))) => {
+                tracing::warn!(lease = %name, %error, "could not release the Lease; a replacement waits for it to expire")
+            }
+            Ok(Err(error)) => {
+                tracing::warn!(lease = %name, %error, "the Lease task failed; a replacement waits for the Lease to expire")
+            }
+            Err(_) => {
+                tracing::warn!(lease = %name, timeout = ?LEASE_RELEASE_TIMEOUT, "the Lease was not released in time; a replacement waits for it to expire")
             }
         }
     }
