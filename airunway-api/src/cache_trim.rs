@@ -24,6 +24,7 @@ pub fn keep_status_ownership(meta: &mut ObjectMeta) {
         entries.retain(|e| e.subresource.as_deref() == Some("status"));
         entries.shrink_to_fit();
     }
+    crate::managed_fields::compact_status_ownership(meta);
 }
 
 /// [`keep_status_ownership`], and of that only what `manager` owns (a provider reads nothing
@@ -48,6 +49,29 @@ pub fn provider_deployment(md: &mut crate::v1alpha1::ModelDeployment, provider: 
     );
     if plan::triage(md, provider) == plan::Triage::Ignore {
         md.spec = Default::default();
+    }
+}
+
+/// What a provider's deployment store is told of a watch event: it holds only the deployments
+/// it serves (assigned to it, or still carrying its finalizer: [`plan::triage`] not `Ignore`).
+/// A deployment it does not serve is not stored; one that stops being served while `held`
+/// (in the store) is removed, and its reconcile then finds nothing to do. Deletions pass.
+///
+/// [`plan::triage`]: crate::provider::plan::triage
+#[cfg(feature = "provider-sdk")]
+pub fn provider_deployment_event(
+    event: kube::runtime::watcher::Event<crate::v1alpha1::ModelDeployment>,
+    provider: &str,
+    held: impl Fn(&crate::v1alpha1::ModelDeployment) -> bool,
+) -> Option<kube::runtime::watcher::Event<crate::v1alpha1::ModelDeployment>> {
+    use crate::provider::plan;
+    use kube::runtime::watcher::Event;
+    let served =
+        |md: &crate::v1alpha1::ModelDeployment| plan::triage(md, provider) != plan::Triage::Ignore;
+    match event {
+        Event::Apply(md) if !served(&md) => held(&md).then_some(Event::Delete(md)),
+        Event::InitApply(md) if !served(&md) => None,
+        other => Some(other),
     }
 }
 
@@ -229,5 +253,51 @@ mod tests {
         drop_ownership(&mut m);
         assert!(m.managed_fields.is_none());
         assert!(!m.annotations.unwrap().contains_key(LAST_APPLIED_ANNOTATION));
+    }
+
+    #[cfg(feature = "provider-sdk")]
+    #[test]
+    fn a_provider_store_is_told_only_of_deployments_it_serves() {
+        use crate::v1alpha1::ModelDeployment;
+        use kube::runtime::watcher::Event;
+        let md = |provider: &str, finalizer: Option<&str>| -> ModelDeployment {
+            serde_json::from_value(json!({
+                "apiVersion": "airunway.ai/v1alpha1", "kind": "ModelDeployment",
+                "metadata": {"name": "m", "namespace": "n", "finalizers": finalizer.map(|f| vec![f])},
+                "spec": {"model": {"id": "a/b"}},
+                "status": {"provider": {"name": provider}},
+            }))
+            .unwrap()
+        };
+        let kind = |e: Option<Event<ModelDeployment>>| match e {
+            None => "none",
+            Some(Event::Apply(_)) => "apply",
+            Some(Event::InitApply(_)) => "init-apply",
+            Some(Event::Delete(_)) => "delete",
+            Some(Event::Init) => "init",
+            Some(Event::InitDone) => "init-done",
+        };
+        let event = |e, held| kind(provider_deployment_event(e, "kaito", |_| held));
+        // Served: assigned, or moved away while still carrying the finalizer.
+        assert_eq!(event(Event::Apply(md("kaito", None)), false), "apply");
+        assert_eq!(
+            event(
+                Event::Apply(md("dynamo", Some("airunway.ai/kaito-provider"))),
+                true
+            ),
+            "apply"
+        );
+        assert_eq!(
+            event(Event::InitApply(md("kaito", None)), false),
+            "init-apply"
+        );
+        // Not served: nothing, or a removal when the store held it.
+        assert_eq!(event(Event::Apply(md("dynamo", None)), false), "none");
+        assert_eq!(event(Event::Apply(md("dynamo", None)), true), "delete");
+        assert_eq!(event(Event::InitApply(md("dynamo", None)), false), "none");
+        // Deletions and the list markers pass.
+        assert_eq!(event(Event::Delete(md("dynamo", None)), false), "delete");
+        assert_eq!(event(Event::Init, false), "init");
+        assert_eq!(event(Event::InitDone, false), "init-done");
     }
 }

@@ -9,7 +9,7 @@ use crate::constants::{HF_TOKEN_ENV, annotations, labels};
 use crate::storage::{DEFAULT_ACCESS_MODE, VolumePurpose, managed_claim_name};
 use crate::v1alpha1::{
     ComponentScaling, Condition, EngineType, GpuSpec, ModelDeployment, ModelDeploymentSpec,
-    ModelSource, Phase, ResourceSpec, ScalingSpec, ServingMode, ServingSpec, StorageVolume,
+    ModelSource, Phase, ResourceSpec, ServingMode, ServingSpec, StorageVolume,
 };
 
 /// The default GPU extended resource name.
@@ -206,7 +206,7 @@ impl ModelDeploymentSpec {
             .get_or_insert_with(ServingSpec::default)
             .mode
             .get_or_insert(ServingMode::Aggregated);
-        let scaling = spec.scaling.get_or_insert_with(ScalingSpec::default);
+        let scaling = spec.scaling.get_or_insert_with(Box::default);
         scaling.replicas.get_or_insert(1);
         for component in [scaling.prefill.as_mut(), scaling.decode.as_mut()]
             .into_iter()
@@ -492,7 +492,7 @@ impl ModelDeployment {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::v1alpha1::{EngineSpec, ModelSpec, ResourceSpec};
+    use crate::v1alpha1::{EngineSpec, ModelSpec, ResourceSpec, ScalingSpec};
 
     fn spec() -> ModelDeploymentSpec {
         ModelDeploymentSpec {
@@ -524,10 +524,10 @@ mod tests {
     #[test]
     fn explicit_zero_replicas_is_kept() {
         let mut s = spec();
-        s.scaling = Some(ScalingSpec {
+        s.scaling = Some(Box::new(ScalingSpec {
             replicas: Some(0),
             ..Default::default()
-        });
+        }));
         assert_eq!(s.replicas(), 0);
         assert_eq!(s.with_defaults().scaling.and_then(|s| s.replicas), Some(0));
     }
@@ -548,7 +548,7 @@ mod tests {
         d.serving = Some(ServingSpec {
             mode: Some(ServingMode::Disaggregated),
         });
-        d.scaling = Some(ScalingSpec {
+        d.scaling = Some(Box::new(ScalingSpec {
             prefill: Some(ComponentScaling {
                 gpu: Some(GpuSpec {
                     count: Some(1),
@@ -557,7 +557,7 @@ mod tests {
                 ..Default::default()
             }),
             ..Default::default()
-        });
+        }));
         assert!(d.gpu_requested());
         let defaulted = d.with_defaults();
         let prefill = defaulted

@@ -301,7 +301,7 @@ pub fn affected<'a>(
             let effective = md
                 .status
                 .as_ref()
-                .and_then(|s| s.effective_runtime_config.as_ref());
+                .and_then(|s| s.effective_runtime_config.as_deref());
             match changed {
                 Changed::Namespaced {
                     namespace: ns,
@@ -555,7 +555,7 @@ pub fn events(before: &ModelDeployment, plan: &Plan) -> Vec<Event> {
         let old = before
             .status
             .as_ref()
-            .and_then(|s| s.effective_runtime_config.as_ref());
+            .and_then(|s| s.effective_runtime_config.as_deref());
         // A change of what applied: not the first resolution, nor the first config a
         // deployment waiting for it gets.
         let applied_before = old.is_some() || old_condition.is_some_and(|c| c.is_true());

@@ -595,6 +595,7 @@ fn kept(md: &ModelDeployment, condition: &DesiredCondition) -> DesiredCoreStatus
         generation: md.metadata.generation,
         runtime_config: status
             .effective_runtime_config
+            .map(|r| *r)
             .filter(|_| own.owns(&["status", "effectiveRuntimeConfig"])),
     }
 }
@@ -652,7 +653,7 @@ pub fn is_current(md: &ModelDeployment, desired: &DesiredCoreStatus) -> bool {
         None => !own.owns(&observed_path) || others.owns(&observed_path),
     };
     let runtime_config_ok = match &desired.runtime_config {
-        Some(reference) => status.effective_runtime_config.as_ref() == Some(reference),
+        Some(reference) => status.effective_runtime_config.as_deref() == Some(reference),
         None => !own.owns(&["status", "effectiveRuntimeConfig"]),
     };
     engine_ok && provider_ok && phase_ok && conditions_ok && observed_ok && runtime_config_ok

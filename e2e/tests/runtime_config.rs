@@ -79,7 +79,7 @@ fn namespaced_config(namespace: &str, name: &str, spec: Value) -> Value {
 fn effective(md: &ModelDeployment) -> Option<EffectiveRuntimeConfig> {
     md.status
         .as_ref()
-        .and_then(|s| s.effective_runtime_config.clone())
+        .and_then(|s| s.effective_runtime_config.as_deref().cloned())
 }
 
 fn hash_of(md: &ModelDeployment) -> Option<String> {

@@ -133,7 +133,7 @@ async fn publish(env: &TestEnv, name: &str, config: &RuntimeConfig) {
         |md| {
             md.status
                 .as_ref()
-                .and_then(|s| s.effective_runtime_config.as_ref())
+                .and_then(|s| s.effective_runtime_config.as_deref())
                 == Some(&effective)
         },
     )

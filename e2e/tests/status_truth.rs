@@ -86,7 +86,7 @@ fn on_llmd(gpus: u32, annotations: Value) -> Value {
 }
 
 fn not_ready(md: &ModelDeployment) -> Option<&NotReadyStatus> {
-    md.status.as_ref().and_then(|s| s.not_ready.as_ref())
+    md.status.as_ref().and_then(|s| s.not_ready.as_deref())
 }
 
 fn ready_reason(md: &ModelDeployment) -> Option<(ConditionStatus, String, String)> {

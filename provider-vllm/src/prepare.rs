@@ -86,7 +86,7 @@ pub fn is_default(md: &ModelDeployment) -> bool {
 /// The next step for `md`'s image (pure).
 pub fn next_step(md: &ModelDeployment, default_image: &str) -> Step {
     let requested = requested(md, default_image);
-    let previous = md.status.as_ref().and_then(|s| s.image.as_ref());
+    let previous = md.status.as_ref().and_then(|s| s.image.as_deref());
     if let Some(previous) = previous
         && previous.requested.as_deref() == Some(requested.as_str())
         && previous.resolved.is_some()

@@ -168,7 +168,9 @@ pub fn deployment_text(i: usize) -> String {
 pub enum Keeper {
     /// The core ([`cache_trim::keep_status_ownership`]).
     Core,
-    /// A provider serving half the deployments ([`cache_trim::provider_deployment`]).
+    /// A provider serving half the deployments ([`cache_trim::provider_deployment`], and of
+    /// the events only those of deployments it serves:
+    /// [`cache_trim::provider_deployment_event`]).
     Provider,
     /// Nobody trims (what a store of the objects as listed would hold).
     Untrimmed,
@@ -188,7 +190,16 @@ pub fn store(texts: &[String], keeper: Keeper) -> Writer<ModelDeployment> {
             Keeper::Provider => cache_trim::provider_deployment(&mut md, PROVIDER),
             Keeper::Untrimmed => {}
         }
-        writer.apply_watcher_event(&Event::InitApply(md));
+        let event = match keeper {
+            // A provider's store holds only what it serves.
+            Keeper::Provider => {
+                cache_trim::provider_deployment_event(Event::InitApply(md), PROVIDER, |_| false)
+            }
+            Keeper::Core | Keeper::Untrimmed => Some(Event::InitApply(md)),
+        };
+        if let Some(event) = event {
+            writer.apply_watcher_event(&event);
+        }
     }
     writer.apply_watcher_event(&Event::InitDone);
     writer
@@ -200,7 +211,15 @@ pub fn bytes_per_deployment(n: usize, keeper: Keeper) -> f64 {
     let before = live_bytes();
     let writer = store(&texts, keeper);
     let held = live_bytes() - before;
-    assert_eq!(writer.as_reader().len(), n, "every deployment decodes");
+    let expected = match keeper {
+        Keeper::Provider => n.div_ceil(2),
+        Keeper::Core | Keeper::Untrimmed => n,
+    };
+    assert_eq!(
+        writer.as_reader().len(),
+        expected,
+        "every deployment kept is stored"
+    );
     drop(writer);
     held as f64 / n as f64
 }

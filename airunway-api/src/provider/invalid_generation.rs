@@ -64,7 +64,7 @@ pub fn status(md: &ModelDeployment, manager: &str) -> Option<ProviderStatus> {
             .and_then(|p| Some((p.resource_name.clone()?, p.resource_kind.clone()?))),
         replicas: shown.replicas.clone(),
         endpoint: shown.endpoint.clone(),
-        workload: shown.workload.clone(),
+        workload: shown.workload.as_deref().cloned(),
         not_ready: None,
         conditions,
     };

@@ -793,8 +793,8 @@ pub async fn run_with_args<P: Provider>(provider: P, args: ProviderArgs) -> Resu
         caches.push(cache);
         secondary_changes.push((changes, resource));
     }
-    // Every ModelDeployment (which are this provider's is in their status), cached with only
-    // what the reconcile reads; those of other providers keep little more than metadata.
+    // Every ModelDeployment is watched (which are this provider's is in their status); only
+    // those it serves are cached, with only what the reconcile reads.
     // An object of a kind users write that does not decode is reported on it and skipped
     // (see `guarded_watch`); the rest of the kind is served.
     let invalid = InvalidObjects::new(EventPublisher::new(
@@ -812,7 +812,23 @@ pub async fn run_with_args<P: Provider>(provider: P, args: ProviderArgs) -> Resu
         deployments.clone(),
     )
     .backoff(WatchBackoff::default())
-    .modify(move |md: &mut ModelDeployment| cache_trim::provider_deployment(md, &provider_name))
+    .modify({
+        let provider_name = provider_name.clone();
+        move |md: &mut ModelDeployment| cache_trim::provider_deployment(md, &provider_name)
+    })
+    // Only the deployments this provider serves are held (another provider's cost nothing).
+    .filter_map({
+        let held = deployments.clone();
+        move |event| {
+            std::future::ready(match event {
+                Ok(event) => cache_trim::provider_deployment_event(event, &provider_name, |md| {
+                    held.get(&ObjectRef::from_obj(md)).is_some()
+                })
+                .map(Ok),
+                Err(e) => Some(Err(e)),
+            })
+        }
+    })
     .reflect(deployments_writer)
     .touched_objects();
     // Every deployment change queues a reconcile.

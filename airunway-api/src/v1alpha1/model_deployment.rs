@@ -110,7 +110,7 @@ pub struct ModelDeploymentSpec {
     /// `scaling.decode` describe the workers of disaggregated mode.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(extend("default" = {}))]
-    pub scaling: Option<ScalingSpec>,
+    pub scaling: Option<Box<ScalingSpec>>,
 
     /// Compute resources of each aggregated worker. GPU use is inferred from
     /// `resources.gpu.count > 0`; an omitted `resources.gpu` means CPU only. Not allowed to carry
@@ -149,7 +149,7 @@ pub struct ModelDeploymentSpec {
 
     /// Routing through the cluster's inference gateway (InferencePool and HTTPRoute).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub gateway: Option<GatewaySpec>,
+    pub gateway: Option<Box<GatewaySpec>>,
 
     /// The runtime configuration whose defaults apply: the `RuntimeConfig` of this name in the
     /// namespace, else the `ClusterRuntimeConfig` of this name. Omitted: `default`, and no
@@ -695,7 +695,7 @@ pub struct ModelDeploymentStatus {
 
     /// The runtime configuration applied (written by the core): its source and hash.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub effective_runtime_config: Option<super::EffectiveRuntimeConfig>,
+    pub effective_runtime_config: Option<Box<super::EffectiveRuntimeConfig>>,
 
     /// Human-readable detail for the phase, e.g. the upstream error.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -720,15 +720,15 @@ pub struct ModelDeploymentStatus {
 
     /// What the provider created and where the serving pods are (docs/integrations.md).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub workload: Option<super::WorkloadStatus>,
+    pub workload: Option<Box<super::WorkloadStatus>>,
 
     /// Why the deployment is not ready, and the object that says so (absent while `Ready=True`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub not_ready: Option<super::NotReadyStatus>,
+    pub not_ready: Option<Box<super::NotReadyStatus>>,
 
     /// The autoscaler the core created for `spec.scaling.autoscaling`, and its last decision.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub autoscaling: Option<super::AutoscalingStatus>,
+    pub autoscaling: Option<Box<super::AutoscalingStatus>>,
 
     /// The in-cluster Service serving the OpenAI-compatible API.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -736,7 +736,7 @@ pub struct ModelDeploymentStatus {
 
     /// Gateway routing state.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub gateway: Option<GatewayStatus>,
+    pub gateway: Option<Box<GatewayStatus>>,
 
     /// Each adapter of `spec.adapters[]` and its state.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -744,7 +744,7 @@ pub struct ModelDeploymentStatus {
 
     /// The container image as resolved by the provider (the direct vLLM provider).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub image: Option<ImageStatus>,
+    pub image: Option<Box<ImageStatus>>,
 
     /// Conditions; each condition type is written by exactly one controller.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -823,20 +823,20 @@ pub struct ProviderStatus {
     /// The upstream configuration request, when the provider works through one (Dynamo's
     /// DynamoGraphDeploymentRequest in intent mode).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub request_ref: Option<ProviderResourceReference>,
+    pub request_ref: Option<Box<ProviderResourceReference>>,
 
     /// The workload actually serving, when the upstream creates it (the DynamoGraphDeployment
     /// the request created).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub workload_ref: Option<ProviderResourceReference>,
+    pub workload_ref: Option<Box<ProviderResourceReference>>,
 
     /// The inference pool the upstream manages for the workload, once seen.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub inference_pool_ref: Option<ProviderResourceReference>,
+    pub inference_pool_ref: Option<Box<ProviderResourceReference>>,
 
     /// Profiling progress and the accepted inputs of an intent deployment.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub intent: Option<ProviderIntentStatus>,
+    pub intent: Option<Box<ProviderIntentStatus>>,
     /// The W3C trace context (`traceparent`) of the core's decision that last wrote `name`,
     /// present only while traces are exported; the provider's reconcile traces link to it.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -161,7 +161,10 @@ impl DesiredAutoscaling {
             .collect();
         DesiredAutoscaling {
             conditions,
-            fields: md.status.as_ref().and_then(|s| s.autoscaling.clone()),
+            fields: md
+                .status
+                .as_ref()
+                .and_then(|s| s.autoscaling.as_deref().cloned()),
         }
     }
 
@@ -183,7 +186,7 @@ impl DesiredAutoscaling {
     /// Whether `md` carries these `status.autoscaling` fields and the core owns no other (the
     /// conditions are checked with the core's other conditions).
     pub fn fields_current(&self, md: &ModelDeployment) -> bool {
-        let live = md.status.as_ref().and_then(|s| s.autoscaling.as_ref());
+        let live = md.status.as_ref().and_then(|s| s.autoscaling.as_deref());
         match &self.fields {
             Some(want) => live == Some(want),
             None => !OwnedFields::of(&md.metadata, field_managers::CORE)

@@ -5,6 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use airunway_api::apply_body;
+use airunway_api::cache_trim;
 use airunway_api::constants::field_managers::CORE_AUTOSCALING;
 use airunway_api::constants::{event_actions, event_reasons, labels};
 use airunway_api::kube_error::ErrorClass;
@@ -101,6 +102,7 @@ fn spawn_watch(
         )),
     )
     .default_backoff()
+    .modify(|o: &mut DynamicObject| cache_trim::drop_ownership(&mut o.metadata))
     .reflect(writer)
     .touched_objects();
     tokio::spawn(async move {

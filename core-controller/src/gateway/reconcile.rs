@@ -7,6 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use airunway_api::apply_body;
+use airunway_api::cache_trim;
 use airunway_api::constants::field_managers::CORE_GATEWAY;
 use airunway_api::constants::{event_actions, event_reasons};
 use airunway_api::kube_error::ErrorClass;
@@ -893,6 +894,7 @@ fn spawn_rewrites(
         watcher::Config::default().labels(render::GATEWAY_OF_LABEL),
     )
     .default_backoff()
+    .modify(|o: &mut DynamicObject| cache_trim::drop_ownership(&mut o.metadata))
     .reflect(writer)
     .touched_objects();
     let sender = sender.clone();
@@ -938,6 +940,7 @@ fn spawn_watches(
         watcher::Config::default(),
     )
     .default_backoff()
+    .modify(|o: &mut DynamicObject| cache_trim::drop_ownership(&mut o.metadata))
     .reflect(gateway_writer)
     .touched_objects();
     {
@@ -964,6 +967,7 @@ fn spawn_watches(
         watcher::Config::default().labels(render::GATEWAY_OF_LABEL),
     )
     .default_backoff()
+    .modify(|o: &mut DynamicObject| cache_trim::drop_ownership(&mut o.metadata))
     .reflect(route_writer)
     .touched_objects();
     // Pools: ours go to their owner; a provider's to the deployments of its namespace.
@@ -972,6 +976,7 @@ fn spawn_watches(
         watcher::Config::default(),
     )
     .default_backoff()
+    .modify(|o: &mut DynamicObject| cache_trim::drop_ownership(&mut o.metadata))
     .reflect(pool_writer)
     .touched_objects();
     // Endpoint picker Deployments (labelled): one deleted or changed wakes its owner.
@@ -980,6 +985,7 @@ fn spawn_watches(
         watcher::Config::default().labels(render::GATEWAY_OF_LABEL),
     )
     .default_backoff()
+    .modify(|o: &mut DynamicObject| cache_trim::drop_ownership(&mut o.metadata))
     .reflect(picker_writer)
     .touched_objects();
     for (kind, stream) in [

@@ -13,6 +13,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use airunway_api::apply_body;
+use airunway_api::cache_trim;
 use airunway_api::conditions::DesiredCondition;
 use airunway_api::constants::field_managers::CORE_MODEL_CACHE;
 use airunway_api::constants::finalizers::MODEL_CACHE_IN_USE;
@@ -114,6 +115,7 @@ impl Integration {
                 watcher::Config::default(),
             )
             .backoff(WatchBackoff::default())
+            .modify(|c: &mut PersistentVolumeClaim| cache_trim::drop_ownership(&mut c.metadata))
             .reflect_shared(claim_writer),
             "PersistentVolumeClaim",
             shutdown.clone(),
@@ -127,6 +129,7 @@ impl Integration {
             )),
         )
         .backoff(WatchBackoff::default())
+        .modify(|j: &mut Job| cache_trim::drop_ownership(&mut j.metadata))
         .reflect(job_writer)
         .applied_objects()
         .filter(|item| std::future::ready(item.is_ok()));

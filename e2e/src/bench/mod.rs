@@ -7,6 +7,7 @@ pub mod audit;
 pub mod floor;
 pub mod observe;
 pub mod procs;
+pub mod relist;
 pub mod report;
 pub mod stats;
 pub mod workload;
@@ -48,6 +49,9 @@ pub struct BenchOptions {
     pub targets: Vec<Target>,
     /// The steady-state window after everything is Running.
     pub steady: Duration,
+    /// After the steady state, restart kube-apiserver and watch the controllers relist for
+    /// this long (peak RSS against settled); `None` skips it.
+    pub relist: Option<Duration>,
     /// Give up waiting for a phase after this long.
     pub timeout: Duration,
     /// Concurrent connections of the floor's plain client.
@@ -339,6 +343,26 @@ pub async fn run(options: BenchOptions) -> Result<Report> {
         .collect();
     let admission = admission_latency(&client).await;
 
+    // A relist: kube-apiserver restarted, every watch lists everything again.
+    let relist_from = Timestamp::now();
+    let relist = match &options.relist {
+        Some(window) => {
+            let pids: Vec<(String, u32)> = components
+                .iter()
+                .map(|c| (c.name.clone(), c.running.process.pid()))
+                .collect();
+            match relist::measure(cp, &pids, *window).await {
+                Ok(readings) => readings,
+                Err(e) => {
+                    eprintln!("relist not measured: {e:#}");
+                    BTreeMap::new()
+                }
+            }
+        }
+        None => BTreeMap::new(),
+    };
+    let relist_to = Timestamp::now();
+
     // What the providers created, for the floor.
     let mut floor_items = Vec::new();
     for target in &options.targets {
@@ -423,6 +447,7 @@ pub async fn run(options: BenchOptions) -> Result<Report> {
     let burst_counts = audit::Counts::of(&requests, burst_wall, running_wall);
     let steady_counts = audit::Counts::of(&requests, steady_from, steady_to);
     let delete_counts = audit::Counts::of(&requests, delete_wall, deleted_wall);
+    let relist_counts = audit::Counts::of(&requests, relist_from, relist_to);
     let open = audit::open_watches(&requests, steady_to);
 
     let mut processes = BTreeMap::new();
@@ -433,6 +458,7 @@ pub async fn run(options: BenchOptions) -> Result<Report> {
                 after_burst: burst,
                 settled,
                 open_watches: open.get(&c.name).copied().unwrap_or_default(),
+                relist: relist.get(&c.name).cloned(),
                 writes_per_deployment: burst_counts.writes(&c.name) as f64 / expected.max(1) as f64,
                 reads_per_deployment: burst_counts.reads(&c.name) as f64 / expected.max(1) as f64,
             },
@@ -480,6 +506,8 @@ pub async fn run(options: BenchOptions) -> Result<Report> {
         burst_requests: burst_counts,
         steady_seconds: options.steady.as_secs_f64(),
         steady_writes: steady_counts.write_lines(),
+        relist_seconds: options.relist.map(|w| w.as_secs_f64()),
+        relist_writes: relist_counts.write_lines(),
         delete_seconds: seconds(deleting, gone),
         delete_requests: delete_counts,
         floor_seconds,

@@ -22,6 +22,8 @@ pub struct ProcessFigures {
     pub writes_per_deployment: f64,
     /// Reads (get, list) during the burst, per deployment.
     pub reads_per_deployment: f64,
+    /// Across the relist after the steady state (a controller only).
+    pub relist: Option<super::relist::RelistReading>,
 }
 
 /// Everything a run measured.
@@ -65,6 +67,10 @@ pub struct Report {
     pub steady_seconds: f64,
     /// Writes in the steady-state window.
     pub steady_writes: Vec<String>,
+    /// Seconds of the relist window after kube-apiserver's restart (none when skipped).
+    pub relist_seconds: Option<f64>,
+    /// Writes from the restart to the end of the relist window.
+    pub relist_writes: Vec<String>,
     /// Seconds from deleting every deployment until all and their upstream objects are gone.
     pub delete_seconds: Option<f64>,
     /// Writes during the deletion.
@@ -195,6 +201,32 @@ impl Report {
         }
         for line in &self.steady_writes {
             let _ = writeln!(t, "    {line}");
+        }
+        if let Some(window) = self.relist_seconds {
+            let _ = writeln!(
+                t,
+                "  relist (kube-apiserver restarted, {window:.0} s): RSS before / peak / after MB, peak ÷ before"
+            );
+            for (name, p) in &self.processes {
+                if let Some(r) = &p.relist {
+                    let _ = writeln!(
+                        t,
+                        "    {:<24} {:>8.1} {:>8.1} {:>8.1}   {:.2} ×",
+                        name,
+                        r.before_mb,
+                        r.peak_mb,
+                        r.after_mb,
+                        r.peak_ratio()
+                    );
+                }
+            }
+            let _ = writeln!(t, "  writes from the restart to the end of the relist:");
+            if self.relist_writes.is_empty() {
+                let _ = writeln!(t, "    none");
+            }
+            for line in &self.relist_writes {
+                let _ = writeln!(t, "    {line}");
+            }
         }
         let _ = writeln!(t, "  writes while deleting everything:");
         for line in self.delete_requests.write_lines() {

@@ -30,6 +30,10 @@ struct Cli {
     /// Seconds of steady state in which writes are counted after everything is Running.
     #[arg(long, default_value_t = 300)]
     steady_seconds: u64,
+    /// Seconds of relist after the steady state: kube-apiserver is restarted and each
+    /// controller's peak RSS over this window is read against its settled RSS (0 skips it).
+    #[arg(long, default_value_t = 20)]
+    relist_seconds: u64,
     /// Seconds to wait for each phase before giving up (default: 120 + count / 10).
     #[arg(long)]
     timeout_seconds: Option<u64>,
@@ -68,6 +72,7 @@ fn main() -> ExitCode {
         namespaces: cli.namespaces,
         targets,
         steady: Duration::from_secs(cli.steady_seconds),
+        relist: (cli.relist_seconds > 0).then(|| Duration::from_secs(cli.relist_seconds)),
         timeout: Duration::from_secs(cli.timeout_seconds.unwrap_or(120 + cli.count as u64 / 10)),
         floor_connections: cli.floor_connections,
         json: cli.json,
