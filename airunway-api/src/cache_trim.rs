@@ -11,6 +11,9 @@ use k8s_openapi::api::core::v1::{
     ContainerState, ContainerStateRunning, ContainerStateTerminated, ContainerStateWaiting,
     ContainerStatus, Pod, PodCondition, PodStatus,
 };
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
+    CustomResourceDefinition, CustomResourceDefinitionVersion,
+};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 /// The annotation `kubectl apply` keeps a copy of the applied object in.
@@ -72,6 +75,33 @@ pub fn provider_deployment_event(
         Event::Apply(md) if !served(&md) => held(&md).then_some(Event::Delete(md)),
         Event::InitApply(md) if !served(&md) => None,
         other => Some(other),
+    }
+}
+
+/// Keeps of a watched CustomResourceDefinition what an availability check reads: its identity
+/// and creation time, each version's name and whether it is served and stored, and the status
+/// conditions. The schemas (for the Gateway API and KEDA CRDs, hundreds of kilobytes each as
+/// typed values) are dropped.
+pub fn crd_availability(crd: &mut CustomResourceDefinition) {
+    drop_ownership(&mut crd.metadata);
+    crd.metadata.annotations = None;
+    crd.metadata.labels = None;
+    crd.spec.conversion = None;
+    for version in &mut crd.spec.versions {
+        *version = CustomResourceDefinitionVersion {
+            name: std::mem::take(&mut version.name),
+            served: version.served,
+            storage: version.storage,
+            ..CustomResourceDefinitionVersion::default()
+        };
+    }
+    if let Some(status) = crd.status.as_mut() {
+        status.accepted_names = None;
+        if let Some(conditions) = status.conditions.as_mut() {
+            for condition in conditions {
+                condition.message = None;
+            }
+        }
     }
 }
 
@@ -299,5 +329,38 @@ mod tests {
         assert_eq!(event(Event::Delete(md("dynamo", None)), false), "delete");
         assert_eq!(event(Event::Init, false), "init");
         assert_eq!(event(Event::InitDone, false), "init-done");
+    }
+
+    #[test]
+    fn a_crd_keeps_its_versions_and_conditions_only() {
+        let mut crd: CustomResourceDefinition = serde_json::from_value(json!({
+            "metadata": {"name": "httproutes.gateway.networking.k8s.io", "resourceVersion": "7",
+                "creationTimestamp": "2026-11-27T12:00:00Z", "annotations": {"a": "b"},
+                "managedFields": [{"manager": "kubectl", "operation": "Apply"}]},
+            "spec": {"group": "gateway.networking.k8s.io", "scope": "Namespaced",
+                "names": {"kind": "HTTPRoute", "plural": "httproutes"},
+                "versions": [
+                    {"name": "v1", "served": true, "storage": true,
+                     "schema": {"openAPIV3Schema": {"type": "object", "properties": {"spec": {"type": "object"}}}},
+                     "subresources": {"status": {}}},
+                    {"name": "v1beta1", "served": false, "storage": false}]},
+            "status": {"conditions": [{"type": "Established", "status": "True", "message": "the initial names have been accepted"}],
+                "acceptedNames": {"kind": "HTTPRoute", "plural": "httproutes"}, "storedVersions": ["v1"]},
+        }))
+        .unwrap();
+        crd_availability(&mut crd);
+        assert_eq!(
+            serde_json::to_value(&crd).unwrap(),
+            json!({
+                "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+                "metadata": {"name": "httproutes.gateway.networking.k8s.io", "resourceVersion": "7",
+                    "creationTimestamp": "2026-11-27T12:00:00Z"},
+                "spec": {"group": "gateway.networking.k8s.io", "scope": "Namespaced",
+                    "names": {"kind": "HTTPRoute", "plural": "httproutes"},
+                    "versions": [{"name": "v1", "served": true, "storage": true},
+                        {"name": "v1beta1", "served": false, "storage": false}]},
+                "status": {"conditions": [{"type": "Established", "status": "True"}], "storedVersions": ["v1"]},
+            })
+        );
     }
 }

@@ -8,8 +8,16 @@
 //! longer than the resync) while a Secret is missing, and at the resync once all exist.
 //! Without the permission (an install that removed the `airunway-core-secret-references`
 //! ClusterRole) the check says nothing: no condition, no event, one log line.
+//!
+//! A Secret found is remembered for [`FOUND_TTL`], so a burst of deployments naming the same
+//! token costs one GET per Secret, not one per reconcile (at 1,000 deployments the uncached
+//! check made about 2,900 GETs during the create burst). A Secret deleted meanwhile is noticed
+//! by the first reconcile after that.
 
+use std::collections::HashMap;
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
 
 use airunway_api::conditions::DesiredCondition;
 use airunway_api::constants::{HF_TOKEN_ENV, condition_types, reasons};
@@ -147,10 +155,53 @@ pub struct SecretCheck {
     pub missing: Vec<String>,
 }
 
+/// How long a Secret found is taken to exist without asking again.
+pub const FOUND_TTL: Duration = Duration::from_secs(300);
+
+/// How many found Secrets are remembered at most (past it, the expired are dropped first,
+/// then all).
+const FOUND_CAPACITY: usize = 20_000;
+
+/// The Secrets found recently, by namespace and name, with when.
+#[derive(Debug, Default)]
+struct FoundSecrets {
+    at: Mutex<HashMap<(String, String), Instant>>,
+}
+
+impl FoundSecrets {
+    /// Whether `namespace/name` was found less than [`FOUND_TTL`] before `now`.
+    fn fresh(&self, namespace: &str, name: &str, now: Instant) -> bool {
+        self.at.lock().is_ok_and(|at| {
+            at.get(&(namespace.to_string(), name.to_string()))
+                .is_some_and(|found| now.duration_since(*found) < FOUND_TTL)
+        })
+    }
+
+    /// Remembers `namespace/name` as found at `now`, or forgets it.
+    fn record(&self, namespace: &str, name: &str, found: bool, now: Instant) {
+        let Ok(mut at) = self.at.lock() else {
+            return;
+        };
+        let key = (namespace.to_string(), name.to_string());
+        if !found {
+            at.remove(&key);
+            return;
+        }
+        if at.len() >= FOUND_CAPACITY {
+            at.retain(|_, found| now.duration_since(*found) < FOUND_TTL);
+            if at.len() >= FOUND_CAPACITY {
+                at.clear();
+            }
+        }
+        at.insert(key, now);
+    }
+}
+
 /// Looks up the Secrets a deployment references (metadata only).
 pub struct Check {
     client: Client,
     forbidden_logged: AtomicBool,
+    found: FoundSecrets,
 }
 
 impl Check {
@@ -159,6 +210,7 @@ impl Check {
         Check {
             client,
             forbidden_logged: AtomicBool::new(false),
+            found: FoundSecrets::default(),
         }
     }
 
@@ -176,9 +228,21 @@ impl Check {
         let api: Api<Secret> = Api::namespaced(self.client.clone(), namespace);
         let mut found = Vec::with_capacity(refs.len());
         for reference in refs {
+            if self.found.fresh(namespace, &reference.name, Instant::now()) {
+                found.push((reference, Lookup::Found));
+                continue;
+            }
             let lookup = match api.get_metadata_opt(&reference.name).await {
-                Ok(Some(_)) => Lookup::Found,
-                Ok(None) => Lookup::Missing,
+                Ok(Some(_)) => {
+                    self.found
+                        .record(namespace, &reference.name, true, Instant::now());
+                    Lookup::Found
+                }
+                Ok(None) => {
+                    self.found
+                        .record(namespace, &reference.name, false, Instant::now());
+                    Lookup::Missing
+                }
                 Err(e) if ErrorClass::of(&e) == ErrorClass::Forbidden => {
                     if !self.forbidden_logged.swap(true, Ordering::Relaxed) {
                         tracing::warn!(error = %e, "may not get Secrets: referenced Secrets are not checked (SecretsFound, SecretNotFound); see docs/security.md");
@@ -322,6 +386,22 @@ mod tests {
         assert_eq!(
             missing_note("hf-token-secret", "default"),
             "Secret 'hf-token-secret' not found in namespace 'default'"
+        );
+    }
+
+    #[test]
+    fn a_found_secret_is_remembered_for_a_while_and_a_missing_one_never() {
+        let found = FoundSecrets::default();
+        let t0 = Instant::now();
+        assert!(!found.fresh("team", "hf", t0));
+        found.record("team", "hf", true, t0);
+        assert!(found.fresh("team", "hf", t0 + Duration::from_secs(10)));
+        assert!(!found.fresh("other", "hf", t0), "per namespace");
+        assert!(!found.fresh("team", "hf", t0 + FOUND_TTL), "expired");
+        found.record("team", "hf", false, t0 + Duration::from_secs(20));
+        assert!(
+            !found.fresh("team", "hf", t0 + Duration::from_secs(21)),
+            "forgotten when missing"
         );
     }
 }

@@ -131,7 +131,10 @@ fn spawn_keda_detection(client: Client, sender: watch::Sender<bool>, shutdown: C
         let (store, writer) = reflector::store();
         let config =
             watcher::Config::default().fields(&format!("metadata.name={SCALED_OBJECTS_CRD}"));
-        let stream = watcher(api, config).default_backoff().reflect(writer);
+        let stream = watcher(api, config)
+            .default_backoff()
+            .modify(cache_trim::crd_availability)
+            .reflect(writer);
         futures::pin_mut!(stream);
         loop {
             let event = tokio::select! {

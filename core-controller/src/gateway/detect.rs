@@ -135,7 +135,10 @@ impl Detector {
             tokio::spawn(async move {
                 let (store, writer) = reflector::store();
                 let config = watcher::Config::default().fields(&format!("metadata.name={name}"));
-                let stream = watcher(api, config).default_backoff().reflect(writer);
+                let stream = watcher(api, config)
+                    .default_backoff()
+                    .modify(airunway_api::cache_trim::crd_availability)
+                    .reflect(writer);
                 futures::pin_mut!(stream);
                 loop {
                     let event = tokio::select! {

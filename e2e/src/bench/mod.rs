@@ -103,6 +103,22 @@ async fn create_namespace(client: &Client, name: &str) -> Result<()> {
     }
 }
 
+/// The Hugging Face token Secret the GPU deployments name (`workload::TOKEN_SECRET`), as a
+/// user would have created it: the core checks that it exists (`SecretsFound`).
+async fn create_token_secret(client: &Client, namespace: &str) -> Result<()> {
+    let api: Api<k8s_openapi::api::core::v1::Secret> = Api::namespaced(client.clone(), namespace);
+    let secret = serde_json::from_value(json!({
+        "metadata": {"name": workload::TOKEN_SECRET},
+        "stringData": {"HF_TOKEN": "bench"},
+    }))?;
+    match api.create(&PostParams::default(), &secret).await {
+        Ok(_) => Ok(()),
+        Err(kube::Error::Api(status)) if status.code == 409 => Ok(()),
+        Err(e) => Err(e)
+            .with_context(|| format!("creating Secret {namespace}/{}", workload::TOKEN_SECRET)),
+    }
+}
+
 /// Starts the core (webhooks on) and the providers, each as its ServiceAccount with the
 /// shipped RBAC, and installs the shipped webhook configurations pointing at the core.
 async fn start_components(env: &TestEnv, targets: &[Target]) -> Result<Vec<Component>> {
@@ -270,7 +286,9 @@ pub async fn run(options: BenchOptions) -> Result<Report> {
     let observer =
         client_from_kubeconfig(&cp.kubeconfig_for("bench-observer", &["system:masters"])?).await?;
     for i in 0..options.namespaces.max(1) {
-        create_namespace(&client, &workload::namespace_of(i, options.namespaces)).await?;
+        let namespace = workload::namespace_of(i, options.namespaces);
+        create_namespace(&client, &namespace).await?;
+        create_token_secret(&client, &namespace).await?;
     }
     let selector = format!("{BENCH_LABEL}={run_id}");
     let timeline = Timeline::default();

@@ -15,6 +15,10 @@ use tokio::sync::Semaphore;
 use super::observe::Timeline;
 use crate::sandbox::simulate::{self, Stage};
 
+/// The Hugging Face token Secret the GPU deployments name; the benchmark creates it in each
+/// namespace.
+pub const TOKEN_SECRET: &str = "hf-token";
+
 /// The label every benchmark object carries (propagated by the providers to upstream objects).
 pub const BENCH_LABEL: &str = "airunway.ai/bench";
 
@@ -130,21 +134,21 @@ impl Target {
                 "model": {"id": "meta-llama/Llama-3.1-8B-Instruct"},
                 "engine": {"type": "vllm", "contextLength": 8192},
                 "resources": {"gpu": {"count": 1}, "memory": "32Gi"},
-                "secrets": {"huggingFaceToken": "hf-token"},
+                "secrets": {"huggingFaceToken": TOKEN_SECRET},
             }),
             Target::Kuberay => json!({
                 "model": {"id": "Qwen/Qwen3-8B", "servedName": "qwen3"},
                 "provider": {"name": "kuberay"},
                 "engine": {"type": "vllm", "contextLength": 8192},
                 "resources": {"gpu": {"count": 1}, "memory": "32Gi"},
-                "secrets": {"huggingFaceToken": "hf-token"},
+                "secrets": {"huggingFaceToken": TOKEN_SECRET},
             }),
             Target::Llmd => json!({
                 "model": {"id": "Qwen/Qwen3-0.6B", "servedName": "qwen3"},
                 "provider": {"name": "llmd"},
                 "engine": {"type": "vllm", "contextLength": 4096},
                 "resources": {"gpu": {"count": 1}, "memory": "8Gi"},
-                "secrets": {"huggingFaceToken": "hf-token"},
+                "secrets": {"huggingFaceToken": TOKEN_SECRET},
             }),
             Target::Vllm => json!({
                 "model": {"id": "Qwen/Qwen3-0.6B", "servedName": "qwen3"},
@@ -152,7 +156,7 @@ impl Target {
                 "engine": {"type": "vllm", "contextLength": 4096,
                     "image": format!("vllm/vllm-openai:v0.10.1@sha256:{}", "0".repeat(64))},
                 "resources": {"gpu": {"count": 1}, "memory": "8Gi"},
-                "secrets": {"huggingFaceToken": "hf-token"},
+                "secrets": {"huggingFaceToken": TOKEN_SECRET},
             }),
         }
     }
