@@ -531,10 +531,9 @@ pub fn host_address() -> Result<IpAddr> {
     Ok(ip)
 }
 
+/// A free port for a process started later (see [`crate::binaries::free_port`]).
 fn free_port() -> Result<u16> {
-    Ok(std::net::TcpListener::bind("127.0.0.1:0")?
-        .local_addr()?
-        .port())
+    Ok(crate::binaries::free_port())
 }
 
 async fn start_prometheus(

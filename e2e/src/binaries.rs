@@ -62,8 +62,34 @@ pub fn start_binary_with_env(
     handle
 }
 
-/// A free TCP port on 127.0.0.1 (for flags like `--metrics-bind-address`).
+/// A free TCP port on 127.0.0.1 for a process started later (flags like
+/// `--metrics-bind-address`).
+///
+/// Chosen below the kernel's ephemeral range (`net.ipv4.ip_local_port_range`), where no
+/// outgoing connection of any process can take it between the pick and the child's bind (a
+/// port from `bind(0)` lies in that range, and a CI run once lost one that way: "Address
+/// already in use"). Each test process walks its own stretch of that space (from its pid) and
+/// skips a port it cannot bind, so two suites running side by side do not hand out the same
+/// one.
 pub fn free_port() -> u16 {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    let ephemeral_low = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+        .ok()
+        .and_then(|range| range.split_whitespace().next()?.parse::<u32>().ok())
+        .unwrap_or(32768);
+    let low = 10_000u32;
+    let span = ephemeral_low.saturating_sub(low).max(1);
+    let start = std::process::id().wrapping_mul(7_919) % span;
+    for _ in 0..span.min(4_096) {
+        let offset = (start + NEXT.fetch_add(1, Ordering::Relaxed)) % span;
+        let Ok(port) = u16::try_from(low + offset) else {
+            continue;
+        };
+        if std::net::TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            return port;
+        }
+    }
     std::net::TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
         .map(|a| a.port())

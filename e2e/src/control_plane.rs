@@ -324,9 +324,9 @@ fn write_kubeconfig_for(
     Ok(path)
 }
 
+/// A free port for a process started later (see [`crate::binaries::free_port`]).
 fn free_port() -> Result<u16> {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
-    Ok(listener.local_addr()?.port())
+    Ok(crate::binaries::free_port())
 }
 
 fn kubeconfig_yaml(server: &str, ca: &Path, cert: &Path, key: &Path) -> String {

@@ -26,10 +26,9 @@ pub struct KubeRayOperator {
     pub health_port: u16,
 }
 
+/// A free port for a process started later (see [`crate::binaries::free_port`]).
 fn free_port() -> Result<u16> {
-    Ok(std::net::TcpListener::bind("127.0.0.1:0")?
-        .local_addr()?
-        .port())
+    Ok(crate::binaries::free_port())
 }
 
 /// Starts the KubeRay operator (RayCluster, RayService and RayJob controllers) with

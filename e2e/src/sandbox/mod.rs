@@ -157,10 +157,9 @@ fn build() -> Result<()> {
     Ok(())
 }
 
+/// A free port for a process started later (see [`crate::binaries::free_port`]).
 fn free_port() -> Result<u16> {
-    Ok(std::net::TcpListener::bind("127.0.0.1:0")?
-        .local_addr()?
-        .port())
+    Ok(crate::binaries::free_port())
 }
 
 /// Starts the played Dynamo conversion webhook detached (`airunway-sandbox dynamo-conversion`)
