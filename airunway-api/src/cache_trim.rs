@@ -41,18 +41,14 @@ pub fn keep_status_ownership_of(meta: &mut ObjectMeta, manager: &str) {
 }
 
 /// A provider's watched deployment, trimmed to what its reconcile reads: of the managed fields
-/// only the status entry of `provider`'s field manager; a deployment neither assigned to
-/// `provider` nor carrying its finalizer keeps no spec.
+/// only the status entry of `provider`'s field manager (a deployment it does not serve is not
+/// stored at all: [`provider_deployment_event`]).
 #[cfg(feature = "provider-sdk")]
 pub fn provider_deployment(md: &mut crate::v1alpha1::ModelDeployment, provider: &str) {
-    use crate::provider::plan;
     keep_status_ownership_of(
         &mut md.metadata,
         &crate::constants::field_managers::provider(provider),
     );
-    if plan::triage(md, provider) == plan::Triage::Ignore {
-        md.spec = Default::default();
-    }
 }
 
 /// What a provider's deployment store is told of a watch event: it holds only the deployments

@@ -191,7 +191,8 @@ pub fn store(texts: &[String], keeper: Keeper) -> Writer<ModelDeployment> {
             Keeper::Untrimmed => {}
         }
         let event = match keeper {
-            // A provider's store holds only what it serves.
+            // A provider's store holds only what it serves (the runner filters before it
+            // trims; the order changes nothing stored).
             Keeper::Provider => {
                 cache_trim::provider_deployment_event(Event::InitApply(md), PROVIDER, |_| false)
             }

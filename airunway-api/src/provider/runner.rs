@@ -812,16 +812,12 @@ pub async fn run_with_args<P: Provider>(provider: P, args: ProviderArgs) -> Resu
         deployments.clone(),
     )
     .backoff(WatchBackoff::default())
-    .modify({
-        let provider_name = provider_name.clone();
-        move |md: &mut ModelDeployment| cache_trim::provider_deployment(md, &provider_name)
-    })
     // Only the deployments this provider serves are held (another provider's cost nothing).
     .filter_map({
-        let held = deployments.clone();
+        let (held, filter_name) = (deployments.clone(), provider_name.clone());
         move |event| {
             std::future::ready(match event {
-                Ok(event) => cache_trim::provider_deployment_event(event, &provider_name, |md| {
+                Ok(event) => cache_trim::provider_deployment_event(event, &filter_name, |md| {
                     held.get(&ObjectRef::from_obj(md)).is_some()
                 })
                 .map(Ok),
@@ -829,6 +825,7 @@ pub async fn run_with_args<P: Provider>(provider: P, args: ProviderArgs) -> Resu
             })
         }
     })
+    .modify(move |md: &mut ModelDeployment| cache_trim::provider_deployment(md, &provider_name))
     .reflect(deployments_writer)
     .touched_objects();
     // Every deployment change queues a reconcile.
