@@ -9,6 +9,11 @@ pub struct ProcessReading {
     pub rss_mb: f64,
     /// Peak resident set size so far (`VmHWM`), MB.
     pub peak_rss_mb: f64,
+    /// Of the resident set now: anonymous memory (`RssAnon`: the heap, stacks), MB.
+    pub rss_anon_mb: f64,
+    /// Of the resident set now: file-backed pages (`RssFile`: mostly the executable's code and
+    /// read-only data the process touched), MB.
+    pub rss_file_mb: f64,
     /// User + system CPU time so far, seconds.
     pub cpu_seconds: f64,
 }
@@ -42,6 +47,8 @@ pub fn parse(status: &str, stat: &str) -> ProcessReading {
     ProcessReading {
         rss_mb: status_kb(status, "VmRSS:").unwrap_or_default() / 1024.0,
         peak_rss_mb: status_kb(status, "VmHWM:").unwrap_or_default() / 1024.0,
+        rss_anon_mb: status_kb(status, "RssAnon:").unwrap_or_default() / 1024.0,
+        rss_file_mb: status_kb(status, "RssFile:").unwrap_or_default() / 1024.0,
         cpu_seconds: (ticks(11) + ticks(12)) / USER_HZ,
     }
 }
@@ -59,11 +66,12 @@ mod tests {
 
     #[test]
     fn reads_rss_peak_and_cpu() {
-        let status = "Name:\tairunway-core\nVmHWM:\t   40960 kB\nVmRSS:\t   20480 kB\n";
+        let status = "Name:\tairunway-core\nVmHWM:\t   40960 kB\nVmRSS:\t   20480 kB\nRssAnon:\t   15360 kB\nRssFile:\t    5120 kB\n";
         let stat = "4242 (airunway core) S 1 4242 4242 0 -1 4194560 100 0 0 0 250 50 0 0 20 0 9 0";
         let r = parse(status, stat);
         assert_eq!(r.rss_mb, 20.0);
         assert_eq!(r.peak_rss_mb, 40.0);
+        assert_eq!((r.rss_anon_mb, r.rss_file_mb), (15.0, 5.0));
         assert_eq!(r.cpu_seconds, 3.0);
     }
 }
