@@ -2,6 +2,11 @@
 
 use clap::Parser;
 
+/// The global allocator: jemalloc, which gives freed memory back to the system
+/// (docs/performance.md, "Allocators").
+#[global_allocator]
+static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let args = airunway_core::args::Args::parse();

@@ -31,6 +31,11 @@ struct Args {
     cpu_instance_type: Option<String>,
 }
 
+/// The global allocator: jemalloc, which gives freed memory back to the system
+/// (docs/performance.md, "Allocators").
+#[global_allocator]
+static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
 #[airunway_api::provider::tokio::main(crate = "airunway_api::provider::tokio")]
 async fn main() -> std::process::ExitCode {
     let args = Args::parse();
