@@ -5,7 +5,7 @@ use std::path::Path;
 
 use airunway_api::apply_body;
 use kube::Client;
-use kube::api::{Api, DynamicObject, PatchParams};
+use kube::api::{Api, DeleteParams, DynamicObject, PatchParams};
 use kube::core::GroupVersionKind;
 use kube::discovery;
 use serde_json::Value;
@@ -21,36 +21,54 @@ pub fn read(path: &Path) -> Vec<Value> {
     docs.into_iter().filter(|d| d.is_object()).collect()
 }
 
+/// The API of `object`'s kind (discovered), in its namespace when it is namespaced.
+async fn api_for(client: &Client, object: &Value) -> Api<DynamicObject> {
+    let api_version = object["apiVersion"].as_str().unwrap_or_default();
+    let kind = object["kind"].as_str().unwrap_or_default();
+    let (group, version) = api_version.split_once('/').unwrap_or(("", api_version));
+    let gvk = GroupVersionKind::gvk(group, version, kind);
+    let (resource, capabilities) = discovery::pinned_kind(client, &gvk)
+        .await
+        .unwrap_or_else(|e| panic!("discovering {api_version} {kind}: {e}"));
+    match (
+        &capabilities.scope,
+        object["metadata"]["namespace"].as_str(),
+    ) {
+        (discovery::Scope::Namespaced, Some(ns)) => {
+            Api::namespaced_with(client.clone(), ns, &resource)
+        }
+        (discovery::Scope::Namespaced, None) => {
+            Api::default_namespaced_with(client.clone(), &resource)
+        }
+        (discovery::Scope::Cluster, _) => Api::all_with(client.clone(), &resource),
+    }
+}
+
 /// Applies `objects` with server-side apply (namespaced objects into their own namespace).
 pub async fn apply(client: &Client, objects: &[Value]) {
     for object in objects {
-        let api_version = object["apiVersion"].as_str().unwrap_or_default();
         let kind = object["kind"].as_str().unwrap_or_default();
-        let (group, version) = api_version.split_once('/').unwrap_or(("", api_version));
-        let gvk = GroupVersionKind::gvk(group, version, kind);
-        let (resource, capabilities) = discovery::pinned_kind(client, &gvk)
-            .await
-            .unwrap_or_else(|e| panic!("discovering {api_version} {kind}: {e}"));
         let name = object["metadata"]["name"].as_str().unwrap_or_default();
-        let api: Api<DynamicObject> = match (
-            &capabilities.scope,
-            object["metadata"]["namespace"].as_str(),
-        ) {
-            (discovery::Scope::Namespaced, Some(ns)) => {
-                Api::namespaced_with(client.clone(), ns, &resource)
-            }
-            (discovery::Scope::Namespaced, None) => {
-                Api::default_namespaced_with(client.clone(), &resource)
-            }
-            (discovery::Scope::Cluster, _) => Api::all_with(client.clone(), &resource),
-        };
-        api.patch(
-            name,
-            &PatchParams::apply(HARNESS_FIELD_MANAGER).force(),
-            &apply_body::apply(object),
-        )
-        .await
-        .unwrap_or_else(|e| panic!("applying {kind} {name}: {e}"));
+        api_for(client, object)
+            .await
+            .patch(
+                name,
+                &PatchParams::apply(HARNESS_FIELD_MANAGER).force(),
+                &apply_body::apply(object),
+            )
+            .await
+            .unwrap_or_else(|e| panic!("applying {kind} {name}: {e}"));
+    }
+}
+
+/// Deletes `objects` (absent ones are fine).
+pub async fn delete(client: &Client, objects: &[Value]) {
+    for object in objects {
+        let name = object["metadata"]["name"].as_str().unwrap_or_default();
+        let _ = api_for(client, object)
+            .await
+            .delete(name, &DeleteParams::default())
+            .await;
     }
 }
 

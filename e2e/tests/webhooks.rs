@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use airunway_api::apply_body;
-use airunway_api::constants::messages;
+use airunway_api::constants::{annotations, messages};
 use airunway_api::v1alpha1::{InferenceProviderConfig, ModelDeployment};
 use airunway_e2e::admission::{
     self, core_identity, create_raw, deployment, install_webhooks, rejection, remove_webhooks,
@@ -2490,6 +2490,291 @@ async fn image_references_are_judged_alike_by_admission_reconcile_and_the_vllm_p
         airunway_e2e::wait::wait_deleted(&api, name, WAIT).await;
     }
     provider.process.terminate(Duration::from_secs(10));
+    core.terminate(Duration::from_secs(10));
+    delete_all(&env.client).await;
+}
+
+// ---- The mutating admission policy in place of the mutating webhook (issue 41 item 2) ----
+
+/// An admin client that impersonates `user` in the groups `system:masters` and `team` (so it
+/// may write anything; the API server adds `system:authenticated`).
+async fn as_user(env: &TestEnv, user: &str, team: &str) -> Client {
+    let kubeconfig = kube::config::Kubeconfig::read_from(&env.control_plane.kubeconfig).unwrap();
+    let mut config = kube::Config::from_custom_kubeconfig(
+        kubeconfig,
+        &kube::config::KubeConfigOptions::default(),
+    )
+    .await
+    .unwrap();
+    config.auth_info.impersonate = Some(user.to_string());
+    config.auth_info.impersonate_groups = Some(vec!["system:masters".into(), team.into()]);
+    Client::try_from(config).unwrap()
+}
+
+/// The deployments both paths default: the Go-parity samples, the examples that are admitted,
+/// and the cases at the edges of each conditional default.
+fn defaulting_corpus() -> Vec<Value> {
+    let mut corpus: Vec<Value> = parity_samples().into_iter().map(|(_, o)| o).collect();
+    let examples = paths::workspace_root().join("examples");
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&examples)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "yaml"))
+        .filter(|p| {
+            !p.file_name()
+                .unwrap()
+                .to_string_lossy()
+                .starts_with("invalid-")
+        })
+        .collect();
+    files.sort();
+    corpus.extend(
+        files
+            .iter()
+            .flat_map(|f| manifests::read(f))
+            .filter(|o| o["kind"] == "ModelDeployment"),
+    );
+    let vllm = json!({"type": "vllm"});
+    let cases = [
+        (
+            "gpu-default",
+            json!({"model": {"id": "a/b"}, "engine": vllm}),
+        ),
+        (
+            "gpu-llamacpp",
+            json!({"model": {"id": "a/b"}, "engine": {"type": "llamacpp"}}),
+        ),
+        ("gpu-no-engine", json!({"model": {"id": "a/b"}})),
+        // An image override keeps a deployment off the default GPU (a GPU engine without one
+        // is refused by the validating webhook, which acts in the webhook's namespace).
+        (
+            "gpu-llamacpp-image",
+            json!({"model": {"id": "a/b"}, "engine": {"type": "llamacpp", "image": "r/llama:1"}, "image": "r/llama:1"}),
+        ),
+        (
+            "gpu-null-image",
+            json!({"model": {"id": "a/b"}, "engine": {"type": "vllm", "image": null}}),
+        ),
+        (
+            "gpu-resources-given",
+            json!({"model": {"id": "a/b"}, "engine": vllm, "resources": {"gpu": {"count": 2}}}),
+        ),
+        (
+            "gpu-disaggregated",
+            json!({"model": {"id": "a/b"}, "engine": vllm, "serving": {"mode": "disaggregated"},
+            "scaling": {"prefill": {"gpu": {"count": 1}}, "decode": {"replicas": 2, "gpu": {"count": 1}}}}),
+        ),
+        (
+            "serving-null",
+            json!({"model": {"id": "a/b"}, "engine": vllm, "serving": null, "scaling": null}),
+        ),
+        (
+            "volumes",
+            json!({"model": {"id": "a/b", "storage": {"volumes": [
+            {"name": "weights", "purpose": "modelCache", "size": "10Gi"},
+            {"name": "compiled", "purpose": "compilationCache", "size": "2Gi", "mountPath": "", "claimName": "", "accessMode": ""},
+            {"name": "scratch", "purpose": "", "mountPath": "/scratch", "size": "1Gi", "accessMode": "ReadWriteOnce"},
+            {"name": "data", "mountPath": "/data", "claimName": "team-data", "readOnly": true},
+        ]}}, "engine": vllm}),
+        ),
+        (
+            "volumes-existing-cache",
+            json!({"model": {"id": "a/b", "storage": {"volumes": [
+                {"name": "cache", "purpose": "modelCache", "claimName": "shared-cache", "mountPath": ""},
+            ]}}}),
+        ),
+    ];
+    corpus.extend(cases.into_iter().map(|(name, spec)| {
+        let mut object = deployment(name, spec);
+        if name == "gpu-default" {
+            // A forged author is replaced on both paths.
+            object["metadata"]["annotations"] =
+                json!({"team": "a", "airunway.ai/spec-author": "mallory"});
+        }
+        object
+    }));
+    corpus
+}
+
+/// The stored spec and spec-author annotations of `name`.
+async fn defaulted(api: &Api<ModelDeployment>, name: &str) -> (Value, Value) {
+    let stored = serde_json::to_value(api.get(name).await.unwrap()).unwrap();
+    let annotations = &stored["metadata"]["annotations"];
+    let author = json!([
+        annotations[annotations::access::SPEC_AUTHOR],
+        annotations[annotations::access::SPEC_AUTHOR_GROUPS],
+        annotations["team"],
+    ]);
+    (stored["spec"].clone(), author)
+}
+
+#[tokio::test]
+async fn the_mutating_admission_policy_writes_what_the_mutating_webhook_writes() {
+    let _lock = cluster_lock().await;
+    let env = TestEnv::new("mutating-policy").await;
+    delete_all(&env.client).await;
+    register_shipped(
+        &env.client,
+        &["kaito", "dynamo", "kuberay", "llmd", "vllm"],
+        true,
+    )
+    .await;
+    // The webhooks (the core's) act in the test namespace; the policy in a second one.
+    let by_policy = format!("{}-policy", env.namespace);
+    let namespaces: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(env.client.clone());
+    namespaces
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({"metadata": {"name": by_policy}})).unwrap(),
+        )
+        .await
+        .unwrap();
+    let kubeconfig = core_identity(&env).await;
+    let port = free_port();
+    install_webhooks(&env, port).await;
+    let core = start_core(&env, &kubeconfig, port, &[]).await;
+    wait_webhook_active(&env).await;
+    let component = paths::workspace_root().join("deploy/components/mutating-admission-policy");
+    let mut policy = manifests::read(&component.join("defaults-policy.yaml"));
+    for object in &mut policy {
+        if object["kind"] == "MutatingAdmissionPolicyBinding" {
+            object["spec"]["matchResources"] = json!({"namespaceSelector":
+                {"matchLabels": {"kubernetes.io/metadata.name": by_policy}}});
+        }
+    }
+    manifests::apply(&env.client, &policy).await;
+    // The spec-author policy of the upstream-access-check component holds on both paths.
+    manifests::apply(
+        &env.client,
+        &manifests::read(
+            &paths::workspace_root()
+                .join("deploy/components/upstream-access-check/spec-author-policy.yaml"),
+        ),
+    )
+    .await;
+    // The component removes exactly the mutating webhook configuration.
+    let kustomization = std::fs::read_to_string(component.join("kustomization.yaml")).unwrap();
+    assert!(
+        kustomization.contains("$patch: delete")
+            && kustomization.contains("kind: MutatingWebhookConfiguration")
+            && kustomization.contains(&format!("name: {CONFIG}")),
+        "{kustomization}"
+    );
+
+    let alice = as_user(&env, "alice", "team-a").await;
+    let by_webhook: Api<ModelDeployment> = Api::namespaced(alice.clone(), &env.namespace);
+    let by_policy_api: Api<ModelDeployment> = Api::namespaced(alice.clone(), &by_policy);
+    // Policies take effect asynchronously: wait until a dry-run create is defaulted.
+    eventually("the mutating admission policy to act", WAIT, || async {
+        let probe: ModelDeployment = serde_json::from_value(deployment(
+            "probe",
+            json!({"model": {"id": "a/b"}, "engine": {"type": "vllm"}}),
+        ))
+        .unwrap();
+        let dry = PostParams {
+            dry_run: true,
+            ..Default::default()
+        };
+        match by_policy_api.create(&dry, &probe).await {
+            Ok(md) if md.spec.resources.is_some() => Ok(()),
+            other => Err(format!("{other:?}")),
+        }
+    })
+    .await;
+
+    let corpus = defaulting_corpus();
+    assert!(corpus.len() >= 20, "corpus: {}", corpus.len());
+    for object in &corpus {
+        let md: ModelDeployment = serde_json::from_value(object.clone()).unwrap();
+        by_webhook
+            .create(&PostParams::default(), &md)
+            .await
+            .unwrap();
+        by_policy_api
+            .create(&PostParams::default(), &md)
+            .await
+            .unwrap();
+    }
+    let mut differing = Vec::new();
+    for object in &corpus {
+        let name = object["metadata"]["name"].as_str().unwrap();
+        let webhook = defaulted(&by_webhook, name).await;
+        let policy = defaulted(&by_policy_api, name).await;
+        if webhook != policy {
+            differing.push(format!(
+                "{name}:\n  webhook {}\n  policy  {}",
+                serde_json::to_string(&webhook).unwrap(),
+                serde_json::to_string(&policy).unwrap()
+            ));
+        }
+    }
+    assert!(differing.is_empty(), "{}", differing.join("\n"));
+    // And what both wrote is the defaulting (not two paths that both did nothing).
+    let (spec, author) = defaulted(&by_policy_api, "gpu-default").await;
+    assert_eq!(
+        spec["resources"],
+        json!({"gpu": {"count": 1, "type": "nvidia.com/gpu"}})
+    );
+    assert_eq!(
+        author,
+        json!(["alice", "system:masters,team-a,system:authenticated", "a"])
+    );
+    let (spec, _) = defaulted(&by_policy_api, "volumes").await;
+    assert_eq!(
+        spec["model"]["storage"]["volumes"][1],
+        json!({"name": "compiled", "purpose": "compilationCache", "size": "2Gi",
+            "mountPath": "/compilation-cache", "claimName": "volumes-compiled", "accessMode": "ReadWriteMany"})
+    );
+
+    // Updates: a metadata-only change keeps the author; a spec change by another user records
+    // them, and is defaulted again. The same on both paths.
+    let bob = as_user(&env, "bob", "team-b").await;
+    for namespace in [env.namespace.as_str(), by_policy.as_str()] {
+        let api: Api<ModelDeployment> = Api::namespaced(bob.clone(), namespace);
+        api.patch(
+            "gpu-llamacpp",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"metadata": {"labels": {"touched": "yes"}}})),
+        )
+        .await
+        .unwrap();
+        api.patch(
+            "gpu-no-engine",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"engine": {"type": "vllm"}}})),
+        )
+        .await
+        .unwrap();
+    }
+    for (name, author) in [("gpu-llamacpp", "alice"), ("gpu-no-engine", "bob")] {
+        let webhook = defaulted(&by_webhook, name).await;
+        let policy = defaulted(&by_policy_api, name).await;
+        assert_eq!(webhook, policy, "{name} after the updates");
+        assert_eq!(policy.1[0], author, "{name}: {policy:?}");
+    }
+    assert_eq!(
+        defaulted(&by_policy_api, "gpu-no-engine").await.0["resources"],
+        json!({"gpu": {"count": 1, "type": "nvidia.com/gpu"}})
+    );
+
+    for api in [&by_webhook, &by_policy_api] {
+        api.delete_collection(&DeleteParams::default(), &Default::default())
+            .await
+            .unwrap();
+    }
+    manifests::delete(&env.client, &policy).await;
+    manifests::delete(
+        &env.client,
+        &manifests::read(
+            &paths::workspace_root()
+                .join("deploy/components/upstream-access-check/spec-author-policy.yaml"),
+        ),
+    )
+    .await;
+    namespaces
+        .delete(&by_policy, &DeleteParams::default())
+        .await
+        .unwrap();
     core.terminate(Duration::from_secs(10));
     delete_all(&env.client).await;
 }

@@ -60,6 +60,9 @@ pub struct BenchOptions {
     pub json: Option<PathBuf>,
     /// Where to copy the API server's audit log (it is removed with the control plane).
     pub keep_audit_log: Option<PathBuf>,
+    /// Default with the mutating-admission-policy component (its MutatingAdmissionPolicy, no
+    /// mutating webhook) instead of the core's mutating webhook.
+    pub mutating_policy: bool,
 }
 
 /// A started component and its identity in the audit log.
@@ -121,7 +124,11 @@ async fn create_token_secret(client: &Client, namespace: &str) -> Result<()> {
 
 /// Starts the core (webhooks on) and the providers, each as its ServiceAccount with the
 /// shipped RBAC, and installs the shipped webhook configurations pointing at the core.
-async fn start_components(env: &TestEnv, targets: &[Target]) -> Result<Vec<Component>> {
+async fn start_components(
+    env: &TestEnv,
+    targets: &[Target],
+    mutating_policy: bool,
+) -> Result<Vec<Component>> {
     let cp = env.control_plane;
     let client = &env.client;
     create_namespace(client, SYSTEM_NAMESPACE).await?;
@@ -175,6 +182,17 @@ async fn start_components(env: &TestEnv, targets: &[Target]) -> Result<Vec<Compo
         });
     }
     let mut webhooks = manifests::read(&root.join("deploy/core/webhooks.yaml"));
+    if mutating_policy {
+        // What the component does: its policy in, the mutating webhook configuration out.
+        webhooks.retain(|object| object["kind"] != "MutatingWebhookConfiguration");
+        manifests::apply(
+            client,
+            &manifests::read(
+                &root.join("deploy/components/mutating-admission-policy/defaults-policy.yaml"),
+            ),
+        )
+        .await;
+    }
     for object in &mut webhooks {
         for webhook in object["webhooks"].as_array_mut().into_iter().flatten() {
             let path = webhook["clientConfig"]["service"]["path"]
@@ -277,7 +295,7 @@ pub async fn run(options: BenchOptions) -> Result<Report> {
     let run_id = env.namespace.clone();
     let client = env.client.clone();
     println!("control plane up; starting the core and the providers (release builds) ...");
-    let components = start_components(&env, &options.targets).await?;
+    let components = start_components(&env, &options.targets, options.mutating_policy).await?;
     let bench_client =
         client_from_kubeconfig(&cp.kubeconfig_for("bench-client", &["system:masters"])?).await?;
     let simulator =
@@ -533,6 +551,7 @@ pub async fn run(options: BenchOptions) -> Result<Report> {
             (Some(ours), Some(floor)) if floor > 0.0 => Some(ours / floor),
             _ => None,
         },
+        mutating_policy: options.mutating_policy,
     };
     println!("{}", report.table());
     if let Some(path) = &options.json {

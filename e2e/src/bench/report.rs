@@ -79,6 +79,8 @@ pub struct Report {
     pub floor_seconds: Option<f64>,
     /// All-Running time as a multiple of the floor.
     pub floor_ratio: Option<f64>,
+    /// Whether the defaults came from the MutatingAdmissionPolicy (no mutating webhook).
+    pub mutating_policy: bool,
 }
 
 fn opt(v: Option<f64>) -> String {
@@ -99,11 +101,16 @@ impl Report {
         let mut t = String::new();
         let _ = writeln!(
             t,
-            "AI Runway scale benchmark: {} ModelDeployments, {} clients, {} namespaces, providers {}",
+            "AI Runway scale benchmark: {} ModelDeployments, {} clients, {} namespaces, providers {}; defaults by {}",
             self.count,
             self.clients,
             self.namespaces,
-            self.providers.join(", ")
+            self.providers.join(", "),
+            if self.mutating_policy {
+                "the MutatingAdmissionPolicy"
+            } else {
+                "the mutating webhook"
+            }
         );
         let rows: Vec<(String, String)> = vec![
             (
@@ -168,11 +175,12 @@ impl Report {
         }
         let _ = writeln!(
             t,
-            "  {:<24} {:>12} {:>12} {:>12} {:>8} {:>10} {:>10}",
+            "  {:<24} {:>12} {:>12} {:>12} {:>11} {:>8} {:>10} {:>10}",
             "process",
             "RSS burst MB",
             "RSS peak MB",
             "RSS settled",
+            "anon/file",
             "CPU s",
             "writes/md",
             "reads/md"
@@ -180,11 +188,12 @@ impl Report {
         for (name, p) in &self.processes {
             let _ = writeln!(
                 t,
-                "  {:<24} {:>12.1} {:>12.1} {:>12.1} {:>8.1} {:>10.2} {:>10.2}   watches open: {}",
+                "  {:<24} {:>12.1} {:>12.1} {:>12.1} {:>11} {:>8.1} {:>10.2} {:>10.2}   watches open: {}",
                 name,
                 p.after_burst.rss_mb,
                 p.settled.peak_rss_mb,
                 p.settled.rss_mb,
+                format!("{:.1}/{:.1}", p.settled.rss_anon_mb, p.settled.rss_file_mb),
                 p.settled.cpu_seconds,
                 p.writes_per_deployment,
                 p.reads_per_deployment,

@@ -46,6 +46,11 @@ struct Cli {
     /// Keep a copy of the API server's audit log here.
     #[arg(long)]
     keep_audit_log: Option<PathBuf>,
+    /// Default the deployments with the MutatingAdmissionPolicy of
+    /// deploy/components/mutating-admission-policy instead of the core's mutating webhook (the
+    /// component's setup: one webhook call per create).
+    #[arg(long)]
+    mutating_policy: bool,
 }
 
 fn main() -> ExitCode {
@@ -77,6 +82,7 @@ fn main() -> ExitCode {
         floor_connections: cli.floor_connections,
         json: cli.json,
         keep_audit_log: cli.keep_audit_log,
+        mutating_policy: cli.mutating_policy,
     };
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
