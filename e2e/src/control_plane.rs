@@ -754,32 +754,21 @@ pub fn read_crds(path: &Path) -> Result<Vec<CustomResourceDefinition>> {
 pub async fn install_crds(client: &Client, files: &[PathBuf]) -> Result<Vec<String>> {
     let api: Api<CustomResourceDefinition> = Api::all(client.clone());
     let params = PatchParams::apply(HARNESS_FIELD_MANAGER).force();
-    let mut crds = Vec::new();
+    let mut names = Vec::new();
     for file in files {
         for crd in read_crds(file)? {
             let crd = dynamo_conversion::server::installable(crd);
             let name = crd.metadata.name.clone().context("CRD without a name")?;
-            crds.push((name, crd, file));
+            api.patch(&name, &params, &apply_body::apply(&crd))
+                .await
+                .with_context(|| format!("applying CRD {name} from {}", file.display()))?;
+            names.push(name);
         }
     }
-    // All applied at once, then all awaited at once: the API server handles each CRD (its
-    // storage, its OpenAPI) mostly while the others are on their way; one after another this
-    // step took about 10 s of every control plane start.
-    futures::future::try_join_all(crds.iter().map(|(name, crd, file)| {
-        let (api, params) = (&api, &params);
-        async move {
-            api.patch(name, params, &apply_body::apply(crd))
-                .await
-                .with_context(|| format!("applying CRD {name} from {}", file.display()))
-        }
-    }))
-    .await?;
-    futures::future::try_join_all(
-        crds.iter()
-            .map(|(name, _, _)| wait_crd_established(client, name, Duration::from_secs(60))),
-    )
-    .await?;
-    Ok(crds.into_iter().map(|(name, _, _)| name).collect())
+    for name in &names {
+        wait_crd_established(client, name, Duration::from_secs(60)).await?;
+    }
+    Ok(names)
 }
 
 /// Waits until CRD `name` is Established.
