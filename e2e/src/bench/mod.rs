@@ -123,7 +123,9 @@ async fn create_token_secret(client: &Client, namespace: &str) -> Result<()> {
 }
 
 /// Starts the core (webhooks on) and the providers, each as its ServiceAccount with the
-/// shipped RBAC, and installs the shipped webhook configurations pointing at the core.
+/// shipped RBAC, and installs the shipped webhook configurations pointing at the core (with
+/// `mutating_policy`, the mutating-admission-policy component's policy in place of the mutating
+/// webhook configuration).
 async fn start_components(
     env: &TestEnv,
     targets: &[Target],
