@@ -6,7 +6,7 @@ use std::time::Duration;
 use airunway_api::cache_trim;
 use airunway_api::runtime::{
     EventPublisher, InvalidObjects, LeaderElection, Started, WatchBackoff, default_identity,
-    guarded_watcher, serve_metrics, start,
+    guarded_watcher, serve_metrics, start, touched_once_stored,
 };
 use airunway_api::v1alpha1::{InferenceProviderConfig, ModelDeployment};
 use anyhow::Context as _;
@@ -81,16 +81,17 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
             // A full buffer means a burst is queued; the caches' resync covers the rest.
             let _ = cache_triggers.try_send(cache);
         }
-    })
-    .touched_objects()
-    // A watch error is logged and dropped (the watcher's backoff paces its retries): given
-    // to the controller it would pause every trigger (kube's `trigger_backoff`, up to 30 s).
-    .filter(|item| {
-        if let Err(e) = item {
-            tracing::warn!(error = %e, "ModelDeployment watch failed; retrying");
-        }
-        std::future::ready(item.is_ok())
     });
+    // A re-list's deployments are reconciled once the store holds them (`stored_triggers`).
+    let deployment_changes = touched_once_stored(deployment_changes, deployment_store.clone())
+        // A watch error is logged and dropped (the watcher's backoff paces its retries): given
+        // to the controller it would pause every trigger (kube's `trigger_backoff`, up to 30 s).
+        .filter(|item| {
+            if let Err(e) = item {
+                tracing::warn!(error = %e, "ModelDeployment watch failed; retrying");
+            }
+            std::future::ready(item.is_ok())
+        });
     let controller = Controller::for_stream(deployment_changes, deployment_store)
         .trigger_backoff(WatchBackoff::default())
         .with_config(ControllerConfig::default().concurrency(RECONCILE_CONCURRENCY));

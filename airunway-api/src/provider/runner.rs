@@ -28,6 +28,7 @@ use super::traits::{Provider, SchemaDetection};
 use crate::cache_trim;
 use crate::constants::{field_managers, labels};
 use crate::probe::v1::{EngineCapability, GetInfoResponse, UpstreamHealth, upstream_health};
+use crate::runtime::touched_once_stored;
 use crate::runtime::watch_health::{Progress, Stalled, WatchBackoff};
 use crate::runtime::{
     EventPublisher, InvalidObjects, LeaderElection, LeaderError, Started, default_identity,
@@ -207,7 +208,8 @@ fn watch_owned(
     impl futures::Stream<Item = Result<DynamicObject, watcher::Error>> + Send + 'static,
 ) {
     let writer = reflector::store::Writer::new(resource.clone());
-    let live = LiveObjects::new(writer.as_reader(), resource.clone());
+    let store = writer.as_reader();
+    let live = LiveObjects::new(store.clone(), resource.clone());
     let client = client.clone();
     let changes = following(resources, move |resource: ApiResource| {
         let owned: Api<DynamicObject> = Api::all_with(client.clone(), &resource);
@@ -229,7 +231,10 @@ fn watch_owned(
     .reflect(writer);
     // Tracked on the watch's events, not its objects: a re-listing that finds nothing still
     // says the watch works again (its `InitDone`).
-    let changes = track(changes, watch_name(resource), progress.clone(), false).touched_objects();
+    let changes = touched_once_stored(
+        track(changes, watch_name(resource), progress.clone(), false),
+        store,
+    );
     (live, changes)
 }
 
@@ -271,9 +276,11 @@ fn watch_pods(
     // Tracked on the watch's events, before the filter: a re-listing after an API server
     // restart delivers unchanged Pods only, or none at all (its `InitDone` then), and either
     // must still say the watch works again.
-    let changes = track(changes, "pods".to_string(), progress.clone(), false)
-        .touched_objects()
-        .predicate_filter(trimmed_state, Default::default());
+    let changes = touched_once_stored(
+        track(changes, "pods".to_string(), progress.clone(), false),
+        store.clone(),
+    )
+    .predicate_filter(trimmed_state, Default::default());
     (store, changes)
 }
 
@@ -313,9 +320,11 @@ where
     .modify(|config: &mut K| cache_trim::drop_ownership(config.meta_mut()))
     .reflect(writer);
     // Tracked on the watch's events, like the owned objects' watches.
-    let changes = track(changes, watch.to_string(), progress.clone(), false)
-        .touched_objects()
-        .predicate_filter(spec_hash, Default::default());
+    let changes = touched_once_stored(
+        track(changes, watch.to_string(), progress.clone(), false),
+        store.clone(),
+    )
+    .predicate_filter(spec_hash, Default::default());
     (store, changes)
 }
 
@@ -826,8 +835,9 @@ pub async fn run_with_args<P: Provider>(provider: P, args: ProviderArgs) -> Resu
         }
     })
     .modify(move |md: &mut ModelDeployment| cache_trim::provider_deployment(md, &provider_name))
-    .reflect(deployments_writer)
-    .touched_objects();
+    .reflect(deployments_writer);
+    // A re-list's deployments are reconciled once the store holds them (`stored_triggers`).
+    let deployment_changes = touched_once_stored(deployment_changes, deployments.clone());
     // Every deployment change queues a reconcile.
     let deployment_changes = track(
         deployment_changes,

@@ -14,6 +14,7 @@ mod http;
 mod leader;
 pub mod retry;
 mod shutdown;
+pub mod stored_triggers;
 mod telemetry;
 pub mod trace_context;
 pub mod watch_health;
@@ -25,6 +26,7 @@ pub use http::{HealthState, serve_health, serve_metrics};
 pub use leader::{LeaderElection, LeaderError, default_identity};
 pub use retry::FailureCounts;
 pub use shutdown::shutdown_on_signals;
+pub use stored_triggers::touched_once_stored;
 pub use telemetry::{TelemetryGuard, init_telemetry};
 pub use watch_health::WatchBackoff;
 
