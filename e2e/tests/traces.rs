@@ -116,7 +116,10 @@ async fn reconcile_traces_reach_a_real_collector_with_the_decision_linked_to_the
         WAIT,
         || async {
             let spans = collector.spans();
-            let decided = find(&spans, |s| s.id == decision_span).is_some();
+            // The decision, and its parent: the core's reconcile span ends (and is exported)
+            // after the decision within it, so it may arrive a batch later.
+            let decided = find(&spans, |s| s.id == decision_span)
+                .is_some_and(|d| find(&spans, |s| s.id == d.parent_id).is_some());
             let linked = find(&spans, |s| {
                 s.service == PROVIDER_SERVICE
                     && s.name == traces::RECONCILE_SPAN
@@ -129,7 +132,7 @@ async fn reconcile_traces_reach_a_real_collector_with_the_decision_linked_to_the
                 Ok(spans)
             } else {
                 Err(format!(
-                    "{} spans so far (decision seen: {decided}, linked provider reconcile seen: {linked}); collector log:\n{}",
+                    "{} spans so far (decision and its parent seen: {decided}, linked provider reconcile seen: {linked}); collector log:\n{}",
                     spans.len(),
                     collector.log_tail(10)
                 ))

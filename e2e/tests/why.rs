@@ -7,7 +7,7 @@
 use std::time::Duration;
 
 use airunway_api::constants::{condition_types, reasons};
-use airunway_api::v1alpha1::{InferenceProviderConfig, ModelDeployment, Phase};
+use airunway_api::v1alpha1::{ConditionStatus, InferenceProviderConfig, ModelDeployment, Phase};
 use airunway_e2e::stack::{self, FAST_HEALTH, Running};
 use airunway_e2e::wait::wait_for;
 use airunway_e2e::{TestEnv, cluster_lock, paths};
@@ -35,8 +35,18 @@ async fn start(env: &TestEnv) -> (Running, Running) {
     )
     .await;
     let ipcs: Api<InferenceProviderConfig> = Api::all(env.client.clone());
-    wait_for(&ipcs, "vllm", WAIT, "ready", |i| {
-        i.status.as_ref().and_then(|s| s.ready) == Some(true)
+    // Ready (the provider's word), then Available (the core's, written on its own after it
+    // sees the registration): `why` reports the second.
+    wait_for(&ipcs, "vllm", WAIT, "ready and Available", |i| {
+        let status = i.status.as_ref();
+        status.and_then(|s| s.ready) == Some(true)
+            && status
+                .and_then(|s| s.conditions.as_ref())
+                .is_some_and(|conditions| {
+                    conditions.iter().any(|c| {
+                        c.type_ == condition_types::AVAILABLE && c.status == ConditionStatus::True
+                    })
+                })
     })
     .await;
     (core, provider)
