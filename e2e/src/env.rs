@@ -27,6 +27,23 @@ pub struct TestEnv {
 }
 
 impl TestEnv {
+    /// An admin client that impersonates `user` with `groups` (the API server adds
+    /// `system:authenticated` for a user, and the ServiceAccount groups for a ServiceAccount).
+    pub async fn impersonating(&self, user: &str, groups: &[&str]) -> Client {
+        let kubeconfig = kube::config::Kubeconfig::read_from(&self.control_plane.kubeconfig)
+            .unwrap_or_else(|e| panic!("the control plane's kubeconfig: {e}"));
+        let mut config = kube::Config::from_custom_kubeconfig(
+            kubeconfig,
+            &kube::config::KubeConfigOptions::default(),
+        )
+        .await
+        .unwrap_or_else(|e| panic!("a client config from the kubeconfig: {e}"));
+        config.auth_info.impersonate = Some(user.to_string());
+        config.auth_info.impersonate_groups =
+            (!groups.is_empty()).then(|| groups.iter().map(|g| g.to_string()).collect());
+        Client::try_from(config).unwrap_or_else(|e| panic!("a client impersonating {user}: {e}"))
+    }
+
     /// Starts (or reuses) the control plane and creates a namespace named after the test.
     pub async fn new(test: &str) -> TestEnv {
         remember_panic_messages();

@@ -20,28 +20,14 @@ use airunway_e2e::{TestEnv, cluster_lock, manifests, paths, providers};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{Namespace, Service};
 use k8s_openapi::api::events::v1::Event;
+use kube::Client;
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
-use kube::{Client, Config};
 use serde_json::{Value, json};
 
 const WAIT: Duration = Duration::from_secs(60);
 
 /// The shipped layout's vLLM provider identity.
 const VLLM_SERVICE_ACCOUNT: &str = "system:serviceaccount:airunway-system:airunway-provider-vllm";
-
-/// An admin client that impersonates `user` with `groups` (the API server adds
-/// `system:authenticated` for a user, and the ServiceAccount groups for a ServiceAccount).
-async fn impersonating(env: &TestEnv, user: &str, groups: &[&str]) -> Client {
-    let kubeconfig = kube::config::Kubeconfig::read_from(&env.control_plane.kubeconfig).unwrap();
-    let mut config =
-        Config::from_custom_kubeconfig(kubeconfig, &kube::config::KubeConfigOptions::default())
-            .await
-            .unwrap();
-    config.auth_info.impersonate = Some(user.to_string());
-    config.auth_info.impersonate_groups =
-        (!groups.is_empty()).then(|| groups.iter().map(|g| g.to_string()).collect());
-    Client::try_from(config).unwrap()
-}
 
 fn component(file: &str) -> Vec<Value> {
     manifests::read(
@@ -277,8 +263,8 @@ async fn the_upstream_access_check_with_impersonated_users_and_the_spec_author_p
         json!([group("team-b")]),
     )
     .await;
-    let alice = impersonating(&env, "alice", &["team-a"]).await;
-    let bob = impersonating(&env, "bob", &["team-b"]).await;
+    let alice = env.impersonating("alice", &["team-a"]).await;
+    let bob = env.impersonating("bob", &["team-b"]).await;
     let mds: Api<ModelDeployment> = Api::namespaced(env.client.clone(), &ns);
     let workloads: Api<Deployment> = Api::namespaced(env.client.clone(), &ns);
 
@@ -491,7 +477,7 @@ async fn the_upstream_access_check_with_impersonated_users_and_the_spec_author_p
         json!([user("carol")]),
     )
     .await;
-    let carol = impersonating(&env, "carol", &[]).await;
+    let carol = env.impersonating("carol", &[]).await;
     // The API server's RBAC authorizer learns of the new binding from its own watch: the
     // first create may still be refused (a CI run saw that 403).
     eventually("carol may create deployments", WAIT, || async {
@@ -604,7 +590,7 @@ async fn a_provider_service_account_writes_only_its_own_registration_and_objects
         ),
     )
     .await;
-    let vllm = impersonating(&env, VLLM_SERVICE_ACCOUNT, &[]).await;
+    let vllm = env.impersonating(VLLM_SERVICE_ACCOUNT, &[]).await;
 
     // (a) Registrations. Creating llm-d's (server-side apply, as the SDK registers) is refused
     // once the policy is in effect; its own is written.

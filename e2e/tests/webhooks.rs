@@ -2496,21 +2496,6 @@ async fn image_references_are_judged_alike_by_admission_reconcile_and_the_vllm_p
 
 // ---- The mutating admission policy in place of the mutating webhook (issue 41 item 2) ----
 
-/// An admin client that impersonates `user` in the groups `system:masters` and `team` (so it
-/// may write anything; the API server adds `system:authenticated`).
-async fn as_user(env: &TestEnv, user: &str, team: &str) -> Client {
-    let kubeconfig = kube::config::Kubeconfig::read_from(&env.control_plane.kubeconfig).unwrap();
-    let mut config = kube::Config::from_custom_kubeconfig(
-        kubeconfig,
-        &kube::config::KubeConfigOptions::default(),
-    )
-    .await
-    .unwrap();
-    config.auth_info.impersonate = Some(user.to_string());
-    config.auth_info.impersonate_groups = Some(vec!["system:masters".into(), team.into()]);
-    Client::try_from(config).unwrap()
-}
-
 /// The deployments both paths default: the Go-parity samples, the examples that are admitted,
 /// and the cases at the edges of each conditional default.
 fn defaulting_corpus() -> Vec<Value> {
@@ -2644,14 +2629,11 @@ async fn the_mutating_admission_policy_writes_what_the_mutating_webhook_writes()
     }
     manifests::apply(&env.client, &policy).await;
     // The spec-author policy of the upstream-access-check component holds on both paths.
-    manifests::apply(
-        &env.client,
-        &manifests::read(
-            &paths::workspace_root()
-                .join("deploy/components/upstream-access-check/spec-author-policy.yaml"),
-        ),
-    )
-    .await;
+    let spec_author_policy = manifests::read(
+        &paths::workspace_root()
+            .join("deploy/components/upstream-access-check/spec-author-policy.yaml"),
+    );
+    manifests::apply(&env.client, &spec_author_policy).await;
     // The component removes exactly the mutating webhook configuration.
     let kustomization = std::fs::read_to_string(component.join("kustomization.yaml")).unwrap();
     assert!(
@@ -2661,7 +2643,9 @@ async fn the_mutating_admission_policy_writes_what_the_mutating_webhook_writes()
         "{kustomization}"
     );
 
-    let alice = as_user(&env, "alice", "team-a").await;
+    let alice = env
+        .impersonating("alice", &["system:masters", "team-a"])
+        .await;
     let by_webhook: Api<ModelDeployment> = Api::namespaced(alice.clone(), &env.namespace);
     let by_policy_api: Api<ModelDeployment> = Api::namespaced(alice.clone(), &by_policy);
     // Policies take effect asynchronously: wait until a dry-run create is defaulted.
@@ -2728,7 +2712,9 @@ async fn the_mutating_admission_policy_writes_what_the_mutating_webhook_writes()
 
     // Updates: a metadata-only change keeps the author; a spec change by another user records
     // them, and is defaulted again. The same on both paths.
-    let bob = as_user(&env, "bob", "team-b").await;
+    let bob = env
+        .impersonating("bob", &["system:masters", "team-b"])
+        .await;
     for namespace in [env.namespace.as_str(), by_policy.as_str()] {
         let api: Api<ModelDeployment> = Api::namespaced(bob.clone(), namespace);
         api.patch(
@@ -2763,14 +2749,7 @@ async fn the_mutating_admission_policy_writes_what_the_mutating_webhook_writes()
             .unwrap();
     }
     manifests::delete(&env.client, &policy).await;
-    manifests::delete(
-        &env.client,
-        &manifests::read(
-            &paths::workspace_root()
-                .join("deploy/components/upstream-access-check/spec-author-policy.yaml"),
-        ),
-    )
-    .await;
+    manifests::delete(&env.client, &spec_author_policy).await;
     namespaces
         .delete(&by_policy, &DeleteParams::default())
         .await
