@@ -1892,7 +1892,14 @@ async fn the_overrides_depth_policy_holds_without_the_core() {
             let _ = api.delete("deep", &DeleteParams::default()).await;
             return Err("admitted".to_string());
         }
-        Ok(body["message"].as_str().unwrap_or_default().to_string())
+        // A cluster-scoped policy an earlier test of this shared control plane deleted (the
+        // spec-author one) leaves the API server's policy cache a moment later: wait it out.
+        let message = body["message"].as_str().unwrap_or_default().to_string();
+        if message.contains("spec.provider.overrides") {
+            Ok(message)
+        } else {
+            Err(message)
+        }
     })
     .await;
     assert!(
@@ -1900,16 +1907,23 @@ async fn the_overrides_depth_policy_holds_without_the_core() {
         "{message}"
     );
     // Ordinary overrides pass.
-    let (code, _, body) = create_raw(
-        &env.client,
-        &env.namespace,
-        &deployment(
-            "shallow",
-            spec(json!({"worker": {"resources": {"cpu": "2"}}, "list": [1, [2, {"x": 3}]]})),
-        ),
-    )
+    eventually("ordinary overrides to be admitted", WAIT, || async {
+        let (code, _, body) = create_raw(
+            &env.client,
+            &env.namespace,
+            &deployment(
+                "shallow",
+                spec(json!({"worker": {"resources": {"cpu": "2"}}, "list": [1, [2, {"x": 3}]]})),
+            ),
+        )
+        .await;
+        if code == 201 {
+            Ok(())
+        } else {
+            Err(body.to_string())
+        }
+    })
     .await;
-    assert_eq!(code, 201, "{body}");
 
     api.delete_collection(&DeleteParams::default(), &Default::default())
         .await
@@ -2750,6 +2764,26 @@ async fn the_mutating_admission_policy_writes_what_the_mutating_webhook_writes()
     }
     manifests::delete(&env.client, &policy).await;
     manifests::delete(&env.client, &spec_author_policy).await;
+    // The policies are cluster-scoped and leave the API server's cache a moment after they are
+    // deleted: the next test of this control plane must not meet them. Without the mutating
+    // policy nothing records the author in the policy namespace, so a dry-run create there is
+    // admitted only once the spec-author policy is gone too.
+    eventually("the deleted policies to stop acting", WAIT, || async {
+        let probe: ModelDeployment = serde_json::from_value(deployment(
+            "probe",
+            json!({"model": {"id": "a/b"}, "engine": {"type": "vllm"}}),
+        ))
+        .unwrap();
+        let dry = PostParams {
+            dry_run: true,
+            ..Default::default()
+        };
+        match by_policy_api.create(&dry, &probe).await {
+            Ok(md) if md.spec.resources.is_none() => Ok(()),
+            other => Err(format!("{other:?}")),
+        }
+    })
+    .await;
     namespaces
         .delete(&by_policy, &DeleteParams::default())
         .await
