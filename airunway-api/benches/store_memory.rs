@@ -1,7 +1,8 @@
 //! Memory of the ModelDeployment stores the controllers keep (issue 41): bytes per deployment
 //! held by a reflector store of generated deployments — decoded as the watches decode them and
 //! trimmed as the core and a provider trim them, and untrimmed for comparison — at 1,000 and
-//! 10,000 deployments, then (divan) the time and allocations of filling such a store.
+//! 10,000 deployments, the upstream objects of a provider's watch cache (compact and as
+//! `DynamicObject`s), then (divan) the time and allocations of filling such a store.
 //!
 //! `cargo bench -p airunway-api --features provider-sdk --bench store_memory`
 //!
@@ -13,7 +14,10 @@
 mod store_fixture;
 
 use divan::{AllocProfiler, Bencher, black_box};
-use store_fixture::{Counting, Keeper, bytes_per_deployment, deployment_text, store};
+use store_fixture::{
+    Counting, Keeper, UpstreamHeld, bytes_per_deployment, deployment_text, store,
+    upstream_bytes_per_object, upstream_text,
+};
 
 #[global_allocator]
 static ALLOC: AllocProfiler<Counting> = AllocProfiler::new(Counting);
@@ -30,6 +34,18 @@ fn main() {
     println!(
         "one deployment as listed: {} bytes of JSON",
         deployment_text(0).len()
+    );
+    println!("bytes held per upstream object in a provider's watch cache:");
+    println!("| held as | 1,000 | 10,000 |");
+    println!("|---|---|---|");
+    for held in [UpstreamHeld::Compact, UpstreamHeld::Dynamic] {
+        let small = upstream_bytes_per_object(1_000, held);
+        let large = upstream_bytes_per_object(10_000, held);
+        println!("| {held:?} | {small:.0} B | {large:.0} B |");
+    }
+    println!(
+        "one upstream object (a RayService) as listed: {} bytes of JSON",
+        upstream_text(0).len()
     );
     divan::main();
 }

@@ -6,7 +6,9 @@ use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicIsize, Ordering};
 
 use airunway_api::cache_trim;
+use airunway_api::compact_object::CompactObject;
 use airunway_api::guarded_decode::decode;
+use airunway_api::kube::api::{ApiResource, DynamicObject};
 use airunway_api::kube::runtime::reflector::store::Writer;
 use airunway_api::kube::runtime::watcher::Event;
 use airunway_api::v1alpha1::ModelDeployment;
@@ -223,4 +225,132 @@ pub fn bytes_per_deployment(n: usize, keeper: Keeper) -> f64 {
     );
     drop(writer);
     held as f64 / n as f64
+}
+
+/// Upstream object `i` as a provider's watch lists it: a KubeRay `RayService` the KubeRay
+/// provider rendered for deployment `i` (its labels, hashes and owner), with the status the
+/// KubeRay operator writes while it serves (about 3.3 KB of JSON).
+pub fn upstream_text(i: usize) -> String {
+    let name = format!("bench-{i:05}");
+    let time = "2026-11-27T12:00:00Z";
+    let container = |role: &str, cpu: &str, memory: &str, gpu: bool| {
+        let mut limits = json!({"cpu": cpu, "memory": memory});
+        if gpu {
+            limits["nvidia.com/gpu"] = json!("1");
+        }
+        json!({"name": format!("ray-{role}"), "image": "rayproject/ray-llm:2.43.0-py311-cu124",
+            "resources": {"limits": limits, "requests": limits},
+            "env": [{"name": "MODEL_ID", "value": format!("Qwen/Qwen3-{}B", i % 7 + 1)},
+                {"name": "HF_HOME", "value": "/model-cache"}],
+            "ports": [{"containerPort": 6379, "name": "gcs-server"},
+                {"containerPort": 8265, "name": "dashboard"},
+                {"containerPort": 8000, "name": "serve"}]})
+    };
+    let condition = |t: &str, status: &str, reason: &str| {
+        json!({"type": t, "status": status, "reason": reason, "message": "",
+            "lastTransitionTime": time})
+    };
+    json!({
+        "apiVersion": "ray.io/v1", "kind": "RayService",
+        "metadata": {
+            "name": name, "namespace": format!("bench-{}", i % 10),
+            "uid": format!("7a1c2d3e-4b5a-4c6d-8e7f-{i:012}"),
+            "resourceVersion": format!("{}", 200_000 + i * 3), "generation": 1,
+            "creationTimestamp": time,
+            "labels": {"airunway.ai/managed-by": "airunway", "airunway.ai/deployment": name,
+                "app.kubernetes.io/name": name},
+            "annotations": {"airunway.ai/spec-hash": format!("{:016x}", i * 7919),
+                "airunway.ai/identity-hash": format!("{:016x}", i * 104_729)},
+            "ownerReferences": [{"apiVersion": "airunway.ai/v1alpha1", "kind": "ModelDeployment",
+                "name": name, "uid": format!("6f1c2d3e-4b5a-4c6d-8e7f-{i:012}"),
+                "controller": true, "blockOwnerDeletion": true}],
+        },
+        "spec": {
+            "serveConfigV2": "applications:\n- name: llm\n  route_prefix: /\n  import_path: vllm_serve:deployment\n  deployments:\n  - name: VLLMDeployment\n    num_replicas: 1\n",
+            "rayClusterConfig": {
+                "rayVersion": "2.43.0",
+                "headGroupSpec": {"rayStartParams": {"dashboard-host": "0.0.0.0"},
+                    "template": {"spec": {"containers": [container("head", "4", "16Gi", false)]}}},
+                "workerGroupSpecs": [{"groupName": "gpu-group", "replicas": 1, "minReplicas": 1,
+                    "maxReplicas": 1, "rayStartParams": {},
+                    "template": {"spec": {"containers": [container("worker", "8", "32Gi", true)]}}}],
+            },
+        },
+        "status": {
+            "conditions": [condition("Ready", "True", "NonZeroServeEndpoints"),
+                condition("UpgradeInProgress", "False", "NoPendingCluster")],
+            "numServeEndpoints": 2, "observedGeneration": 1, "serviceStatus": "Running",
+            "activeServiceStatus": {
+                "applicationStatuses": {"llm": {"status": "RUNNING",
+                    "serveDeploymentStatuses": {"VLLMDeployment": {"status": "HEALTHY"}}}},
+                "rayClusterName": format!("{name}-raycluster-x7k2p"),
+                "rayClusterStatus": {
+                    "availableWorkerReplicas": 1, "desiredCPU": "12", "desiredGPU": "1",
+                    "desiredMemory": "48Gi", "desiredTPU": "0", "desiredWorkerReplicas": 1,
+                    "conditions": [condition("HeadPodReady", "True", "HeadPodRunningAndReady"),
+                        condition("RayClusterProvisioned", "True", "AllPodRunningAndReadyFirstTime")],
+                    "endpoints": {"client": "10001", "dashboard": "8265", "gcs-server": "6379",
+                        "metrics": "8080", "serve": "8000"},
+                    "head": {"podIP": "10.244.1.17", "podName": format!("{name}-head-r8vnl"),
+                        "serviceIP": "10.0.145.22", "serviceName": format!("{name}-head-svc")},
+                    "maxWorkerReplicas": 1, "minWorkerReplicas": 1, "observedGeneration": 1,
+                    "readyWorkerReplicas": 1, "state": "ready",
+                },
+            },
+        },
+    })
+    .to_string()
+}
+
+/// How a provider's watch cache holds its upstream objects.
+#[derive(Clone, Copy, Debug)]
+pub enum UpstreamHeld {
+    /// As `DynamicObject`s (a `serde_json::Value` body).
+    Dynamic,
+    /// As [`CompactObject`]s (the body as compact JSON text), what the SDK keeps.
+    Compact,
+}
+
+/// Bytes a watch cache of `n` generated upstream objects ([`upstream_text`]) holds, per object.
+pub fn upstream_bytes_per_object(n: usize, held: UpstreamHeld) -> f64 {
+    let resource = ApiResource {
+        group: "ray.io".into(),
+        version: "v1".into(),
+        api_version: "ray.io/v1".into(),
+        kind: "RayService".into(),
+        plural: "rayservices".into(),
+    };
+    let texts: Vec<String> = (0..n).map(upstream_text).collect();
+    let objects = |texts: &[String]| -> Vec<DynamicObject> {
+        texts
+            .iter()
+            .map(|text| serde_json::from_str(text).expect("a generated object decodes"))
+            .collect()
+    };
+    match held {
+        UpstreamHeld::Dynamic => {
+            let before = live_bytes();
+            let mut writer = Writer::<DynamicObject>::new(resource);
+            writer.apply_watcher_event(&Event::Init);
+            for object in objects(&texts) {
+                writer.apply_watcher_event(&Event::InitApply(object));
+            }
+            writer.apply_watcher_event(&Event::InitDone);
+            let held = live_bytes() - before;
+            assert_eq!(writer.as_reader().len(), n);
+            held as f64 / n as f64
+        }
+        UpstreamHeld::Compact => {
+            let before = live_bytes();
+            let mut writer = Writer::<CompactObject>::new(resource);
+            writer.apply_watcher_event(&Event::Init);
+            for object in objects(&texts) {
+                writer.apply_watcher_event(&Event::InitApply(CompactObject::from(object)));
+            }
+            writer.apply_watcher_event(&Event::InitDone);
+            let held = live_bytes() - before;
+            assert_eq!(writer.as_reader().len(), n);
+            held as f64 / n as f64
+        }
+    }
 }

@@ -4,8 +4,8 @@ use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
 use clap::Parser;
-use futures::StreamExt;
 use futures::channel::mpsc;
+use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::Client;
@@ -26,6 +26,7 @@ use super::registration::{self, ControllerHealth, Heartbeat};
 use super::runtime_configs::{self, ConfigRef, ConfigStores};
 use super::traits::{Provider, SchemaDetection};
 use crate::cache_trim;
+use crate::compact_object::{CompactObject, compact_event};
 use crate::constants::{field_managers, labels};
 use crate::probe::v1::{EngineCapability, GetInfoResponse, UpstreamHealth, upstream_health};
 use crate::runtime::touched_once_stored;
@@ -192,8 +193,9 @@ pub(crate) fn next_watch_version(current: &str, detection: &SchemaDetection) -> 
 }
 
 /// The watch of the objects of `resource` this provider manages (only those labelled
-/// `airunway.ai/managed-by: airunway`, cached with only the managedFields times the staleness
-/// check reads, see [`super::staleness::keep_update_times`]) at the version `resources` holds
+/// `airunway.ai/managed-by: airunway`, cached compactly ([`CompactObject`]) with only the
+/// managedFields times the staleness check reads, see [`super::staleness::keep_update_times`])
+/// at the version `resources` holds
 /// (the primary kind's detected version, followed: see [`following`]): the cache, keyed by
 /// `resource` whatever version is watched, and the stream of changes that wakes the owning
 /// deployment's reconcile (recorded in `progress`).
@@ -205,7 +207,7 @@ fn watch_owned(
     progress: &Arc<Mutex<Progress>>,
 ) -> (
     LiveObjects,
-    impl futures::Stream<Item = Result<DynamicObject, watcher::Error>> + Send + 'static,
+    impl futures::Stream<Item = Result<CompactObject, watcher::Error>> + Send + 'static,
 ) {
     let writer = reflector::store::Writer::new(resource.clone());
     let store = writer.as_reader();
@@ -228,6 +230,8 @@ fn watch_owned(
     .modify(move |object: &mut DynamicObject| {
         super::staleness::keep_update_times(&mut object.metadata, &manager)
     })
+    // Held compactly: a `Value` tree costs about ten times the object's JSON.
+    .map_ok(compact_event)
     .reflect(writer);
     // Tracked on the watch's events, not its objects: a re-listing that finds nothing still
     // says the watch works again (its `InitDone`).
@@ -247,7 +251,7 @@ async fn crd_installed(client: &Client, name: &str) -> bool {
 
 /// A cache of `resource` that has listed nothing, for a kind not watched.
 fn empty_cache(resource: ApiResource) -> LiveObjects {
-    let mut writer = reflector::store::Writer::new(resource.clone());
+    let mut writer = reflector::store::Writer::<CompactObject>::new(resource.clone());
     writer.apply_watcher_event(&watcher::Event::InitDone);
     LiveObjects::new(writer.as_reader(), resource)
 }

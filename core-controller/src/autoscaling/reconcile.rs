@@ -6,12 +6,13 @@ use std::time::Duration;
 
 use airunway_api::apply_body;
 use airunway_api::cache_trim;
+use airunway_api::compact_object::{CompactObject, compact_event};
 use airunway_api::constants::field_managers::CORE_AUTOSCALING;
 use airunway_api::constants::{event_actions, event_reasons, labels};
 use airunway_api::kube_error::ErrorClass;
 use airunway_api::runtime::EventPublisher;
 use airunway_api::v1alpha1::{EngineType, InferenceProviderConfig, ModelDeployment};
-use futures::{Stream, StreamExt};
+use futures::{Stream, StreamExt, TryStreamExt};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{Api, ApiResource, DeleteParams, DynamicObject, GroupVersionKind, PatchParams};
 use kube::runtime::reflector::{self, ObjectRef, Store};
@@ -63,15 +64,16 @@ pub struct Integration {
     client: Client,
     config: AutoscalingConfig,
     keda: watch::Receiver<bool>,
-    scaled_objects: Store<DynamicObject>,
-    hpas: Store<DynamicObject>,
+    /// Cached compactly (`CompactObject`), as every per-deployment cache.
+    scaled_objects: Store<CompactObject>,
+    hpas: Store<CompactObject>,
     events: EventPublisher,
     gateway: bool,
 }
 
 /// The deployment an autoscaler (ours, or the HPA KEDA made from ours, which carries its
 /// labels) belongs to: by the `airunway.ai/model-deployment` label.
-fn deployment_of(object: &DynamicObject) -> Option<ObjectRef<ModelDeployment>> {
+fn deployment_of(object: &impl ResourceExt) -> Option<ObjectRef<ModelDeployment>> {
     let namespace = object.namespace()?;
     let name = object.labels().get(labels::MODEL_DEPLOYMENT)?;
     Some(ObjectRef::new(name).within(&namespace))
@@ -88,7 +90,7 @@ fn autoscaled(md: &ModelDeployment) -> bool {
 /// deployment of every changed object.
 fn spawn_watch(
     api: Api<DynamicObject>,
-    writer: reflector::store::Writer<DynamicObject>,
+    writer: reflector::store::Writer<CompactObject>,
     sender: mpsc::Sender<ObjectRef<ModelDeployment>>,
     shutdown: CancellationToken,
     kind: &'static str,
@@ -103,6 +105,7 @@ fn spawn_watch(
     )
     .default_backoff()
     .modify(|o: &mut DynamicObject| cache_trim::drop_ownership(&mut o.metadata))
+    .map_ok(compact_event)
     .reflect(writer)
     .touched_objects();
     tokio::spawn(async move {
@@ -181,7 +184,7 @@ impl Integration {
         let (sender, receiver) = mpsc::channel(TRIGGER_BUFFER);
         let (keda_sender, keda) = watch::channel(false);
         spawn_keda_detection(client.clone(), keda_sender, shutdown.clone());
-        let hpa_writer = reflector::store::Writer::new(hpas_resource());
+        let hpa_writer = reflector::store::Writer::<CompactObject>::new(hpas_resource());
         let hpas = hpa_writer.as_reader();
         spawn_watch(
             Api::all_with(client.clone(), &hpas_resource()),
@@ -190,7 +193,7 @@ impl Integration {
             shutdown.clone(),
             HPA_KIND,
         );
-        let so_writer = reflector::store::Writer::new(scaled_objects_resource());
+        let so_writer = reflector::store::Writer::<CompactObject>::new(scaled_objects_resource());
         let scaled_objects = so_writer.as_reader();
         {
             // KEDA appearing or going: every autoscaled deployment is looked at again; the
@@ -241,13 +244,15 @@ impl Integration {
     }
 
     fn cached(
-        store: &Store<DynamicObject>,
+        store: &Store<CompactObject>,
         kind: Kind,
         namespace: &str,
         name: &str,
     ) -> Option<Value> {
         let key = ObjectRef::new_with(name, resource(kind)).within(namespace);
-        store.get(&key).and_then(|o| serde_json::to_value(&*o).ok())
+        store
+            .get(&key)
+            .and_then(|o| serde_json::to_value(o.to_dynamic()).ok())
     }
 
     /// Whether the caches the plan reads are filled (the ScaledObject cache only while KEDA is
@@ -286,7 +291,7 @@ impl Integration {
         }
         let namespace = md.namespace().unwrap_or_default();
         let name = md.name_any();
-        let live = |store: &Store<DynamicObject>, kind: Kind| {
+        let live = |store: &Store<CompactObject>, kind: Kind| {
             Self::cached(store, kind, &namespace, &name).map(|o| Live::of(&o, md))
         };
         let scaled_object = live(&self.scaled_objects, Kind::ScaledObject);

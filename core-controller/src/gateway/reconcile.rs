@@ -8,12 +8,13 @@ use std::time::Duration;
 
 use airunway_api::apply_body;
 use airunway_api::cache_trim;
+use airunway_api::compact_object::{CompactObject, compact_event};
 use airunway_api::constants::field_managers::CORE_GATEWAY;
 use airunway_api::constants::{event_actions, event_reasons};
 use airunway_api::kube_error::ErrorClass;
 use airunway_api::runtime::EventPublisher;
 use airunway_api::v1alpha1::{GatewayCapability, InferenceProviderConfig, ModelDeployment, Phase};
-use futures::{Stream, StreamExt};
+use futures::{Stream, StreamExt, TryStreamExt};
 use kube::api::{
     Api, ApiResource, DeleteParams, DynamicObject, GroupVersionKind, PatchParams, PostParams,
 };
@@ -116,14 +117,16 @@ pub struct Integration {
     config: GatewayConfig,
     detector: Detector,
     gateways: Store<DynamicObject>,
-    routes: Store<DynamicObject>,
-    pools: Store<DynamicObject>,
+    /// The objects the integration writes, one or more per routed deployment, are cached
+    /// compactly (`CompactObject`: a `Value` tree is about ten times its JSON).
+    routes: Store<CompactObject>,
+    pools: Store<CompactObject>,
     /// The endpoint picker Deployments (labelled), so one deleted by hand is noticed.
-    pickers: Store<DynamicObject>,
+    pickers: Store<CompactObject>,
     /// The picker's other objects (labelled, metadata only), likewise.
     parts: PickerParts,
     /// Our InferenceModelRewrites (labelled).
-    rewrites: Store<DynamicObject>,
+    rewrites: Store<CompactObject>,
     deployments: Store<ModelDeployment>,
     events: EventPublisher,
     metrics: CoreMetrics,
@@ -168,14 +171,14 @@ impl Integration {
         let (sender, receiver) = mpsc::channel(TRIGGER_BUFFER);
         let gateway_writer = reflector::store::Writer::new(gateways_resource());
         let gateways = gateway_writer.as_reader();
-        let route_writer = reflector::store::Writer::new(routes_resource());
+        let route_writer = reflector::store::Writer::<CompactObject>::new(routes_resource());
         let routes = route_writer.as_reader();
-        let pool_writer = reflector::store::Writer::new(pools_resource());
+        let pool_writer = reflector::store::Writer::<CompactObject>::new(pools_resource());
         let pools = pool_writer.as_reader();
-        let picker_writer = reflector::store::Writer::new(pickers_resource());
+        let picker_writer = reflector::store::Writer::<CompactObject>::new(pickers_resource());
         let pickers = picker_writer.as_reader();
         let (parts, part_writers) = PickerParts::new();
-        let rewrite_writer = reflector::store::Writer::new(rewrites_resource());
+        let rewrite_writer = reflector::store::Writer::<CompactObject>::new(rewrites_resource());
         let rewrites = rewrite_writer.as_reader();
 
         // CRDs appearing or going: every deployment concerned is looked at again.
@@ -335,13 +338,15 @@ impl Integration {
     }
 
     fn cached(
-        store: &Store<DynamicObject>,
+        store: &Store<CompactObject>,
         resource: &ApiResource,
         namespace: &str,
         name: &str,
     ) -> Option<Value> {
         let key = ObjectRef::new_with(name, resource.clone()).within(namespace);
-        store.get(&key).and_then(|o| serde_json::to_value(&*o).ok())
+        store
+            .get(&key)
+            .and_then(|o| serde_json::to_value(o.to_dynamic()).ok())
     }
 
     async fn get(
@@ -870,7 +875,7 @@ pub fn capability(
 }
 
 /// The deployment an owned object belongs to.
-fn owner_of(object: &DynamicObject) -> Option<ObjectRef<ModelDeployment>> {
+fn owner_of(object: &impl ResourceExt) -> Option<ObjectRef<ModelDeployment>> {
     let namespace = object.namespace()?;
     object
         .owner_references()
@@ -885,7 +890,7 @@ fn owner_of(object: &DynamicObject) -> Option<ObjectRef<ModelDeployment>> {
 /// owner.
 fn spawn_rewrites(
     client: &Client,
-    writer: reflector::store::Writer<DynamicObject>,
+    writer: reflector::store::Writer<CompactObject>,
     sender: &mpsc::Sender<ObjectRef<ModelDeployment>>,
     shutdown: &CancellationToken,
 ) {
@@ -895,6 +900,7 @@ fn spawn_rewrites(
     )
     .default_backoff()
     .modify(|o: &mut DynamicObject| cache_trim::drop_ownership(&mut o.metadata))
+    .map_ok(compact_event)
     .reflect(writer)
     .touched_objects();
     let sender = sender.clone();
@@ -922,9 +928,9 @@ fn spawn_watches(
     client: &Client,
     (gateway_writer, route_writer, pool_writer, picker_writer): (
         reflector::store::Writer<DynamicObject>,
-        reflector::store::Writer<DynamicObject>,
-        reflector::store::Writer<DynamicObject>,
-        reflector::store::Writer<DynamicObject>,
+        reflector::store::Writer<CompactObject>,
+        reflector::store::Writer<CompactObject>,
+        reflector::store::Writer<CompactObject>,
     ),
     deployments: &Store<ModelDeployment>,
     sender: &mpsc::Sender<ObjectRef<ModelDeployment>>,
@@ -968,6 +974,7 @@ fn spawn_watches(
     )
     .default_backoff()
     .modify(|o: &mut DynamicObject| cache_trim::drop_ownership(&mut o.metadata))
+    .map_ok(compact_event)
     .reflect(route_writer)
     .touched_objects();
     // Pools: ours go to their owner; a provider's to the deployments of its namespace.
@@ -977,6 +984,7 @@ fn spawn_watches(
     )
     .default_backoff()
     .modify(|o: &mut DynamicObject| cache_trim::drop_ownership(&mut o.metadata))
+    .map_ok(compact_event)
     .reflect(pool_writer)
     .touched_objects();
     // Endpoint picker Deployments (labelled): one deleted or changed wakes its owner.
@@ -986,6 +994,7 @@ fn spawn_watches(
     )
     .default_backoff()
     .modify(|o: &mut DynamicObject| cache_trim::drop_ownership(&mut o.metadata))
+    .map_ok(compact_event)
     .reflect(picker_writer)
     .touched_objects();
     for (kind, stream) in [

@@ -2,14 +2,19 @@
 //! that the watch has not delivered yet. Without the second part a reconcile woken right after
 //! an apply (by the deployment's own status write, say) would find no object in the cache and
 //! create it again.
+//!
+//! The watch cache holds [`CompactObject`]s (metadata parsed, the rest as JSON text); an object
+//! read is decoded whole, so readers see [`DynamicObject`]s.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::{ApiResource, DynamicObject};
 use kube::runtime::reflector::{ObjectRef, Store};
 
 use super::older;
+use crate::compact_object::CompactObject;
 
 /// Objects applied and not yet seen by the watch, by namespace and name.
 type AppliedObjects = HashMap<(String, String), Arc<DynamicObject>>;
@@ -17,14 +22,14 @@ type AppliedObjects = HashMap<(String, String), Arc<DynamicObject>>;
 /// Cached upstream objects by namespace and name.
 #[derive(Clone)]
 pub struct LiveObjects {
-    store: Store<DynamicObject>,
+    store: Store<CompactObject>,
     resource: ApiResource,
     applied: Arc<Mutex<AppliedObjects>>,
 }
 
 impl LiveObjects {
     /// Reads `store`, the reflector of the provider's upstream watch of `resource`.
-    pub fn new(store: Store<DynamicObject>, resource: ApiResource) -> LiveObjects {
+    pub fn new(store: Store<CompactObject>, resource: ApiResource) -> LiveObjects {
         LiveObjects {
             store,
             resource,
@@ -37,9 +42,10 @@ impl LiveObjects {
         let cached = self
             .store
             .get(&ObjectRef::new_with(name, self.resource.clone()).within(namespace));
+        let decoded = |cached: Arc<CompactObject>| Arc::new(cached.to_dynamic());
         let key = (namespace.to_string(), name.to_string());
         let Ok(mut applied) = self.applied.lock() else {
-            return cached;
+            return cached.map(decoded);
         };
         match (applied.get(&key), cached) {
             (Some(mine), Some(cached)) => {
@@ -51,21 +57,20 @@ impl LiveObjects {
                 } else {
                     // The watch caught up.
                     applied.remove(&key);
-                    Some(cached)
+                    Some(decoded(cached))
                 }
             }
             (Some(mine), None) => Some(mine.clone()),
-            (None, cached) => cached,
+            (None, cached) => cached.map(decoded),
         }
     }
 
     /// Every known object in `namespace` labelled `airunway.ai/deployment: <deployment>` (a scan
     /// of the cache: for providers managing sets of objects).
     pub fn labelled_for(&self, namespace: &str, deployment: &str) -> Vec<Arc<DynamicObject>> {
-        let matches = |o: &DynamicObject| {
-            o.metadata.namespace.as_deref() == Some(namespace)
-                && o.metadata
-                    .labels
+        let matches = |o: &ObjectMeta| {
+            o.namespace.as_deref() == Some(namespace)
+                && o.labels
                     .as_ref()
                     .and_then(|l| l.get(crate::constants::labels::DEPLOYMENT))
                     .map(String::as_str)
@@ -75,14 +80,14 @@ impl LiveObjects {
             .store
             .state()
             .iter()
-            .filter(|o| matches(o))
+            .filter(|o| matches(&o.metadata))
             .filter_map(|o| o.metadata.name.clone())
             .collect();
         if let Ok(applied) = self.applied.lock() {
             names.extend(
                 applied
                     .iter()
-                    .filter(|(_, o)| matches(o))
+                    .filter(|(_, o)| matches(&o.metadata))
                     .map(|((_, name), _)| name.clone()),
             );
         }
