@@ -121,8 +121,9 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         providers.clone(),
     )
     .backoff(WatchBackoff::default())
-    .reflect(writer)
-    .touched_objects();
+    .reflect(writer);
+    // A re-list's triggers once the store holds it (`stored_triggers`).
+    let reflect = touched_once_stored(reflect, providers.clone());
     let announce = provider_changes.clone();
     let cached = providers.clone();
     tokio::spawn(async move {

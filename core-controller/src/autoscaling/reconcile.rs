@@ -10,7 +10,7 @@ use airunway_api::compact_object::{CompactObject, compact_event};
 use airunway_api::constants::field_managers::CORE_AUTOSCALING;
 use airunway_api::constants::{event_actions, event_reasons, labels};
 use airunway_api::kube_error::ErrorClass;
-use airunway_api::runtime::EventPublisher;
+use airunway_api::runtime::{EventPublisher, touched_once_stored};
 use airunway_api::v1alpha1::{EngineType, InferenceProviderConfig, ModelDeployment};
 use futures::{Stream, StreamExt, TryStreamExt};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
@@ -95,6 +95,7 @@ fn spawn_watch(
     shutdown: CancellationToken,
     kind: &'static str,
 ) {
+    let store = writer.as_reader();
     let stream = watcher(
         api,
         watcher::Config::default().labels(&format!(
@@ -105,9 +106,9 @@ fn spawn_watch(
     )
     .default_backoff()
     .modify(|o: &mut DynamicObject| cache_trim::drop_ownership(&mut o.metadata))
-    .map_ok(compact_event)
-    .reflect(writer)
-    .touched_objects();
+    .map_ok(compact_event);
+    // A re-list's triggers once the store holds it (`stored_triggers`).
+    let stream = touched_once_stored(stream.reflect(writer), store);
     tokio::spawn(async move {
         futures::pin_mut!(stream);
         loop {

@@ -12,7 +12,7 @@ use airunway_api::compact_object::{CompactObject, compact_event};
 use airunway_api::constants::field_managers::CORE_GATEWAY;
 use airunway_api::constants::{event_actions, event_reasons};
 use airunway_api::kube_error::ErrorClass;
-use airunway_api::runtime::EventPublisher;
+use airunway_api::runtime::{EventPublisher, touched_once_stored};
 use airunway_api::v1alpha1::{GatewayCapability, InferenceProviderConfig, ModelDeployment, Phase};
 use futures::{Stream, StreamExt, TryStreamExt};
 use kube::api::{
@@ -894,15 +894,15 @@ fn spawn_rewrites(
     sender: &mpsc::Sender<ObjectRef<ModelDeployment>>,
     shutdown: &CancellationToken,
 ) {
+    let store = writer.as_reader();
     let stream = watcher(
         Api::<DynamicObject>::all_with(client.clone(), &rewrites_resource()),
         watcher::Config::default().labels(render::GATEWAY_OF_LABEL),
     )
     .default_backoff()
     .modify(|o: &mut DynamicObject| cache_trim::drop_ownership(&mut o.metadata))
-    .map_ok(compact_event)
-    .reflect(writer)
-    .touched_objects();
+    .map_ok(compact_event);
+    let stream = touched_once_stored(stream.reflect(writer), store);
     let sender = sender.clone();
     let shutdown = shutdown.clone();
     tokio::spawn(async move {
@@ -946,9 +946,9 @@ fn spawn_watches(
         watcher::Config::default(),
     )
     .default_backoff()
-    .modify(|o: &mut DynamicObject| cache_trim::drop_ownership(&mut o.metadata))
-    .reflect(gateway_writer)
-    .touched_objects();
+    .modify(|o: &mut DynamicObject| cache_trim::drop_ownership(&mut o.metadata));
+    let store = gateway_writer.as_reader();
+    let gateways = touched_once_stored(gateways.reflect(gateway_writer), store);
     {
         let deployments = deployments.clone();
         let sender = sender.clone();
@@ -974,9 +974,9 @@ fn spawn_watches(
     )
     .default_backoff()
     .modify(|o: &mut DynamicObject| cache_trim::drop_ownership(&mut o.metadata))
-    .map_ok(compact_event)
-    .reflect(route_writer)
-    .touched_objects();
+    .map_ok(compact_event);
+    let store = route_writer.as_reader();
+    let routes = touched_once_stored(routes.reflect(route_writer), store);
     // Pools: ours go to their owner; a provider's to the deployments of its namespace.
     let pools = watcher(
         Api::<DynamicObject>::all_with(client.clone(), &pools_resource()),
@@ -984,9 +984,9 @@ fn spawn_watches(
     )
     .default_backoff()
     .modify(|o: &mut DynamicObject| cache_trim::drop_ownership(&mut o.metadata))
-    .map_ok(compact_event)
-    .reflect(pool_writer)
-    .touched_objects();
+    .map_ok(compact_event);
+    let store = pool_writer.as_reader();
+    let pools = touched_once_stored(pools.reflect(pool_writer), store);
     // Endpoint picker Deployments (labelled): one deleted or changed wakes its owner.
     let pickers = watcher(
         Api::<DynamicObject>::all_with(client.clone(), &pickers_resource()),
@@ -994,9 +994,9 @@ fn spawn_watches(
     )
     .default_backoff()
     .modify(|o: &mut DynamicObject| cache_trim::drop_ownership(&mut o.metadata))
-    .map_ok(compact_event)
-    .reflect(picker_writer)
-    .touched_objects();
+    .map_ok(compact_event);
+    let store = picker_writer.as_reader();
+    let pickers = touched_once_stored(pickers.reflect(picker_writer), store);
     for (kind, stream) in [
         ("HTTPRoute", routes.boxed()),
         ("InferencePool", pools.boxed()),

@@ -12,6 +12,7 @@
 
 use std::fmt::Debug;
 
+use airunway_api::runtime::touched_once_stored;
 use airunway_api::v1alpha1::ModelDeployment;
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::{ConfigMap, Service, ServiceAccount};
@@ -122,13 +123,15 @@ fn spawn_part<K>(
 ) where
     K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
 {
+    let store = writer.as_reader();
     let stream = watcher(
         Api::<PartialObjectMeta<K>>::all(client.clone()),
         watcher::Config::default().labels(GATEWAY_OF_LABEL),
     )
     .default_backoff()
-    .reflect(writer)
-    .touched_objects();
+    .reflect(writer);
+    // A re-list's triggers once the store holds it (`stored_triggers`).
+    let stream = touched_once_stored(stream, store);
     let sender = sender.clone();
     let shutdown = shutdown.clone();
     tokio::spawn(async move {

@@ -21,7 +21,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use airunway_api::kube_error::ErrorClass;
-use airunway_api::runtime::{InvalidObjects, WatchBackoff, guarded_watcher};
+use airunway_api::runtime::{InvalidObjects, WatchBackoff, guarded_watcher, touched_once_stored};
 use airunway_api::runtime_config;
 use airunway_api::v1alpha1::{
     ClusterRuntimeConfig, ModelDeployment, ModelDeploymentPolicy, RuntimeConfig,
@@ -120,8 +120,9 @@ where
     // Each object decoded on its own: one that does not decode is reported and skipped.
     let stream = guarded_watcher(client, watcher::Config::default(), invalid, store.clone())
         .backoff(WatchBackoff::default())
-        .reflect(writer)
-        .touched_objects();
+        .reflect(writer);
+    // A re-list's triggers once the store holds it (`stored_triggers`).
+    let stream = touched_once_stored(stream, store.clone());
     tokio::spawn(async move {
         futures::pin_mut!(stream);
         loop {
@@ -192,8 +193,8 @@ impl Policies {
             watcher::Config::default(),
         )
         .backoff(WatchBackoff::default())
-        .reflect(writer)
-        .touched_objects();
+        .reflect(writer);
+        let stream = touched_once_stored(stream, namespaces.clone());
         let stop = shutdown.clone();
         tokio::spawn(async move {
             futures::pin_mut!(stream);
