@@ -64,7 +64,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     let invalid = InvalidObjects::new(EventPublisher::new(client.clone(), CONTROLLER_NAME));
     let deployment_changes = guarded_watcher(
         client.clone(),
-        watcher::Config::default().any_semantic(),
+        airunway_api::runtime::list_pages::deployment_watch_config(),
         invalid.clone(),
         deployment_store.clone(),
     )

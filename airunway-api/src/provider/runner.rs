@@ -88,7 +88,7 @@ impl<P: Provider> Reporter<P> {
 /// the [storage gate](super::storage_gate) waits on) must wake the reconcile like a spec
 /// change.
 fn deployment_watch() -> watcher::Config {
-    watcher::Config::default().any_semantic()
+    crate::runtime::list_pages::deployment_watch_config()
 }
 
 /// How many deployments are reconciled at once: enough to keep the API server busy, few

@@ -12,6 +12,7 @@ mod events;
 pub mod guarded_watch;
 mod http;
 mod leader;
+pub mod list_pages;
 pub mod retry;
 mod shutdown;
 pub mod stored_triggers;
