@@ -11,8 +11,7 @@
 use std::borrow::Cow;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use kube::api::{ApiResource, DynamicObject, TypeMeta};
-use kube::core::{DynamicResourceScope, Resource};
+use kube::core::{ApiResource, DynamicObject, DynamicResourceScope, Resource, TypeMeta};
 use serde_json::Value;
 
 /// An object with its metadata parsed and the rest of it kept as compact JSON text.
