@@ -2607,6 +2607,20 @@ async fn defaulted(api: &Api<ModelDeployment>, name: &str) -> (Value, Value) {
     (stored["spec"].clone(), author)
 }
 
+/// A dry-run create of a minimal vLLM deployment through `api`: what admission makes of it.
+async fn dry_run_probe(api: &Api<ModelDeployment>) -> kube::Result<ModelDeployment> {
+    let probe: ModelDeployment = serde_json::from_value(deployment(
+        "probe",
+        json!({"model": {"id": "a/b"}, "engine": {"type": "vllm"}}),
+    ))
+    .unwrap();
+    let dry = PostParams {
+        dry_run: true,
+        ..Default::default()
+    };
+    api.create(&dry, &probe).await
+}
+
 #[tokio::test]
 async fn the_mutating_admission_policy_writes_what_the_mutating_webhook_writes() {
     let _lock = cluster_lock().await;
@@ -2664,16 +2678,7 @@ async fn the_mutating_admission_policy_writes_what_the_mutating_webhook_writes()
     let by_policy_api: Api<ModelDeployment> = Api::namespaced(alice.clone(), &by_policy);
     // Policies take effect asynchronously: wait until a dry-run create is defaulted.
     eventually("the mutating admission policy to act", WAIT, || async {
-        let probe: ModelDeployment = serde_json::from_value(deployment(
-            "probe",
-            json!({"model": {"id": "a/b"}, "engine": {"type": "vllm"}}),
-        ))
-        .unwrap();
-        let dry = PostParams {
-            dry_run: true,
-            ..Default::default()
-        };
-        match by_policy_api.create(&dry, &probe).await {
+        match dry_run_probe(&by_policy_api).await {
             Ok(md) if md.spec.resources.is_some() => Ok(()),
             other => Err(format!("{other:?}")),
         }
@@ -2769,16 +2774,7 @@ async fn the_mutating_admission_policy_writes_what_the_mutating_webhook_writes()
     // policy nothing records the author in the policy namespace, so a dry-run create there is
     // admitted only once the spec-author policy is gone too.
     eventually("the deleted policies to stop acting", WAIT, || async {
-        let probe: ModelDeployment = serde_json::from_value(deployment(
-            "probe",
-            json!({"model": {"id": "a/b"}, "engine": {"type": "vllm"}}),
-        ))
-        .unwrap();
-        let dry = PostParams {
-            dry_run: true,
-            ..Default::default()
-        };
-        match by_policy_api.create(&dry, &probe).await {
+        match dry_run_probe(&by_policy_api).await {
             Ok(md) if md.spec.resources.is_none() => Ok(()),
             other => Err(format!("{other:?}")),
         }
