@@ -26,7 +26,12 @@ fn main() {
     println!("bytes held per deployment (live heap after filling the store, divided by N):");
     println!("| keeper | 1,000 | 10,000 |");
     println!("|---|---|---|");
-    for keeper in [Keeper::Core, Keeper::Provider, Keeper::Untrimmed] {
+    for keeper in [
+        Keeper::Core,
+        Keeper::Provider,
+        Keeper::ProviderTyped,
+        Keeper::Untrimmed,
+    ] {
         let small = bytes_per_deployment(1_000, keeper);
         let large = bytes_per_deployment(10_000, keeper);
         println!("| {keeper:?} | {small:.0} B | {large:.0} B |");

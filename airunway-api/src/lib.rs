@@ -36,6 +36,7 @@ pub use serde_json;
 pub mod apply_body;
 pub mod cache_trim;
 pub mod compact_object;
+pub mod compact_resource;
 pub mod conditions;
 #[cfg(feature = "conformance")]
 pub mod conformance;

@@ -7,6 +7,7 @@ use std::sync::atomic::{AtomicIsize, Ordering};
 
 use airunway_api::cache_trim;
 use airunway_api::compact_object::CompactObject;
+use airunway_api::compact_resource::{CompactResource, compact_resource_event};
 use airunway_api::guarded_decode::decode;
 use airunway_api::kube::api::{ApiResource, DynamicObject};
 use airunway_api::kube::runtime::reflector::store::Writer;
@@ -170,42 +171,78 @@ pub fn deployment_text(i: usize) -> String {
 pub enum Keeper {
     /// The core ([`cache_trim::keep_status_ownership`]).
     Core,
-    /// A provider serving half the deployments ([`cache_trim::provider_deployment`], and of
-    /// the events only those of deployments it serves:
-    /// [`cache_trim::provider_deployment_event`]).
+    /// A provider serving half the deployments, as the SDK keeps them
+    /// ([`cache_trim::provider_deployment`], and of the events only those of deployments it
+    /// serves: [`cache_trim::provider_deployment_event`]), each held compactly
+    /// ([`CompactResource`]).
     Provider,
+    /// The same deployments as [`Keeper::Provider`], held as typed objects (what the SDK kept
+    /// before session 46).
+    ProviderTyped,
     /// Nobody trims (what a store of the objects as listed would hold).
     Untrimmed,
 }
 
+/// A store of deployments, typed or compact.
+pub enum Held {
+    /// Typed `ModelDeployment`s.
+    Typed(Writer<ModelDeployment>),
+    /// Compact ones.
+    Compact(Writer<CompactResource<ModelDeployment>>),
+}
+
+impl Held {
+    /// How many deployments the store holds.
+    pub fn len(&self) -> usize {
+        match self {
+            Held::Typed(writer) => writer.as_reader().len(),
+            Held::Compact(writer) => writer.as_reader().len(),
+        }
+    }
+}
+
 /// A reflector store of the deployments in `texts`, each decoded as the watches decode it
-/// ([`decode`]) and trimmed as `keeper` trims it.
-pub fn store(texts: &[String], keeper: Keeper) -> Writer<ModelDeployment> {
+/// ([`decode`]) and trimmed and held as `keeper` does.
+pub fn store(texts: &[String], keeper: Keeper) -> Held {
     let mut writer = Writer::<ModelDeployment>::default();
+    let mut compact = Writer::<CompactResource<ModelDeployment>>::default();
     writer.apply_watcher_event(&Event::Init);
+    compact.apply_watcher_event(&Event::Init);
     for text in texts {
         let Ok(mut md) = decode::<ModelDeployment>(text).into_valid() else {
             continue;
         };
         match keeper {
             Keeper::Core => cache_trim::keep_status_ownership(&mut md.metadata),
-            Keeper::Provider => cache_trim::provider_deployment(&mut md, PROVIDER),
+            Keeper::Provider | Keeper::ProviderTyped => {
+                cache_trim::provider_deployment(&mut md, PROVIDER)
+            }
             Keeper::Untrimmed => {}
         }
         let event = match keeper {
             // A provider's store holds only what it serves (the runner filters before it
             // trims; the order changes nothing stored).
-            Keeper::Provider => {
+            Keeper::Provider | Keeper::ProviderTyped => {
                 cache_trim::provider_deployment_event(Event::InitApply(md), PROVIDER, |_| false)
             }
             Keeper::Core | Keeper::Untrimmed => Some(Event::InitApply(md)),
         };
-        if let Some(event) = event {
-            writer.apply_watcher_event(&event);
+        match (keeper, event) {
+            (_, None) => {}
+            (Keeper::Provider, Some(event)) => {
+                if let Some(event) = compact_resource_event(event) {
+                    compact.apply_watcher_event(&event);
+                }
+            }
+            (_, Some(event)) => writer.apply_watcher_event(&event),
         }
     }
     writer.apply_watcher_event(&Event::InitDone);
-    writer
+    compact.apply_watcher_event(&Event::InitDone);
+    match keeper {
+        Keeper::Provider => Held::Compact(compact),
+        _ => Held::Typed(writer),
+    }
 }
 
 /// Bytes a store of `n` generated deployments kept by `keeper` holds, per deployment.
@@ -215,14 +252,10 @@ pub fn bytes_per_deployment(n: usize, keeper: Keeper) -> f64 {
     let writer = store(&texts, keeper);
     let held = live_bytes() - before;
     let expected = match keeper {
-        Keeper::Provider => n.div_ceil(2),
+        Keeper::Provider | Keeper::ProviderTyped => n.div_ceil(2),
         Keeper::Core | Keeper::Untrimmed => n,
     };
-    assert_eq!(
-        writer.as_reader().len(),
-        expected,
-        "every deployment kept is stored"
-    );
+    assert_eq!(writer.len(), expected, "every deployment kept is stored");
     drop(writer);
     held as f64 / n as f64
 }

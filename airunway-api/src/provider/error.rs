@@ -25,6 +25,9 @@ pub enum ReconcileError {
     /// A kind id from another table (a bug, not the object's fault).
     #[error("{0:?} is not in the provider's kind table")]
     UnknownKind(KindId),
+    /// The cached deployment did not decode (a bug: the cache holds what the watch decoded).
+    #[error("decoding the cached deployment: {0}")]
+    Decode(String),
 }
 
 impl ReconcileError {
@@ -33,7 +36,9 @@ impl ReconcileError {
         match self {
             ReconcileError::Api { source, .. } => ErrorClass::of(source).category(),
             ReconcileError::MissingField(_) => "invalid_object",
-            ReconcileError::Patch(_) | ReconcileError::UnknownKind(_) => "internal",
+            ReconcileError::Patch(_)
+            | ReconcileError::UnknownKind(_)
+            | ReconcileError::Decode(_) => "internal",
         }
     }
 
@@ -44,7 +49,8 @@ impl ReconcileError {
             ReconcileError::Api { source, .. } => ErrorClass::of(source).is_transient(),
             ReconcileError::MissingField(_)
             | ReconcileError::Patch(_)
-            | ReconcileError::UnknownKind(_) => false,
+            | ReconcileError::UnknownKind(_)
+            | ReconcileError::Decode(_) => false,
         }
     }
 }

@@ -18,6 +18,7 @@ use prometheus_client::metrics::gauge::ConstGauge;
 use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
 
+use super::HeldDeployment;
 use crate::metric_names as names;
 use crate::v1alpha1::ModelDeployment;
 
@@ -59,7 +60,7 @@ pub struct ProviderMetrics {
 /// time of the last successful heartbeat write.
 #[derive(Debug, Default)]
 struct ProviderState {
-    deployments: OnceLock<Store<ModelDeployment>>,
+    deployments: OnceLock<Store<HeldDeployment>>,
     last_heartbeat: Mutex<Option<Instant>>,
 }
 
@@ -136,7 +137,7 @@ impl ProviderMetrics {
     }
 
     /// The deployment cache `provider_deployments` counts from (set once).
-    pub fn count_deployments_of(&self, store: Store<ModelDeployment>) {
+    pub fn count_deployments_of(&self, store: Store<HeldDeployment>) {
         let _ = self.state.deployments.set(store);
     }
 
@@ -149,8 +150,8 @@ impl ProviderMetrics {
 }
 
 /// The deployments `provider` serves (its name in `status.provider.name`), by phase (pure).
-fn served_by_phase<'a>(
-    deployments: impl IntoIterator<Item = &'a ModelDeployment>,
+fn served_by_phase(
+    deployments: impl IntoIterator<Item = ModelDeployment>,
     provider: &str,
 ) -> BTreeMap<String, i64> {
     let mut counts = BTreeMap::new();
@@ -173,8 +174,10 @@ impl Collector for StateCollector {
     fn encode(&self, mut encoder: DescriptorEncoder<'_>) -> Result<(), std::fmt::Error> {
         let gauge = ConstGauge::new(0i64);
         if let Some(store) = self.state.deployments.get() {
+            // Decoded one at a time, at scrape time only (the cache holds them compactly).
             let all = store.state();
-            let counts = served_by_phase(all.iter().map(Arc::as_ref), &self.provider);
+            let decoded = all.iter().filter_map(|held| held.decode().ok());
+            let counts = served_by_phase(decoded, &self.provider);
             let mut family = encoder.encode_descriptor(
                 names::PROVIDER_DEPLOYMENTS,
                 "ModelDeployments this provider serves, by phase",
@@ -239,7 +242,7 @@ mod tests {
             md("d", Some("dynamo"), Some("Failed")),
             md("e", None, Some("Pending")),
         ];
-        let counts = served_by_phase(all.iter(), "kaito");
+        let counts = served_by_phase(all, "kaito");
         assert_eq!(
             counts.into_iter().collect::<Vec<_>>(),
             vec![("Running".to_string(), 2), ("Unknown".to_string(), 1)]
@@ -259,16 +262,12 @@ mod tests {
         assert!(!text.contains("heartbeat_age"), "no heartbeat yet: {text}");
 
         let (store, mut writer) = kube::runtime::reflector::store();
-        writer.apply_watcher_event(&watcher::Event::Apply(md(
-            "a",
-            Some("kaito"),
-            Some("Running"),
-        )));
-        writer.apply_watcher_event(&watcher::Event::Apply(md(
-            "d",
-            Some("dynamo"),
-            Some("Failed"),
-        )));
+        for md in [
+            md("a", Some("kaito"), Some("Running")),
+            md("d", Some("dynamo"), Some("Failed")),
+        ] {
+            writer.apply_watcher_event(&watcher::Event::Apply(HeldDeployment::new(&md).unwrap()));
+        }
         metrics.count_deployments_of(store);
         metrics.heartbeat_written();
         metrics.applied("Workspace", names::apply_results::APPLIED);

@@ -109,6 +109,11 @@ mod workload;
 /// dependency: `#[airunway_api::provider::tokio::main(crate = "airunway_api::provider::tokio")]`.
 pub use tokio;
 
+/// A deployment as the provider's watch cache holds it: compactly, decoded by the reconcile
+/// (or scrape) that reads it.
+pub(crate) type HeldDeployment =
+    crate::compact_resource::CompactResource<crate::v1alpha1::ModelDeployment>;
+
 pub use args::ProviderArgs;
 pub use cache_mounts::{cache_env, cache_volumes};
 #[cfg(feature = "conformance")]

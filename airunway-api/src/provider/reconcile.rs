@@ -14,6 +14,7 @@ use kube::runtime::controller::Action;
 use kube::{Resource, ResourceExt};
 use tracing::Instrument;
 
+use super::HeldDeployment;
 use super::checked_render;
 use super::context::Context;
 use super::desired::ProviderStatus;
@@ -53,6 +54,17 @@ pub async fn reconcile<P: Provider>(
     }
     trace_context::link_to_decision(&span, &md);
     reconcile_deployment(md, ctx).instrument(span).await
+}
+
+/// [`reconcile`] of a deployment as the watch cache holds it (decoded here, once).
+pub(super) async fn reconcile_held<P: Provider>(
+    held: Arc<HeldDeployment>,
+    ctx: Arc<Context<P>>,
+) -> Result<Action, ReconcileError> {
+    let md = held
+        .decode()
+        .map_err(|e| ReconcileError::Decode(e.to_string()))?;
+    reconcile(Arc::new(md), ctx).await
 }
 
 async fn reconcile_deployment<P: Provider>(
@@ -462,19 +474,19 @@ async fn publish_render_warnings<P: Provider>(
 }
 
 /// Counts the error; a transient one is retried with backoff (5 s, doubling to 60 s), any
-/// other (an invalid object) waits for a change of the deployment.
-pub fn error_policy<P: Provider>(
-    md: Arc<ModelDeployment>,
+/// other (an invalid object) waits for a change of the deployment. Reads only the cached
+/// deployment's identity.
+pub(super) fn error_policy<P: Provider>(
+    held: Arc<HeldDeployment>,
     error: &ReconcileError,
     ctx: Arc<Context<P>>,
 ) -> Action {
     ctx.metrics.error(error.category());
-    tracing::warn!(error = %error, category = error.category(), object = %md.name_any(), "reconcile failed");
+    let meta = held.meta();
+    let object = meta.name.as_deref().unwrap_or_default();
+    tracing::warn!(error = %error, category = error.category(), object, "reconcile failed");
     if !error.is_transient() {
         return Action::await_change();
     }
-    Action::requeue(
-        ctx.failures
-            .failed(md.metadata.uid.as_deref().unwrap_or_default()),
-    )
+    Action::requeue(ctx.failures.failed(meta.uid.as_deref().unwrap_or_default()))
 }

@@ -8,25 +8,27 @@ use futures::channel::mpsc;
 use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-use kube::Client;
 use kube::api::{Api, ApiResource, DynamicObject};
 use kube::runtime::controller::{Config as ControllerConfig, Controller};
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::runtime::{WatchStreamExt, reflector, watcher};
+use kube::{Client, Resource as _};
 use prometheus_client::registry::Registry;
 use tokio::sync::watch;
 
+use super::HeldDeployment;
 use super::args::ProviderArgs;
 use super::context::{Context, Kinds};
 use super::kinds::KindTable;
 use super::metrics::ProviderMetrics;
 use super::read_your_writes::LiveObjects;
-use super::reconcile::{error_policy, reconcile};
+use super::reconcile::{error_policy, reconcile_held};
 use super::registration::{self, ControllerHealth, Heartbeat};
 use super::runtime_configs::{self, ConfigRef, ConfigStores};
 use super::traits::{Provider, SchemaDetection};
 use crate::cache_trim;
 use crate::compact_object::{CompactObject, compact_event};
+use crate::compact_resource::{compact_ref, compact_resource_event};
 use crate::constants::{field_managers, labels};
 use crate::probe::v1::{EngineCapability, GetInfoResponse, UpstreamHealth, upstream_health};
 use crate::runtime::touched_once_stored;
@@ -360,14 +362,17 @@ fn trimmed_state(pod: &Pod) -> Option<u64> {
 /// `airunway.ai/deployment` label names is looked up directly; otherwise every cached
 /// deployment is scanned (KAITO's and KubeRay's own Pods need not carry the label).
 fn deployments_of_pod(
-    deployments: &Store<ModelDeployment>,
+    deployments: &Store<HeldDeployment>,
     provider: &str,
     pod: &Pod,
-) -> Vec<ObjectRef<ModelDeployment>> {
+) -> Vec<ObjectRef<HeldDeployment>> {
     let Some(namespace) = pod.metadata.namespace.as_deref() else {
         return Vec::new();
     };
-    let selects = |md: &ModelDeployment| {
+    let selects = |held: &HeldDeployment| {
+        let Ok(md) = held.decode() else {
+            return false;
+        };
         let status = md.status.as_ref();
         status
             .and_then(|s| s.provider.as_ref())
@@ -382,7 +387,7 @@ fn deployments_of_pod(
         .labels
         .as_ref()
         .and_then(|l| l.get(labels::DEPLOYMENT))
-        .map(|name| ObjectRef::<ModelDeployment>::new(name).within(namespace));
+        .map(|name| ObjectRef::<HeldDeployment>::new(name).within(namespace));
     if let Some(named) = named
         && let Some(md) = deployments.get(&named)
         && selects(&md)
@@ -392,8 +397,25 @@ fn deployments_of_pod(
     deployments
         .state()
         .into_iter()
-        .filter(|md| md.metadata.namespace.as_deref() == Some(namespace) && selects(md))
+        .filter(|md| md.meta().namespace.as_deref() == Some(namespace) && selects(md))
         .map(|md| ObjectRef::from_obj(md.as_ref()))
+        .collect()
+}
+
+/// [`runtime_configs::deployments_using`] over the deployment cache, each decoded once.
+fn held_deployments_using(
+    deployments: &Store<HeldDeployment>,
+    provider: &str,
+    config: &ConfigRef,
+) -> Vec<ObjectRef<HeldDeployment>> {
+    let decoded: Vec<ModelDeployment> = deployments
+        .state()
+        .iter()
+        .filter_map(|held| held.decode().ok())
+        .collect();
+    runtime_configs::deployments_using(&decoded, provider, config)
+        .iter()
+        .map(compact_ref)
         .collect()
 }
 
@@ -814,11 +836,12 @@ pub async fn run_with_args<P: Provider>(provider: P, args: ProviderArgs) -> Resu
         client.clone(),
         &format!("{name}-provider"),
     ));
-    let deployments_writer = reflector::store::Writer::<ModelDeployment>::default();
+    // Held compactly (`HeldDeployment`): a reconcile decodes the one it reads.
+    let deployments_writer = reflector::store::Writer::<HeldDeployment>::default();
     let deployments = deployments_writer.as_reader();
     metrics.count_deployments_of(deployments.clone());
     let provider_name = name.clone();
-    let deployment_changes = guarded_watcher(
+    let deployment_changes = guarded_watcher::<ModelDeployment>(
         client.clone(),
         deployment_watch(),
         invalid.clone(),
@@ -831,7 +854,7 @@ pub async fn run_with_args<P: Provider>(provider: P, args: ProviderArgs) -> Resu
         move |event| {
             std::future::ready(match event {
                 Ok(event) => cache_trim::provider_deployment_event(event, &filter_name, |md| {
-                    held.get(&ObjectRef::from_obj(md)).is_some()
+                    held.get(&compact_ref(&ObjectRef::from_obj(md))).is_some()
                 })
                 .map(Ok),
                 Err(e) => Some(Err(e)),
@@ -839,6 +862,7 @@ pub async fn run_with_args<P: Provider>(provider: P, args: ProviderArgs) -> Resu
         }
     })
     .modify(move |md: &mut ModelDeployment| cache_trim::provider_deployment(md, &provider_name))
+    .try_filter_map(|event| std::future::ready(Ok(compact_resource_event(event))))
     .reflect(deployments_writer);
     // A re-list's deployments are reconciled once the store holds them (`stored_triggers`).
     let deployment_changes = touched_once_stored(deployment_changes, deployments.clone());
@@ -910,21 +934,11 @@ pub async fn run_with_args<P: Provider>(provider: P, args: ProviderArgs) -> Resu
     {
         let (deployments, provider) = (controller.store(), name.clone());
         controller = controller.watches_stream(namespaced_config_changes, move |config| {
-            let all = deployments.state();
-            runtime_configs::deployments_using(
-                all.iter().map(Arc::as_ref),
-                &provider,
-                &ConfigRef::namespaced(&config),
-            )
+            held_deployments_using(&deployments, &provider, &ConfigRef::namespaced(&config))
         });
         let (deployments, provider) = (controller.store(), name.clone());
         controller = controller.watches_stream(cluster_config_changes, move |config| {
-            let all = deployments.state();
-            runtime_configs::deployments_using(
-                all.iter().map(Arc::as_ref),
-                &provider,
-                &ConfigRef::cluster(&config),
-            )
+            held_deployments_using(&deployments, &provider, &ConfigRef::cluster(&config))
         });
     }
     let controller = controller
@@ -933,7 +947,7 @@ pub async fn run_with_args<P: Provider>(provider: P, args: ProviderArgs) -> Resu
         .trigger_backoff(WatchBackoff::default())
         .with_config(ControllerConfig::default().concurrency(RECONCILE_CONCURRENCY))
         .graceful_shutdown_on(stop_controller.clone().cancelled_owned())
-        .run(reconcile, error_policy, ctx)
+        .run(reconcile_held, error_policy, ctx)
         .for_each({
             let progress = progress.clone();
             move |result| {
@@ -1084,7 +1098,7 @@ mod tests {
             }))
             .unwrap()
         };
-        let mut writer = reflector::store::Writer::<ModelDeployment>::default();
+        let mut writer = reflector::store::Writer::<HeldDeployment>::default();
         writer.apply_watcher_event(&watcher::Event::Init);
         for deployment in [
             md("ns", "m", "p", "m"),
@@ -1093,7 +1107,9 @@ mod tests {
             md("ns", "other-provider", "q", "m"),
             md("elsewhere", "m", "p", "m"),
         ] {
-            writer.apply_watcher_event(&watcher::Event::InitApply(deployment));
+            writer.apply_watcher_event(&watcher::Event::InitApply(
+                HeldDeployment::new(&deployment).unwrap(),
+            ));
         }
         writer.apply_watcher_event(&watcher::Event::InitDone);
         let store = writer.as_reader();
@@ -1103,7 +1119,7 @@ mod tests {
             )
             .unwrap()
         };
-        let names = |refs: Vec<ObjectRef<ModelDeployment>>| -> Vec<(String, String)> {
+        let names = |refs: Vec<ObjectRef<HeldDeployment>>| -> Vec<(String, String)> {
             let mut names: Vec<_> = refs
                 .into_iter()
                 .map(|r| (r.namespace.unwrap_or_default(), r.name))

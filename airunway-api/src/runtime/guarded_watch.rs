@@ -17,8 +17,10 @@ use kube::api::Api;
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::runtime::watcher::{self, Event};
 use kube::{Client, Resource};
+use serde::Serialize;
 use serde::de::DeserializeOwned;
 
+use crate::compact_resource::CompactResource;
 use crate::constants::event_actions::DECODE;
 use crate::constants::event_reasons::INVALID_OBJECT;
 use crate::guarded_decode::{Guarded, InvalidObject};
@@ -170,6 +172,40 @@ where
     }
 }
 
+/// Where [`guarded_watcher`] finds the last decoded version of an object: the store its
+/// stream feeds, typed or compact.
+pub trait LastDecoded<K>: Send + Sync + 'static {
+    /// The stored version of `name` in `namespace`, as a `K`.
+    fn last_decoded(&self, name: &str, namespace: Option<&str>) -> Option<Arc<K>>;
+}
+
+impl<K> LastDecoded<K> for Store<K>
+where
+    K: Resource<DynamicType = ()> + Clone + Send + Sync + 'static,
+{
+    fn last_decoded(&self, name: &str, namespace: Option<&str>) -> Option<Arc<K>> {
+        let at = ObjectRef::<K>::new(name);
+        self.get(&match namespace {
+            Some(namespace) => at.within(namespace),
+            None => at,
+        })
+    }
+}
+
+impl<K> LastDecoded<K> for Store<CompactResource<K>>
+where
+    K: Resource<DynamicType = ()> + Serialize + DeserializeOwned + Send + Sync + 'static,
+{
+    fn last_decoded(&self, name: &str, namespace: Option<&str>) -> Option<Arc<K>> {
+        let at = ObjectRef::<CompactResource<K>>::new(name);
+        let held = self.get(&match namespace {
+            Some(namespace) => at.within(namespace),
+            None => at,
+        })?;
+        held.decode().ok().map(Arc::new)
+    }
+}
+
 /// A watcher of every `K` in the cluster (`config` as for kube's `watcher`) that decodes each
 /// object on its own: objects that do not decode are reported through `invalid` and replaced
 /// as [`resolve`] says, `last` being the store the stream then feeds. Apply backoff, trimming
@@ -178,7 +214,7 @@ pub fn guarded_watcher<K>(
     client: Client,
     config: watcher::Config,
     invalid: InvalidObjects,
-    last: Store<K>,
+    last: impl LastDecoded<K>,
 ) -> impl Stream<Item = Result<Event<K>, watcher::Error>> + Send + 'static
 where
     K: Resource<DynamicType = ()>
@@ -196,11 +232,7 @@ where
                 observe(&event, &invalid);
                 resolve(event, |bad| {
                     let name = bad.metadata.name.as_deref()?;
-                    let mut at = ObjectRef::<K>::new(name);
-                    if let Some(namespace) = bad.metadata.namespace.as_deref() {
-                        at = at.within(namespace);
-                    }
-                    last.get(&at)
+                    last.last_decoded(name, bad.metadata.namespace.as_deref())
                 })
                 .map(Ok)
             }
