@@ -225,7 +225,8 @@ fn watch_owned(
                     labels::MANAGED_BY,
                     labels::MANAGED_BY_VALUE
                 ))
-                .any_semantic(),
+                .any_semantic()
+                .page_size(crate::runtime::list_pages::UPSTREAM_LIST_PAGE),
         )
         .backoff(WatchBackoff::default())
     })
